@@ -31,6 +31,8 @@ enum Command {
     Clean(cmd::clean::CleanArgs),
     /// Run every lab with quick defaults; results.jsonl in an output folder.
     Suite(cmd::suite::SuiteArgs),
+    /// Packet captures: extract header fields, generate captures, benchmark cold vs warm cache.
+    Pcap(cmd::pcap::PcapArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -59,6 +61,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delay(a) => cmd::delay::run(&a),
         Command::Clean(a) => cmd::clean::run(&a),
         Command::Suite(a) => cmd::suite::run(&a),
+        Command::Pcap(a) => cmd::pcap::run(&a),
     }
 }
 

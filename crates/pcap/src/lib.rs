@@ -12,6 +12,9 @@
 use std::io;
 
 pub mod decode;
+pub mod extract;
+pub mod format;
+pub mod gen;
 pub mod issues;
 pub mod reader;
 pub mod wire;
