@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use crate::decode::{decode, DecodeProblem, Fields};
+use crate::decode::{decode, has, DecodeProblem, Fields};
 use crate::format::{Field, Formatter, OutputFormat};
 use crate::issues::{IssueKind, Issues};
 use crate::reader::{self, Chunk, Compression, Splitter};
@@ -113,6 +113,11 @@ fn process_chunk(
         f.ts_nsec = p.ts_nsec;
         f.caplen = p.caplen;
         f.len = p.len;
+        if p.has_ts {
+            f.present = 0;
+        } else {
+            f.present = has::NO_TS;
+        }
         decode(p.linktype, p.data, &mut f);
         if let Some(prob) = f.problem {
             match prob {

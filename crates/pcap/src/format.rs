@@ -380,7 +380,12 @@ impl Formatter {
         };
         match field {
             Field::Number => put_u64(out, number),
-            Field::Ts => put_ts(out, f.ts_sec, f.ts_nsec),
+            Field::Ts => {
+                if f.has(has::NO_TS) {
+                    return false;
+                }
+                put_ts(out, f.ts_sec, f.ts_nsec)
+            }
             Field::Caplen => put_u32(out, f.caplen),
             Field::Len => put_u32(out, f.len),
             Field::EthSrc | Field::EthDst => {
@@ -468,7 +473,7 @@ impl Formatter {
                 );
             }
             Field::TcpFlags => {
-                if !f.has(has::TCP) {
+                if !f.has(has::TCP_FLAGS) {
                     return false;
                 }
                 q(out);
@@ -476,14 +481,14 @@ impl Formatter {
                 q(out);
             }
             Field::TcpSeq | Field::TcpAck | Field::TcpWin => {
-                if !f.has(has::TCP) {
+                let (bit, v) = match field {
+                    Field::TcpSeq => (has::TCP_SEQ, f.tcp_seq),
+                    Field::TcpAck => (has::TCP_ACK, f.tcp_ack),
+                    _ => (has::TCP_WIN, f.tcp_win as u32),
+                };
+                if !f.has(bit) {
                     return false;
                 }
-                let v = match field {
-                    Field::TcpSeq => f.tcp_seq,
-                    Field::TcpAck => f.tcp_ack,
-                    _ => f.tcp_win as u32,
-                };
                 put_u32(out, v);
             }
             Field::IcmpType | Field::IcmpCode => {

@@ -261,7 +261,7 @@ impl Generator {
             Kind::Dns => 53,
             Kind::Quic => 443,
             Kind::Rtp => (r.range(8192, 16383) * 2) as u16,
-            Kind::FragUdp => [2049u16, 4789, 9000][r.below(3) as usize],
+            Kind::FragUdp => [2049u16, 7777, 9000][r.below(3) as usize],
             Kind::Icmp | Kind::Arp => 0,
         };
         let client_port = if kind == Kind::Rtp {

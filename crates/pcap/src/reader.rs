@@ -287,6 +287,8 @@ pub struct Packet<'a> {
     pub caplen: u32,
     pub len: u32,
     pub linktype: u32,
+    /// False for pcapng simple packet blocks, which carry no timestamp.
+    pub has_ts: bool,
     pub data: &'a [u8],
 }
 
@@ -342,6 +344,7 @@ impl Chunk {
                 caplen,
                 len,
                 linktype: h.linktype,
+                has_ts: true,
                 data: &b[pos + hl..data_end],
             });
             pos = data_end;
@@ -433,6 +436,7 @@ impl Chunk {
                 caplen,
                 len,
                 linktype: ifc.linktype,
+                has_ts: ts.is_some(),
                 data: &blk[data_at..data_at + caplen as usize],
             });
             number += 1;
