@@ -1,2 +1,18 @@
-//! commbench core: clock, statistics, resource usage, environment, CPU
-//! placement and result records shared by every lab.
+//! commbench core: the clock, statistics, resource usage, environment
+//! fingerprint, CPU placement, result records and artifact naming that every
+//! lab measures and reports through. No lab keeps private timing or
+//! statistics code: what is measured here is measured the same way
+//! everywhere.
+
+pub mod artifact;
+pub mod clock;
+pub mod delay;
+pub mod env;
+pub mod linerate;
+pub mod placement;
+pub mod record;
+pub mod rusage;
+pub mod stats;
+pub mod timer;
+
+pub use record::{Format, Record, Recorder};

@@ -1,0 +1,330 @@
+//! Names and cleanup of the files a run leaves in /dev/shm and the temp dir.
+//!
+//! Every lab names its shared-memory segments, sockets and temp dirs with
+//! [`name`]: `commbench-<lab>-<pid>-<start>-<seq>`, where `<start>` is the
+//! owning process's start time in clock ticks since boot (from
+//! /proc/PID/stat). That is the naming scheme `commbench clean` knows: an
+//! entry is removed only when no process with that pid *and* that start
+//! time is alive, so a live run is never touched, even after pid reuse
+//! (seed: ipc-benchmark, which left `/dev/shm` files and `/tmp/tateyama-test-*`
+//! dirs behind after every forced stop and told users to delete them by hand).
+//!
+//! Paths registered with [`register_cleanup`] are unlinked on SIGINT and
+//! SIGTERM by a handler that only calls async-signal-safe functions, then
+//! the signal is re-raised with its default action.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+/// Prefix of every artifact name.
+pub const PREFIX: &str = "commbench-";
+
+/// Where artifacts may live.
+pub fn roots() -> Vec<PathBuf> {
+    let mut v = vec![PathBuf::from("/dev/shm")];
+    let t = std::env::temp_dir();
+    if !v.contains(&t) {
+        v.push(t);
+    }
+    v
+}
+
+/// Start time (ticks since boot, field 22 of /proc/PID/stat) of `pid`.
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and ')': skip past the last ')'.
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh artifact name for `lab` (letters, digits and '_' only).
+pub fn name(lab: &str) -> String {
+    let lab: String = lab
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let pid = std::process::id();
+    let start = process_start_ticks(pid).unwrap_or(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("{PREFIX}{lab}-{pid}-{start}-{seq}")
+}
+
+/// /dev/shm/<name>.
+pub fn shm_path(name: &str) -> PathBuf {
+    Path::new("/dev/shm").join(name)
+}
+
+/// The parts of an artifact name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub lab: String,
+    pub pid: u32,
+    pub start: u64,
+    pub seq: u32,
+}
+
+fn leading_digits(s: &str) -> Option<&str> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    (end > 0).then(|| &s[..end])
+}
+
+/// Parses `commbench-<lab>-<pid>-<start>-<seq>[suffix]`; anything after
+/// the seq digits (".sock", "-1") is allowed.
+pub fn parse_name(file_name: &str) -> Option<Parsed> {
+    let rest = file_name.strip_prefix(PREFIX)?;
+    let parts: Vec<&str> = rest.split('-').collect();
+    if parts.len() < 4 {
+        return None;
+    }
+    let lab = parts[0];
+    if lab.is_empty() || !lab.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    let pid = parts[1].parse().ok()?;
+    let start = parts[2].parse().ok()?;
+    let seq = leading_digits(parts[3])?.parse().ok()?;
+    Some(Parsed {
+        lab: lab.to_owned(),
+        pid,
+        start,
+        seq,
+    })
+}
+
+/// True when the process that created an artifact still runs.
+pub fn owner_alive(p: &Parsed) -> bool {
+    match process_start_ticks(p.pid) {
+        None => false,
+        // start 0 means "unknown at creation": trust the pid alone.
+        Some(start) => p.start == 0 || start == p.start,
+    }
+}
+
+/// What `clean` did to one entry.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CleanEntry {
+    pub path: String,
+    pub lab: String,
+    pub pid: u32,
+    /// `removed`, `live` (owner running: left alone), `would_remove`
+    /// (dry run) or `error: ...`.
+    pub action: String,
+}
+
+/// Removes artifacts of dead runs under the roots; live runs are left
+/// alone and reported.
+pub fn clean(dry_run: bool) -> Vec<CleanEntry> {
+    clean_in(&roots(), dry_run)
+}
+
+/// [`clean`] over the given directories.
+pub fn clean_in(dirs: &[PathBuf], dry_run: bool) -> Vec<CleanEntry> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let fname = e.file_name();
+            let Some(p) = fname.to_str().and_then(parse_name) else {
+                continue;
+            };
+            let path = e.path();
+            let action = if owner_alive(&p) {
+                "live".to_owned()
+            } else if dry_run {
+                "would_remove".to_owned()
+            } else {
+                let r = match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                    _ => std::fs::remove_file(&path),
+                };
+                match r {
+                    Ok(()) => "removed".to_owned(),
+                    Err(err) => format!("error: {err}"),
+                }
+            };
+            out.push(CleanEntry {
+                path: path.display().to_string(),
+                lab: p.lab,
+                pid: p.pid,
+                action,
+            });
+        }
+    }
+    out
+}
+
+/// A temp dir named by [`name`], mode 0700, removed with its contents on
+/// drop (and its path registered for signal cleanup while it lives).
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(lab: &str) -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let path = std::env::temp_dir().join(name(lab));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(TempDir { path })
+    }
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+const SLOTS: usize = 256;
+static CLEANUP: [AtomicPtr<libc::c_char>; SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+/// A registration made by [`register_cleanup`]; dropping it unregisters
+/// (without removing the file).
+#[derive(Debug)]
+pub struct CleanupGuard {
+    slot: Option<usize>,
+}
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        if let Some(i) = self.slot {
+            let p = CLEANUP[i].swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: p came from CString::into_raw in register_cleanup.
+                drop(unsafe { CString::from_raw(p) });
+            }
+        }
+    }
+}
+
+/// Registers a file to be unlinked if the process gets SIGINT or SIGTERM
+/// (call [`install_signal_cleanup`] once). Returns a guard that unregisters.
+/// When all slots are taken the path is not registered (the guard is inert)
+/// and `commbench clean` remains the way to remove it.
+pub fn register_cleanup(path: &Path) -> CleanupGuard {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return CleanupGuard { slot: None };
+    };
+    let raw = c.into_raw();
+    for (i, slot) in CLEANUP.iter().enumerate() {
+        if slot
+            .compare_exchange(
+                std::ptr::null_mut(),
+                raw,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            return CleanupGuard { slot: Some(i) };
+        }
+    }
+    // SAFETY: raw came from into_raw above and was not stored.
+    drop(unsafe { CString::from_raw(raw) });
+    CleanupGuard { slot: None }
+}
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    for slot in CLEANUP.iter() {
+        let p = slot.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: unlink is async-signal-safe; p is a valid C string
+            // owned by the slot until unregistered.
+            unsafe { libc::unlink(p) };
+        }
+    }
+    // SAFETY: restoring the default action and re-raising are
+    // async-signal-safe; the process then dies of the same signal.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+/// Installs the SIGINT/SIGTERM handler that unlinks registered paths.
+pub fn install_signal_cleanup() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: on_signal only calls async-signal-safe functions.
+            unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        let n = name("ipc");
+        let p = parse_name(&n).unwrap();
+        assert_eq!(p.lab, "ipc");
+        assert_eq!(p.pid, std::process::id());
+        assert!(owner_alive(&p));
+        let with_suffix = format!("{n}.sock");
+        assert_eq!(parse_name(&with_suffix).unwrap().pid, p.pid);
+        assert!(parse_name("commbench-").is_none());
+        assert!(parse_name("other-ipc-1-2-3").is_none());
+        assert!(parse_name("commbench-ipc-x-2-3").is_none());
+    }
+
+    #[test]
+    fn clean_removes_dead_and_keeps_live() {
+        let dir = std::env::temp_dir().join(format!("cbclean-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let live = dir.join(name("test"));
+        // A pid that cannot exist (above pid_max's hard limit of 2^22).
+        let dead = dir.join("commbench-test-4194305-1-0");
+        let dead_dir = dir.join("commbench-test-4194305-1-1");
+        std::fs::write(&live, b"x").unwrap();
+        std::fs::write(&dead, b"x").unwrap();
+        std::fs::create_dir(&dead_dir).unwrap();
+        std::fs::write(dead_dir.join("f"), b"x").unwrap();
+        let unrelated = dir.join("not-ours");
+        std::fs::write(&unrelated, b"x").unwrap();
+
+        let dry = clean_in(std::slice::from_ref(&dir), true);
+        assert_eq!(dry.iter().filter(|e| e.action == "would_remove").count(), 2);
+        assert!(dead.exists());
+
+        let r = clean_in(std::slice::from_ref(&dir), false);
+        assert_eq!(r.len(), 3);
+        assert!(live.exists() && unrelated.exists());
+        assert!(!dead.exists() && !dead_dir.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tempdir_is_private_and_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let p;
+        {
+            let t = TempDir::new("test").unwrap();
+            p = t.path().to_owned();
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn register_and_unregister() {
+        let g = register_cleanup(Path::new("/dev/shm/commbench-test-1-1-1"));
+        assert!(g.slot.is_some());
+        drop(g);
+    }
+}

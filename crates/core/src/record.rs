@@ -1,0 +1,453 @@
+//! Results: one serde [`Record`] type (schema_version, lab, test, params,
+//! metrics, environment) and the exporters that write it as a terminal
+//! table, CSV, one JSON document or JSON Lines.
+//!
+//! Invariants: every format carries the same fields (nested metric objects
+//! such as a latency [`Summary`](crate::stats::Summary) are flattened to
+//! dotted column names in table and CSV); JSON never contains NaN or
+//! infinity (serde_json writes them as `null`); the committed schema in
+//! `schema/commbench.schema.json` describes both the document and the line
+//! shape, and a test validates real output against it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::io::{self, Write};
+
+/// Version of the record layout; bump on an incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One measured result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    pub schema_version: u32,
+    /// Which lab produced it (`ipc`, `pcap`, `timer`, ...).
+    pub lab: String,
+    /// Which test within the lab (`reqres`, `rdtsc`, ...).
+    pub test: String,
+    /// What was asked for.
+    pub params: Map<String, Value>,
+    /// What was measured.
+    pub metrics: Map<String, Value>,
+    /// The environment fingerprint, attached at export time (JSON, JSONL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Value>,
+}
+
+/// Converts to a JSON value, mapping non-finite floats to null.
+pub fn to_value<T: Serialize>(v: T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+impl Record {
+    pub fn new(lab: &str, test: &str) -> Self {
+        Record {
+            schema_version: SCHEMA_VERSION,
+            lab: lab.to_owned(),
+            test: test.to_owned(),
+            params: Map::new(),
+            metrics: Map::new(),
+            environment: None,
+        }
+    }
+    /// Adds a parameter (builder style).
+    pub fn param<T: Serialize>(mut self, k: &str, v: T) -> Self {
+        self.push_param(k, v);
+        self
+    }
+    /// Adds a metric (builder style).
+    pub fn metric<T: Serialize>(mut self, k: &str, v: T) -> Self {
+        self.push_metric(k, v);
+        self
+    }
+    pub fn push_param<T: Serialize>(&mut self, k: &str, v: T) {
+        self.params.insert(k.to_owned(), to_value(v));
+    }
+    pub fn push_metric<T: Serialize>(&mut self, k: &str, v: T) {
+        self.metrics.insert(k.to_owned(), to_value(v));
+    }
+    /// A metric as f64, looked up by a dotted path (`latency_ns.p50`).
+    pub fn metric_f64(&self, path: &str) -> Option<f64> {
+        let mut parts = path.split('.');
+        let mut v = self.metrics.get(parts.next()?)?;
+        for p in parts {
+            v = v.get(p)?;
+        }
+        v.as_f64()
+    }
+}
+
+/// Receives progress messages.
+pub type ProgressSink = Box<dyn FnMut(&str) + Send>;
+
+/// Collects the records of a run and relays progress messages.
+#[derive(Default)]
+pub struct Recorder {
+    records: Vec<Record>,
+    sink: Option<ProgressSink>,
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Where progress messages go (the CLI installs a progress bar; the
+    /// default discards them).
+    pub fn set_progress_sink(&mut self, f: ProgressSink) {
+        self.sink = Some(f);
+    }
+    /// A short progress message ("ipc: shm 128 B").
+    pub fn progress(&mut self, msg: &str) {
+        if let Some(f) = self.sink.as_mut() {
+            f(msg);
+        }
+    }
+    pub fn push(&mut self, r: Record) {
+        self.records.push(r);
+    }
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+    pub fn take(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.records)
+    }
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Table,
+    Csv,
+    Json,
+    Jsonl,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "table" => Ok(Format::Table),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            "jsonl" => Ok(Format::Jsonl),
+            _ => Err(format!(
+                "unknown format '{s}': use table, csv, json or jsonl"
+            )),
+        }
+    }
+}
+
+/// What every exporter receives.
+pub struct Document<'a> {
+    pub records: &'a [Record],
+    /// Environment fingerprint (JSON value of [`crate::env::Fingerprint`]).
+    pub environment: &'a Value,
+}
+
+/// Writes a document in one format (hyperfine's `Exporter`).
+pub trait Exporter {
+    fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The exporter for a format.
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(TableExporter),
+        Format::Csv => Box::new(CsvExporter),
+        Format::Json => Box::new(JsonExporter),
+        Format::Jsonl => Box::new(JsonlExporter),
+    }
+}
+
+/// Convenience: export `records` in `format`.
+pub fn export(
+    records: &[Record],
+    format: Format,
+    environment: &Value,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    exporter(format).export(
+        &Document {
+            records,
+            environment,
+        },
+        out,
+    )
+}
+
+/// Flattens nested objects into dotted keys, in order.
+pub fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        _ => out.push((prefix.to_owned(), v.clone())),
+    }
+}
+
+fn flat_row(r: &Record) -> Vec<(String, Value)> {
+    let mut out = vec![
+        ("lab".to_owned(), Value::from(r.lab.clone())),
+        ("test".to_owned(), Value::from(r.test.clone())),
+    ];
+    for (k, v) in &r.params {
+        flatten(k, v, &mut out);
+    }
+    for (k, v) in &r.metrics {
+        flatten(k, v, &mut out);
+    }
+    out
+}
+
+/// Union of columns over rows, in first-seen order.
+fn columns(rows: &[Vec<(String, Value)>]) -> Vec<String> {
+    let mut cols: Vec<String> = Vec::new();
+    for row in rows {
+        for (k, _) in row {
+            if !cols.iter().any(|c| c == k) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    cols
+}
+
+/// Formats a number for humans: integers as integers, others with four
+/// significant digits (at least one decimal below 1000).
+pub fn human_number(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    if x == x.trunc() && x.abs() < 1e15 {
+        return format!("{}", x as i64);
+    }
+    let a = x.abs();
+    let decimals = if a >= 1000.0 {
+        1
+    } else if a >= 100.0 {
+        2
+    } else if a >= 10.0 {
+        3
+    } else if a >= 1.0 {
+        4
+    } else if a >= 0.01 {
+        5
+    } else {
+        return format!("{x:.3e}");
+    };
+    format!("{x:.decimals$}")
+}
+
+fn cell_text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.to_string(),
+            (_, Some(u)) => u.to_string(),
+            _ => human_number(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Aligned text: a key/value list for one record, a table for several.
+pub struct TableExporter;
+
+impl Exporter for TableExporter {
+    fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+        let rows: Vec<_> = doc.records.iter().map(flat_row).collect();
+        if rows.len() == 1 {
+            let w = rows[0].iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+            for (k, v) in &rows[0] {
+                writeln!(out, "{k:<w$}  {}", cell_text(v))?;
+            }
+            return Ok(());
+        }
+        let cols = columns(&rows);
+        let cells: Vec<Vec<String>> = rows
+            .iter()
+            .map(|row| {
+                cols.iter()
+                    .map(|c| {
+                        row.iter()
+                            .find(|(k, _)| k == c)
+                            .map(|(_, v)| cell_text(v))
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .collect();
+        let widths: Vec<usize> = cols
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                cells
+                    .iter()
+                    .map(|r| r[i].len())
+                    .max()
+                    .unwrap_or(0)
+                    .max(c.len())
+            })
+            .collect();
+        let line = |vals: &[String]| {
+            vals.iter()
+                .zip(&widths)
+                .map(|(v, w)| format!("{v:>w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        writeln!(out, "{}", line(&cols))?;
+        for r in &cells {
+            writeln!(out, "{}", line(r))?;
+        }
+        Ok(())
+    }
+}
+
+/// Quotes a CSV field when needed (RFC 4180).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// CSV with a header of flattened column names; numbers unrounded, null empty.
+pub struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+        let rows: Vec<_> = doc.records.iter().map(flat_row).collect();
+        let cols = columns(&rows);
+        writeln!(
+            out,
+            "{}",
+            cols.iter()
+                .map(|c| csv_field(c))
+                .collect::<Vec<_>>()
+                .join(",")
+        )?;
+        for row in &rows {
+            let vals: Vec<String> = cols
+                .iter()
+                .map(|c| match row.iter().find(|(k, _)| k == c).map(|(_, v)| v) {
+                    None | Some(Value::Null) => String::new(),
+                    Some(Value::String(s)) => csv_field(s),
+                    Some(v) => csv_field(&v.to_string()),
+                })
+                .collect();
+            writeln!(out, "{}", vals.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+/// One JSON document: `{schema_version, tool, environment, records}`.
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+        let v = serde_json::json!({
+            "schema_version": SCHEMA_VERSION,
+            "tool": "commbench",
+            "environment": doc.environment,
+            "records": doc.records,
+        });
+        serde_json::to_writer_pretty(&mut *out, &v)?;
+        writeln!(out)
+    }
+}
+
+/// One self-contained record per line, each with the environment.
+pub struct JsonlExporter;
+
+impl Exporter for JsonlExporter {
+    fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+        for r in doc.records {
+            let mut r = r.clone();
+            r.environment = Some(doc.environment.clone());
+            serde_json::to_writer(&mut *out, &r)?;
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Record> {
+        vec![
+            Record::new("timer", "rdtsc")
+                .param("samples", 1000)
+                .metric("ns", 9.123456)
+                .metric("ticks", 1.0)
+                .metric("nan", f64::NAN)
+                .metric("lat", serde_json::json!({"p50": 1.5, "p99": 3})),
+            Record::new("timer", "clock_gettime, raw")
+                .param("samples", 1000)
+                .metric("ns", 21.0),
+        ]
+    }
+
+    fn render(f: Format) -> String {
+        let mut out = Vec::new();
+        let env = serde_json::json!({"cpu_model": "test"});
+        export(&sample(), f, &env, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn nan_is_null() {
+        let j = render(Format::Json);
+        assert!(!j.contains("NaN"));
+        assert!(j.contains("\"nan\": null"));
+    }
+
+    #[test]
+    fn snapshot_table() {
+        insta::assert_snapshot!(render(Format::Table));
+    }
+
+    #[test]
+    fn snapshot_csv() {
+        insta::assert_snapshot!(render(Format::Csv));
+    }
+
+    #[test]
+    fn snapshot_jsonl() {
+        insta::assert_snapshot!(render(Format::Jsonl));
+    }
+
+    #[test]
+    fn snapshot_json() {
+        insta::assert_snapshot!(render(Format::Json));
+    }
+
+    #[test]
+    fn metric_path_lookup() {
+        let r = &sample()[0];
+        assert_eq!(r.metric_f64("lat.p50"), Some(1.5));
+        assert_eq!(r.metric_f64("lat.p75"), None);
+    }
+
+    #[test]
+    fn human_numbers() {
+        assert_eq!(human_number(14880952.38), "14880952.4");
+        assert_eq!(human_number(67.2), "67.200");
+        assert_eq!(human_number(3.0), "3");
+        assert_eq!(human_number(f64::NAN), "-");
+    }
+}

@@ -1,0 +1,333 @@
+//! Resource usage around a run: user/sys CPU of this process and of its
+//! waited-for children (getrusage, wait4), CPU time per operation, max RSS,
+//! context switches, load average at start and end, and whether the run was
+//! oversubscribed (more runnable threads than cores).
+//!
+//! CPU time per operation is the figure that survives a shared, noisy
+//! machine: wall-clock rates swing 2–10× here, CPU time much less. Every lab
+//! reports it next to its rates.
+
+use crate::record::Record;
+use serde::Serialize;
+use std::time::Instant;
+
+/// A getrusage snapshot.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Usage {
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub max_rss_kib: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_ctx: u64,
+    pub involuntary_ctx: u64,
+}
+
+impl Usage {
+    fn from_raw(r: &libc::rusage) -> Self {
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        Usage {
+            user_s: tv(r.ru_utime),
+            sys_s: tv(r.ru_stime),
+            max_rss_kib: r.ru_maxrss.max(0) as u64,
+            minor_faults: r.ru_minflt.max(0) as u64,
+            major_faults: r.ru_majflt.max(0) as u64,
+            voluntary_ctx: r.ru_nvcsw.max(0) as u64,
+            involuntary_ctx: r.ru_nivcsw.max(0) as u64,
+        }
+    }
+
+    fn get(who: libc::c_int) -> Self {
+        // SAFETY: zeroed rusage is a valid value; getrusage fills it.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut r) };
+        Self::from_raw(&r)
+    }
+
+    /// This process (all threads).
+    pub fn process() -> Self {
+        Self::get(libc::RUSAGE_SELF)
+    }
+
+    /// The calling thread only.
+    pub fn thread() -> Self {
+        Self::get(libc::RUSAGE_THREAD)
+    }
+
+    /// All waited-for children.
+    pub fn children() -> Self {
+        Self::get(libc::RUSAGE_CHILDREN)
+    }
+
+    /// CPU seconds (user + sys).
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+
+    /// Counters since `earlier` (max RSS is kept as the later value: it is a
+    /// high-water mark, not a counter).
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            sys_s: (self.sys_s - earlier.sys_s).max(0.0),
+            max_rss_kib: self.max_rss_kib,
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            voluntary_ctx: self.voluntary_ctx.saturating_sub(earlier.voluntary_ctx),
+            involuntary_ctx: self.involuntary_ctx.saturating_sub(earlier.involuntary_ctx),
+        }
+    }
+
+    /// Adds another usage (children of several waits); RSS takes the max.
+    pub fn add(&mut self, o: &Usage) {
+        self.user_s += o.user_s;
+        self.sys_s += o.sys_s;
+        self.max_rss_kib = self.max_rss_kib.max(o.max_rss_kib);
+        self.minor_faults += o.minor_faults;
+        self.major_faults += o.major_faults;
+        self.voluntary_ctx += o.voluntary_ctx;
+        self.involuntary_ctx += o.involuntary_ctx;
+    }
+}
+
+/// How a waited-for child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ChildExit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ChildExit {
+    pub fn success(&self) -> bool {
+        *self == ChildExit::Code(0)
+    }
+}
+
+/// Waits for child `pid` with wait4 and returns how it ended and its own
+/// resource usage (exactly that child's, not all children's).
+pub fn wait_child(pid: libc::pid_t) -> std::io::Result<(ChildExit, Usage)> {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills status and rusage.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut r) };
+        if rc == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let exit = if libc::WIFEXITED(status) {
+        ChildExit::Code(libc::WEXITSTATUS(status))
+    } else {
+        ChildExit::Signal(libc::WTERMSIG(status))
+    };
+    Ok((exit, Usage::from_raw(&r)))
+}
+
+/// Load averages (1, 5, 15 min) from /proc/loadavg.
+pub fn load_average() -> [f64; 3] {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = s
+        .split_whitespace()
+        .map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
+    [
+        it.next().unwrap_or(f64::NAN),
+        it.next().unwrap_or(f64::NAN),
+        it.next().unwrap_or(f64::NAN),
+    ]
+}
+
+/// Threads runnable right now, system-wide (`procs_running` in /proc/stat;
+/// includes the caller).
+pub fn runnable_threads() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("procs_running "))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Online logical CPUs.
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Measures one run: start it, do the work, `finish(ops)`.
+#[derive(Debug, Clone)]
+pub struct RunMeter {
+    start: Instant,
+    process0: Usage,
+    children0: Usage,
+    load_start: [f64; 3],
+    runnable_max: u64,
+}
+
+/// What a run used.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunUsage {
+    pub wall_s: f64,
+    /// This process, during the run.
+    pub process: Usage,
+    /// Children waited for during the run (RUSAGE_CHILDREN delta), plus any
+    /// added with [`RunUsage::add_children`].
+    pub children: Usage,
+    pub ops: u64,
+    /// (process + children CPU) / ops, in ns.
+    pub cpu_ns_per_op: f64,
+    pub load_start: [f64; 3],
+    pub load_end: [f64; 3],
+    /// Highest `procs_running` seen at start, end or by [`RunMeter::sample`].
+    pub runnable_max: u64,
+    pub cpus: usize,
+    /// Threads the run itself declared it keeps busy (0 if unknown).
+    pub declared_threads: u64,
+    /// More runnable threads than cores at some sample, or more busy threads
+    /// declared than cores: spin-waiting and rates are suspect.
+    pub oversubscribed: bool,
+}
+
+impl Default for RunMeter {
+    fn default() -> Self {
+        Self::start()
+    }
+}
+
+impl RunMeter {
+    pub fn start() -> Self {
+        RunMeter {
+            load_start: load_average(),
+            runnable_max: runnable_threads(),
+            process0: Usage::process(),
+            children0: Usage::children(),
+            start: Instant::now(),
+        }
+    }
+
+    /// Samples the system's runnable thread count (call mid-run to catch
+    /// oversubscription that start and end would miss).
+    pub fn sample(&mut self) {
+        self.runnable_max = self.runnable_max.max(runnable_threads());
+    }
+
+    /// Ends the run.
+    pub fn finish(&self, ops: u64) -> RunUsage {
+        self.finish_with_threads(ops, 0)
+    }
+
+    /// Ends the run, declaring how many threads it kept busy.
+    pub fn finish_with_threads(&self, ops: u64, declared_threads: u64) -> RunUsage {
+        let wall_s = self.start.elapsed().as_secs_f64();
+        let process = Usage::process().since(&self.process0);
+        let children = Usage::children().since(&self.children0);
+        let runnable_max = self.runnable_max.max(runnable_threads());
+        let cpus = online_cpus();
+        let mut u = RunUsage {
+            wall_s,
+            process,
+            children,
+            ops,
+            cpu_ns_per_op: f64::NAN,
+            load_start: self.load_start,
+            load_end: load_average(),
+            runnable_max,
+            cpus,
+            declared_threads,
+            oversubscribed: runnable_max as usize > cpus || declared_threads as usize > cpus,
+        };
+        u.recompute();
+        u
+    }
+}
+
+impl RunUsage {
+    fn recompute(&mut self) {
+        self.cpu_ns_per_op = if self.ops == 0 {
+            f64::NAN
+        } else {
+            (self.process.cpu_s() + self.children.cpu_s()) * 1e9 / self.ops as f64
+        };
+    }
+
+    /// Adds usage of children reaped with [`wait_child`] outside the
+    /// RUSAGE_CHILDREN window (e.g. by another thread before finish).
+    pub fn add_children(&mut self, u: &Usage) {
+        self.children.add(u);
+        self.recompute();
+    }
+
+    /// Total CPU seconds, process and children.
+    pub fn cpu_s(&self) -> f64 {
+        self.process.cpu_s() + self.children.cpu_s()
+    }
+
+    /// Appends the standard usage metrics to a record.
+    pub fn add_to(&self, r: &mut Record) {
+        r.push_metric("wall_s", self.wall_s);
+        r.push_metric("user_s", self.process.user_s);
+        r.push_metric("sys_s", self.process.sys_s);
+        r.push_metric("children_user_s", self.children.user_s);
+        r.push_metric("children_sys_s", self.children.sys_s);
+        r.push_metric("cpu_ns_per_op", self.cpu_ns_per_op);
+        r.push_metric("max_rss_kib", self.process.max_rss_kib);
+        r.push_metric("children_max_rss_kib", self.children.max_rss_kib);
+        r.push_metric(
+            "voluntary_ctx",
+            self.process.voluntary_ctx + self.children.voluntary_ctx,
+        );
+        r.push_metric(
+            "involuntary_ctx",
+            self.process.involuntary_ctx + self.children.involuntary_ctx,
+        );
+        r.push_metric("load_start", self.load_start[0]);
+        r.push_metric("load_end", self.load_end[0]);
+        r.push_metric("oversubscribed", self.oversubscribed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meter_counts_cpu_of_busy_work() {
+        let m = RunMeter::start();
+        let mut x = 0u64;
+        let t = Instant::now();
+        while t.elapsed().as_millis() < 30 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let u = m.finish(1000);
+        assert!(u.wall_s > 0.0);
+        assert!(u.process.cpu_s() > 0.0, "{:?}", u.process);
+        assert!(u.cpu_ns_per_op.is_finite());
+        assert!(u.cpus >= 1);
+    }
+
+    #[test]
+    #[allow(clippy::zombie_processes)] // reaped by wait_child (wait4)
+    fn wait_child_reports_exit_and_usage() {
+        let child = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .spawn()
+            .unwrap();
+        let (exit, usage) = wait_child(child.id() as i32).unwrap();
+        assert_eq!(exit, ChildExit::Code(3));
+        assert!(usage.max_rss_kib > 0);
+    }
+
+    #[test]
+    fn zero_ops_gives_null_per_op() {
+        let u = RunMeter::start().finish(0);
+        assert!(u.cpu_ns_per_op.is_nan());
+        let j = serde_json::to_string(&u).unwrap();
+        assert!(j.contains("\"cpu_ns_per_op\":null"));
+    }
+}
