@@ -11,11 +11,14 @@
 
 use std::io;
 
+pub mod bench;
+pub mod cache;
 pub mod decode;
 pub mod extract;
 pub mod format;
 pub mod gen;
 pub mod issues;
+pub mod mapped;
 pub mod reader;
 pub mod wire;
 pub mod writer;

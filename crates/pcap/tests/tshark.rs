@@ -137,6 +137,7 @@ fn ours(path: &Path) -> Vec<Vec<String>> {
         threads: 2,
         strict: false,
         header: false,
+        mmap: false,
     };
     let mut out = Vec::new();
     let rep = extract(&cfg, &mut out, &mut |_| {}).unwrap();
