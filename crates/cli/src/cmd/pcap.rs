@@ -23,6 +23,36 @@ pub enum PcapCmd {
     Extract(ExtractArgs),
     /// Generate a deterministic, realistic capture.
     Gen(GenArgs),
+    /// Time extraction with a cold and/or warm page cache, optionally against a peer command.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CacheArg {
+    Cold,
+    Warm,
+    Both,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Capture file to extract (a regular file: the cache state is per file).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Page-cache state before each run.
+    #[arg(long, value_enum, default_value = "both")]
+    pub cache: CacheArg,
+    /// Runs per tool and cache state.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Peer command, `{}` is replaced by the file, e.g. 'tcpdump -nn -r {}'.
+    #[arg(long, value_name = "CMD")]
+    pub compare_cmd: Option<String>,
+    /// Parse threads for our extraction (default: all CPUs).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub out: crate::output::OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -97,6 +127,7 @@ pub fn run(a: &PcapArgs) -> Result<()> {
     match &a.cmd {
         PcapCmd::Extract(x) => run_extract(x),
         PcapCmd::Gen(g) => run_gen(g),
+        PcapCmd::Bench(b) => run_bench(b),
     }
 }
 
@@ -299,4 +330,66 @@ fn run_gen(a: &GenArgs) -> Result<()> {
         a.seed
     );
     Ok(())
+}
+
+fn run_bench(a: &BenchArgs) -> Result<()> {
+    use commbench_pcap::bench::{BenchConfig, CacheState};
+    if !a.file.is_file() {
+        return Err(crate::usage(format!(
+            "{}: not a regular file",
+            a.file.display()
+        )));
+    }
+    if let Some(c) = &a.compare_cmd {
+        if !c.contains("{}") {
+            return Err(crate::usage(
+                "--compare-cmd needs {} where the file goes, e.g. 'tcpdump -nn -r {}'",
+            ));
+        }
+    }
+    let threads = a.threads.unwrap_or_else(default_threads);
+    if threads == 0 || threads > 256 {
+        return Err(crate::usage("--threads must be between 1 and 256"));
+    }
+    let exe = std::env::current_exe().context("cannot find the commbench binary")?;
+    let cfg = BenchConfig {
+        file: a.file.clone(),
+        caches: match a.cache {
+            CacheArg::Cold => vec![CacheState::Cold],
+            CacheArg::Warm => vec![CacheState::Warm],
+            CacheArg::Both => vec![CacheState::Cold, CacheState::Warm],
+        },
+        runs: a.runs as usize,
+        ours: vec![
+            exe.display().to_string(),
+            "pcap".into(),
+            "extract".into(),
+            "-q".into(),
+            "--threads".into(),
+            threads.to_string(),
+            "-o".into(),
+            "/dev/null".into(),
+        ],
+        compare_cmd: a.compare_cmd.clone(),
+    };
+    let mut rec = crate::progress::recorder();
+    let res = commbench_pcap::bench::run(&cfg, &mut rec);
+    crate::progress::finish();
+    let report = res?;
+    for s in &report.summaries {
+        eprintln!(
+            "{} {}: median real {:.3} s, user {:.3} s, sys {:.3} s, {:.0} MB/s -> {}",
+            s.tool,
+            s.cache.name(),
+            s.real_s,
+            s.user_s,
+            s.sys_s,
+            s.mb_s,
+            s.verdict
+        );
+    }
+    if report.runs.iter().any(|r| !r.exit_ok) {
+        eprintln!("warning: some runs exited with an error; check the command");
+    }
+    a.out.emit(&rec.take())
 }

@@ -30,7 +30,7 @@ pub type Step = (&'static str, fn(bool, &mut Recorder) -> Result<()>);
 
 /// Every step, in order. Labs add theirs here.
 pub fn steps() -> Vec<Step> {
-    vec![("core", core_step)]
+    vec![("core", core_step), ("pcap", pcap_step)]
 }
 
 fn core_step(quick: bool, rec: &mut Recorder) -> Result<()> {
@@ -142,5 +142,10 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     if !failed.is_empty() {
         anyhow::bail!("suite steps failed: {}", failed.join(", "));
     }
+    Ok(())
+}
+
+fn pcap_step(quick: bool, rec: &mut Recorder) -> Result<()> {
+    commbench_pcap::suite(quick, rec)?;
     Ok(())
 }
