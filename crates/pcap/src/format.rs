@@ -831,7 +831,7 @@ mod tests {
             ts_nsec: 2,
             caplen: 3,
             len: 4,
-            present: u32::MAX & !has::NO_TS,
+            present: !has::NO_TS,
             ip_version: 6,
             ..Default::default()
         };
