@@ -153,6 +153,15 @@ fn bench_reports_cold_and_warm_runs() {
         .stdout
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let schema_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}");
     let recs = v["records"].as_array().unwrap();
     let summaries: Vec<_> = recs.iter().filter(|r| r["test"] == "bench").collect();
     assert_eq!(summaries.len(), 4, "2 tools x 2 cache states");
