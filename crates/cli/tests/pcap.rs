@@ -74,6 +74,7 @@ fn not_a_capture_exits_1_and_usage_errors_exit_2() {
         .arg(&txt)
         .assert()
         .code(1)
+        .stdout(predicate::str::is_empty())
         .stderr(predicate::str::contains("not a capture file"));
     bin()
         .args(["pcap", "extract", "--fields", "ts,nonsense"])
