@@ -395,20 +395,21 @@ pub fn put_ipv6(out: &mut Line<'_>, a: &[u8; 16]) {
         put_ipv4(out, &a[12..16]);
         return;
     }
-    let (mut best, mut best_len, mut i) = (8usize, 0usize, 0usize);
-    while i < 8 {
-        if g[i] == 0 {
-            let s = i;
-            while i < 8 && g[i] == 0 {
-                i += 1;
-            }
-            if i - s > best_len && i - s >= 2 {
-                best = s;
-                best_len = i - s;
-            }
-        } else {
-            i += 1;
+    // Longest run (>= 2) of zero groups, first on ties, from a bit mask.
+    let mut zeros = 0u32;
+    for (i, v) in g.iter().enumerate() {
+        zeros |= ((*v == 0) as u32) << i;
+    }
+    let (mut best, mut best_len) = (8usize, 0usize);
+    let mut m = zeros;
+    while m != 0 {
+        let start = m.trailing_zeros() as usize;
+        let len = (!(m >> start)).trailing_zeros() as usize;
+        if len > best_len && len >= 2 {
+            best = start;
+            best_len = len;
         }
+        m &= !(((1u32 << len) - 1) << start);
     }
     let t = out.slot::<48>();
     let mut n = 0;
@@ -426,15 +427,7 @@ pub fn put_ipv6(out: &mut Line<'_>, a: &[u8; 16]) {
             n += 1;
         }
         let v = g[k];
-        let nd = if v >= 0x1000 {
-            4
-        } else if v >= 0x100 {
-            3
-        } else if v >= 0x10 {
-            2
-        } else {
-            1
-        };
+        let nd = ((16 - v.leading_zeros() as usize).div_ceil(4)).max(1);
         for d in 0..nd {
             t[n + d] = HEX[((v >> (4 * (nd - 1 - d))) & 15) as usize];
         }
