@@ -29,8 +29,12 @@ enum Command {
     Delay(cmd::delay::DelayArgs),
     /// Remove leftovers (shm files, temp dirs) of runs whose process is dead.
     Clean(cmd::clean::CleanArgs),
-    /// Run every lab with quick defaults; results.jsonl in an output folder.
+    /// Run every lab with quick defaults; results.jsonl and report.html in an output folder.
     Suite(cmd::suite::SuiteArgs),
+    /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
+    Compare(cmd::compare::CompareArgs),
+    /// Render result files into one self-contained HTML page with SVG plots.
+    Report(cmd::report::ReportArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -59,6 +63,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delay(a) => cmd::delay::run(&a),
         Command::Clean(a) => cmd::clean::run(&a),
         Command::Suite(a) => cmd::suite::run(&a),
+        Command::Compare(a) => cmd::compare::run(&a),
+        Command::Report(a) => cmd::report::run(&a),
     }
 }
 
