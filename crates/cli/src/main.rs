@@ -31,6 +31,17 @@ enum Command {
     Clean(cmd::clean::CleanArgs),
     /// Run every lab with quick defaults; results.jsonl in an output folder.
     Suite(cmd::suite::SuiteArgs),
+    /// IPC lab: request/response and streaming over shm, uds, pipe, tcp.
+    Ipc(cmd::ipc::IpcArgs),
+    /// Seed-compatible: `reqres_loop [{mt|mp} nsession msg_len nloop] [sync|async|nores]`.
+    #[command(name = "reqres_loop")]
+    ReqresLoop(cmd::ipc::SeedArgs),
+    /// Seed-compatible: `data_channel_write [{mt|mp} nsession msg_len nloop]`.
+    #[command(name = "data_channel_write")]
+    DataChannelWrite(cmd::ipc::SeedArgs),
+    /// Internal: one mp client process of an ipc run.
+    #[command(name = "__ipc-client", hide = true)]
+    IpcClient(cmd::ipc::SeedArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -59,6 +70,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delay(a) => cmd::delay::run(&a),
         Command::Clean(a) => cmd::clean::run(&a),
         Command::Suite(a) => cmd::suite::run(&a),
+        Command::Ipc(a) => cmd::ipc::run(&a),
+        Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
+        Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
+        Command::IpcClient(a) => std::process::exit(cmd::ipc::run_client(&a)),
     }
 }
 
@@ -79,7 +94,7 @@ fn is_usage(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if commbench_core::env::is_debug_build() {
+    if commbench_core::env::is_debug_build() && !matches!(cli.command, Command::IpcClient(_)) {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }
     match dispatch(cli) {

@@ -129,6 +129,12 @@ impl RingRef {
         crate::futex::wake(&c.space_sleep, i32::MAX);
     }
 
+    /// Was the run aborted (a session failed elsewhere)?
+    #[inline]
+    fn aborted(&self) -> bool {
+        self.h().ctl.0.closed.load(Ordering::Relaxed) & ABORTED != 0
+    }
+
     /// Is the peer gone: closed its end, aborted, or its process died?
     fn peer_gone(&self, peer_closed_bit: u32, peer_pid: &AtomicU32) -> bool {
         let c = self.h().ctl.0.closed.load(Ordering::Acquire);
@@ -265,6 +271,9 @@ impl RingTx {
     /// every `cap / 4` bytes on the way for large payloads).
     #[inline]
     pub fn send(&mut self, h: &Header, payload: &[u8]) -> Result<()> {
+        if self.r.aborted() {
+            return Err(IpcError::Aborted);
+        }
         self.write_bytes(&h.encode())?;
         self.write_bytes(payload)?;
         self.publish();
@@ -363,6 +372,9 @@ impl RingRx {
     /// `buf[..header.len]`. A payload longer than `buf` is an error.
     #[inline]
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Header> {
+        if self.r.aborted() {
+            return Err(IpcError::Aborted);
+        }
         let mut hb = [0u8; HEADER_LEN];
         self.read_bytes(&mut hb)?;
         let h = Header::decode(&hb)?;

@@ -3,5 +3,6 @@ pub mod budget;
 pub mod clean;
 pub mod delay;
 pub mod env;
+pub mod ipc;
 pub mod suite;
 pub mod timer;
