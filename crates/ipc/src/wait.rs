@@ -132,6 +132,38 @@ impl Awake<'_> {
     }
 }
 
+/// Per-endpoint memory of the adaptive policy: after a spin that ran out
+/// without the peer answering, skip spinning for the next 2, 4, 8, ...
+/// (at most 1024) waits; a spin that succeeds resets the backoff. On a
+/// loaded machine (the peer keeps losing its CPU) this converges to `block`
+/// within a few waits instead of burning the budget every time.
+#[derive(Debug, Default)]
+pub(crate) struct Adapt {
+    fails: u32,
+    skip: u32,
+}
+
+impl Adapt {
+    #[inline]
+    fn try_spin(&mut self) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            false
+        } else {
+            true
+        }
+    }
+    #[inline]
+    fn spun(&mut self, ok: bool) {
+        if ok {
+            self.fails = 0;
+        } else {
+            self.fails = (self.fails + 1).min(10);
+            self.skip = 1 << self.fails;
+        }
+    }
+}
+
 /// Outcome of a wait.
 pub(crate) enum Waited {
     Ready,
@@ -143,11 +175,16 @@ pub(crate) enum Waited {
 /// `sleep_flag` is the futex word the peer checks after publishing (it
 /// swaps it to 0 and wakes us if it was 1). `closed()` reports that the
 /// peer is gone (closed flag or dead process); it is checked after every
-/// sleep slice and every few thousand spins.
+/// sleep slice and every few thousand spins. `peer_just_woken` says that
+/// this endpoint's last notify had to wake the peer from a futex sleep: the
+/// peer is then not on a CPU and cannot answer before a wake-up latency
+/// (~4-28 µs here), so the adaptive policy does not spin.
 #[inline]
 pub(crate) fn wait_for(
     policy: WaitPolicy,
     awake: &Awake<'_>,
+    adapt: &mut Adapt,
+    peer_just_woken: bool,
     sleep_flag: &AtomicU32,
     mut ready: impl FnMut() -> bool,
     mut closed: impl FnMut() -> bool,
@@ -174,16 +211,18 @@ pub(crate) fn wait_for(
             }
         }
         WaitPolicy::Adaptive => {
-            if awake.core_free_for_peer() {
+            if !peer_just_woken && awake.core_free_for_peer() && adapt.try_spin() {
                 let start = Instant::now();
                 let mut i: u32 = 0;
                 loop {
                     std::hint::spin_loop();
                     if ready() {
+                        adapt.spun(true);
                         return Waited::Ready;
                     }
                     i = i.wrapping_add(1);
                     if i & 63 == 0 && start.elapsed() >= ADAPTIVE_SPIN {
+                        adapt.spun(false);
                         break;
                     }
                 }
@@ -217,13 +256,16 @@ pub(crate) fn wait_for(
 }
 
 /// Called by the side that just published: wake the peer if it sleeps.
+/// Returns whether it had to wake it.
 #[inline]
-pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32) {
+pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32) -> bool {
     if policy == WaitPolicy::Spin {
-        return;
+        return false;
     }
     fence(Ordering::SeqCst);
     if sleep_flag.load(Ordering::Relaxed) != 0 && sleep_flag.swap(0, Ordering::SeqCst) != 0 {
         futex::wake(sleep_flag, 1);
+        return true;
     }
+    false
 }
