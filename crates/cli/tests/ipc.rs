@@ -40,6 +40,26 @@ fn reqres_loop_prints_one_csv_line_in_both_argument_orders() {
 }
 
 #[test]
+fn no_arguments_runs_the_sweep_then_prints_resource_usage() {
+    let out = bin()
+        .arg("reqres_loop")
+        .env("COMMBENCH_SWEEP_NLOOP", "3")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let csv: Vec<&&str> = lines.iter().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(csv.len(), 40, "{text}");
+    assert!(csv[0].starts_with("1,mt,sync,0,3,"), "{text}");
+    assert!(csv[39].starts_with("8,mp,sync,32768,3,"), "{text}");
+    assert!(text.contains("# resource usage"), "{text}");
+    assert!(text.contains("max RSS"), "{text}");
+}
+
+#[test]
 fn data_channel_write_csv_shape() {
     bin()
         .args(["data_channel_write", "mt", "2", "4096", "50"])

@@ -11,8 +11,12 @@
 //! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`] and only while
 //!   the number of awake threads of the run (threads started minus a
 //!   counter of sleepers in the shared segment) does not exceed the CPUs in our
-//!   affinity mask, i.e. while a core is free for the peer; otherwise, or
-//!   when the budget runs out, it blocks like `block`.
+//!   affinity mask and the machine's run queue (`/proc/loadavg`, sampled
+//!   every 20 ms) has no more runnable threads than CPUs, i.e. while a core
+//!   is free for the peer; it never spins right after it had to wake the
+//!   peer (the peer is then off-CPU for a wake-up latency), and after a spin
+//!   that ran out it backs off exponentially. Otherwise, or when the budget
+//!   runs out, it blocks like `block`.
 //!
 //! Why these numbers (measured on the 2-vCPU VM this was built on, see the
 //! ipc section of the README): a futex wake costs ~4 µs on the same CPU and
@@ -141,9 +145,48 @@ impl Awake<'_> {
 pub(crate) struct Adapt {
     fails: u32,
     skip: u32,
+    /// When the system's run queue was last looked at, and what it said.
+    checked: Option<Instant>,
+    room: bool,
+}
+
+/// How often an adaptive endpoint re-reads the system's runnable count.
+const ROOM_CHECK_EVERY: Duration = Duration::from_millis(20);
+
+/// Runnable threads right now, system-wide (4th field of /proc/loadavg,
+/// "running/total"), and the online CPUs.
+fn system_has_room() -> bool {
+    let Ok(s) = std::fs::read_to_string("/proc/loadavg") else {
+        return true;
+    };
+    let running = s
+        .split_whitespace()
+        .nth(3)
+        .and_then(|f| f.split('/').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    match running {
+        Some(r) => r <= commbench_core::rusage::online_cpus(),
+        None => true,
+    }
 }
 
 impl Adapt {
+    /// Is there a CPU for everyone runnable on the machine (not only our
+    /// threads)? Other processes' load makes a spinning peer lose its CPU,
+    /// so spinning then only burns time. Sampled every 20 ms.
+    #[inline]
+    fn machine_has_room(&mut self) -> bool {
+        let stale = match self.checked {
+            None => true,
+            Some(t) => t.elapsed() >= ROOM_CHECK_EVERY,
+        };
+        if stale {
+            self.room = system_has_room();
+            self.checked = Some(Instant::now());
+        }
+        self.room
+    }
+
     #[inline]
     fn try_spin(&mut self) -> bool {
         if self.skip > 0 {
@@ -211,7 +254,11 @@ pub(crate) fn wait_for(
             }
         }
         WaitPolicy::Adaptive => {
-            if !peer_just_woken && awake.core_free_for_peer() && adapt.try_spin() {
+            if !peer_just_woken
+                && awake.core_free_for_peer()
+                && adapt.machine_has_room()
+                && adapt.try_spin()
+            {
                 let start = Instant::now();
                 let mut i: u32 = 0;
                 loop {

@@ -270,7 +270,13 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
         SeedCommand::Sweep(workload) => {
             let before = Usage::process();
             let children_before = Usage::children();
-            for run in compat::sweep(workload) {
+            // COMMBENCH_SWEEP_NLOOP shortens the sweep (tests).
+            let nloop = std::env::var("COMMBENCH_SWEEP_NLOOP")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|&n| n >= 1)
+                .unwrap_or(compat::SWEEP_NLOOP);
+            for run in compat::sweep(workload, nloop) {
                 let (line, _) = commbench_ipc::run_seed(&run, &base).map_err(lib_err)?;
                 println!("{line}");
             }
