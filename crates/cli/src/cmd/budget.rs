@@ -50,7 +50,8 @@ pub fn records(link: Option<&str>, size: Option<u32>, ghz: Option<f64>) -> Resul
                     .param("cpu_ghz", hz / 1e9)
                     .param("cpu_hz_source", hz_source)
                     .metric("wire_bytes", b.wire_bytes)
-                    .metric("mpps", round(b.pps / 1e6, 3))
+                    .metric("mpps", round(b.pps / 1e6, 2))
+                    .metric("pps", b.pps.round())
                     .metric("ns_per_packet", round(b.ns_per_packet, 2))
                     .metric("cycles_per_packet", round(b.cycles_per_packet, 1)),
             );

@@ -1,0 +1,10 @@
+//! commbench's OpenFlow lab (seed: cbench-trema-speedup): an OpenFlow
+//! 1.0/1.3 codec ([`wire`]), a cbench-compatible switch emulator
+//! ([`emulator`]), a controller with a template fast path and a naive
+//! general-encoder path ([`controller`]), and the one-command benchmark
+//! that runs both side by side ([`bench`]).
+//!
+//! Invariants: untrusted bytes are decoded only through checked views;
+//! a misbehaving peer loses its own connection and nothing else.
+
+pub mod wire;
