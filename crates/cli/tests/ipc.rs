@@ -133,6 +133,26 @@ fn native_command_runs_every_transport_with_mp_clients_side_by_side() {
 }
 
 #[test]
+fn transport_all_prints_a_side_by_side_table() {
+    bin()
+        .args([
+            "ipc",
+            "stream",
+            "--transport",
+            "all",
+            "--count",
+            "50",
+            "--repeat",
+            "1",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("x uds"))
+        .stdout(predicate::str::is_match(r"(?m)^shm +adaptive ").unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^tcp ").unwrap());
+}
+
+#[test]
 fn help_and_argument_errors() {
     bin()
         .args(["reqres_loop", "help"])

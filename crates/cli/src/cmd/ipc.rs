@@ -226,7 +226,118 @@ pub fn run(a: &IpcArgs) -> Result<()> {
     };
     crate::progress::finish();
     r.map_err(lib_err)?;
-    args.out.emit(&rec.take())
+    let records = rec.take();
+    if records.len() > 1
+        && args.out.format == crate::output::FormatArg::Table
+        && args.out.output.is_none()
+    {
+        print!("{}", side_by_side(&records));
+        return Ok(());
+    }
+    args.out.emit(&records)
+}
+
+/// The compact comparison printed for several configurations: one line per
+/// transport / wait policy, rates relative to the Unix socket.
+fn side_by_side(records: &[commbench_core::Record]) -> String {
+    use commbench_core::record::human_number as h;
+    let p = |r: &commbench_core::Record, k: &str| {
+        r.params
+            .get(k)
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .unwrap_or_default()
+    };
+    let m = |r: &commbench_core::Record, k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
+    let uds = records
+        .iter()
+        .find(|r| p(r, "transport") == "uds")
+        .map(|r| m(r, "msgs_per_s"));
+    let mut out = String::new();
+    let first = &records[0];
+    out.push_str(&format!(
+        "ipc {} {} x{} sessions, {} B, {} per session, median of {} interleaved rounds\n",
+        p(first, "mode"),
+        p(first, "clients"),
+        p(first, "sessions"),
+        p(first, "size"),
+        p(first, "count"),
+        p(first, "repeat"),
+    ));
+    let head = [
+        "transport",
+        "wait",
+        "msgs/s",
+        "(min-max)",
+        "GiB/s",
+        "rt p50 ns",
+        "rt p99 ns",
+        "rt p99.9 ns",
+        "srv cpu ns/msg",
+        "cli cpu ns/msg",
+        "x uds",
+    ];
+    let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    for r in records {
+        let rate = m(r, "msgs_per_s");
+        rows.push(vec![
+            p(r, "transport"),
+            p(r, "wait"),
+            h(rate.round()),
+            format!(
+                "{}-{}",
+                h(m(r, "msgs_per_s_min").round()),
+                h(m(r, "msgs_per_s_max").round())
+            ),
+            format!("{:.3}", m(r, "gib_per_s")),
+            h(m(r, "rt_p50_ns")),
+            h(m(r, "rt_p99_ns")),
+            h(m(r, "rt_p999_ns")),
+            h(m(r, "server_cpu_ns_per_msg").round()),
+            h(m(r, "client_cpu_ns_per_msg").round()),
+            uds.map(|u| format!("{:.2}", rate / u))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i < 2 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    let loads: Vec<f64> = records.iter().map(|r| m(r, "load_start")).collect();
+    let over = records
+        .iter()
+        .any(|r| r.metrics.get("oversubscribed").and_then(|v| v.as_bool()) == Some(true));
+    out.push_str(&format!(
+        "load average {}..{}; placement server={} client={}{}\n",
+        h(loads.iter().cloned().fold(f64::INFINITY, f64::min)),
+        h(loads.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
+        p(first, "server_cpus"),
+        p(first, "client_cpus"),
+        if over {
+            "; OVERSUBSCRIBED (more runnable threads than CPUs): rates are suspect"
+        } else {
+            ""
+        }
+    ));
+    out
 }
 
 /// Raw arguments of a seed-compatible command.
