@@ -35,6 +35,17 @@ enum Command {
     Compare(cmd::compare::CompareArgs),
     /// Render result files into one self-contained HTML page with SVG plots.
     Report(cmd::report::ReportArgs),
+    /// IPC lab: request/response and streaming over shm, uds, pipe, tcp.
+    Ipc(cmd::ipc::IpcArgs),
+    /// Seed-compatible: `reqres_loop [{mt|mp} nsession msg_len nloop] [sync|async|nores]`.
+    #[command(name = "reqres_loop")]
+    ReqresLoop(cmd::ipc::SeedArgs),
+    /// Seed-compatible: `data_channel_write [{mt|mp} nsession msg_len nloop]`.
+    #[command(name = "data_channel_write")]
+    DataChannelWrite(cmd::ipc::SeedArgs),
+    /// Internal: one mp client process of an ipc run.
+    #[command(name = "__ipc-client", hide = true)]
+    IpcClient(cmd::ipc::SeedArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -65,6 +76,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(a) => cmd::suite::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
         Command::Report(a) => cmd::report::run(&a),
+        Command::Ipc(a) => cmd::ipc::run(&a),
+        Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
+        Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
+        Command::IpcClient(a) => std::process::exit(cmd::ipc::run_client(&a)),
     }
 }
 
@@ -85,7 +100,7 @@ fn is_usage(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if commbench_core::env::is_debug_build() {
+    if commbench_core::env::is_debug_build() && !matches!(cli.command, Command::IpcClient(_)) {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }
     match dispatch(cli) {

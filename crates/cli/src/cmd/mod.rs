@@ -5,5 +5,6 @@ pub mod compare;
 pub mod delay;
 pub mod env;
 pub mod report;
+pub mod ipc;
 pub mod suite;
 pub mod timer;
