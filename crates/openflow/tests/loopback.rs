@@ -1,0 +1,186 @@
+//! Our emulator against our controller over loopback: both modes, 1 and 16
+//! switches, every app/variant, OpenFlow 1.0 and 1.3. Checks behaviour
+//! (counts, matching, RESULT line shape), never speed.
+
+use commbench_openflow::controller::{App, Controller, ControllerConfig};
+use commbench_openflow::emulator::{self, CbenchConfig, CbenchReport, Line};
+
+fn controller(app: App, naive: bool, of13: bool) -> Controller {
+    Controller::start(&ControllerConfig {
+        app,
+        naive,
+        of13,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        log_connections: false,
+        ..Default::default()
+    })
+    .expect("controller starts")
+}
+
+fn cbench(port: u16, switches: usize, throughput: bool, of13: bool) -> (CbenchReport, Vec<String>) {
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port,
+        switches,
+        loops: 3,
+        ms_per_test: 150,
+        throughput,
+        of13,
+        mac_addresses: 1000,
+        ..Default::default()
+    };
+    let mut lines = Vec::new();
+    let r = emulator::run_with(&cfg, &mut |l| match l {
+        Line::Window { switches, window } => {
+            lines.push(emulator::format_window_line(switches, window, false))
+        }
+        Line::Result { switches, result } => {
+            lines.push(emulator::format_result_line(switches, result))
+        }
+        Line::Notice(n) => eprintln!("{n}"),
+    })
+    .expect("cbench run");
+    (r, lines)
+}
+
+fn parse_result(line: &str) -> (usize, usize, [f64; 4]) {
+    // The way cbench-parsing scripts read it.
+    let w: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(w[0], "RESULT:");
+    assert_eq!(w[2], "switches");
+    assert_eq!(w[4], "tests");
+    assert_eq!(w[5], "min/max/avg/stdev");
+    assert_eq!(w[8], "responses/s");
+    let v: Vec<f64> = w[7].split('/').map(|x| x.parse().unwrap()).collect();
+    (
+        w[1].parse().unwrap(),
+        w[3].parse().unwrap(),
+        [v[0], v[1], v[2], v[3]],
+    )
+}
+
+fn check(r: &CbenchReport, lines: &[String], switches: usize, throughput: bool) {
+    let round = &r.rounds[0];
+    for l in lines {
+        eprintln!("{l}");
+    }
+    eprintln!("{:?}", round.tally);
+    assert_eq!(lines.len(), 4, "3 windows + RESULT: {lines:?}");
+    let (n, tests, v) = parse_result(&lines[3]);
+    assert_eq!((n, tests), (switches, 2));
+    assert!(
+        v[0] > 0.0 && v[1] >= v[0] && v[2] >= v[0] && v[3] >= 0.0,
+        "{}",
+        lines[3]
+    );
+    for l in &lines[..3] {
+        assert!(l.contains(" switches: flows/sec:  "), "{l}");
+        assert!(l.ends_with(" per ms "), "{l:?}");
+        assert_eq!(l.as_bytes()[2], b':');
+        assert_eq!(l.as_bytes()[8], b'.');
+    }
+    let t = &round.tally;
+    assert!(t.probes_sent > 0);
+    assert!(t.flow_mod_add > 0);
+    assert!(t.matched > 0, "responses matched to probes: {t:?}");
+    assert_eq!(t.duplicate, 0, "one flow_mod per probe: {t:?}");
+    assert!(round.closed.is_empty(), "{:?}", round.closed);
+    assert_eq!(round.per_switch_total.len(), switches);
+    if !throughput {
+        // Closed loop: every switch makes progress. (Open loop in a debug
+        // build may serve some switches' backlogs only in later windows.)
+        assert!(
+            round.per_switch_total.iter().all(|&c| c > 0),
+            "every switch answered: {:?}",
+            round.per_switch_total
+        );
+    }
+    assert!(round.emulator_cpu_s > 0.0);
+}
+
+#[test]
+fn template_latency_and_throughput_1_and_16_switches() {
+    let c = controller(App::Cbench, false, false);
+    let port = c.local_addr().port();
+    for switches in [1, 16] {
+        for throughput in [false, true] {
+            let (r, lines) = cbench(port, switches, throughput, false);
+            check(&r, &lines, switches, throughput);
+            if !throughput {
+                let rt = r.rounds[0]
+                    .round_trip_ns
+                    .as_ref()
+                    .expect("latency mode records round trips");
+                assert!(rt.n > 0 && rt.p50 > 0.0);
+            }
+        }
+    }
+    let s = c.stop();
+    assert!(s.packet_in > 0 && s.flow_mod_sent > 0);
+    assert_eq!(s.protocol_errors, 0);
+}
+
+#[test]
+fn naive_latency_and_throughput() {
+    let c = controller(App::Cbench, true, false);
+    let port = c.local_addr().port();
+    for (switches, throughput) in [(1, false), (16, true)] {
+        let (r, lines) = cbench(port, switches, throughput, false);
+        check(&r, &lines, switches, throughput);
+    }
+    c.stop();
+}
+
+#[test]
+fn of13_template_and_naive() {
+    for naive in [false, true] {
+        let c = controller(App::Cbench, naive, true);
+        let port = c.local_addr().port();
+        let (r, lines) = cbench(port, 4, true, true);
+        check(&r, &lines, 4, true);
+        c.stop();
+    }
+}
+
+#[test]
+fn learning_switch_answers_probes_with_flow_mods() {
+    let c = controller(App::Learning, false, false);
+    let port = c.local_addr().port();
+    let (r, lines) = cbench(port, 2, false, false);
+    check(&r, &lines, 2, false);
+    // The learn-dst-mac ARP is flooded with a packet_out.
+    assert!(r.rounds[0].tally.packet_out >= 2);
+    c.stop();
+}
+
+#[test]
+fn version_mismatch_closes_with_error() {
+    // Controller speaks only 1.3; a 1.0 emulator cannot complete the handshake.
+    let c = controller(App::Cbench, false, true);
+    let port = c.local_addr().port();
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port,
+        switches: 1,
+        loops: 2,
+        ms_per_test: 50,
+        handshake_timeout_ms: 2000,
+        ..Default::default()
+    };
+    let mut notices = Vec::new();
+    let r = emulator::run_with(&cfg, &mut |l| {
+        if let Line::Notice(n) = l {
+            notices.push(n)
+        }
+    });
+    assert!(r.is_err(), "no handshake possible");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("HELLO_FAILED") || n.contains("incompatible")),
+        "{notices:?}"
+    );
+    let s = c.stop();
+    assert_eq!(s.protocol_errors, 1);
+}
