@@ -1,8 +1,98 @@
 //! The `commbench` binary: argument parsing and wiring only. Every lab's
 //! logic lives in its library crate; commands here build a config, call the
-//! lab's `run`, and hand the resulting records to an exporter.
+//! library, and hand the resulting records to an exporter.
 
-fn main() {
-    eprintln!("commbench: the command set is being built; see README.md");
-    std::process::exit(2);
+mod cmd;
+mod output;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// One fast, honest laboratory for the communication paths of a Linux host.
+#[derive(Debug, Parser)]
+#[command(name = "commbench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the environment fingerprint (CPU, kernel, clock, build, affinity).
+    Env(cmd::env::EnvArgs),
+    /// TSC frequency, invariance, granularity and the cost of reading clocks.
+    Timer(cmd::timer::TimerArgs),
+    /// Line-rate arithmetic: packets/s, ns and cycles per packet.
+    Budget(cmd::budget::BudgetArgs),
+    /// Requested vs measured delay for busy-wait, empty loop and nanosleep.
+    Delay(cmd::delay::DelayArgs),
+    /// Remove leftovers (shm files, temp dirs) of runs whose process is dead.
+    Clean(cmd::clean::CleanArgs),
+    /// Run every lab with quick defaults; results.jsonl in an output folder.
+    Suite(cmd::suite::SuiteArgs),
+}
+
+/// An error in what the user asked for (exit 2), as opposed to a run error
+/// (exit 1).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Wraps a message as a usage error.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Env(a) => cmd::env::run(&a),
+        Command::Timer(a) => cmd::timer::run(&a),
+        Command::Budget(a) => cmd::budget::run(&a),
+        Command::Delay(a) => cmd::delay::run(&a),
+        Command::Clean(a) => cmd::clean::run(&a),
+        Command::Suite(a) => cmd::suite::run(&a),
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.is::<UsageError>()
+            || c.is::<commbench_core::linerate::LineRateError>()
+            || c.is::<commbench_core::placement::PlacementError>()
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if commbench_core::env::is_debug_build() {
+        eprintln!("{}", commbench_core::env::DEBUG_WARNING);
+    }
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if is_usage(&e) => {
+            eprintln!("commbench: {e:#}");
+            eprintln!("Try 'commbench --help' or 'commbench <command> --help'.");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("commbench: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }

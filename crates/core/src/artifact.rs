@@ -9,7 +9,8 @@
 //! (seed: ipc-benchmark, which left `/dev/shm` files and `/tmp/tateyama-test-*`
 //! dirs behind after every forced stop and told users to delete them by hand).
 //!
-//! Paths registered with [`register_cleanup`] are unlinked on SIGINT and
+//! Paths registered with [`register_cleanup`] are unlinked (empty registered
+//! directories removed) on SIGINT and
 //! SIGTERM by a handler that only calls async-signal-safe functions, then
 //! the signal is re-raised with its default action.
 
@@ -243,6 +244,15 @@ extern "C" fn on_signal(sig: libc::c_int) {
             // SAFETY: unlink is async-signal-safe; p is a valid C string
             // owned by the slot until unregistered.
             unsafe { libc::unlink(p) };
+        }
+    }
+    // Second pass: registered directories, empty now that their registered
+    // files are gone (unlink fails on a directory; rmdir is signal-safe).
+    for slot in CLEANUP.iter() {
+        let p = slot.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: as above; rmdir only succeeds on an empty directory.
+            unsafe { libc::rmdir(p) };
         }
     }
     // SAFETY: restoring the default action and re-raising are

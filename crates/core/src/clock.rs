@@ -338,3 +338,41 @@ mod tests {
         );
     }
 }
+
+/// Cost of one way of reading the time.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadCost {
+    pub method: &'static str,
+    /// Per-read cost over batches of 1000 reads.
+    pub ns: crate::stats::Summary,
+    pub ticks_median: f64,
+}
+
+/// Measures rdtsc, rdtscp, lfence+rdtsc and clock_gettime (MONOTONIC,
+/// MONOTONIC_RAW) with the section timer: `batches` batches of 1000 reads.
+pub fn read_costs(batches: usize) -> Vec<ReadCost> {
+    use crate::timer::SectionTimer;
+    let t = tsc();
+    let mut sink = 0u64;
+    let mut run = |method: &'static str, f: &dyn Fn() -> u64| {
+        let mut st = SectionTimer::new(1000, batches);
+        for _ in 0..batches {
+            st.time_batch(|| sink = sink.wrapping_add(std::hint::black_box(f())));
+        }
+        let ns = st.summary_ns();
+        ReadCost {
+            method,
+            ticks_median: ns.median * t.hz() / 1e9,
+            ns,
+        }
+    };
+    let v = vec![
+        run("rdtsc", &rdtsc),
+        run("rdtscp", &rdtscp),
+        run("lfence_rdtsc", &rdtsc_fenced),
+        run("clock_gettime_monotonic", &monotonic_ns),
+        run("clock_gettime_monotonic_raw", &now_ns),
+    ];
+    std::hint::black_box(sink);
+    v
+}

@@ -29,10 +29,56 @@ pub fn tsc_delay_ticks(ticks: u64) {
     spin_until(start + ticks);
 }
 
-/// Busy-waits `ns` nanoseconds on the calibrated TSC.
-#[inline]
-pub fn tsc_delay_ns(ns: f64) {
-    tsc_delay_ticks(tsc().ns_to_ticks(ns));
+/// A TSC busy-wait whose fixed cost (reading the start time, leaving the
+/// loop) is measured once and subtracted, the way DPDK's `rte_delay_us`
+/// relies on a calibrated TSC rate — but down to tens of ns.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SpinDelay {
+    /// Median cost of a zero-length busy-wait, in ticks.
+    pub fixed_ticks: u64,
+}
+
+impl SpinDelay {
+    /// Measures the fixed cost as the median of 2001 zero-length waits
+    /// (timed with fenced reads, the reads' own cost subtracted).
+    pub fn calibrate() -> Self {
+        let read = read_overhead_ticks();
+        let mut v: Vec<u64> = (0..2001)
+            .map(|_| {
+                let a = rdtsc_fenced();
+                tsc_delay_ticks(0);
+                let b = rdtsc_fenced();
+                (b - a).saturating_sub(read)
+            })
+            .collect();
+        v.sort_unstable();
+        SpinDelay {
+            fixed_ticks: v[v.len() / 2],
+        }
+    }
+    /// Busy-waits `ticks` in total, fixed cost included.
+    #[inline(always)]
+    pub fn delay_ticks(&self, ticks: u64) {
+        tsc_delay_ticks(ticks.saturating_sub(self.fixed_ticks));
+    }
+    /// Busy-waits `ns` nanoseconds in total.
+    #[inline]
+    pub fn delay_ns(&self, ns: f64) {
+        self.delay_ticks(tsc().ns_to_ticks(ns));
+    }
+}
+
+/// Median cost of two back-to-back fenced TSC reads, in ticks.
+pub fn read_overhead_ticks() -> u64 {
+    let mut v: Vec<u64> = (0..1001)
+        .map(|_| {
+            let a = rdtsc_fenced();
+            let b = rdtsc_fenced();
+            b - a
+        })
+        .collect();
+    v.sort_unstable();
+    v[v.len() / 2]
 }
 
 /// Sleeps with nanosleep.
@@ -125,32 +171,38 @@ pub struct DelayAccuracy {
     pub preempted_share: f64,
 }
 
+/// The calibrated delay implementations, measured once.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Delays {
+    pub spin: SpinDelay,
+    pub vloop: VolatileLoop,
+}
+
+impl Delays {
+    pub fn calibrate() -> Self {
+        Delays {
+            spin: SpinDelay::calibrate(),
+            vloop: VolatileLoop::calibrate(),
+        }
+    }
+}
+
 /// Measures `samples` delays of `requested_ns` with `method`.
 pub fn measure(
     method: DelayMethod,
     requested_ns: u64,
     samples: usize,
-    vloop: &VolatileLoop,
+    delays: &Delays,
 ) -> DelayAccuracy {
     let t = tsc();
-    let overhead = {
-        let mut v: Vec<u64> = (0..1000)
-            .map(|_| {
-                let a = rdtsc_fenced();
-                let b = rdtsc_fenced();
-                b - a
-            })
-            .collect();
-        v.sort_unstable();
-        v[v.len() / 2]
-    };
+    let overhead = read_overhead_ticks();
     let ticks = t.ns_to_ticks(requested_ns as f64);
     let mut out = Vec::with_capacity(samples);
     for _ in 0..samples {
         let a = rdtsc_fenced();
         match method {
-            DelayMethod::TscSpin => tsc_delay_ticks(ticks),
-            DelayMethod::VolatileLoop => vloop.delay_ns(requested_ns as f64),
+            DelayMethod::TscSpin => delays.spin.delay_ticks(ticks),
+            DelayMethod::VolatileLoop => delays.vloop.delay_ns(requested_ns as f64),
             DelayMethod::Nanosleep => nanosleep_ns(requested_ns),
         }
         let b = rdtsc_fenced();
@@ -187,7 +239,10 @@ mod tests {
             DelayMethod::TscSpin,
             2_000,
             200,
-            &VolatileLoop { iters_per_ns: 1.0 },
+            &Delays {
+                spin: SpinDelay { fixed_ticks: 0 },
+                vloop: VolatileLoop { iters_per_ns: 1.0 },
+            },
         );
         assert_eq!(a.measured.n, 200);
         assert!(
@@ -198,9 +253,10 @@ mod tests {
     }
 
     #[test]
-    fn volatile_loop_calibrates() {
-        let v = VolatileLoop::calibrate();
-        assert!(v.iters_per_ns > 0.0 && v.iters_per_ns.is_finite());
+    fn delays_calibrate() {
+        let d = Delays::calibrate();
+        assert!(d.vloop.iters_per_ns > 0.0 && d.vloop.iters_per_ns.is_finite());
+        assert!(d.spin.fixed_ticks < tsc().ns_to_ticks(1e6));
     }
 
     #[test]
@@ -209,7 +265,10 @@ mod tests {
             DelayMethod::Nanosleep,
             1_000,
             5,
-            &VolatileLoop { iters_per_ns: 1.0 },
+            &Delays {
+                spin: SpinDelay { fixed_ticks: 0 },
+                vloop: VolatileLoop { iters_per_ns: 1.0 },
+            },
         );
         assert_eq!(a.samples, 5);
         assert!((0.0..=1.0).contains(&a.preempted_share));

@@ -243,7 +243,8 @@ pub fn human_number(x: f64) -> String {
     } else {
         return format!("{x:.3e}");
     };
-    format!("{x:.decimals$}")
+    let s = format!("{x:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn cell_text(v: &Value) -> String {
@@ -265,53 +266,87 @@ pub struct TableExporter;
 
 impl Exporter for TableExporter {
     fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
-        let rows: Vec<_> = doc.records.iter().map(flat_row).collect();
-        if rows.len() == 1 {
-            let w = rows[0].iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-            for (k, v) in &rows[0] {
-                writeln!(out, "{k:<w$}  {}", cell_text(v))?;
+        // One table per run of records with the same (lab, test), so that
+        // records of different shapes do not share a sparse, wide table.
+        let mut first = true;
+        let mut i = 0;
+        while i < doc.records.len() {
+            let (lab, test) = (&doc.records[i].lab, &doc.records[i].test);
+            let mut j = i;
+            while j < doc.records.len()
+                && &doc.records[j].lab == lab
+                && &doc.records[j].test == test
+            {
+                j += 1;
             }
-            return Ok(());
-        }
-        let cols = columns(&rows);
-        let cells: Vec<Vec<String>> = rows
-            .iter()
-            .map(|row| {
-                cols.iter()
-                    .map(|c| {
-                        row.iter()
-                            .find(|(k, _)| k == c)
-                            .map(|(_, v)| cell_text(v))
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            })
-            .collect();
-        let widths: Vec<usize> = cols
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                cells
-                    .iter()
-                    .map(|r| r[i].len())
-                    .max()
-                    .unwrap_or(0)
-                    .max(c.len())
-            })
-            .collect();
-        let line = |vals: &[String]| {
-            vals.iter()
-                .zip(&widths)
-                .map(|(v, w)| format!("{v:>w$}"))
-                .collect::<Vec<_>>()
-                .join("  ")
-        };
-        writeln!(out, "{}", line(&cols))?;
-        for r in &cells {
-            writeln!(out, "{}", line(r))?;
+            if !first {
+                writeln!(out)?;
+            }
+            first = false;
+            write_table(&doc.records[i..j], out)?;
+            i = j;
         }
         Ok(())
     }
+}
+
+fn write_table(records: &[Record], out: &mut dyn Write) -> io::Result<()> {
+    let rows: Vec<_> = records.iter().map(flat_row).collect();
+    if rows.len() == 1 {
+        let w = rows[0].iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        for (k, v) in &rows[0] {
+            writeln!(out, "{k:<w$}  {}", cell_text(v))?;
+        }
+        return Ok(());
+    }
+    let cols = columns(&rows);
+    let cells: Vec<Vec<(String, bool)>> = rows
+        .iter()
+        .map(|row| {
+            cols.iter()
+                .map(|c| {
+                    row.iter()
+                        .find(|(k, _)| k == c)
+                        .map(|(_, v)| (cell_text(v), v.is_string()))
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].0.len())
+                .max()
+                .unwrap_or(0)
+                .max(c.len())
+        })
+        .collect();
+    // Text columns align left, numbers right.
+    let left: Vec<bool> = (0..cols.len())
+        .map(|i| cells.iter().any(|r| r[i].1))
+        .collect();
+    let line = |vals: &mut dyn Iterator<Item = &str>| {
+        let parts: Vec<String> = vals
+            .zip(widths.iter().zip(&left))
+            .map(|(v, (w, l))| {
+                if *l {
+                    format!("{v:<w$}")
+                } else {
+                    format!("{v:>w$}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_owned()
+    };
+    writeln!(out, "{}", line(&mut cols.iter().map(|c| c.as_str())))?;
+    for r in &cells {
+        writeln!(out, "{}", line(&mut r.iter().map(|c| c.0.as_str())))?;
+    }
+    Ok(())
 }
 
 /// Quotes a CSV field when needed (RFC 4180).
@@ -446,7 +481,9 @@ mod tests {
     #[test]
     fn human_numbers() {
         assert_eq!(human_number(14880952.38), "14880952.4");
-        assert_eq!(human_number(67.2), "67.200");
+        assert_eq!(human_number(67.2), "67.2");
+        assert_eq!(human_number(134.4), "134.4");
+        assert_eq!(human_number(14.88), "14.88");
         assert_eq!(human_number(3.0), "3");
         assert_eq!(human_number(f64::NAN), "-");
     }

@@ -218,6 +218,20 @@ impl LatencyHistogram {
         // Auto-resize is on, so recording cannot fail for any u64 ≥ 0.
         let _ = self.h.record(ns);
     }
+    /// Records `count` occurrences of one latency.
+    #[inline]
+    pub fn record_n_ns(&mut self, ns: u64, count: u64) {
+        let _ = self.h.record_n(ns, count);
+    }
+    /// The recorded (value ns, count) pairs, for shipping a histogram from
+    /// a child process to its parent ([`LatencyHistogram::record_n_ns`]
+    /// rebuilds it; values are bucket representatives, 3 digits exact).
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
     /// Adds another histogram's counts.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         let _ = self.h.add(&other.h);
@@ -324,6 +338,12 @@ mod tests {
         for v in 1..=1000 {
             h.record_ns(v);
         }
+        let mut copy = LatencyHistogram::new();
+        for (v, c) in h.recorded() {
+            copy.record_n_ns(v, c);
+        }
+        assert_eq!(copy.summary().p99, h.summary().p99);
+        assert_eq!(copy.len(), h.len());
         let s = h.summary();
         assert_eq!(s.n, 1000);
         assert_eq!(s.min, 1.0);

@@ -1,0 +1,7 @@
+//! One module per command.
+pub mod budget;
+pub mod clean;
+pub mod delay;
+pub mod env;
+pub mod suite;
+pub mod timer;

@@ -1,0 +1,66 @@
+//! Output options shared by every command and the one place records are
+//! written: `--format table|csv|json|jsonl` and `--output FILE`.
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use commbench_core::env::Fingerprint;
+use commbench_core::record::{export, Format, Record};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormatArg {
+    Table,
+    Csv,
+    Json,
+    Jsonl,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Jsonl => Format::Jsonl,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Write the output to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Writes records with the environment fingerprint in the chosen format.
+    pub fn emit(&self, records: &[Record]) -> Result<()> {
+        self.emit_with(records, &Fingerprint::collect())
+    }
+
+    /// Writes records with a given fingerprint.
+    pub fn emit_with(&self, records: &[Record], fp: &Fingerprint) -> Result<()> {
+        let env = fp.to_value();
+        match &self.output {
+            Some(path) => {
+                let mut f = std::fs::File::create(path)
+                    .with_context(|| format!("cannot create output file {}", path.display()))?;
+                export(records, self.format.into(), &env, &mut f)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                f.flush()?;
+            }
+            None => {
+                let stdout = std::io::stdout();
+                let mut lock = stdout.lock();
+                export(records, self.format.into(), &env, &mut lock)?;
+                lock.flush()?;
+            }
+        }
+        Ok(())
+    }
+}

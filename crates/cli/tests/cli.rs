@@ -1,0 +1,301 @@
+//! Integration tests of the `commbench` binary: help texts, usage errors,
+//! exact figures, output validity against the committed JSON schema.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::process::Stdio;
+
+fn cb() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+fn schema() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&s).unwrap()
+}
+
+fn assert_valid(v: &Value) {
+    let errors: Vec<String> = schema().iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}\n{v:#}");
+}
+
+fn subcommands() -> Vec<String> {
+    let out = cb().arg("--help").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = text.split("Commands:").nth(1).unwrap();
+    section
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    let subs = subcommands();
+    assert!(subs.len() >= 6, "{subs:?}");
+    for s in subs {
+        cb().args([s.as_str(), "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Usage:"));
+    }
+}
+
+#[test]
+fn unknown_subcommand_exits_2() {
+    cb().arg("frobnicate")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unrecognized subcommand"));
+}
+
+#[test]
+fn bad_arguments_exit_2_with_a_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["budget", "--link", "10X"], "bad link speed '10X'"),
+        (&["budget", "--size", "10"], "frame size 10 B is outside"),
+        (&["budget", "--ghz=-1"], "is not a CPU clock"),
+        (&["delay", "--samples", "0"], "--samples 0 is outside"),
+        (&["delay", "--requests", "0"], "requested delay 0 ns"),
+        (
+            &["delay", "--methods", "sundial"],
+            "invalid value 'sundial'",
+        ),
+        (&["timer", "--batches", "1"], "invalid value '1'"),
+        (&["env", "--format", "xml"], "invalid value 'xml'"),
+        (&["suite", "--only", "nope"], "--only nope: no such step"),
+    ];
+    for (args, msg) in cases {
+        cb().args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*msg));
+    }
+}
+
+#[test]
+fn budget_reproduces_the_seed_figures() {
+    cb().args(["budget", "--link", "10G", "--size", "64", "--ghz", "2.0"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"mpps\s+14\.88\n").unwrap())
+        .stdout(predicate::str::is_match(r"ns_per_packet\s+67\.2\n").unwrap())
+        .stdout(predicate::str::is_match(r"cycles_per_packet\s+134\.4\n").unwrap());
+}
+
+#[test]
+fn budget_table_covers_sizes_and_links() {
+    let out = cb().args(["budget", "--format", "csv"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 6 * 5, "{text}");
+    assert!(lines[0].starts_with("lab,test,link_gbps,frame_bytes,cpu_ghz,cpu_hz_source"));
+    // 1518 B at 100 GbE: 100e9 / (1538 * 8) = 8.13 Mpps
+    assert!(text.contains(",100.0,1518,"), "{text}");
+    assert!(text.contains(",8.13,"), "{text}");
+}
+
+#[test]
+fn env_json_is_complete_and_valid() {
+    let out = cb().args(["env", "--format", "json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&v);
+    let env = &v["environment"];
+    assert_eq!(env["command_line"][1], "env");
+    assert!(env["tsc_hz"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        env["build_profile"],
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
+    // The record carries the same fingerprint, flattened.
+    assert!(v["records"][0]["metrics"]["cpu_affinity"].is_string());
+}
+
+#[test]
+fn debug_build_warns_loudly() {
+    if cfg!(debug_assertions) {
+        cb().args(["budget", "--size", "64", "--link", "1G"])
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("DEBUG build"));
+    }
+}
+
+#[test]
+fn jsonl_lines_validate() {
+    for args in [
+        &["budget", "--format", "jsonl"][..],
+        &["timer", "--batches", "20", "--format", "jsonl"][..],
+        &[
+            "delay",
+            "--requests",
+            "1000",
+            "--samples",
+            "50",
+            "--methods",
+            "tsc-spin,volatile-loop",
+            "--format",
+            "jsonl",
+        ][..],
+    ] {
+        let out = cb().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains("NaN"));
+        for line in text.lines() {
+            assert_valid(&serde_json::from_str(line).unwrap());
+        }
+    }
+}
+
+#[test]
+fn output_file_is_written() {
+    let dir = tempfile_dir("out");
+    let path = dir.join("b.json");
+    cb().args(["budget", "--format", "json", "--output"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout("");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&v);
+    assert_eq!(v["records"].as_array().unwrap().len(), 30);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_to_unwritable_path_is_a_run_error() {
+    cb().args(["budget", "--output", "/nonexistent-dir/x.csv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot create output file"));
+}
+
+#[test]
+fn timer_reports_every_read_method() {
+    let out = cb()
+        .args(["timer", "--batches", "20", "--format", "csv"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for m in [
+        "rdtsc",
+        "rdtscp",
+        "lfence_rdtsc",
+        "clock_gettime_monotonic_raw",
+        "granularity_ns",
+    ] {
+        assert!(text.contains(m), "{m} missing:\n{text}");
+    }
+}
+
+#[test]
+fn delay_reports_median_p99_and_preemption() {
+    let out = cb()
+        .args([
+            "delay",
+            "--requests",
+            "1000,2000",
+            "--samples",
+            "100",
+            "--methods",
+            "tsc-spin,nanosleep",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(
+        lines[0].contains("median_ns")
+            && lines[0].contains("p99_ns")
+            && lines[0].contains("preempted_pct")
+    );
+}
+
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "cbtest-{tag}-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[test]
+fn suite_writes_results_jsonl() {
+    let dir = tempfile_dir("suite");
+    cb().args(["suite", "--quick", "--only", "core", "--out"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("results:"));
+    let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 5);
+    for l in lines {
+        assert_valid(&serde_json::from_str(l).unwrap());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn clean_removes_dead_runs_and_keeps_live_ones() {
+    // Dead: a pid above the kernel's hard pid_max limit (2^22).
+    let dead = std::path::Path::new("/dev/shm")
+        .join(format!("commbench-clitest-4194305-{}-0", rand_suffix()));
+    let live_name = commbench_core::artifact::name("clitest");
+    let live = std::path::Path::new("/dev/shm").join(&live_name);
+    std::fs::write(&dead, b"x").unwrap();
+    std::fs::write(&live, b"x").unwrap();
+    let out = cb().args(["clean", "--format", "csv"]).output().unwrap();
+    let dead_gone = !dead.exists();
+    let live_kept = live.exists();
+    let _ = std::fs::remove_file(&dead);
+    let _ = std::fs::remove_file(&live);
+    assert!(out.status.success(), "{out:?}");
+    assert!(dead_gone, "dead run's file was not removed");
+    assert!(live_kept, "live run's file was removed");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("removed") && text.contains("live"), "{text}");
+}
+
+#[test]
+fn closed_stdout_exits_quietly() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args(["timer", "--batches", "10"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("error") && !err.contains("panicked"), "{err}");
+}

@@ -1,0 +1,375 @@
+//! commbench lab 1 — ipc: request/response and streaming between processes
+//! over shared memory, Unix sockets, pipes and TCP loopback, with the seed's
+//! `reqres_loop` / `data_channel_write` interface kept exactly
+//! (seed: ipc-benchmark-tateyama.ja.md).
+//!
+//! The library is what the CLI and the tests call: build an [`IpcConfig`],
+//! call [`run`] (or [`run_interleaved`] for several transports side by
+//! side), get an [`IpcReport`] and a [`Record`] in the [`Recorder`]. Every
+//! message is verified (sequence, length, optional checksum), memory is
+//! bounded (rings and socket buffers give backpressure, buffers are
+//! allocated once per session), and every file a run creates is removed at
+//! exit, on SIGINT/SIGTERM, or by `commbench clean` after a SIGKILL.
+//!
+//! Module map: [`transport`] (the trait), [`shm`]/[`ring`]/[`wait`]/
+//! [`futex`] (the shared-memory path), [`stream`] (uds, tcp), [`pipe`],
+//! [`frame`] (header, checksum, checks), [`session`] (the loops), `bench`
+//! (orchestration, mt/mp), [`child`] (the mp client process), [`compat`]
+//! (the seed's grammar and CSV).
+
+pub mod artifacts;
+mod bench;
+pub mod child;
+pub mod compat;
+pub mod error;
+pub mod frame;
+pub mod futex;
+pub mod pipe;
+pub mod ring;
+pub mod session;
+pub mod shm;
+pub mod stream;
+pub mod transport;
+pub mod wait;
+
+use std::path::PathBuf;
+
+use commbench_core::placement::CpuList;
+use commbench_core::rusage::RunUsage;
+use commbench_core::stats::Summary;
+use commbench_core::{Record, Recorder};
+
+pub use bench::CHILD_SUBCOMMAND;
+pub use child::child_main;
+pub use error::{IpcError, Result};
+pub use session::{Mode, Workload};
+pub use transport::TransportKind;
+pub use wait::WaitPolicy;
+
+/// Client layout: threads in one process, or one process per session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clients {
+    /// One client process (this one), a thread per session.
+    #[default]
+    Mt,
+    /// One client process per session (re-executed `commbench`).
+    Mp,
+}
+
+impl Clients {
+    /// Seed spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clients::Mt => "mt",
+            Clients::Mp => "mp",
+        }
+    }
+}
+
+/// One benchmark configuration.
+#[derive(Debug, Clone)]
+pub struct IpcConfig {
+    /// Which transport.
+    pub transport: TransportKind,
+    /// reqres (sync/async/nores) or stream.
+    pub workload: Workload,
+    /// mt or mp clients.
+    pub clients: Clients,
+    /// Sessions, 1..=[`compat::MAX_SESSIONS`].
+    pub sessions: u32,
+    /// Payload bytes per message, <= 16 MiB.
+    pub size: usize,
+    /// Loops per session, >= 1.
+    pub count: u64,
+    /// shm wait policy.
+    pub wait: WaitPolicy,
+    /// Checksum every payload.
+    pub verify: bool,
+    /// Record round-trip latency (sync only).
+    pub latency: bool,
+    /// shm ring bytes per direction (also the pipe capacity).
+    pub ring_bytes: usize,
+    /// Pin server threads.
+    pub server_cpus: Option<CpuList>,
+    /// Pin client threads / processes.
+    pub client_cpus: Option<CpuList>,
+    /// Server corrupts (session, sequence) — for tests of verification.
+    pub corrupt: Option<(u32, u64)>,
+    /// Executable to re-run as the mp client (default: this one).
+    pub client_exe: Option<PathBuf>,
+}
+
+impl Default for IpcConfig {
+    fn default() -> Self {
+        IpcConfig {
+            transport: TransportKind::Shm,
+            workload: Workload::Reqres(Mode::Sync),
+            clients: Clients::Mt,
+            sessions: 1,
+            size: 128,
+            count: 100_000,
+            wait: WaitPolicy::Adaptive,
+            verify: false,
+            latency: true,
+            ring_bytes: shm::DEFAULT_RING_BYTES,
+            server_cpus: None,
+            client_cpus: None,
+            corrupt: None,
+            client_exe: None,
+        }
+    }
+}
+
+impl IpcConfig {
+    /// Check the limits (usage errors).
+    pub fn validate(&self) -> Result<()> {
+        let line = match self.workload {
+            Workload::Stream => compat::DCW_USAGE,
+            Workload::Reqres(_) => compat::REQRES_USAGE,
+        };
+        compat::check_limits(self.sessions as u64, self.size as u64, self.count, line)
+            .map_err(|e| IpcError::Usage(e.to_string().lines().next().unwrap_or("").into()))?;
+        if !self.ring_bytes.is_power_of_two() || self.ring_bytes < 4096 {
+            return Err(IpcError::Usage(format!(
+                "ring size must be a power of two of at least 4096 bytes, got {}",
+                self.ring_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Messages the run counts (a round trip is two).
+    pub fn messages(&self) -> u64 {
+        self.workload.messages_per_session(self.count) * self.sessions as u64
+    }
+}
+
+/// Result of one run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IpcReport {
+    /// Transport.
+    pub transport: TransportKind,
+    /// Workload.
+    pub workload: Workload,
+    /// mt/mp.
+    pub clients: Clients,
+    /// Sessions.
+    pub sessions: u32,
+    /// Payload bytes.
+    pub size: usize,
+    /// Loops per session.
+    pub count: u64,
+    /// Wait policy (shm only).
+    pub wait: WaitPolicy,
+    /// Server ready → all done, ns.
+    pub elapsed_ns: u64,
+    /// Messages counted (round trip = 2).
+    pub messages: u64,
+    /// Messages per second.
+    pub msgs_per_s: f64,
+    /// Payload GiB per second.
+    pub gib_per_s: f64,
+    /// Round-trip latency in ns (sync).
+    pub latency: Option<Summary>,
+    /// Server threads' CPU seconds.
+    pub server_cpu_s: f64,
+    /// Client threads' / processes' CPU seconds.
+    pub client_cpu_s: f64,
+    /// Process resource usage of the whole run.
+    pub usage: RunUsage,
+    /// Placement actually applied (taskset syntax), or "-".
+    pub server_cpus: String,
+    /// Placement actually applied to clients, or "-".
+    pub client_cpus: String,
+}
+
+impl IpcReport {
+    /// The record for exporters (one row).
+    pub fn record(&self, extra: &[(&str, serde_json::Value)]) -> Record {
+        let test = match self.workload {
+            Workload::Stream => "stream",
+            Workload::Reqres(_) => "reqres",
+        };
+        let mut r = Record::new("ipc", test)
+            .param("transport", self.transport.as_str())
+            .param("mode", self.workload.as_str())
+            .param("clients", self.clients.as_str())
+            .param("sessions", self.sessions)
+            .param("size", self.size)
+            .param("count", self.count)
+            .param(
+                "wait",
+                if self.transport == TransportKind::Shm {
+                    self.wait.as_str()
+                } else {
+                    "-"
+                },
+            )
+            .param("server_cpus", &self.server_cpus)
+            .param("client_cpus", &self.client_cpus);
+        for (k, v) in extra {
+            r.push_param(k, v.clone());
+        }
+        r.push_metric("elapsed_s", self.elapsed_ns as f64 / 1e9);
+        r.push_metric("messages", self.messages);
+        r.push_metric("msgs_per_s", self.msgs_per_s);
+        r.push_metric("gib_per_s", self.gib_per_s);
+        if let Some(l) = &self.latency {
+            r.push_metric("rt_p50_ns", l.p50);
+            r.push_metric("rt_p90_ns", l.p90);
+            r.push_metric("rt_p99_ns", l.p99);
+            r.push_metric("rt_p999_ns", l.p999);
+            r.push_metric("rt_p9999_ns", l.p9999);
+            r.push_metric("rt_max_ns", l.max);
+        }
+        let per = |s: f64| s * 1e9 / self.messages.max(1) as f64;
+        r.push_metric("server_cpu_ns_per_msg", per(self.server_cpu_s));
+        r.push_metric("client_cpu_ns_per_msg", per(self.client_cpu_s));
+        self.usage.add_to(&mut r);
+        r
+    }
+}
+
+fn applied(c: &Option<CpuList>) -> String {
+    c.as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Run one configuration without recording it.
+pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
+    cfg.validate()?;
+    let r = bench::run_once(cfg)?;
+    let messages = cfg.messages();
+    let (_, msgs_per_s, gib_per_s) = compat::rates(messages, cfg.size, r.elapsed_ns);
+    Ok(IpcReport {
+        transport: cfg.transport,
+        workload: cfg.workload,
+        clients: cfg.clients,
+        sessions: cfg.sessions,
+        size: cfg.size,
+        count: cfg.count,
+        wait: cfg.wait,
+        elapsed_ns: r.elapsed_ns,
+        messages,
+        msgs_per_s,
+        gib_per_s,
+        latency: r.latency.map(|h| h.summary()),
+        server_cpu_s: r.server_cpu_s,
+        client_cpu_s: r.client_cpu_s,
+        usage: r.usage,
+        server_cpus: applied(&cfg.server_cpus),
+        client_cpus: applied(&cfg.client_cpus),
+    })
+}
+
+/// Run one configuration and push its record.
+pub fn run(cfg: &IpcConfig, rec: &mut Recorder) -> Result<IpcReport> {
+    rec.progress(&format!(
+        "ipc: {} {} {} x{} {} B",
+        cfg.transport,
+        cfg.workload.as_str(),
+        cfg.clients.as_str(),
+        cfg.sessions,
+        cfg.size
+    ));
+    let r = run_report(cfg)?;
+    rec.push(r.record(&[]));
+    Ok(r)
+}
+
+/// Run several configurations interleaved (A B C A B C ...) `repeat` times
+/// and record, per configuration, the run with the median message rate
+/// (with the min and max rate of all its runs), so drift on a shared
+/// machine hits every configuration alike.
+pub fn run_interleaved(
+    cfgs: &[IpcConfig],
+    repeat: u32,
+    rec: &mut Recorder,
+) -> Result<Vec<IpcReport>> {
+    for c in cfgs {
+        c.validate()?;
+    }
+    let repeat = repeat.max(1);
+    let mut runs: Vec<Vec<IpcReport>> = cfgs.iter().map(|_| Vec::new()).collect();
+    for round in 0..repeat {
+        for (i, c) in cfgs.iter().enumerate() {
+            rec.progress(&format!(
+                "ipc: round {}/{repeat}: {} {} {} B",
+                round + 1,
+                c.transport,
+                c.workload.as_str(),
+                c.size
+            ));
+            runs[i].push(run_report(c)?);
+        }
+    }
+    let mut out = Vec::new();
+    for mut v in runs {
+        v.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
+        let min = v.first().map(|r| r.msgs_per_s).unwrap_or(f64::NAN);
+        let max = v.last().map(|r| r.msgs_per_s).unwrap_or(f64::NAN);
+        let p50s: Vec<f64> = v
+            .iter()
+            .filter_map(|r| r.latency.as_ref().map(|l| l.p50))
+            .collect();
+        let n = v.len();
+        let median = v.swap_remove(n / 2);
+        let mut extra = vec![("repeat", serde_json::json!(n))];
+        let mut rcd = median.record(&extra.split_off(0));
+        rcd.push_metric("msgs_per_s_min", min);
+        rcd.push_metric("msgs_per_s_max", max);
+        if !p50s.is_empty() {
+            rcd.push_metric("rt_p50_ns_median", Summary::from_samples(&p50s).median);
+        }
+        rec.push(rcd);
+        out.push(median);
+    }
+    Ok(out)
+}
+
+/// Run a seed-style command's single run and return its CSV line.
+pub fn run_seed(run: &compat::SeedRun, base: &IpcConfig) -> Result<(String, IpcReport)> {
+    let cfg = IpcConfig {
+        workload: run.workload,
+        clients: run.clients,
+        sessions: run.sessions,
+        size: run.msg_len,
+        count: run.nloop,
+        latency: false,
+        ..base.clone()
+    };
+    let r = run_report(&cfg)?;
+    Ok((compat::csv_line(run, r.elapsed_ns), r))
+}
+
+/// The quick pass for `commbench suite`: sync round trips at 128 B over
+/// every transport (interleaved, 3 rounds) and a 64 KiB stream over shm and
+/// uds. A few seconds on 2 cores.
+pub fn suite(quick: bool, rec: &mut Recorder) -> Result<()> {
+    let count = if quick { 5_000 } else { 50_000 };
+    let reqres: Vec<IpcConfig> = TransportKind::ALL
+        .iter()
+        .map(|&t| IpcConfig {
+            transport: t,
+            size: 128,
+            count,
+            ..IpcConfig::default()
+        })
+        .collect();
+    run_interleaved(&reqres, 3, rec)?;
+    let stream: Vec<IpcConfig> = [TransportKind::Shm, TransportKind::Uds]
+        .iter()
+        .map(|&t| IpcConfig {
+            transport: t,
+            workload: Workload::Stream,
+            size: 64 << 10,
+            count: count / 5,
+            latency: false,
+            ..IpcConfig::default()
+        })
+        .collect();
+    run_interleaved(&stream, 3, rec)?;
+    Ok(())
+}

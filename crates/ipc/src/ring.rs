@@ -1,0 +1,387 @@
+//! Single-producer single-consumer byte ring living in shared memory.
+//!
+//! Layout (one ring): a 4 KiB header page holding three 128-byte lines —
+//! the producer's `head`, the consumer's `tail` (both monotonically growing
+//! byte counts, never wrapped), and a rarely written control line (sleep
+//! flags, close flags, pids) — followed by `cap` data bytes (a power of
+//! two). Keeping `head` and `tail` on separate 128-byte lines (the adjacent
+//! line prefetcher pairs 64-byte lines) means each side writes only its own
+//! line; the peer pulls it only when its cached copy of the index says the
+//! ring is empty or full.
+//!
+//! Invariants: `tail <= head <= tail + cap`; only the producer stores
+//! `head` (Release, after the bytes are copied), only the consumer stores
+//! `tail` (Release, after the bytes are read). A message is a frame header
+//! plus payload streamed through the ring in pieces, so a 16 MiB message
+//! passes through a 256 KiB ring with no allocation: the producer publishes
+//! every `cap / 4` bytes and at the end of each message, the consumer
+//! releases space at the same points, so both sides overlap on big
+//! messages. Serves the seed's reqres_loop / data_channel_write rings.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{IpcError, Result};
+use crate::frame::{Header, HEADER_LEN};
+use crate::wait::{self, Awake, WaitPolicy, Waited};
+
+/// Bytes reserved for a ring's header (one page so the data is page aligned).
+pub const RING_HEADER_BYTES: usize = 4096;
+
+/// Close flag bits.
+const PRODUCER_CLOSED: u32 = 1;
+const CONSUMER_CLOSED: u32 = 2;
+const ABORTED: u32 = 4;
+
+#[repr(C, align(128))]
+struct Line<T>(T);
+
+/// Control fields: written rarely, read on every publish / release.
+#[repr(C)]
+pub struct Control {
+    /// 1 while the consumer sleeps waiting for data.
+    data_sleep: AtomicU32,
+    /// 1 while the producer sleeps waiting for space.
+    space_sleep: AtomicU32,
+    /// PRODUCER_CLOSED | CONSUMER_CLOSED | ABORTED.
+    closed: AtomicU32,
+    /// Process ids of both ends (0 until attached).
+    producer_pid: AtomicU32,
+    consumer_pid: AtomicU32,
+}
+
+/// The shared header of one ring.
+#[repr(C)]
+pub struct RingHeader {
+    head: Line<AtomicU64>,
+    tail: Line<AtomicU64>,
+    ctl: Line<Control>,
+}
+
+const _: () = assert!(std::mem::size_of::<RingHeader>() <= RING_HEADER_BYTES);
+const _: () = assert!(std::mem::size_of::<RingHeader>() == 384);
+
+/// Something that keeps the shared memory mapped (the segment).
+pub trait Backing: Send + Sync {}
+
+/// Where a ring lives: header, data and the run-wide awake counter.
+#[derive(Clone)]
+pub struct RingRef {
+    pub(crate) hdr: *const RingHeader,
+    pub(crate) data: *mut u8,
+    pub(crate) cap: u64,
+    pub(crate) sleeping: *const AtomicU32,
+    pub(crate) threads: u32,
+    pub(crate) cpus: u32,
+    pub(crate) policy: WaitPolicy,
+    /// Keeps the mapping alive as long as any endpoint uses it.
+    pub(crate) _backing: Arc<dyn Backing>,
+}
+
+// SAFETY: the raw pointers point into a shared mapping kept alive by
+// `backing`; all cross-thread access to the header goes through atomics, and
+// the data bytes are accessed under the SPSC protocol (producer writes only
+// [head, tail+cap), consumer reads only [tail, head)).
+unsafe impl Send for RingRef {}
+
+impl RingRef {
+    #[inline]
+    fn h(&self) -> &RingHeader {
+        // SAFETY: hdr points to an initialised RingHeader inside the mapping
+        // held alive by `backing`.
+        unsafe { &*self.hdr }
+    }
+
+    #[inline]
+    fn awake(&self) -> Awake<'_> {
+        Awake {
+            // SAFETY: points into the segment header held alive by `backing`.
+            sleeping: unsafe { &*self.sleeping },
+            threads: self.threads,
+            cpus: self.cpus,
+        }
+    }
+
+    /// Initialise a fresh (zeroed) ring header.
+    pub(crate) fn init(&self) {
+        let h = self.h();
+        h.head.0.store(0, Ordering::Relaxed);
+        h.tail.0.store(0, Ordering::Relaxed);
+        h.ctl.0.closed.store(0, Ordering::Relaxed);
+        h.ctl.0.data_sleep.store(0, Ordering::Relaxed);
+        h.ctl.0.space_sleep.store(0, Ordering::Relaxed);
+        h.ctl.0.producer_pid.store(0, Ordering::Relaxed);
+        h.ctl.0.consumer_pid.store(0, Ordering::Release);
+    }
+
+    /// Mark the ring aborted (its client died) and wake both sides.
+    pub(crate) fn abort(&self) {
+        let c = &self.h().ctl.0;
+        c.closed.fetch_or(ABORTED, Ordering::SeqCst);
+        crate::futex::wake(&c.data_sleep, i32::MAX);
+        crate::futex::wake(&c.space_sleep, i32::MAX);
+    }
+
+    fn close(&self, bit: u32) {
+        let c = &self.h().ctl.0;
+        c.closed.fetch_or(bit, Ordering::SeqCst);
+        crate::futex::wake(&c.data_sleep, i32::MAX);
+        crate::futex::wake(&c.space_sleep, i32::MAX);
+    }
+
+    /// Is the peer gone: closed its end, aborted, or its process died?
+    fn peer_gone(&self, peer_closed_bit: u32, peer_pid: &AtomicU32) -> bool {
+        let c = self.h().ctl.0.closed.load(Ordering::Acquire);
+        if c & (peer_closed_bit | ABORTED) != 0 {
+            return true;
+        }
+        let pid = peer_pid.load(Ordering::Relaxed);
+        pid != 0 && pid != std::process::id() && !crate::shm::process_alive(pid)
+    }
+
+    /// Copy `src` into the data area at byte offset `pos` (wrapping).
+    #[inline]
+    fn copy_in(&self, pos: u64, src: &[u8]) {
+        let mask = self.cap - 1;
+        let off = (pos & mask) as usize;
+        let first = src.len().min(self.cap as usize - off);
+        // SAFETY: off < cap and first <= cap - off, so both copies stay in
+        // the data area; the SPSC protocol guarantees the consumer is not
+        // reading these bytes (they lie in [head, tail + cap)).
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(off), first);
+            if first < src.len() {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr().add(first),
+                    self.data,
+                    src.len() - first,
+                );
+            }
+        }
+    }
+
+    /// Copy from the data area at byte offset `pos` (wrapping) into `dst`.
+    #[inline]
+    fn copy_out(&self, pos: u64, dst: &mut [u8]) {
+        let mask = self.cap - 1;
+        let off = (pos & mask) as usize;
+        let first = dst.len().min(self.cap as usize - off);
+        // SAFETY: as in copy_in; these bytes lie in [tail, head), published
+        // by the producer with a Release store we observed with Acquire.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.data.add(off), dst.as_mut_ptr(), first);
+            if first < dst.len() {
+                std::ptr::copy_nonoverlapping(
+                    self.data,
+                    dst.as_mut_ptr().add(first),
+                    dst.len() - first,
+                );
+            }
+        }
+    }
+}
+
+/// Producer end of a ring.
+pub struct RingTx {
+    r: RingRef,
+    head: u64,
+    published: u64,
+    cached_tail: u64,
+    chunk: u64,
+}
+
+impl RingTx {
+    /// Attach as the producer.
+    pub(crate) fn new(r: RingRef) -> RingTx {
+        let h = r.h();
+        h.ctl
+            .0
+            .producer_pid
+            .store(std::process::id(), Ordering::Release);
+        let head = h.head.0.load(Ordering::Acquire);
+        let tail = h.tail.0.load(Ordering::Acquire);
+        let chunk = (r.cap / 4).max(1);
+        RingTx {
+            r,
+            head,
+            published: head,
+            cached_tail: tail,
+            chunk,
+        }
+    }
+
+    #[inline]
+    fn publish(&mut self) {
+        if self.head != self.published {
+            let h = self.r.h();
+            h.head.0.store(self.head, Ordering::Release);
+            self.published = self.head;
+            wait::notify(self.r.policy, &h.ctl.0.data_sleep);
+        }
+    }
+
+    fn write_bytes(&mut self, mut src: &[u8]) -> Result<()> {
+        let cap = self.r.cap;
+        while !src.is_empty() {
+            let mut free = cap - (self.head - self.cached_tail);
+            if free == 0 {
+                self.cached_tail = self.r.h().tail.0.load(Ordering::Acquire);
+                free = cap - (self.head - self.cached_tail);
+                if free == 0 {
+                    self.publish();
+                    let h = self.r.h();
+                    let head = self.head;
+                    let mut seen = self.cached_tail;
+                    let r = &self.r;
+                    let w = wait::wait_for(
+                        r.policy,
+                        &r.awake(),
+                        &h.ctl.0.space_sleep,
+                        || {
+                            seen = h.tail.0.load(Ordering::Acquire);
+                            head - seen < cap
+                        },
+                        || r.peer_gone(CONSUMER_CLOSED, &h.ctl.0.consumer_pid),
+                    );
+                    self.cached_tail = seen;
+                    if let Waited::Closed = w {
+                        return Err(IpcError::Closed);
+                    }
+                    continue;
+                }
+            }
+            let n = (free as usize).min(src.len());
+            self.r.copy_in(self.head, &src[..n]);
+            self.head += n as u64;
+            src = &src[n..];
+            if self.head - self.published >= self.chunk {
+                self.publish();
+            }
+        }
+        Ok(())
+    }
+
+    /// Send one message: header then payload, published at the end (and
+    /// every `cap / 4` bytes on the way for large payloads).
+    #[inline]
+    pub fn send(&mut self, h: &Header, payload: &[u8]) -> Result<()> {
+        self.write_bytes(&h.encode())?;
+        self.write_bytes(payload)?;
+        self.publish();
+        Ok(())
+    }
+}
+
+impl Drop for RingTx {
+    fn drop(&mut self) {
+        self.publish();
+        self.r.close(PRODUCER_CLOSED);
+    }
+}
+
+/// Consumer end of a ring.
+pub struct RingRx {
+    r: RingRef,
+    tail: u64,
+    released: u64,
+    cached_head: u64,
+    chunk: u64,
+}
+
+impl RingRx {
+    /// Attach as the consumer.
+    pub(crate) fn new(r: RingRef) -> RingRx {
+        let h = r.h();
+        h.ctl
+            .0
+            .consumer_pid
+            .store(std::process::id(), Ordering::Release);
+        let tail = h.tail.0.load(Ordering::Acquire);
+        let head = h.head.0.load(Ordering::Acquire);
+        let chunk = (r.cap / 4).max(1);
+        RingRx {
+            r,
+            tail,
+            released: tail,
+            cached_head: head,
+            chunk,
+        }
+    }
+
+    #[inline]
+    fn release(&mut self) {
+        if self.tail != self.released {
+            let h = self.r.h();
+            h.tail.0.store(self.tail, Ordering::Release);
+            self.released = self.tail;
+            wait::notify(self.r.policy, &h.ctl.0.space_sleep);
+        }
+    }
+
+    fn read_bytes(&mut self, mut dst: &mut [u8]) -> Result<()> {
+        while !dst.is_empty() {
+            let mut avail = self.cached_head - self.tail;
+            if avail == 0 {
+                self.cached_head = self.r.h().head.0.load(Ordering::Acquire);
+                avail = self.cached_head - self.tail;
+                if avail == 0 {
+                    self.release();
+                    let h = self.r.h();
+                    let tail = self.tail;
+                    let mut seen = self.cached_head;
+                    let r = &self.r;
+                    let w = wait::wait_for(
+                        r.policy,
+                        &r.awake(),
+                        &h.ctl.0.data_sleep,
+                        || {
+                            seen = h.head.0.load(Ordering::Acquire);
+                            seen != tail
+                        },
+                        || r.peer_gone(PRODUCER_CLOSED, &h.ctl.0.producer_pid),
+                    );
+                    self.cached_head = seen;
+                    if let Waited::Closed = w {
+                        return Err(IpcError::Closed);
+                    }
+                    continue;
+                }
+            }
+            let n = (avail as usize).min(dst.len());
+            let (now, rest) = std::mem::take(&mut dst).split_at_mut(n);
+            self.r.copy_out(self.tail, now);
+            self.tail += n as u64;
+            dst = rest;
+            if self.tail - self.released >= self.chunk {
+                self.release();
+            }
+        }
+        Ok(())
+    }
+
+    /// Receive one message into `buf`; returns its header. The payload is
+    /// `buf[..header.len]`. A payload longer than `buf` is an error.
+    #[inline]
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<Header> {
+        let mut hb = [0u8; HEADER_LEN];
+        self.read_bytes(&mut hb)?;
+        let h = Header::decode(&hb)?;
+        let len = h.len as usize;
+        if len > buf.len() {
+            return Err(IpcError::TooLarge {
+                len: len as u64,
+                max: buf.len() as u64,
+            });
+        }
+        self.read_bytes(&mut buf[..len])?;
+        self.release();
+        Ok(h)
+    }
+}
+
+impl Drop for RingRx {
+    fn drop(&mut self) {
+        self.release();
+        self.r.close(CONSUMER_CLOSED);
+    }
+}

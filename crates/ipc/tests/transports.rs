@@ -1,0 +1,111 @@
+//! Every transport round-trips and streams the sizes the issue lists, in
+//! `mt` mode through the library (the `mp` paths are tested through the
+//! binary in crates/cli). Small counts, no time thresholds.
+
+use commbench_ipc::{run_report, IpcConfig, IpcError, Mode, TransportKind, WaitPolicy, Workload};
+
+const SIZES: [usize; 8] = [0, 1, 4095, 4096, 65532, 65536, 1 << 20, 16 << 20];
+
+fn count_for(size: usize) -> u64 {
+    if size >= 1 << 20 {
+        3
+    } else {
+        40
+    }
+}
+
+fn round_trip_all_sizes(t: TransportKind) {
+    for &size in &SIZES {
+        for workload in [Workload::Reqres(Mode::Sync), Workload::Stream] {
+            let cfg = IpcConfig {
+                transport: t,
+                workload,
+                size,
+                count: count_for(size),
+                verify: true,
+                ..IpcConfig::default()
+            };
+            let r = run_report(&cfg).unwrap_or_else(|e| panic!("{t} {size} {workload:?}: {e}"));
+            assert_eq!(r.messages, cfg.messages());
+        }
+    }
+}
+
+#[test]
+fn shm_round_trips_every_size() {
+    round_trip_all_sizes(TransportKind::Shm);
+}
+
+#[test]
+fn uds_round_trips_every_size() {
+    round_trip_all_sizes(TransportKind::Uds);
+}
+
+#[test]
+fn pipe_round_trips_every_size() {
+    round_trip_all_sizes(TransportKind::Pipe);
+}
+
+#[test]
+fn tcp_round_trips_every_size() {
+    round_trip_all_sizes(TransportKind::Tcp);
+}
+
+#[test]
+fn every_mode_and_wait_policy_with_several_sessions() {
+    for wait in [WaitPolicy::Spin, WaitPolicy::Block, WaitPolicy::Adaptive] {
+        for mode in [Mode::Sync, Mode::Async, Mode::Nores] {
+            let cfg = IpcConfig {
+                workload: Workload::Reqres(mode),
+                wait,
+                sessions: 3,
+                size: 300,
+                count: 2_000,
+                // A small ring makes async/nores hit backpressure.
+                ring_bytes: 4096,
+                verify: true,
+                ..IpcConfig::default()
+            };
+            let r = run_report(&cfg).unwrap_or_else(|e| panic!("{wait} {mode:?}: {e}"));
+            assert_eq!(r.messages, cfg.messages());
+            if mode == Mode::Sync {
+                assert_eq!(r.latency.as_ref().unwrap().n, 3 * 2_000);
+            }
+        }
+    }
+}
+
+#[test]
+fn injected_corruption_is_caught_on_every_transport() {
+    for t in TransportKind::ALL {
+        for workload in [Workload::Reqres(Mode::Sync), Workload::Stream] {
+            let cfg = IpcConfig {
+                transport: t,
+                workload,
+                sessions: 2,
+                size: 1000,
+                count: 50,
+                verify: true,
+                corrupt: Some((1, 17)),
+                ..IpcConfig::default()
+            };
+            match run_report(&cfg) {
+                Err(IpcError::Verify { session, seq, what }) => {
+                    assert_eq!((session, seq), (1, 17), "{t}: {what}");
+                    assert!(what.contains("checksum"), "{what}");
+                }
+                other => panic!("{t} {workload:?}: expected a verification error, got {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn message_larger_than_16_mib_is_refused() {
+    let cfg = IpcConfig {
+        size: (16 << 20) + 1,
+        count: 1,
+        ..IpcConfig::default()
+    };
+    assert!(run_report(&cfg).unwrap_err().is_usage());
+}

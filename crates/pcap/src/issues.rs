@@ -1,0 +1,176 @@
+//! Bad-input accounting: every problem found in a capture is counted per
+//! kind, and the first few of each kind keep their file, record number and
+//! byte offset. Extraction goes on; `--strict` turns the first one into an
+//! error. Merging in stream order keeps "first" meaning first in the file.
+
+use serde::Serialize;
+
+/// Kinds of bad input, in the order they are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueKind {
+    /// The file ends in the middle of a record or block.
+    TruncatedRecord,
+    /// A record's captured length exceeds 256 KiB (the largest we accept).
+    RecordTooLong,
+    /// A record's captured length exceeds the file's or interface's snaplen.
+    CaplenOverSnaplen,
+    /// A record's captured length exceeds its original (wire) length.
+    CaplenOverLen,
+    /// A pcapng block length is impossible (too small, unaligned, or the
+    /// trailing copy differs); the rest of that file cannot be framed.
+    BadBlockLength,
+    /// A pcapng packet names an interface that was never described.
+    UnknownInterface,
+    /// Bytes skipped while looking for the next plausible pcap record.
+    Resync,
+    /// The link type is not one we decode (the record is still listed).
+    UnknownLinktype,
+    /// A protocol header is cut short although the whole frame was captured.
+    HeaderCutShort,
+    /// A protocol header holds an impossible value (bad IHL, version, ...).
+    MalformedHeader,
+}
+
+impl IssueKind {
+    pub const ALL: [IssueKind; 10] = [
+        IssueKind::TruncatedRecord,
+        IssueKind::RecordTooLong,
+        IssueKind::CaplenOverSnaplen,
+        IssueKind::CaplenOverLen,
+        IssueKind::BadBlockLength,
+        IssueKind::UnknownInterface,
+        IssueKind::Resync,
+        IssueKind::UnknownLinktype,
+        IssueKind::HeaderCutShort,
+        IssueKind::MalformedHeader,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IssueKind::TruncatedRecord => "truncated_record",
+            IssueKind::RecordTooLong => "record_too_long",
+            IssueKind::CaplenOverSnaplen => "caplen_over_snaplen",
+            IssueKind::CaplenOverLen => "caplen_over_len",
+            IssueKind::BadBlockLength => "bad_block_length",
+            IssueKind::UnknownInterface => "unknown_interface",
+            IssueKind::Resync => "resync",
+            IssueKind::UnknownLinktype => "unknown_linktype",
+            IssueKind::HeaderCutShort => "header_cut_short",
+            IssueKind::MalformedHeader => "malformed_header",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where one problem was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IssueAt {
+    pub kind: IssueKind,
+    /// Index of the input file in the command line.
+    pub file: u32,
+    /// 1-based record (packet) number in that file, as tshark numbers frames.
+    pub record: u64,
+    /// Byte offset of the record in the (decompressed) stream.
+    pub offset: u64,
+}
+
+/// How many of each kind keep their location.
+pub const FIRST_PER_KIND: usize = 3;
+
+/// Counts per kind plus the first few locations of each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Issues {
+    counts: [u64; 10],
+    first: Vec<IssueAt>,
+}
+
+impl Issues {
+    pub fn add(&mut self, kind: IssueKind, file: u32, record: u64, offset: u64) {
+        let i = kind.index();
+        if (self.counts[i] as usize) < FIRST_PER_KIND {
+            self.first.push(IssueAt {
+                kind,
+                file,
+                record,
+                offset,
+            });
+        }
+        self.counts[i] += 1;
+    }
+
+    /// Appends `later` (which comes after `self` in the stream).
+    pub fn merge(&mut self, later: &Issues) {
+        for at in &later.first {
+            let kept = self.first.iter().filter(|x| x.kind == at.kind).count();
+            if kept < FIRST_PER_KIND {
+                self.first.push(*at);
+            }
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(later.counts.iter()) {
+            *mine += theirs;
+        }
+    }
+
+    pub fn count(&self, kind: IssueKind) -> u64 {
+        self.counts[kind.index()]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// The first few locations, in stream order per kind.
+    pub fn first(&self) -> &[IssueAt] {
+        &self.first
+    }
+
+    /// (kind, count) for every kind seen.
+    pub fn counts(&self) -> Vec<(IssueKind, u64)> {
+        IssueKind::ALL
+            .iter()
+            .map(|k| (*k, self.count(*k)))
+            .filter(|(_, c)| *c > 0)
+            .collect()
+    }
+
+    pub fn clear(&mut self) {
+        self.counts = [0; 10];
+        self.first.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_first_few_per_kind_across_merges() {
+        let mut a = Issues::default();
+        a.add(IssueKind::HeaderCutShort, 0, 1, 10);
+        a.add(IssueKind::HeaderCutShort, 0, 2, 20);
+        let mut b = Issues::default();
+        for r in 3..10 {
+            b.add(IssueKind::HeaderCutShort, 0, r, r * 10);
+        }
+        b.add(IssueKind::TruncatedRecord, 0, 10, 100);
+        a.merge(&b);
+        assert_eq!(a.count(IssueKind::HeaderCutShort), 9);
+        assert_eq!(a.count(IssueKind::TruncatedRecord), 1);
+        let recs: Vec<u64> = a
+            .first()
+            .iter()
+            .filter(|x| x.kind == IssueKind::HeaderCutShort)
+            .map(|x| x.record)
+            .collect();
+        assert_eq!(recs, vec![1, 2, 3]);
+        assert_eq!(a.total(), 10);
+    }
+}
