@@ -31,6 +31,12 @@ enum Command {
     Clean(cmd::clean::CleanArgs),
     /// Run every lab with quick defaults; results.jsonl in an output folder.
     Suite(cmd::suite::SuiteArgs),
+    /// cbench-compatible OpenFlow switch emulator (cbench's options; -h for help).
+    Cbench(cmd::openflow::CbenchArgs),
+    /// OpenFlow controller: cbench app (template or --naive) or learning switch.
+    Controller(cmd::openflow::ControllerArgs),
+    /// OpenFlow lab: `openflow bench` runs controller + emulator side by side.
+    Openflow(cmd::openflow::OpenflowArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -59,6 +65,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delay(a) => cmd::delay::run(&a),
         Command::Clean(a) => cmd::clean::run(&a),
         Command::Suite(a) => cmd::suite::run(&a),
+        Command::Cbench(a) => cmd::openflow::run_cbench(&a),
+        Command::Controller(a) => cmd::openflow::run_controller(&a),
+        Command::Openflow(a) => cmd::openflow::run_openflow(&a),
     }
 }
 

@@ -296,6 +296,7 @@ fn apply(a: &mut CbenchArgs, o: &Opt, v: Option<&str>) -> Result<(), UsageError>
         }
         "legacy-format" => c.legacy_format = true,
         "handshake-timeout" => c.handshake_timeout_ms = num(o, val()?)?,
+        "cpus" => c.cpus = Some(val()?.to_string()),
         "format" => a.format = Some(val()?.to_string()),
         "output" => a.output = Some(val()?.to_string()),
         _ => unreachable!("every option in OPTS is handled"),

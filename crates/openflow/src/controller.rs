@@ -28,6 +28,7 @@ use crate::wire::frame::{FlowKey, VLAN_NONE};
 use crate::wire::{
     be32, frame_len, of10, of13, put32, Header, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
 };
+use commbench_core::placement::CpuList;
 use commbench_core::rusage::Usage;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -74,6 +75,8 @@ pub struct ControllerConfig {
     pub max_pending_out: usize,
     /// Log each connection and disconnection (errors are always logged).
     pub log_connections: bool,
+    /// Pin the worker threads to these CPUs (taskset list syntax).
+    pub cpus: Option<String>,
 }
 
 impl Default for ControllerConfig {
@@ -86,6 +89,7 @@ impl Default for ControllerConfig {
             threads: 1,
             max_pending_out: 1 << 20,
             log_connections: true,
+            cpus: None,
         }
     }
 }
@@ -160,6 +164,13 @@ impl Controller {
                 "max pending output must be at least 4096 bytes".into(),
             ));
         }
+        let cpus = match &cfg.cpus {
+            Some(c) => Some(
+                CpuList::parse_online(c)
+                    .map_err(|e| ControllerError::Config(format!("--cpus: {e}")))?,
+            ),
+            None => None,
+        };
         let listener =
             TcpListener::bind(cfg.listen).map_err(|e| ControllerError::Bind(cfg.listen, e))?;
         listener.set_nonblocking(true)?;
@@ -174,6 +185,7 @@ impl Controller {
         let mut handles = Vec::new();
         for t in 0..n {
             let w = WorkerCtx {
+                cpus: cpus.clone(),
                 id: t,
                 cfg: cfg.clone(),
                 stop: stop.clone(),
@@ -233,6 +245,7 @@ const TOKEN_WAKER: u64 = u64::MAX - 1;
 const INBUF_LEN: usize = 131072;
 
 struct WorkerCtx {
+    cpus: Option<CpuList>,
     id: usize,
     cfg: ControllerConfig,
     stop: Arc<AtomicBool>,
@@ -295,6 +308,11 @@ const READ_CHUNK: usize = 32768;
 
 impl WorkerCtx {
     fn run(self) -> ControllerStats {
+        if let Some(c) = &self.cpus {
+            if let Err(e) = c.pin_current_thread() {
+                eprintln!("controller: cannot pin worker {}: {e}", self.id);
+            }
+        }
         let cpu0 = Usage::thread();
         let ep = match Epoll::new() {
             Ok(e) => e,

@@ -25,6 +25,7 @@ use crate::wire::{
     be16, be32, frame_len, of10, of13, Header, WireError, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
 };
 use commbench_core::clock::now_ns;
+use commbench_core::placement::CpuList;
 use commbench_core::rusage::Usage;
 use commbench_core::stats::{LatencyHistogram, Summary};
 use serde::Serialize;
@@ -77,6 +78,8 @@ pub struct CbenchConfig {
     pub nodelay: Nodelay,
     pub legacy_format: bool,
     pub handshake_timeout_ms: u64,
+    /// Pin the generator threads to these CPUs (taskset list syntax).
+    pub cpus: Option<String>,
 }
 
 impl Default for CbenchConfig {
@@ -104,6 +107,7 @@ impl Default for CbenchConfig {
             nodelay: Nodelay::Auto,
             legacy_format: false,
             handshake_timeout_ms: 10000,
+            cpus: None,
         }
     }
 }
@@ -151,6 +155,9 @@ impl CbenchConfig {
         }
         if self.threads == 0 || self.threads > 256 {
             return bad("--threads must be 1..=256");
+        }
+        if let Some(c) = &self.cpus {
+            CpuList::parse_online(c).map_err(|e| EmulatorError::Config(format!("--cpus: {e}")))?;
         }
         Ok(())
     }
@@ -817,6 +824,16 @@ struct Worker {
 const IO_BUDGET: usize = 4;
 
 fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
+    if let Some(c) = sh
+        .cfg
+        .cpus
+        .as_deref()
+        .and_then(|c| CpuList::parse_online(c).ok())
+    {
+        if let Err(e) = c.pin_current_thread() {
+            sh.notice(format!("cbench: cannot pin generator thread: {e}"));
+        }
+    }
     let cpu0 = Usage::thread();
     let ep = Epoll::new().expect("epoll_create1");
     let cfg = sh.cfg.clone();

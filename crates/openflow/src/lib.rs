@@ -11,4 +11,7 @@ pub mod cbench_args;
 pub mod controller;
 pub mod emulator;
 mod sys;
+
+pub use sys::stop_on_signal;
+pub mod bench;
 pub mod wire;

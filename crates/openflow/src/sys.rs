@@ -158,3 +158,19 @@ pub fn local_hms_ms() -> (u32, u32, u32, u32) {
         (tv.tv_usec / 1000) as u32,
     )
 }
+
+static STOP_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Make SIGINT/SIGTERM set a flag instead of killing the process, so a
+/// long-running server can stop cleanly and report; returns the flag.
+pub fn stop_on_signal() -> &'static std::sync::atomic::AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe { libc::signal(sig, on_stop_signal as *const () as libc::sighandler_t) };
+    }
+    &STOP_SIGNAL
+}

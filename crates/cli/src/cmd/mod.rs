@@ -3,5 +3,6 @@ pub mod budget;
 pub mod clean;
 pub mod delay;
 pub mod env;
+pub mod openflow;
 pub mod suite;
 pub mod timer;
