@@ -882,6 +882,7 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
                 PH_PAUSE => w.publish_counts(),
                 PH_DRAIN => w.drain(),
                 PH_STOP => {
+                    w.finish_writes();
                     sh.acks.fetch_add(1, Ordering::SeqCst);
                     break;
                 }
@@ -999,6 +1000,21 @@ impl Worker {
         self.sw.push(s);
         self.sh.connected.fetch_add(1, Ordering::SeqCst);
         self.flush(k);
+    }
+
+    /// End every connection at a message boundary: the output buffer only
+    /// ever holds whole messages, so writing what is left (bounded by a
+    /// short timeout) means the controller never sees a torn message.
+    fn finish_writes(&mut self) {
+        for s in &mut self.sw {
+            if s.state == SwState::Closed || s.out_pos == s.out.len() {
+                continue;
+            }
+            let _ = s.stream.set_nonblocking(false);
+            let _ = s.stream.set_write_timeout(Some(Duration::from_millis(200)));
+            let _ = s.stream.write_all(&s.out[s.out_pos..]);
+            s.out_pos = s.out.len();
+        }
     }
 
     fn publish_counts(&mut self) {

@@ -184,3 +184,129 @@ fn version_mismatch_closes_with_error() {
     let s = c.stop();
     assert_eq!(s.protocol_errors, 1);
 }
+
+#[test]
+fn garbage_and_torn_messages_drop_only_that_peer() {
+    use std::io::{Read, Write};
+    let c = controller(App::Cbench, false, false);
+    let addr = c.local_addr();
+    // Peer 1: a valid hello, then a header whose length is below 8.
+    let mut g = std::net::TcpStream::connect(addr).unwrap();
+    g.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    g.write_all(&[1, 10, 0, 2, 0, 0, 0, 9]).unwrap();
+    // The controller closes it: read until EOF (bounded by a timeout).
+    g.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let mut got = 0;
+    loop {
+        match g.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => panic!("controller kept the garbage peer open: {e}"),
+        }
+    }
+    assert!(got >= 16, "hello + features_request before the close");
+    // Peer 2: half a packet_in, then close.
+    let mut t = std::net::TcpStream::connect(addr).unwrap();
+    t.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    t.write_all(&[1, 10, 0, 82, 0, 0, 0, 2, 0, 0]).unwrap();
+    drop(t);
+    // A well-behaved switch population is still served.
+    let (r, lines) = cbench(addr.port(), 2, false, false);
+    check(&r, &lines, 2, false);
+    let s = c.stop();
+    assert_eq!(s.protocol_errors, 1, "{s:?}");
+    assert!(s.disconnections >= 2);
+}
+
+/// A minimal OpenFlow 1.0 controller that answers packet_ins with a
+/// flow_mod carrying the probe's buffer_id, and closes the connection of
+/// the second switch after a few answers.
+fn closing_controller() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let mut handles = Vec::new();
+        for i in 0..2 {
+            let (mut s, _) = l.accept().unwrap();
+            handles.push(std::thread::spawn(move || {
+                s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                    .unwrap();
+                s.write_all(&[1, 0, 0, 8, 0, 0, 0, 1, 1, 5, 0, 8, 0, 0, 0, 2])
+                    .unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let mut answered = 0;
+                loop {
+                    let n = match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    buf.extend_from_slice(&chunk[..n]);
+                    while buf.len() >= 8 {
+                        let len = u16::from_be_bytes([buf[2], buf[3]]) as usize;
+                        if buf.len() < len {
+                            break;
+                        }
+                        let msg: Vec<u8> = buf.drain(..len).collect();
+                        if msg[1] == 10 {
+                            let mut fm = vec![0u8; 72];
+                            fm[..8]
+                                .copy_from_slice(&[1, 14, 0, 72, msg[4], msg[5], msg[6], msg[7]]);
+                            fm[64..68].copy_from_slice(&msg[8..12]);
+                            if s.write_all(&fm).is_err() {
+                                return;
+                            }
+                            answered += 1;
+                            if i == 1 && answered == 20 {
+                                return; // drops the connection
+                            }
+                        }
+                    }
+                }
+            }));
+        }
+        for h in handles {
+            let _ = h.join();
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn closed_connection_is_reported_and_others_go_on() {
+    let (port, h) = closing_controller();
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port,
+        switches: 2,
+        loops: 3,
+        ms_per_test: 150,
+        ..Default::default()
+    };
+    let mut notices = Vec::new();
+    let mut result = None;
+    let r = emulator::run_with(&cfg, &mut |l| match l {
+        Line::Notice(n) => notices.push(n),
+        Line::Result {
+            switches,
+            result: res,
+        } => result = Some(emulator::format_result_line(switches, res)),
+        _ => {}
+    })
+    .expect("the run completes despite the closed switch");
+    let round = &r.rounds[0];
+    assert_eq!(round.closed.len(), 1, "{:?}", round.closed);
+    assert_eq!(round.closed[0].switch, 2);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("switch 2") && n.contains("closed")),
+        "{notices:?}"
+    );
+    assert!(round.per_switch_total[0] > 0, "switch 1 kept going");
+    assert!(result.unwrap().starts_with("RESULT: 2 switches 2 tests"));
+    h.join().unwrap();
+}
