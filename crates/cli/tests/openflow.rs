@@ -12,6 +12,17 @@ fn cb() -> Command {
     Command::cargo_bin("commbench").unwrap()
 }
 
+fn assert_valid(v: &Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&s).unwrap();
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}\n{v:#}");
+}
+
 /// A `commbench controller` child on an ephemeral port; killed on drop.
 struct Ctl {
     child: Child,
@@ -72,7 +83,9 @@ impl Ctl {
             .unwrap();
         let st = self.child.wait().unwrap();
         assert!(st.success(), "controller exit {st:?}");
-        serde_json::from_str(&out).unwrap()
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_valid(&v);
+        v
     }
 }
 
@@ -206,6 +219,7 @@ fn legacy_format_and_json_output() {
     assert!(first.ends_with(" per ms "));
     let (out, err) = cbench(ctl.port, &["-s", "2", "--format", "json"]);
     let v: Value = serde_json::from_str(&out).expect("stdout is one JSON document");
+    assert_valid(&v);
     let rec = &v["records"][0];
     assert_eq!(rec["lab"], "openflow");
     assert_eq!(rec["test"], "cbench");
@@ -345,6 +359,7 @@ fn openflow_bench_quick_runs_side_by_side() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&v);
     let recs = v["records"].as_array().unwrap();
     assert_eq!(recs.len(), 2);
     for r in recs {
