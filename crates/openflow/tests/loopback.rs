@@ -310,3 +310,98 @@ fn closed_connection_is_reported_and_others_go_on() {
     assert!(result.unwrap().starts_with("RESULT: 2 switches 2 tests"));
     h.join().unwrap();
 }
+
+#[test]
+fn backpressure_bounds_a_switch_that_never_reads() {
+    use std::io::Write;
+    let max = 65536;
+    let c = Controller::start(&ControllerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        log_connections: false,
+        max_pending_out: max,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut s = std::net::TcpStream::connect(c.local_addr()).unwrap();
+    s.set_write_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    s.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    let frame = commbench_openflow::wire::frame::probe_frame(1, 0);
+    let mut probe = vec![1, 10, 0, 82, 0, 0, 0, 1, 0, 0, 0, 1, 0, 64, 0, 1, 0, 0];
+    probe.extend_from_slice(&frame);
+    let batch: Vec<u8> = probe.iter().copied().cycle().take(82 * 1000).collect();
+    // Open loop, never reading: 100 MB offered; the kernel buffers fill,
+    // the controller pauses reading, and our writes time out.
+    let mut sent = 0usize;
+    for _ in 0..1220 {
+        match s.write(&batch) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    assert!(
+        sent < 100_000_000,
+        "the controller must stop reading at some point"
+    );
+    let st = c.stop();
+    assert!(st.backpressure_pauses >= 1, "{st:?}");
+    // One read chunk (32 KiB of packet_ins) may be answered past the limit.
+    assert!(st.max_pending_out as usize <= max + 32768, "{st:?}");
+    drop(s);
+}
+
+#[test]
+fn outstanding_and_threads() {
+    let c = controller(App::Cbench, false, false);
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port: c.local_addr().port(),
+        switches: 4,
+        loops: 3,
+        ms_per_test: 150,
+        outstanding: 8,
+        threads: 2,
+        mac_addresses: 1000,
+        ..Default::default()
+    };
+    let r = emulator::run_with(&cfg, &mut |_| {}).unwrap();
+    let round = &r.rounds[0];
+    assert!(round.tally.matched > 0);
+    assert!(
+        round.per_switch_total.iter().all(|&x| x > 0),
+        "{:?}",
+        round.per_switch_total
+    );
+    assert!(round.round_trip_ns.as_ref().unwrap().n > 0);
+    assert_eq!(round.tally.duplicate, 0);
+    c.stop();
+}
+
+#[test]
+fn ranged_test_prints_one_result_per_switch_count() {
+    let c = controller(App::Cbench, false, false);
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port: c.local_addr().port(),
+        switches: 3,
+        loops: 2,
+        ms_per_test: 60,
+        ranged: true,
+        ..Default::default()
+    };
+    let mut results = Vec::new();
+    emulator::run_with(&cfg, &mut |l| {
+        if let Line::Result { switches, result } = l {
+            results.push(emulator::format_result_line(switches, result));
+        }
+    })
+    .unwrap();
+    assert_eq!(results.len(), 3);
+    for (i, r) in results.iter().enumerate() {
+        assert!(
+            r.starts_with(&format!("RESULT: {} switches 1 tests", i + 1)),
+            "{r}"
+        );
+    }
+    c.stop();
+}
