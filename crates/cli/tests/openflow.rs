@@ -286,7 +286,7 @@ fn cbench_usage_errors_exit_2() {
         (&["-s"][..], "option requires an argument -- 's'"),
         (&["stray"][..], "unexpected argument 'stray'"),
         (&["--format", "xml"][..], "unknown format 'xml'"),
-        (&["--cpus", "9999"][..], "--cpus"),
+        (&["--cpus", "9999"][..], "--cpus: "),
     ] {
         cb().arg("cbench")
             .args(args)

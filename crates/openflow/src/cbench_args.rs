@@ -186,6 +186,12 @@ const OPTS: &[Opt] = &[
         help: "ms to wait for every switch's handshake (10000)",
     },
     Opt {
+        long: "cpus",
+        short: None,
+        kind: Kind::Value,
+        help: "pin the generator threads to these CPUs (taskset list, e.g. 0 or 0-3:2)",
+    },
+    Opt {
         long: "format",
         short: None,
         kind: Kind::Value,
@@ -495,7 +501,8 @@ mod tests {
 
     #[test]
     fn beyond_cbench_options() {
-        let a = p("--of13 --outstanding 8 --threads 2 --nodelay=off --legacy-format --format json --output r.json").unwrap();
+        let a = p("--of13 --outstanding 8 --threads 2 --nodelay=off --legacy-format --format json --output r.json --cpus 0").unwrap();
+        assert_eq!(a.config.cpus.as_deref(), Some("0"));
         assert!(a.config.of13 && a.config.legacy_format);
         assert_eq!((a.config.outstanding, a.config.threads), (8, 2));
         assert_eq!(a.config.nodelay, Nodelay::Off);
