@@ -46,6 +46,12 @@ enum Command {
     /// Internal: one mp client process of an ipc run.
     #[command(name = "__ipc-client", hide = true)]
     IpcClient(cmd::ipc::SeedArgs),
+    /// cbench-compatible OpenFlow switch emulator (cbench's options; -h for help).
+    Cbench(cmd::openflow::CbenchArgs),
+    /// OpenFlow controller: cbench app (template or --naive) or learning switch.
+    Controller(cmd::openflow::ControllerArgs),
+    /// OpenFlow lab: `openflow bench` runs controller + emulator side by side.
+    Openflow(cmd::openflow::OpenflowArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -80,6 +86,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
         Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
         Command::IpcClient(a) => std::process::exit(cmd::ipc::run_client(&a)),
+        Command::Cbench(a) => cmd::openflow::run_cbench(&a),
+        Command::Controller(a) => cmd::openflow::run_controller(&a),
+        Command::Openflow(a) => cmd::openflow::run_openflow(&a),
     }
 }
 

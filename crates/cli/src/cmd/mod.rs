@@ -6,5 +6,6 @@ pub mod delay;
 pub mod env;
 pub mod report;
 pub mod ipc;
+pub mod openflow;
 pub mod suite;
 pub mod timer;

@@ -30,7 +30,11 @@ pub type Step = (&'static str, fn(bool, &mut Recorder) -> Result<()>);
 
 /// Every step, in order. Labs add theirs here.
 pub fn steps() -> Vec<Step> {
-    vec![("core", core_step), ("ipc", super::ipc::suite_step)]
+    vec![
+        ("core", core_step),
+        ("ipc", super::ipc::suite_step),
+        ("openflow", super::openflow::suite_step),
+    ]
 }
 
 fn core_step(quick: bool, rec: &mut Recorder) -> Result<()> {
