@@ -52,6 +52,8 @@ enum Command {
     Controller(cmd::openflow::ControllerArgs),
     /// OpenFlow lab: `openflow bench` runs controller + emulator side by side.
     Openflow(cmd::openflow::OpenflowArgs),
+    /// Packet captures: extract header fields, generate captures, benchmark cold vs warm cache.
+    Pcap(cmd::pcap::PcapArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -89,6 +91,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Cbench(a) => cmd::openflow::run_cbench(&a),
         Command::Controller(a) => cmd::openflow::run_controller(&a),
         Command::Openflow(a) => cmd::openflow::run_openflow(&a),
+        Command::Pcap(a) => cmd::pcap::run(&a),
     }
 }
 

@@ -34,6 +34,7 @@ pub fn steps() -> Vec<Step> {
         ("core", core_step),
         ("ipc", super::ipc::suite_step),
         ("openflow", super::openflow::suite_step),
+        ("pcap", pcap_step),
     ]
 }
 
@@ -153,5 +154,10 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     if !failed.is_empty() {
         anyhow::bail!("suite steps failed: {}", failed.join(", "));
     }
+    Ok(())
+}
+
+fn pcap_step(quick: bool, rec: &mut Recorder) -> Result<()> {
+    commbench_pcap::suite(quick, rec)?;
     Ok(())
 }
