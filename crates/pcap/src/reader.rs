@@ -1056,8 +1056,9 @@ mod tests {
         let comp = input.compression;
         let got = collect_input(input)?;
         // The same bytes through a mapped file must give the same result.
-        let dir = std::env::temp_dir().join(format!("commbench-pcap-{}-map", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let p = dir.join(format!(
             "{:x}.cap",
             bytes.len() as u64 ^ bytes.iter().fold(0u64, |h, b| h.rotate_left(5) ^ *b as u64)
