@@ -13,7 +13,7 @@
 //! `head` (Release, after the bytes are copied), only the consumer stores
 //! `tail` (Release, after the bytes are read). A message is a frame header
 //! plus payload streamed through the ring in pieces, so a 16 MiB message
-//! passes through a 256 KiB ring with no allocation: the producer publishes
+//! passes through a 1 MiB ring with no allocation: the producer publishes
 //! every `cap / 4` bytes and at the end of each message, the consumer
 //! releases space at the same points, so both sides overlap on big
 //! messages. Serves the seed's reqres_loop / data_channel_write rings.

@@ -30,7 +30,7 @@ const MAGIC: u64 = 0x636f_6d6d_6970_6331; // "commipc1"
 const VERSION: u32 = 1;
 const SEG_HEADER_BYTES: usize = 4096;
 /// Default ring size per direction.
-pub const DEFAULT_RING_BYTES: usize = 256 << 10;
+pub const DEFAULT_RING_BYTES: usize = 1 << 20;
 
 #[repr(C, align(128))]
 struct Line<T>(T);
