@@ -287,14 +287,13 @@ fn run_mt(
     let gate = Arc::new(Gate::new());
     let abort = Arc::new(AtomicBool::new(false));
     let (etx, erx) = mpsc::channel();
-    let addr = t.address();
     let kind = t.kind();
     let mut handles = Vec::new();
     for s in 0..cfg.sessions {
         let spec = spec_for(cfg, s);
         let cpus = placement_for(cfg, s, false);
         let gate = gate.clone();
-        let addr = addr.clone();
+        let addr = t.client_address(s);
         let abort = abort.clone();
         let events = etx.clone();
         let h = std::thread::Builder::new()
@@ -387,15 +386,18 @@ fn run_mp(
     mut t: Box<dyn transport::Transport>,
     meter: RunMeter,
 ) -> Result<RunResult> {
-    let addr = t.address();
     let kind = t.kind();
     let abort = Arc::new(AtomicBool::new(false));
     let (etx, erx) = mpsc::channel();
     let mut children = Children(Vec::new());
     for s in 0..cfg.sessions {
-        let c = child_command(cfg, kind, &addr, s)?
-            .spawn()
-            .map_err(|e| IpcError::io("start client process", e))?;
+        let mut cmd = child_command(cfg, kind, &t.client_address(s), s)?;
+        // Children are spawned one at a time from this thread, so only
+        // session s's descriptors are inheritable while s is spawned.
+        t.share_with_child(s, true);
+        let c = cmd.spawn();
+        t.share_with_child(s, false);
+        let c = c.map_err(|e| IpcError::io("start client process", e))?;
         children.0.push(Some(c));
     }
     let eps = t.accept_all()?;

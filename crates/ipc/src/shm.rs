@@ -11,15 +11,20 @@
 //! header (magic, version, sessions, ring size, wait policy, thread count,
 //! the run-wide sleeper counter on its own line), then per ring a 4 KiB ring
 //! header page and `ring_bytes` of data; ring `2s` carries session `s`'s
-//! requests, ring `2s+1` its responses.
+//! requests, ring `2s+1` its responses. Sleeping waiters (`block`, and
+//! `adaptive` once its spin gives up) sleep on a doorbell pipe per ring and
+//! direction ([`crate::bell`]); a client process gets its four doorbell
+//! ends by inheritance, their numbers appended to the segment name in its
+//! address (`name#a,b,c,d`).
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::bell::{self, Bell, RingBells};
 use crate::error::{IpcError, Result};
 use crate::frame::Header;
 use crate::ring::{Backing, RingRef, RingRx, RingTx, RING_HEADER_BYTES};
@@ -109,7 +114,7 @@ fn segment_len(sessions: u32, ring_bytes: usize) -> usize {
     SEG_HEADER_BYTES + 2 * sessions as usize * (RING_HEADER_BYTES + ring_bytes)
 }
 
-fn ring_ref(map: &Arc<Mapping>, index: usize) -> RingRef {
+fn ring_ref(map: &Arc<Mapping>, index: usize, bells: Option<Arc<RingBells>>) -> RingRef {
     let h = map.header();
     let ring_bytes = h.ring_bytes.load(Ordering::Relaxed) as usize;
     let off = SEG_HEADER_BYTES + index * (RING_HEADER_BYTES + ring_bytes);
@@ -124,6 +129,7 @@ fn ring_ref(map: &Arc<Mapping>, index: usize) -> RingRef {
         threads: h.threads.load(Ordering::Relaxed),
         cpus: affinity_cpus(),
         policy: WaitPolicy::from_code(h.policy.load(Ordering::Relaxed)).unwrap_or_default(),
+        bells,
         _backing: backing,
     }
 }
@@ -150,6 +156,8 @@ pub fn process_alive(pid: u32) -> bool {
 /// Server side of the shm transport.
 pub struct ShmTransport {
     map: Arc<Mapping>,
+    /// Doorbells per ring (both ends), empty in `spin` mode.
+    bells: Vec<Arc<RingBells>>,
     name: String,
     path: PathBuf,
     sessions: u32,
@@ -193,11 +201,19 @@ impl ShmTransport {
         h.threads.store(opts.threads.max(1), Ordering::Relaxed);
         h.sleeping.0.store(0, Ordering::Relaxed);
         for i in 0..2 * opts.sessions as usize {
-            ring_ref(&map, i).init();
+            ring_ref(&map, i, None).init();
         }
+        let bells = if opts.wait == WaitPolicy::Spin {
+            Vec::new()
+        } else {
+            (0..2 * opts.sessions)
+                .map(|_| RingBells::new().map(Arc::new))
+                .collect::<Result<Vec<_>>>()?
+        };
         h.magic.store(MAGIC, Ordering::Release);
         Ok(ShmTransport {
             map,
+            bells,
             name,
             path,
             sessions: opts.sessions,
@@ -208,6 +224,23 @@ impl ShmTransport {
     /// The segment's file name in /dev/shm.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    fn bells_of(&self, ring: usize) -> Option<Arc<RingBells>> {
+        self.bells.get(ring).cloned()
+    }
+
+    /// The four doorbell ends session `s`'s client uses: the request ring's
+    /// space bell (read) and data bell (write), the response ring's data
+    /// bell (read) and space bell (write).
+    fn client_fds(&self, s: usize) -> Option<[&OwnedFd; 4]> {
+        let (req, resp) = (self.bells.get(2 * s)?, self.bells.get(2 * s + 1)?);
+        Some([
+            req.space.r.as_ref()?,
+            req.data.w.as_ref()?,
+            resp.data.r.as_ref()?,
+            resp.space.w.as_ref()?,
+        ])
     }
 }
 
@@ -243,16 +276,37 @@ impl Transport for ShmTransport {
         self.name.clone()
     }
 
+    fn client_address(&self, session: u32) -> String {
+        match self.client_fds(session as usize) {
+            Some(fds) => {
+                let n: Vec<String> = fds.iter().map(|f| f.as_raw_fd().to_string()).collect();
+                format!("{}#{}", self.name, n.join(","))
+            }
+            None => self.name.clone(),
+        }
+    }
+
+    fn share_with_child(&self, session: u32, share: bool) {
+        if let Some(fds) = self.client_fds(session as usize) {
+            for f in fds {
+                crate::bell::set_cloexec(f, !share);
+            }
+        }
+    }
+
     fn accept_all(&mut self) -> Result<Vec<Endpoint>> {
         Ok((0..self.sessions as usize)
             .map(|s| {
                 let woke = Arc::new(AtomicBool::new(false));
                 Endpoint {
                     tx: Box::new(ShmTx(RingTx::new(
-                        ring_ref(&self.map, 2 * s + 1),
+                        ring_ref(&self.map, 2 * s + 1, self.bells_of(2 * s + 1)),
                         woke.clone(),
                     ))),
-                    rx: Box::new(ShmRx(RingRx::new(ring_ref(&self.map, 2 * s), woke))),
+                    rx: Box::new(ShmRx(RingRx::new(
+                        ring_ref(&self.map, 2 * s, self.bells_of(2 * s)),
+                        woke,
+                    ))),
                 }
             })
             .collect())
@@ -260,14 +314,26 @@ impl Transport for ShmTransport {
 
     fn abort_session(&self, session: u32) {
         if session < self.sessions {
-            ring_ref(&self.map, 2 * session as usize).abort();
-            ring_ref(&self.map, 2 * session as usize + 1).abort();
+            let s = session as usize;
+            ring_ref(&self.map, 2 * s, self.bells_of(2 * s)).abort();
+            ring_ref(&self.map, 2 * s + 1, self.bells_of(2 * s + 1)).abort();
         }
     }
 }
 
-/// Client side: open the segment `name` and attach to `session`'s rings.
-pub fn connect(name: &str, session: u32) -> Result<Endpoint> {
+/// Client side: open the segment `address` (`name` or `name#fd,fd,fd,fd`
+/// with the session's doorbell descriptors) and attach to `session`'s rings.
+pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
+    let (name, fds) = match address.split_once('#') {
+        None => (address, None),
+        Some((n, f)) => {
+            let v: Vec<RawFd> = f.split(',').filter_map(|x| x.parse().ok()).collect();
+            if v.len() != 4 {
+                return Err(IpcError::Usage(format!("bad shm address '{address}'")));
+            }
+            (n, Some(v))
+        }
+    };
     if name.is_empty() || name.contains('/') || !name.starts_with("commbench-ipc-") {
         return Err(IpcError::Usage(format!(
             "'{name}' is not a commbench shm segment name"
@@ -311,10 +377,37 @@ pub fn connect(name: &str, session: u32) -> Result<Endpoint> {
             "session {session} does not exist (segment has {sessions})"
         )));
     }
+    let policy = WaitPolicy::from_code(h.policy.load(Ordering::Relaxed)).unwrap_or_default();
+    let (req_bells, resp_bells) = match (policy, fds) {
+        (WaitPolicy::Spin, _) => (None, None),
+        (_, None) => {
+            return Err(IpcError::Usage(format!(
+                "shm address '{address}' lacks the doorbell descriptors of a {policy} run"
+            )))
+        }
+        (_, Some(f)) => {
+            let d = |i: usize| bell::dup_fd(f[i]).map(Some);
+            let req = RingBells {
+                space: Bell { r: d(0)?, w: None },
+                data: Bell { r: None, w: d(1)? },
+            };
+            let resp = RingBells {
+                data: Bell { r: d(2)?, w: None },
+                space: Bell { r: None, w: d(3)? },
+            };
+            (Some(Arc::new(req)), Some(Arc::new(resp)))
+        }
+    };
     let s = session as usize;
     let woke = Arc::new(AtomicBool::new(false));
     Ok(Endpoint {
-        tx: Box::new(ShmTx(RingTx::new(ring_ref(&map, 2 * s), woke.clone()))),
-        rx: Box::new(ShmRx(RingRx::new(ring_ref(&map, 2 * s + 1), woke))),
+        tx: Box::new(ShmTx(RingTx::new(
+            ring_ref(&map, 2 * s, req_bells),
+            woke.clone(),
+        ))),
+        rx: Box::new(ShmRx(RingRx::new(
+            ring_ref(&map, 2 * s + 1, resp_bells),
+            woke,
+        ))),
     })
 }

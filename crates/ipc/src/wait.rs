@@ -33,6 +33,7 @@
 //! whether the peer closed its end or its process died, so a killed client
 //! turns into an error, never a hang.
 
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -223,12 +224,14 @@ pub(crate) enum Waited {
 /// peer is then not on a CPU and cannot answer before a wake-up latency
 /// (~4-28 µs here), so the adaptive policy does not spin.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn wait_for(
     policy: WaitPolicy,
     awake: &Awake<'_>,
     adapt: &mut Adapt,
     peer_just_woken: bool,
     sleep_flag: &AtomicU32,
+    bell: Option<&OwnedFd>,
     mut ready: impl FnMut() -> bool,
     mut closed: impl FnMut() -> bool,
 ) -> Waited {
@@ -285,7 +288,10 @@ pub(crate) fn wait_for(
             return Waited::Ready;
         }
         awake.sleeping.fetch_add(1, Ordering::Relaxed);
-        futex::wait(sleep_flag, 1, SLEEP_SLICE);
+        match bell {
+            Some(fd) => crate::bell::sleep(fd, SLEEP_SLICE),
+            None => futex::wait(sleep_flag, 1, SLEEP_SLICE),
+        }
         awake.sleeping.fetch_sub(1, Ordering::Relaxed);
         if ready() {
             sleep_flag.store(0, Ordering::Relaxed);
@@ -305,13 +311,16 @@ pub(crate) fn wait_for(
 /// Called by the side that just published: wake the peer if it sleeps.
 /// Returns whether it had to wake it.
 #[inline]
-pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32) -> bool {
+pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32, bell: Option<&OwnedFd>) -> bool {
     if policy == WaitPolicy::Spin {
         return false;
     }
     fence(Ordering::SeqCst);
     if sleep_flag.load(Ordering::Relaxed) != 0 && sleep_flag.swap(0, Ordering::SeqCst) != 0 {
-        futex::wake(sleep_flag, 1);
+        match bell {
+            Some(fd) => crate::bell::ring(fd),
+            None => futex::wake(sleep_flag, 1),
+        }
         return true;
     }
     false
