@@ -65,7 +65,31 @@ struct Mapping {
 unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
-impl Backing for Mapping {}
+
+/// What one process sees of a segment: the header and a run of rings
+/// (all of them in the server; a client maps only its session's two, so
+/// `mt` client threads do not each add the whole segment to the RSS).
+struct View {
+    header: *const SegHeader,
+    rings: *mut u8,
+    first_ring: usize,
+    ring_bytes: usize,
+    _maps: Vec<Mapping>,
+}
+
+// SAFETY: as for Mapping; the pointers point into the owned mappings.
+unsafe impl Send for View {}
+// SAFETY: as above.
+unsafe impl Sync for View {}
+impl Backing for View {}
+
+impl View {
+    fn header(&self) -> &SegHeader {
+        // SAFETY: header points to a mapped, page-aligned SegHeader (all
+        // atomics, valid for any bit pattern) kept alive by `_maps`.
+        unsafe { &*self.header }
+    }
+}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
@@ -79,6 +103,10 @@ impl Drop for Mapping {
 
 impl Mapping {
     fn map(file: &File, len: usize) -> Result<Mapping> {
+        Self::map_at(file, 0, len)
+    }
+
+    fn map_at(file: &File, offset: usize, len: usize) -> Result<Mapping> {
         // SAFETY: mapping a file we opened read-write, length equal to its
         // size; the result is checked for MAP_FAILED.
         let ptr = unsafe {
@@ -88,7 +116,7 @@ impl Mapping {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_POPULATE,
                 file.as_raw_fd(),
-                0,
+                offset as libc::off_t,
             )
         };
         if ptr == libc::MAP_FAILED {
@@ -102,28 +130,23 @@ impl Mapping {
             len,
         })
     }
-
-    fn header(&self) -> &SegHeader {
-        // SAFETY: the mapping is at least SEG_HEADER_BYTES long and page
-        // aligned; SegHeader is all atomics, valid for any bit pattern.
-        unsafe { &*(self.ptr as *const SegHeader) }
-    }
 }
 
 fn segment_len(sessions: u32, ring_bytes: usize) -> usize {
     SEG_HEADER_BYTES + 2 * sessions as usize * (RING_HEADER_BYTES + ring_bytes)
 }
 
-fn ring_ref(map: &Arc<Mapping>, index: usize, bells: Option<Arc<RingBells>>) -> RingRef {
-    let h = map.header();
-    let ring_bytes = h.ring_bytes.load(Ordering::Relaxed) as usize;
-    let off = SEG_HEADER_BYTES + index * (RING_HEADER_BYTES + ring_bytes);
-    let backing: Arc<dyn Backing> = map.clone();
+fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> RingRef {
+    let h = view.header();
+    let ring_bytes = view.ring_bytes;
+    let off = (index - view.first_ring) * (RING_HEADER_BYTES + ring_bytes);
+    let backing: Arc<dyn Backing> = view.clone();
     RingRef {
-        // SAFETY (pointer arithmetic): off + RING_HEADER_BYTES + ring_bytes
-        // <= segment length, checked when the segment was created/opened.
-        hdr: unsafe { map.ptr.add(off) } as *const _,
-        data: unsafe { map.ptr.add(off + RING_HEADER_BYTES) },
+        // SAFETY (pointer arithmetic): the view maps ring `index` (callers
+        // only ask for rings of the mapped run), so off + RING_HEADER_BYTES
+        // + ring_bytes stays inside the rings mapping.
+        hdr: unsafe { view.rings.add(off) } as *const _,
+        data: unsafe { view.rings.add(off + RING_HEADER_BYTES) },
         cap: ring_bytes as u64,
         sleeping: &h.sleeping.0 as *const AtomicU32,
         threads: h.threads.load(Ordering::Relaxed),
@@ -155,7 +178,7 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// Server side of the shm transport.
 pub struct ShmTransport {
-    map: Arc<Mapping>,
+    map: Arc<View>,
     /// Doorbells per ring (both ends), empty in `spin` mode.
     bells: Vec<Arc<RingBells>>,
     name: String,
@@ -191,7 +214,15 @@ impl ShmTransport {
         };
         file.set_len(len as u64)
             .map_err(|e| remove(IpcError::io(format!("size {}", path.display()), e)))?;
-        let map = Arc::new(Mapping::map(&file, len).map_err(remove)?);
+        let whole = Mapping::map(&file, len).map_err(remove)?;
+        let map = Arc::new(View {
+            header: whole.ptr as *const SegHeader,
+            // SAFETY: len > SEG_HEADER_BYTES.
+            rings: unsafe { whole.ptr.add(SEG_HEADER_BYTES) },
+            first_ring: 0,
+            ring_bytes,
+            _maps: vec![whole],
+        });
         let h = map.header();
         h.version.store(VERSION, Ordering::Relaxed);
         h.sessions.store(opts.sessions, Ordering::Relaxed);
@@ -356,8 +387,12 @@ pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
             std::io::Error::from(std::io::ErrorKind::InvalidData),
         ));
     }
-    let map = Arc::new(Mapping::map(&file, len)?);
-    let h = map.header();
+    let hmap = Mapping::map(&file, SEG_HEADER_BYTES)?;
+    let hptr = hmap.ptr as *const SegHeader;
+    // SAFETY: hmap maps SEG_HEADER_BYTES of the segment, page aligned; the
+    // header is all atomics. The reference does not outlive hmap (moved into
+    // the View below only after the last use of `h`).
+    let h: &SegHeader = unsafe { &*hptr };
     let bad = |what: &str| {
         IpcError::io(
             format!("{}: {what}", path.display()),
@@ -399,6 +434,15 @@ pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
         }
     };
     let s = session as usize;
+    let stride = RING_HEADER_BYTES + ring_bytes;
+    let rmap = Mapping::map_at(&file, SEG_HEADER_BYTES + 2 * s * stride, 2 * stride)?;
+    let map = Arc::new(View {
+        header: hptr,
+        rings: rmap.ptr,
+        first_ring: 2 * s,
+        ring_bytes,
+        _maps: vec![hmap, rmap],
+    });
     let woke = Arc::new(AtomicBool::new(false));
     Ok(Endpoint {
         tx: Box::new(ShmTx(RingTx::new(

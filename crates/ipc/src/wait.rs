@@ -1,33 +1,36 @@
 //! How a shm endpoint waits for its peer: `spin`, `block` or `adaptive`.
 //!
 //! * `spin` busy-polls the ring index (with a pause hint) and never sleeps.
-//!   Fastest when each thread owns a CPU; catastrophic when two spinners
-//!   share one (measured here: ~82 round trips/s).
-//! * `block` goes straight to a futex sleep. The peer issues FUTEX_WAKE only
-//!   when it sees our "sleeping" flag set (a Dekker handshake: flag store,
-//!   full fence, index re-check on our side; index store, full fence, flag
-//!   load on the peer's side), so a run where nobody sleeps makes no system
-//!   calls at all.
-//! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`] and only while
-//!   the number of awake threads of the run (threads started minus a
-//!   counter of sleepers in the shared segment) does not exceed the CPUs in our
-//!   affinity mask and the machine's run queue (`/proc/loadavg`, sampled
-//!   every 20 ms) has no more runnable threads than CPUs, i.e. while a core
-//!   is free for the peer; it never spins right after it had to wake the
-//!   peer (the peer is then off-CPU for a wake-up latency), and after a spin
-//!   that ran out it backs off exponentially. Otherwise, or when the budget
-//!   runs out, it blocks like `block`.
+//!   Fastest when each thread owns a CPU (round trip p50 260 ns at 128 B
+//!   here); catastrophic when two spinners share one CPU (~82 round
+//!   trips/s), so it is never the default.
+//! * `block` sleeps at once. The peer rings the sleeper's doorbell
+//!   ([`crate::bell`]) only when it sees the sleeper's flag set (a Dekker
+//!   handshake: flag store, full fence, index re-check on the sleeper's side;
+//!   index store, full fence, flag load on the peer's side), so a run where
+//!   nobody sleeps makes no system calls. Without `--cpus`, each session's
+//!   two ends are placed on one CPU (round robin over the allowed CPUs): a
+//!   wake-up on the other, idle vCPU costs ~28 µs here against ~4 µs on the
+//!   waker's own.
+//! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`], and only
+//!   while a core is free for the peer: the run's awake threads (threads
+//!   started minus sleepers, counted in the segment) fit in our affinity
+//!   mask, the machine's run queue (`/proc/loadavg`, sampled every 20 ms)
+//!   has no more runnable threads than CPUs, and our last notify did not
+//!   have to wake the peer (then it is off-CPU for a wake-up latency). A
+//!   spin that runs out backs off exponentially (2, 4, ... 1024 waits
+//!   without spinning). Otherwise it sleeps like `block`.
 //!
-//! Why these numbers (measured on the 2-vCPU VM this was built on, see the
-//! ipc section of the README): a futex wake costs ~4 µs on the same CPU and
-//! ~28 µs across the two vCPUs, while a spinning hand-off costs ~160 ns per
-//! round trip. Spinning up to ~the cost of one cross-CPU sleep/wake (the
-//! classic 2-competitive bound) would waste a whole time slice when the
-//! peer is descheduled, so the budget is kept at a few microseconds: enough
-//! to catch an echo of up to several KiB in flight, short enough that a
-//! wrongly chosen spin costs less than the wake it tries to avoid. With more
-//! awake threads than CPUs (e.g. 4 sessions = 8 threads on 2 CPUs) nobody
-//! spins, which is what keeps the oversubscribed sweep sane.
+//! Why these numbers (2-vCPU VM, see the ipc section of the README for the
+//! runs): a spinning hand-off costs ~80 ns one way; a sleep/wake ~4 µs on
+//! one CPU and ~28 µs across the two. A spin budget near the cross-CPU wake
+//! cost (the 2-competitive rule) would burn a whole wake's worth of CPU
+//! every time the peer has been descheduled — common on this shared
+//! machine, whose load average sat at 10–12 during development — so the
+//! budget is 5 µs: it covers an echo of several KiB in flight, and a wrong
+//! guess costs less than the wake it tries to avoid. With more awake
+//! threads than CPUs (4 sessions = 8 threads on 2 CPUs) nobody spins, which
+//! keeps the oversubscribed sweep sane.
 //!
 //! Every sleep has a timeout ([`SLEEP_SLICE`]) after which the caller checks
 //! whether the peer closed its end or its process died, so a killed client
