@@ -19,7 +19,9 @@
 //!   has no more runnable threads than CPUs, and our last notify did not
 //!   have to wake the peer (then it is off-CPU for a wake-up latency). A
 //!   spin that runs out backs off exponentially (2, 4, ... 1024 waits
-//!   without spinning). Otherwise it sleeps like `block`.
+//!   without spinning). Otherwise it sleeps like `block`; and when the run
+//!   has more threads than CPUs it co-locates each session's pair as
+//!   `block` does.
 //!
 //! Why these numbers (2-vCPU VM, see the ipc section of the README for the
 //! runs): a spinning hand-off costs ~80 ns one way; a sleep/wake ~4 µs on
