@@ -7,4 +7,11 @@
 //! Invariants: untrusted bytes are decoded only through checked views;
 //! a misbehaving peer loses its own connection and nothing else.
 
+pub mod cbench_args;
+pub mod controller;
+pub mod emulator;
+mod sys;
+
+pub use sys::stop_on_signal;
+pub mod bench;
 pub mod wire;

@@ -1,0 +1,374 @@
+//! The OpenFlow lab from the command line: `commbench controller` and
+//! `commbench cbench` as two processes over loopback, cbench's exact
+//! output lines, option parsing and usage errors.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+fn cb() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+fn assert_valid(v: &Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&s).unwrap();
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}\n{v:#}");
+}
+
+/// A `commbench controller` child on an ephemeral port; killed on drop.
+struct Ctl {
+    child: Child,
+    port: u16,
+}
+
+impl Ctl {
+    fn start(extra: &[&str]) -> Ctl {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+            .args([
+                "controller",
+                "--port",
+                "0",
+                "--quiet",
+                "--duration",
+                "120",
+                "--format",
+                "json",
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut port = None;
+        let mut line = String::new();
+        for _ in 0..20 {
+            line.clear();
+            if err.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr = rest.split(',').next().unwrap();
+                port = Some(addr.rsplit(':').next().unwrap().parse().unwrap());
+                break;
+            }
+        }
+        // Keep draining stderr so the child never blocks on it.
+        std::thread::spawn(move || for _ in err.lines() {});
+        Ctl {
+            child,
+            port: port.expect("controller printed its address"),
+        }
+    }
+
+    /// SIGTERM, then the controller's JSON report.
+    fn stop(mut self) -> Value {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut out = String::new();
+        use std::io::Read;
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let st = self.child.wait().unwrap();
+        assert!(st.success(), "controller exit {st:?}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_valid(&v);
+        v
+    }
+}
+
+impl Drop for Ctl {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cbench(port: u16, args: &[&str]) -> (String, String) {
+    let p = port.to_string();
+    let out = cb()
+        .args([
+            "cbench",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-l",
+            "3",
+            "-m",
+            "200",
+            "-M",
+            "1000",
+        ])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "cbench failed: {stderr}");
+    (stdout, stderr)
+}
+
+/// `HH:MM:SS.mmm N   switches: flows/sec:  c1  c2 ...   total = X per ms `
+fn check_window_line(l: &str, switches: usize) {
+    let b = l.as_bytes();
+    assert!(
+        b.len() > 13 && b[2] == b':' && b[5] == b':' && b[8] == b'.' && b[12] == b' ',
+        "{l:?}"
+    );
+    assert!(
+        l[..12].chars().filter(|c| c.is_ascii_digit()).count() == 9,
+        "{l:?}"
+    );
+    let rest = &l[13..];
+    let head = format!("{switches:<3} switches: flows/sec:  ");
+    assert!(rest.starts_with(&head), "{l:?}");
+    let (counts, total) = rest[head.len()..].split_once(" total = ").expect("total");
+    let counts: Vec<u64> = counts
+        .split_whitespace()
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), switches);
+    // Each count is followed by two spaces, then " total".
+    let expect: String = counts.iter().map(|c| format!("{c}  ")).collect();
+    assert!(
+        rest[head.len()..].starts_with(&format!("{expect} total = ")),
+        "{l:?}"
+    );
+    assert!(total.ends_with(" per ms "), "{l:?}");
+    let x = total.trim_end_matches(" per ms ");
+    assert_eq!(
+        x.split('.').nth(1).unwrap().len(),
+        6,
+        "%lf: six decimals: {x}"
+    );
+}
+
+fn result_values(l: &str, switches: usize, tests: usize) -> [f64; 4] {
+    let prefix = format!("RESULT: {switches} switches {tests} tests min/max/avg/stdev = ");
+    assert!(l.starts_with(&prefix), "{l:?}");
+    let v = l[prefix.len()..]
+        .strip_suffix(" responses/s")
+        .expect("suffix");
+    let v: Vec<f64> = v
+        .split('/')
+        .map(|x| {
+            assert_eq!(x.split('.').nth(1).unwrap().len(), 2, "two decimals");
+            x.parse().unwrap()
+        })
+        .collect();
+    [v[0], v[1], v[2], v[3]]
+}
+
+#[test]
+fn cbench_against_controller_both_modes_exact_lines() {
+    let ctl = Ctl::start(&[]);
+    for (switches, mode) in [(1, None), (16, Some("-t"))] {
+        let s = switches.to_string();
+        let mut args = vec!["-s", s.as_str()];
+        args.extend(mode);
+        let (out, err) = cbench(ctl.port, &args);
+        let lines: Vec<&str> = out.lines().collect();
+        for l in &lines[..3] {
+            check_window_line(l, switches);
+        }
+        let v = result_values(lines[3], switches, 2);
+        // Not every window must see responses on a loaded 2-core machine;
+        // some must, and min <= avg <= max.
+        assert!(v[1] > 0.0 && v[0] <= v[2] && v[2] <= v[1], "{}", lines[3]);
+        assert!(
+            lines[4].starts_with("emulator: ") && lines[4].contains("s CPU"),
+            "{}",
+            lines[4]
+        );
+        assert!(lines[5].starts_with("responses: "), "{}", lines[5]);
+        assert!(err.contains("cbench: controller benchmarking tool"));
+        let mode_name = if mode.is_some() {
+            "'throughput'"
+        } else {
+            "'latency'"
+        };
+        assert!(
+            err.contains(&format!("running in mode {mode_name}")),
+            "{err}"
+        );
+    }
+    let report = ctl.stop();
+    let m = &report["records"][0]["metrics"];
+    assert!(m["packet_in"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(m["protocol_errors"].as_u64(), Some(0));
+}
+
+#[test]
+fn legacy_format_and_json_output() {
+    let ctl = Ctl::start(&[]);
+    let (out, _) = cbench(ctl.port, &["-s", "2", "--legacy-format"]);
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("2   switches: fmods/sec:  "), "{first:?}");
+    assert!(first.ends_with(" per ms "));
+    let (out, err) = cbench(ctl.port, &["-s", "2", "--format", "json"]);
+    let v: Value = serde_json::from_str(&out).expect("stdout is one JSON document");
+    assert_valid(&v);
+    let rec = &v["records"][0];
+    assert_eq!(rec["lab"], "openflow");
+    assert_eq!(rec["test"], "cbench");
+    assert_eq!(rec["params"]["switches"], 2);
+    assert!(rec["metrics"]["result"]["avg"].as_f64().unwrap() > 0.0);
+    assert!(rec["metrics"]["tally"]["matched"].as_u64().unwrap() > 0);
+    assert!(rec["metrics"]["round_trip_ns"]["p99"].as_f64().unwrap() > 0.0);
+    assert!(rec["metrics"]["emulator_cpu_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        err.contains("RESULT: 2 switches 2 tests"),
+        "cbench lines go to stderr with --format json"
+    );
+    ctl.stop();
+}
+
+#[test]
+fn learn_dst_macs_off_changes_what_a_learning_switch_answers() {
+    let ctl = Ctl::start(&["--app", "learning"]);
+    let tally = |extra: &[&str]| {
+        let mut a = vec!["-s", "1", "--format", "json"];
+        a.extend_from_slice(extra);
+        let (out, _) = cbench(ctl.port, &a);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["records"][0]["metrics"]["tally"].clone()
+    };
+    // On (cbench's default): the ARP teaches the destination MAC, so the
+    // probes get flow_mods.
+    let on = tally(&[]);
+    assert!(on["flow_mod_add"].as_u64().unwrap() > 0, "{on}");
+    // Off: the destination stays unknown, every probe is flooded.
+    let off = tally(&["--learn-dst-macs=off"]);
+    assert_eq!(off["flow_mod_add"].as_u64(), Some(0), "{off}");
+    assert!(off["packet_out"].as_u64().unwrap() > 0, "{off}");
+    assert!(
+        off["matched"].as_u64().unwrap() > 0,
+        "packet_outs carry the probe's buffer_id"
+    );
+    ctl.stop();
+}
+
+#[test]
+fn of13_end_to_end() {
+    let ctl = Ctl::start(&["--of13"]);
+    let (out, _) = cbench(ctl.port, &["-s", "2", "-t", "--of13"]);
+    let l = out.lines().nth(3).unwrap();
+    let v = result_values(l, 2, 2);
+    assert!(v[2] > 0.0);
+    ctl.stop();
+}
+
+#[test]
+fn cbench_usage_errors_exit_2() {
+    for (args, msg) in [
+        (
+            &["-s", "abc"][..],
+            "--switches expects a non-negative number",
+        ),
+        (
+            &["-w", "5", "-l", "5"][..],
+            "warmup (5) + cooldown (0) must be less than loops (5)",
+        ),
+        (&["--bogus"][..], "unrecognized option '--bogus'"),
+        (&["-x"][..], "invalid option -- 'x'"),
+        (&["-s"][..], "option requires an argument -- 's'"),
+        (&["stray"][..], "unexpected argument 'stray'"),
+        (&["--format", "xml"][..], "unknown format 'xml'"),
+        (&["--cpus", "9999"][..], "--cpus: "),
+    ] {
+        cb().arg("cbench")
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(msg));
+    }
+}
+
+#[test]
+fn cbench_help_lists_cbench_options() {
+    cb().args(["cbench", "-h"]).assert().success().stdout(
+        predicate::str::contains("--learn-dst-macs")
+            .and(predicate::str::contains("--ms-per-test"))
+            .and(predicate::str::contains("--of13")),
+    );
+}
+
+#[test]
+fn no_controller_is_a_run_error() {
+    // Bind then drop a listener to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    cb().args([
+        "cbench",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-s",
+        "1",
+        "-l",
+        "2",
+        "-m",
+        "50",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("cannot connect"));
+}
+
+#[test]
+fn openflow_bench_quick_runs_side_by_side() {
+    let out = cb()
+        .args([
+            "openflow",
+            "bench",
+            "--switches",
+            "1",
+            "--modes",
+            "latency",
+            "--variants",
+            "naive,template",
+            "--loops",
+            "2",
+            "--ms-per-test",
+            "100",
+            "--format",
+            "json",
+        ])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&v);
+    let recs = v["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    for r in recs {
+        assert!(
+            r["metrics"]["responses_per_s_median"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+        assert!(r["metrics"]["controller_cpu_s"].as_f64().unwrap() > 0.0);
+    }
+}

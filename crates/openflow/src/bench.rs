@@ -1,0 +1,412 @@
+//! `commbench openflow bench`: the seed's experiment in one command. For
+//! each switch count and mode it starts our controller in-process, runs our
+//! emulator against it, once per variant (naive general encoder, template
+//! patching, and the trivial responder that measures the emulator's own
+//! ceiling), and reports RESULT statistics, the median of the kept windows,
+//! and the CPU time each side spent per response.
+//!
+//! Invariants: variants of one configuration run back to back, in an order
+//! that alternates between configurations (A/B interleaving), each against
+//! a fresh controller on an ephemeral loopback port; nothing here times
+//! anything itself — windows come from the emulator, CPU from core's
+//! rusage. Seed: cbench-trema-speedup (the 10x of caching the flow_mod).
+
+use crate::controller::{App, Controller, ControllerConfig, ControllerError, ControllerStats};
+use crate::emulator::{self, CbenchConfig, CbenchReport, CbenchRound, EmulatorError, Line};
+use commbench_core::record::{Record, Recorder};
+use commbench_core::stats::Summary;
+use serde::Serialize;
+
+/// A controller variant under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// cbench app through the general encoder.
+    Naive,
+    /// cbench app patching a prepared template.
+    Template,
+    /// Constant flow_mod, no parsing: the emulator's ceiling.
+    Trivial,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Naive => "naive",
+            Variant::Template => "template",
+            Variant::Trivial => "trivial",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchConfig {
+    pub switches: Vec<usize>,
+    /// `false` = latency, `true` = throughput.
+    pub modes: Vec<bool>,
+    pub variants: Vec<Variant>,
+    pub loops: usize,
+    pub warmup: usize,
+    pub ms_per_test: u64,
+    pub of13: bool,
+    pub controller_threads: usize,
+    pub emulator_threads: usize,
+    pub controller_cpus: Option<String>,
+    pub emulator_cpus: Option<String>,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            switches: vec![1, 16],
+            modes: vec![true, false],
+            variants: vec![Variant::Naive, Variant::Template, Variant::Trivial],
+            loops: 6,
+            warmup: 1,
+            ms_per_test: 1000,
+            of13: false,
+            controller_threads: 1,
+            emulator_threads: 1,
+            controller_cpus: None,
+            emulator_cpus: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("controller: {0}")]
+    Controller(#[from] ControllerError),
+    #[error("emulator: {0}")]
+    Emulator(#[from] EmulatorError),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// One (switches, mode, variant) measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    pub switches: usize,
+    pub mode: &'static str,
+    pub variant: &'static str,
+    /// RESULT statistics (responses/s over kept windows).
+    pub min: f64,
+    pub max: f64,
+    pub avg: f64,
+    pub stdev: f64,
+    /// Median responses/s over kept windows.
+    pub median: f64,
+    pub tests: usize,
+    pub responses: u64,
+    pub matched: u64,
+    pub duplicate: u64,
+    pub round_trip_ns: Option<Summary>,
+    pub controller_cpu_s: f64,
+    pub emulator_cpu_s: f64,
+    pub wall_s: f64,
+    /// Controller CPU ns per response (all windows).
+    pub controller_ns_per_response: f64,
+    pub emulator_ns_per_response: f64,
+    pub emulator_busy: f64,
+    pub backpressure_pauses: u64,
+    pub closed_connections: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub config: BenchConfig,
+    pub rows: Vec<BenchRow>,
+}
+
+impl BenchReport {
+    /// The row for a configuration, if measured.
+    pub fn row(&self, switches: usize, mode: &str, variant: Variant) -> Option<&BenchRow> {
+        self.rows
+            .iter()
+            .find(|r| r.switches == switches && r.mode == mode && r.variant == variant.name())
+    }
+
+    /// A side-by-side table: one line per (switches, mode).
+    pub fn side_by_side(&self) -> String {
+        let mut s = format!(
+            "{:>8} {:<10} {:>14} {:>14} {:>8} {:>14} {:>11} {:>11}\n",
+            "switches",
+            "mode",
+            "naive r/s",
+            "template r/s",
+            "ratio",
+            "ceiling r/s",
+            "naive ns/r",
+            "templ ns/r"
+        );
+        for &n in &self.config.switches {
+            for &tp in &self.config.modes {
+                let mode = mode_name(tp);
+                let get = |v| self.row(n, mode, v);
+                let f = |r: Option<&BenchRow>| {
+                    r.map(|r| format!("{:.0}", r.median))
+                        .unwrap_or_else(|| "-".into())
+                };
+                let ns = |r: Option<&BenchRow>| {
+                    r.map(|r| format!("{:.0}", r.controller_ns_per_response))
+                        .unwrap_or_else(|| "-".into())
+                };
+                let ratio = match (get(Variant::Naive), get(Variant::Template)) {
+                    (Some(a), Some(b)) if a.median > 0.0 => format!("{:.1}x", b.median / a.median),
+                    _ => "-".into(),
+                };
+                s.push_str(&format!(
+                    "{:>8} {:<10} {:>14} {:>14} {:>8} {:>14} {:>11} {:>11}\n",
+                    n,
+                    mode,
+                    f(get(Variant::Naive)),
+                    f(get(Variant::Template)),
+                    ratio,
+                    f(get(Variant::Trivial)),
+                    ns(get(Variant::Naive)),
+                    ns(get(Variant::Template)),
+                ));
+            }
+        }
+        s
+    }
+
+    pub fn records(&self) -> Vec<Record> {
+        self.rows
+            .iter()
+            .map(|r| {
+                let mut rec = Record::new("openflow", "bench")
+                    .param("switches", r.switches)
+                    .param("mode", r.mode)
+                    .param("variant", r.variant)
+                    .param("ms_per_test", self.config.ms_per_test)
+                    .param("loops", self.config.loops)
+                    .param("of13", self.config.of13)
+                    .param("controller_threads", self.config.controller_threads)
+                    .param("emulator_threads", self.config.emulator_threads)
+                    .metric("responses_per_s_median", r.median)
+                    .metric("responses_per_s_avg", r.avg)
+                    .metric("responses_per_s_min", r.min)
+                    .metric("responses_per_s_max", r.max)
+                    .metric("responses_per_s_stdev", r.stdev)
+                    .metric("tests", r.tests)
+                    .metric("matched", r.matched)
+                    .metric("duplicate", r.duplicate)
+                    .metric("controller_cpu_s", r.controller_cpu_s)
+                    .metric("controller_ns_per_response", r.controller_ns_per_response)
+                    .metric("emulator_cpu_s", r.emulator_cpu_s)
+                    .metric("emulator_ns_per_response", r.emulator_ns_per_response)
+                    .metric("emulator_busy", r.emulator_busy)
+                    .metric("backpressure_pauses", r.backpressure_pauses)
+                    .metric("closed_connections", r.closed_connections);
+                if let Some(rt) = &r.round_trip_ns {
+                    rec.push_metric("round_trip_ns", rt);
+                }
+                rec
+            })
+            .collect()
+    }
+}
+
+pub fn mode_name(throughput: bool) -> &'static str {
+    if throughput {
+        "throughput"
+    } else {
+        "latency"
+    }
+}
+
+/// Median responses/s over the kept windows of a round.
+pub fn kept_median(round: &CbenchRound) -> f64 {
+    let v: Vec<f64> = round
+        .windows
+        .iter()
+        .filter(|w| w.kept)
+        .map(|w| 1000.0 * w.per_ms)
+        .collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    Summary::from_samples(&v).median
+}
+
+fn one(
+    cfg: &BenchConfig,
+    switches: usize,
+    throughput: bool,
+    variant: Variant,
+) -> Result<(CbenchReport, ControllerStats), BenchError> {
+    let ctl = Controller::start(&ControllerConfig {
+        app: if variant == Variant::Trivial {
+            App::Trivial
+        } else {
+            App::Cbench
+        },
+        naive: variant == Variant::Naive,
+        of13: cfg.of13,
+        listen: "127.0.0.1:0".parse().expect("literal address"),
+        threads: cfg.controller_threads,
+        log_connections: false,
+        cpus: cfg.controller_cpus.clone(),
+        ..Default::default()
+    })?;
+    let ecfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port: ctl.local_addr().port(),
+        switches,
+        loops: cfg.loops,
+        warmup: cfg.warmup,
+        ms_per_test: cfg.ms_per_test,
+        throughput,
+        of13: cfg.of13,
+        threads: cfg.emulator_threads,
+        cpus: cfg.emulator_cpus.clone(),
+        ..Default::default()
+    };
+    let r = emulator::run_with(&ecfg, &mut |l| {
+        if let Line::Notice(n) = l {
+            eprintln!("{n}");
+        }
+    });
+    let stats = ctl.stop();
+    Ok((r?, stats))
+}
+
+/// Run the benchmark matrix; progress goes to `rec`, records are pushed.
+pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchError> {
+    if cfg.warmup >= cfg.loops {
+        return Err(BenchError::Config("warmup must be less than loops".into()));
+    }
+    if cfg.switches.is_empty() || cfg.modes.is_empty() || cfg.variants.is_empty() {
+        return Err(BenchError::Config(
+            "need at least one switch count, mode and variant".into(),
+        ));
+    }
+    let mut rows = Vec::new();
+    let mut flip = false;
+    for &n in &cfg.switches {
+        for &tp in &cfg.modes {
+            let mut order = cfg.variants.clone();
+            if flip {
+                order.reverse();
+            }
+            flip = !flip;
+            for v in order {
+                rec.progress(&format!(
+                    "openflow: {n} switches, {}, {}",
+                    mode_name(tp),
+                    v.name()
+                ));
+                let (report, ctl) = one(cfg, n, tp, v)?;
+                let round = &report.rounds[0];
+                let responses = round.tally.responses.max(1);
+                rows.push(BenchRow {
+                    switches: n,
+                    mode: mode_name(tp),
+                    variant: v.name(),
+                    min: round.result.min,
+                    max: round.result.max,
+                    avg: round.result.avg,
+                    stdev: round.result.stdev,
+                    median: kept_median(round),
+                    tests: round.result.tests,
+                    responses: round.tally.responses,
+                    matched: round.tally.matched,
+                    duplicate: round.tally.duplicate,
+                    round_trip_ns: round.round_trip_ns.clone(),
+                    controller_cpu_s: ctl.cpu_s(),
+                    emulator_cpu_s: round.emulator_cpu_s,
+                    wall_s: round.wall_s,
+                    controller_ns_per_response: ctl.cpu_s() * 1e9 / ctl.flow_mod_sent.max(1) as f64,
+                    emulator_ns_per_response: round.emulator_cpu_s * 1e9 / responses as f64,
+                    emulator_busy: round.emulator_busy,
+                    backpressure_pauses: ctl.backpressure_pauses,
+                    closed_connections: round.closed.len(),
+                });
+            }
+        }
+    }
+    // Present rows in configuration order regardless of run order.
+    let idx = |r: &BenchRow| {
+        (
+            cfg.switches.iter().position(|&s| s == r.switches),
+            cfg.modes.iter().position(|&m| mode_name(m) == r.mode),
+            cfg.variants.iter().position(|v| v.name() == r.variant),
+        )
+    };
+    rows.sort_by_key(idx);
+    let report = BenchReport {
+        config: cfg.clone(),
+        rows,
+    };
+    for r in report.records() {
+        rec.push(r);
+    }
+    Ok(report)
+}
+
+/// The quick pass for `commbench suite`: 1 and 16 switches, both modes,
+/// naive vs template vs the trivial responder.
+pub fn suite(quick: bool, rec: &mut Recorder) -> Result<(), BenchError> {
+    let cfg = if quick {
+        BenchConfig {
+            loops: 3,
+            ms_per_test: 300,
+            ..Default::default()
+        }
+    } else {
+        BenchConfig {
+            loops: 6,
+            ms_per_test: 1000,
+            ..Default::default()
+        }
+    };
+    run(&cfg, rec).map(|_| ())
+}
+
+/// Records for a `commbench cbench` report: one per round (RESULT line).
+pub fn cbench_records(r: &CbenchReport) -> Vec<Record> {
+    let c = &r.config;
+    r.rounds
+        .iter()
+        .map(|round| {
+            let mut rec = Record::new("openflow", "cbench")
+                .param("controller", format!("{}:{}", c.controller, c.port))
+                .param("switches", round.switches)
+                .param("mode", c.mode_name())
+                .param("loops", c.loops)
+                .param("ms_per_test", c.ms_per_test)
+                .param("warmup", c.warmup)
+                .param("cooldown", c.cooldown)
+                .param("mac_addresses", c.mac_addresses)
+                .param("learn_dst_macs", c.learn_dst_macs)
+                .param("of13", c.of13)
+                .param("outstanding", c.outstanding)
+                .param("threads", c.threads)
+                .metric("result", round.result)
+                .metric("responses_per_s_median", kept_median(round))
+                .metric(
+                    "windows_per_ms",
+                    round.windows.iter().map(|w| w.per_ms).collect::<Vec<_>>(),
+                )
+                .metric("tally", round.tally)
+                .metric("per_switch_total", &round.per_switch_total)
+                .metric("fairness", round.fairness)
+                .metric("closed", &round.closed)
+                .metric("switches_connected", round.switches_connected)
+                .metric("emulator_cpu_s", round.emulator_cpu_s)
+                .metric("emulator_user_s", round.emulator_user_s)
+                .metric("emulator_sys_s", round.emulator_sys_s)
+                .metric("emulator_busy", round.emulator_busy)
+                .metric(
+                    "emulator_ns_per_response",
+                    round.emulator_cpu_s * 1e9 / round.tally.responses.max(1) as f64,
+                )
+                .metric("wall_s", round.wall_s);
+            if let Some(rt) = &round.round_trip_ns {
+                rec.push_metric("round_trip_ns", rt);
+            }
+            rec
+        })
+        .collect()
+}

@@ -1,0 +1,143 @@
+//! Output-format and statistics tests for the emulator, checked against
+//! the seed's own cbench output.
+
+use super::*;
+
+/// The seed's "after" run (cbench-trema-speedup): per-test totals per ms.
+const SEED_PER_MS: [(u64, f64); 10] = [
+    (17191, 1.713990),
+    (16504, 1.650322),
+    (17801, 1.780057),
+    (16038, 1.603731),
+    (17646, 1.759663),
+    (15800, 1.579945),
+    (17482, 1.748115),
+    (15419, 1.541888),
+    (15906, 1.590537),
+    (15312, 1.531166),
+];
+
+fn seed_windows() -> Vec<Window> {
+    SEED_PER_MS
+        .iter()
+        .enumerate()
+        .map(|(j, &(c, x))| Window {
+            time: "12:34:56.789".into(),
+            counts: vec![c],
+            elapsed_ms: c as f64 / x,
+            per_ms: x,
+            kept: j >= 1,
+        })
+        .collect()
+}
+
+#[test]
+fn result_line_reproduces_the_seed() {
+    let r = result_stats(&seed_windows());
+    assert_eq!(
+        format_result_line(1, &r),
+        "RESULT: 1 switches 9 tests min/max/avg/stdev = 1531.17/1780.06/1642.82/90.98 responses/s"
+    );
+}
+
+#[test]
+fn legacy_line_matches_the_seed() {
+    let w = &seed_windows()[0];
+    assert_eq!(
+        format_window_line(1, w, true),
+        "1   switches: fmods/sec:  17191   total = 1.713990 per ms "
+    );
+}
+
+#[test]
+fn window_lines_exact() {
+    let w = Window {
+        time: "09:05:03.042".into(),
+        counts: vec![123, 4567, 0, 89],
+        elapsed_ms: 1000.5,
+        per_ms: 4779.0 / 1000.5,
+        kept: true,
+    };
+    insta::assert_snapshot!(format_window_line(4, &w, false), @"09:05:03.042 4   switches: flows/sec:  123  4567  0  89   total = 4.776612 per ms ");
+    let w16 = Window {
+        time: "23:59:59.999".into(),
+        counts: vec![1; 16],
+        elapsed_ms: 1000.0,
+        per_ms: 0.016,
+        kept: false,
+    };
+    insta::assert_snapshot!(format_window_line(16, &w16, false), @"23:59:59.999 16  switches: flows/sec:  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1   total = 0.016000 per ms ");
+    insta::assert_snapshot!(format_window_line(16, &w16, true), @"16  switches: fmods/sec:  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1   total = 0.016000 per ms ");
+}
+
+#[test]
+fn result_uses_population_stdev_and_kept_windows_only() {
+    let mk = |x: f64, kept: bool| Window {
+        time: String::new(),
+        counts: vec![],
+        elapsed_ms: 1.0,
+        per_ms: x,
+        kept,
+    };
+    let r = result_stats(&[mk(100.0, false), mk(1.0, true), mk(3.0, true)]);
+    assert_eq!(r.tests, 2);
+    assert_eq!(
+        (r.min, r.max, r.avg, r.stdev),
+        (1000.0, 3000.0, 2000.0, 1000.0)
+    );
+    assert_eq!(result_stats(&[mk(1.0, false)]).tests, 0);
+}
+
+#[test]
+fn probe_matching_by_buffer_id_and_xid() {
+    // A Switch owns a TcpStream; build one over loopback.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let cfg = CbenchConfig::default();
+    let mut s = Switch::new(0, 1, c, &cfg);
+    for _ in 0..5 {
+        s.push_probe(100000, 0);
+    }
+    assert_eq!(s.probe.len(), 82);
+    // Probes 0..5 have buffer_ids 1..=5 and xids 1..=5.
+    assert_eq!(s.probe_seq(1, 0), Some(0));
+    assert_eq!(s.probe_seq(5, 0), Some(4));
+    assert_eq!(s.probe_seq(6, 0), None, "not sent yet");
+    assert_eq!(s.probe_seq(0, 0), None);
+    assert_eq!(s.probe_seq(NO_BUFFER, 3), Some(2));
+    assert_eq!(
+        s.probe_seq(NO_BUFFER, 0),
+        None,
+        "the ARP's xid 0 is no probe"
+    );
+    assert_eq!(s.probe_seq(200000, 0), None);
+    // Wrap-around of the buffer_id sequence.
+    for _ in 5..100_003 {
+        s.push_probe(100000, 0);
+    }
+    // seq 100002 has buffer_id 100003 % 100000 = 3
+    assert_eq!(s.probe_seq(3, 0), Some(100_002));
+    assert_eq!(s.probe_seq(99_999, 0), Some(99_998));
+    // Probe bytes carry the patterns of Appendix A.
+    let p = of10::PacketInView::new_checked(&s.probe[..]).unwrap();
+    assert_eq!(p.buffer_id(), 3);
+    assert_eq!(p.xid(), 100_003);
+    assert_eq!(p.in_port(), 1);
+    assert_eq!(p.total_len(), 64);
+    let mac = u32::from_ne_bytes(p.data()[7..11].try_into().unwrap());
+    assert_eq!(mac, 100_002 % 100000);
+}
+
+#[test]
+fn features_reply_is_224_bytes() {
+    let r = of10::Repr::new(7, of10::Message::FeaturesReply(features10(1))).to_bytes();
+    assert_eq!(r.len(), 224);
+    assert_eq!(&r[..4], &[1, 6, 0, 224]);
+}
+
+#[test]
+fn jain_index() {
+    assert_eq!(jain(&[5, 5, 5]), 1.0);
+    assert!((jain(&[10, 0]) - 0.5).abs() < 1e-12);
+    assert!(jain(&[0, 0]).is_nan());
+}

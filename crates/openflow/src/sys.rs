@@ -1,0 +1,176 @@
+//! Thin, safe wrappers over the few Linux calls the emulator and the
+//! controller need beyond std: epoll (edge-triggered, the fix for cbench's
+//! select() limit of ~1019 switches), eventfd (to wake a worker's epoll
+//! from another thread), TCP_NODELAY/SO_SNDBUF, and local wall-clock time
+//! for cbench's `HH:MM:SS.mmm` prefix.
+//!
+//! Invariants: every `unsafe` block is a single libc call on a file
+//! descriptor this module owns or that the caller lends for the call's
+//! duration, with pointers to live, correctly sized buffers.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub const IN: u32 = libc::EPOLLIN as u32;
+pub const OUT: u32 = libc::EPOLLOUT as u32;
+pub const ET: u32 = libc::EPOLLET as u32;
+pub const ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// An epoll instance.
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+}
+
+/// One ready event: the token given at registration and the event bits.
+pub type Event = libc::epoll_event;
+
+pub fn event_token(e: &Event) -> u64 {
+    e.u64
+}
+pub fn event_bits(e: &Event) -> u32 {
+    e.events
+}
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall returning a new fd we take ownership of.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: fd is a fresh, valid descriptor owned by nobody else.
+        Ok(Epoll {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    pub fn add(&self, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: ev is a valid epoll_event for the duration of the call.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as above; the event argument is ignored for DEL.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    /// Wait up to `timeout_ms` (-1: forever); returns the ready events.
+    pub fn wait<'a>(&self, buf: &'a mut [Event], timeout_ms: i32) -> io::Result<&'a [Event]> {
+        // SAFETY: buf is a valid, writable array of buf.len() events.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len().min(i32::MAX as usize) as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(&buf[..0]);
+            }
+            return Err(e);
+        }
+        Ok(&buf[..n as usize])
+    }
+}
+
+pub fn new_events(n: usize) -> Vec<Event> {
+    vec![libc::epoll_event { events: 0, u64: 0 }; n]
+}
+
+/// A non-blocking eventfd used to wake a worker thread.
+#[derive(Debug)]
+pub struct EventFd {
+    fd: OwnedFd,
+}
+
+impl EventFd {
+    pub fn new() -> io::Result<EventFd> {
+        // SAFETY: plain syscall returning a new fd we take ownership of.
+        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: fresh descriptor.
+        Ok(EventFd {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64.
+        unsafe { libc::write(self.fd.as_raw_fd(), &one as *const u64 as *const _, 8) };
+    }
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a live u64.
+        unsafe { libc::read(self.fd.as_raw_fd(), &mut v as *mut u64 as *mut _, 8) };
+    }
+}
+
+fn setsockopt_int(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live c_int and its size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            &v as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+pub fn set_nodelay(fd: RawFd, on: bool) -> io::Result<()> {
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on as i32)
+}
+
+/// Local time of day `(hour, minute, second, millisecond)` now.
+pub fn local_hms_ms() -> (u32, u32, u32, u32) {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: tv is a valid timeval; a null timezone is allowed.
+    unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+    // SAFETY: tm is plain old data; localtime_r fills it from a valid time_t.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let t: libc::time_t = tv.tv_sec;
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    (
+        tm.tm_hour as u32,
+        tm.tm_min as u32,
+        tm.tm_sec as u32,
+        (tv.tv_usec / 1000) as u32,
+    )
+}
+
+static STOP_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Make SIGINT/SIGTERM set a flag instead of killing the process, so a
+/// long-running server can stop cleanly and report; returns the flag.
+pub fn stop_on_signal() -> &'static std::sync::atomic::AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe { libc::signal(sig, on_stop_signal as *const () as libc::sighandler_t) };
+    }
+    &STOP_SIGNAL
+}
