@@ -42,6 +42,11 @@ const INBUF_LEN: usize = 131072;
 /// cbench's buffer_id sequence wraps at this value.
 pub const BUFFER_ID_MOD: u64 = 100000;
 const ANSWER_RING_BITS: u64 = 131072;
+/// Default cap on unanswered throughput-mode probes per switch: a previous
+/// window's leftovers plus a full window stay below the 100000 wrap.
+pub const DEFAULT_MAX_IN_FLIGHT: u64 = 40000;
+/// A match this far back may be a wrapped buffer_id: reported, not trusted.
+const FAR_MATCH: u64 = 90000;
 
 /// TCP_NODELAY policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,6 +85,10 @@ pub struct CbenchConfig {
     pub handshake_timeout_ms: u64,
     /// Pin the generator threads to these CPUs (taskset list syntax).
     pub cpus: Option<String>,
+    /// Throughput mode: at most this many unanswered probes per switch
+    /// (0 = unlimited, as cbench). Keeps buffer_id matching exact: the
+    /// sequence wraps at 100000.
+    pub max_in_flight: u64,
 }
 
 impl Default for CbenchConfig {
@@ -108,6 +117,7 @@ impl Default for CbenchConfig {
             legacy_format: false,
             handshake_timeout_ms: 10000,
             cpus: None,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -155,6 +165,9 @@ impl CbenchConfig {
         }
         if self.threads == 0 || self.threads > 256 {
             return bad("--threads must be 1..=256");
+        }
+        if self.max_in_flight > 90000 {
+            return bad("--max-in-flight must be 0 (unlimited) or at most 90000");
         }
         if let Some(c) = &self.cpus {
             CpuList::parse_online(c).map_err(|e| EmulatorError::Config(format!("--cpus: {e}")))?;
@@ -217,6 +230,9 @@ pub struct Tally {
     pub duplicate: u64,
     /// Responses whose buffer_id/xid name no probe in flight.
     pub unmatched: u64,
+    /// Matches more than 90000 probes back: the buffer_id may have wrapped
+    /// (only possible with `--max-in-flight 0`), so matching is uncertain.
+    pub far_matches: u64,
     pub flow_mod_add: u64,
     pub flow_mod_modify_strict: u64,
     pub flow_mod_other: u64,
@@ -246,6 +262,7 @@ impl Tally {
             matched,
             duplicate,
             unmatched,
+            far_matches,
             flow_mod_add,
             flow_mod_modify_strict,
             flow_mod_other,
@@ -681,6 +698,8 @@ struct Switch {
     frame_off: usize,
     next_seq: u64,
     in_flight: usize,
+    /// Throughput mode: probes sent and not yet answered (reset per window).
+    tp_in_flight: u64,
     answered: Vec<u64>,
     sent_ns: Vec<u64>,
     config_flags: u16,
@@ -749,6 +768,7 @@ impl Switch {
             frame_off,
             next_seq: 0,
             in_flight: 0,
+            tp_in_flight: 0,
             answered: vec![0u64; (ANSWER_RING_BITS / 64) as usize],
             sent_ns: vec![0u64; ring],
             config_flags: 0,
@@ -812,6 +832,7 @@ struct Worker {
     throughput: bool,
     outstanding: usize,
     mac_mod: u32,
+    max_in_flight: u64,
     probes_on: bool,
     /// Switches whose read or write stopped at the per-call budget before
     /// EAGAIN: edge-triggered epoll will not report them again, so the
@@ -846,6 +867,11 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
         throughput: cfg.throughput,
         outstanding: cfg.outstanding,
         mac_mod: cfg.mac_addresses,
+        max_in_flight: if cfg.max_in_flight == 0 {
+            u64::MAX
+        } else {
+            cfg.max_in_flight
+        },
         probes_on: false,
         again_read: Vec::new(),
         again_write: Vec::new(),
@@ -879,7 +905,21 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
                         s.window_count = 0;
                     }
                 }
-                PH_PAUSE => w.publish_counts(),
+                PH_PAUSE => {
+                    w.publish_counts();
+                    if cfg.debug {
+                        let blocked = w.sw.iter().filter(|s| s.blocked).count();
+                        let tp: u64 = w.sw.iter().map(|s| s.tp_in_flight).sum();
+                        let pend: usize = w.sw.iter().map(|s| s.pending_out()).sum();
+                        let inl: usize = w.sw.iter().map(|s| s.in_len).sum();
+                        sh.notice(format!(
+                            "cbench debug: worker: blocked {blocked}, tp_in_flight {tp}, pending out {pend}, in_len {inl}, again r/w {}/{}, probes_on {}",
+                            w.again_read.len(),
+                            w.again_write.len(),
+                            w.probes_on
+                        ));
+                    }
+                }
                 PH_DRAIN => w.drain(),
                 PH_STOP => {
                     w.finish_writes();
@@ -972,6 +1012,10 @@ impl Worker {
             }
         };
         let _ = sys::set_nodelay(stream.as_raw_fd(), cfg.nodelay_on());
+        // cbench's 64 KiB send buffer: bounds how many probes wait in the
+        // kernel (and keeps the buffer_id sequence, which wraps at 100000,
+        // unambiguous for matching).
+        let _ = sys::set_sndbuf(stream.as_raw_fd(), OUTBUF_LEN as i32);
         if stream.set_nonblocking(true).is_err() {
             return;
         }
@@ -1036,14 +1080,20 @@ impl Worker {
                 continue;
             }
             s.in_flight = 0;
-            for _ in 0..10_000 {
+            s.tp_in_flight = 0;
+            // Discard what is pending now (FIONREAD), not what the
+            // controller keeps producing from its backlog meanwhile.
+            let mut left = sys::readable_bytes(s.stream.as_raw_fd());
+            while left > 0 {
                 let s = &mut self.sw[k];
-                match s.stream.read(&mut s.inbuf[s.in_len..]) {
+                let end = (s.in_len + left).min(s.inbuf.len());
+                match s.stream.read(&mut s.inbuf[s.in_len..end]) {
                     Ok(0) => {
                         self.close(k, "connection closed by controller".into());
                         break;
                     }
                     Ok(n) => {
+                        left = left.saturating_sub(n);
                         self.tally.bytes_in += n as u64;
                         s.in_len += n;
                         let mut off = 0;
@@ -1123,8 +1173,9 @@ impl Worker {
             }
             let plen = s.probe.len();
             let mut n = 0u64;
-            while s.pending_out() + plen <= OUTBUF_LEN {
+            while s.pending_out() + plen <= OUTBUF_LEN && s.tp_in_flight < self.max_in_flight {
                 s.push_probe(mac_mod, now);
+                s.tp_in_flight += 1;
                 n += 1;
             }
             self.tally.probes_sent += n;
@@ -1271,6 +1322,10 @@ impl Worker {
                 } else {
                     s.answered[w] |= b;
                     self.tally.matched += 1;
+                    if s.next_seq - seq > FAR_MATCH {
+                        self.tally.far_matches += 1;
+                    }
+                    s.tp_in_flight = s.tp_in_flight.saturating_sub(1);
                     if !self.throughput {
                         let m = s.sent_ns.len() as u64 - 1;
                         let oldest_in_flight = s.next_seq - (s.in_flight as u64).min(s.next_seq);

@@ -120,7 +120,7 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
             )?;
             writeln!(
                 o,
-                "responses: {} (flow_mod add {} modify_strict {}, packet_out {}); probes sent {}, matched {}, duplicate {}, unmatched {}; closed connections {}",
+                "responses: {} (flow_mod add {} modify_strict {}, packet_out {}); probes sent {}, matched {}, duplicate {}, unmatched {}{}; closed connections {}",
                 t.responses,
                 t.flow_mod_add,
                 t.flow_mod_modify_strict,
@@ -129,6 +129,11 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
                 t.matched,
                 t.duplicate,
                 t.unmatched,
+                if t.far_matches > 0 {
+                    format!(", {} matches near the 100000 buffer_id wrap (uncertain)", t.far_matches)
+                } else {
+                    String::new()
+                },
                 round.closed.len()
             )?;
             if let Some(rt) = &round.round_trip_ns {
