@@ -29,14 +29,31 @@ enum Command {
     Delay(cmd::delay::DelayArgs),
     /// Remove leftovers (shm files, temp dirs) of runs whose process is dead.
     Clean(cmd::clean::CleanArgs),
-    /// Run every lab with quick defaults; results.jsonl in an output folder.
+    /// Run every lab with quick defaults; results.jsonl and report.html in an output folder.
     Suite(cmd::suite::SuiteArgs),
+    /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
+    Compare(cmd::compare::CompareArgs),
+    /// Render result files into one self-contained HTML page with SVG plots.
+    Report(cmd::report::ReportArgs),
+    /// IPC lab: request/response and streaming over shm, uds, pipe, tcp.
+    Ipc(cmd::ipc::IpcArgs),
+    /// Seed-compatible: `reqres_loop [{mt|mp} nsession msg_len nloop] [sync|async|nores]`.
+    #[command(name = "reqres_loop")]
+    ReqresLoop(cmd::ipc::SeedArgs),
+    /// Seed-compatible: `data_channel_write [{mt|mp} nsession msg_len nloop]`.
+    #[command(name = "data_channel_write")]
+    DataChannelWrite(cmd::ipc::SeedArgs),
+    /// Internal: one mp client process of an ipc run.
+    #[command(name = "__ipc-client", hide = true)]
+    IpcClient(cmd::ipc::SeedArgs),
     /// cbench-compatible OpenFlow switch emulator (cbench's options; -h for help).
     Cbench(cmd::openflow::CbenchArgs),
     /// OpenFlow controller: cbench app (template or --naive) or learning switch.
     Controller(cmd::openflow::ControllerArgs),
     /// OpenFlow lab: `openflow bench` runs controller + emulator side by side.
     Openflow(cmd::openflow::OpenflowArgs),
+    /// Packet captures: extract header fields, generate captures, benchmark cold vs warm cache.
+    Pcap(cmd::pcap::PcapArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -65,9 +82,16 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delay(a) => cmd::delay::run(&a),
         Command::Clean(a) => cmd::clean::run(&a),
         Command::Suite(a) => cmd::suite::run(&a),
+        Command::Compare(a) => cmd::compare::run(&a),
+        Command::Report(a) => cmd::report::run(&a),
+        Command::Ipc(a) => cmd::ipc::run(&a),
+        Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
+        Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
+        Command::IpcClient(a) => std::process::exit(cmd::ipc::run_client(&a)),
         Command::Cbench(a) => cmd::openflow::run_cbench(&a),
         Command::Controller(a) => cmd::openflow::run_controller(&a),
         Command::Openflow(a) => cmd::openflow::run_openflow(&a),
+        Command::Pcap(a) => cmd::pcap::run(&a),
     }
 }
 
@@ -88,7 +112,7 @@ fn is_usage(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if commbench_core::env::is_debug_build() {
+    if commbench_core::env::is_debug_build() && !matches!(cli.command, Command::IpcClient(_)) {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }
     match dispatch(cli) {

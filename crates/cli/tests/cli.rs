@@ -258,6 +258,7 @@ fn suite_writes_results_jsonl() {
     let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.len() >= 5);
+    assert!(dir.join("report.html").exists());
     for l in lines {
         assert_valid(&serde_json::from_str(l).unwrap());
     }
@@ -298,4 +299,91 @@ fn closed_stdout_exits_quietly() {
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(!err.contains("error") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn compare_gives_ratio_and_verdict() {
+    let dir = tempfile_dir("compare");
+    let a = dir.join("a.jsonl");
+    let b = dir.join("b.json");
+    cb().args([
+        "budget", "--link", "10G", "--format", "jsonl", "--ghz", "2", "--output",
+    ])
+    .arg(&a)
+    .assert()
+    .success();
+    cb().args([
+        "budget", "--link", "10G", "--format", "json", "--ghz", "2", "--output",
+    ])
+    .arg(&b)
+    .assert()
+    .success();
+    let out = cb()
+        .args(["compare", "--metrics", "mpps", "--format", "csv"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 7, "{text}");
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",1.0,0.0,higher,no change"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_rejects_files_that_are_not_results() {
+    let dir = tempfile_dir("compare-bad");
+    let a = dir.join("a.json");
+    std::fs::write(&a, "{\"x\": 1}").unwrap();
+    cb().arg("compare")
+        .arg(&a)
+        .arg(&a)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not commbench output"));
+    cb().args(["compare", "--threshold=-3"])
+        .arg(&a)
+        .arg(&a)
+        .assert()
+        .code(2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn report_writes_self_contained_html_with_plots() {
+    let dir = tempfile_dir("report");
+    let a = dir.join("d.jsonl");
+    cb().args([
+        "delay",
+        "--requests",
+        "1000,2000,4000",
+        "--samples",
+        "50",
+        "--methods",
+        "tsc-spin",
+        "--format",
+        "jsonl",
+        "--output",
+    ])
+    .arg(&a)
+    .assert()
+    .success();
+    let html = dir.join("r.html");
+    cb().arg("report")
+        .arg(&a)
+        .arg("-o")
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<svg") && text.contains("median_ns vs requested_ns"));
+    assert!(!text.contains("<script src") && !text.contains("href=\"http"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

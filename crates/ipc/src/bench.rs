@@ -15,7 +15,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use commbench_core::clock;
@@ -24,7 +25,7 @@ use commbench_core::rusage::{self, RunMeter, Usage};
 use commbench_core::stats::LatencyHistogram;
 
 use crate::error::{IpcError, Result};
-use crate::session::{self, ClientOutcome, SessionSpec, Workload};
+use crate::session::{self, SessionSpec, Workload};
 use crate::transport::{self, ListenOptions, TransportKind};
 use crate::{Clients, IpcConfig};
 
@@ -95,13 +96,14 @@ fn spec_for(cfg: &IpcConfig, session: u32) -> SessionSpec {
     }
 }
 
-/// Rank errors so the most telling one is reported.
+/// Rank errors so the most telling one is reported (ties: the earliest).
 fn rank(e: &IpcError) -> u8 {
     match e {
         IpcError::Verify { .. } | IpcError::TooLarge { .. } => 0,
         IpcError::Client { .. } => 1,
         IpcError::Io { .. } | IpcError::Usage(_) | IpcError::Timeout(_) => 2,
         IpcError::PeerClosed { .. } | IpcError::Closed => 3,
+        IpcError::Aborted => 4,
     }
 }
 
@@ -120,27 +122,130 @@ fn pin(cpus: &Option<CpuList>) -> Result<()> {
     Ok(())
 }
 
+/// Placement of one role of session `s`. Without an explicit `--cpus`,
+/// shm in `block` mode puts a session's server and client on the same CPU
+/// (session s on the s-th allowed CPU, round robin): a futex wake to a
+/// thread parked on the other, idle vCPU costs ~28 µs here against ~4 µs on
+/// the waker's own CPU, and futex wakes carry no "sync" hint that would
+/// let the scheduler co-locate them as it does for pipe wakes.
+pub(crate) fn placement_for(cfg: &IpcConfig, s: u32, server: bool) -> Option<CpuList> {
+    let explicit = if server {
+        &cfg.server_cpus
+    } else {
+        &cfg.client_cpus
+    };
+    if explicit.is_some() {
+        return explicit.clone();
+    }
+    if pairs_colocated(cfg) {
+        let allowed = commbench_core::placement::current_affinity();
+        let cpus = allowed.cpus();
+        if !cpus.is_empty() {
+            return Some(CpuList::from_cpus(vec![cpus[s as usize % cpus.len()]]));
+        }
+    }
+    None
+}
+
+/// Does this run co-locate each session's pair (see [`placement_for`])?
+pub(crate) fn pairs_colocated(cfg: &IpcConfig) -> bool {
+    cfg.transport == TransportKind::Shm
+        && cfg.wait == crate::WaitPolicy::Block
+        && cfg.server_cpus.is_none()
+        && cfg.client_cpus.is_none()
+}
+
 fn threads_of(cfg: &IpcConfig) -> u32 {
     cfg.sessions * (1 + cfg.workload.client_threads())
 }
 
-type ServerJoin = std::thread::JoinHandle<(Result<u64>, Usage)>;
+/// What a finished server or client end reports to the main thread.
+enum Done {
+    Server(Result<u64>, Usage),
+    Client(Result<Option<LatencyHistogram>>, f64),
+}
 
-fn spawn_servers(cfg: &IpcConfig, eps: Vec<transport::Endpoint>) -> Result<Vec<ServerJoin>> {
+fn spawn_servers(
+    cfg: &IpcConfig,
+    eps: Vec<transport::Endpoint>,
+    abort: &Arc<AtomicBool>,
+    events: &mpsc::Sender<Done>,
+) -> Result<Vec<std::thread::JoinHandle<()>>> {
     let mut v = Vec::with_capacity(eps.len());
     for (s, ep) in eps.into_iter().enumerate() {
         let spec = spec_for(cfg, s as u32);
-        let cpus = cfg.server_cpus.clone();
+        let cpus = placement_for(cfg, s as u32, true);
+        let abort = abort.clone();
+        let events = events.clone();
         let h = std::thread::Builder::new()
             .name(format!("ipc-server-{s}"))
             .spawn(move || {
-                let r = pin(&cpus).and_then(|_| session::serve(ep, &spec));
-                (r, Usage::thread())
+                let r = pin(&cpus).and_then(|_| session::serve(ep, &spec, &abort));
+                let _ = events.send(Done::Server(r, Usage::thread()));
             })
             .map_err(|e| IpcError::io("spawn server thread", e))?;
         v.push(h);
     }
     Ok(v)
+}
+
+/// Stop every session of the run: the flag stops in-process loops at the
+/// next message, abort_session wakes or disconnects whatever is blocked.
+fn abort_all(abort: &AtomicBool, t: &dyn transport::Transport, sessions: u32) {
+    abort.store(true, Ordering::SeqCst);
+    for s in 0..sessions {
+        t.abort_session(s);
+    }
+}
+
+struct Collected {
+    err: Option<IpcError>,
+    server_cpu: f64,
+    client_cpu: f64,
+    hist: Option<LatencyHistogram>,
+}
+
+/// Receive `n` completion events; on the first failure abort the run.
+fn collect(
+    n: usize,
+    events: &mpsc::Receiver<Done>,
+    abort: &AtomicBool,
+    t: &dyn transport::Transport,
+    sessions: u32,
+) -> Collected {
+    let mut c = Collected {
+        err: None,
+        server_cpu: 0.0,
+        client_cpu: 0.0,
+        hist: None,
+    };
+    for _ in 0..n {
+        let Ok(ev) = events.recv() else { break };
+        let failed = match ev {
+            Done::Server(r, u) => {
+                c.server_cpu += u.cpu_s();
+                r.err()
+            }
+            Done::Client(r, cpu) => {
+                c.client_cpu += cpu;
+                match r {
+                    Ok(Some(h)) => {
+                        c.hist.get_or_insert_with(LatencyHistogram::new).merge(&h);
+                        None
+                    }
+                    Ok(None) => None,
+                    Err(e) => Some(e),
+                }
+            }
+        };
+        if let Some(e) = failed {
+            if !abort.load(Ordering::SeqCst) {
+                abort_all(abort, t, sessions);
+            }
+            keep_best(&mut c.err, e);
+        }
+    }
+    c
 }
 
 /// Run one configuration (already validated).
@@ -152,37 +257,64 @@ pub(crate) fn run_once(cfg: &IpcConfig) -> Result<RunResult> {
         wait: cfg.wait,
         threads: threads_of(cfg),
     };
-    let mut t = transport::listen(cfg.transport, &opts)?;
+    let t = transport::listen(cfg.transport, &opts)?;
     match cfg.clients {
-        Clients::Mt => run_mt(cfg, t.as_mut(), meter),
-        Clients::Mp => run_mp(cfg, t.as_mut(), meter),
+        Clients::Mt => run_mt(cfg, t, meter),
+        Clients::Mp => run_mp(cfg, t, meter),
     }
 }
 
-fn run_mt(cfg: &IpcConfig, t: &mut dyn transport::Transport, meter: RunMeter) -> Result<RunResult> {
+fn finish(cfg: &IpcConfig, c: Collected, t0: u64, meter: RunMeter) -> Result<RunResult> {
+    let elapsed_ns = clock::now_ns().saturating_sub(t0);
+    if let Some(e) = c.err {
+        return Err(e);
+    }
+    let total = cfg.workload.messages_per_session(cfg.count) * cfg.sessions as u64;
+    Ok(RunResult {
+        elapsed_ns,
+        latency: c.hist,
+        server_cpu_s: c.server_cpu,
+        client_cpu_s: c.client_cpu,
+        usage: meter.finish_with_threads(total, threads_of(cfg) as u64),
+    })
+}
+
+fn run_mt(
+    cfg: &IpcConfig,
+    mut t: Box<dyn transport::Transport>,
+    meter: RunMeter,
+) -> Result<RunResult> {
     let gate = Arc::new(Gate::new());
+    let abort = Arc::new(AtomicBool::new(false));
+    let (etx, erx) = mpsc::channel();
     let addr = t.address();
     let kind = t.kind();
-    let mut clients = Vec::new();
+    let mut handles = Vec::new();
     for s in 0..cfg.sessions {
         let spec = spec_for(cfg, s);
-        let cpus = cfg.client_cpus.clone();
+        let cpus = placement_for(cfg, s, false);
         let gate = gate.clone();
         let addr = addr.clone();
+        let abort = abort.clone();
+        let events = etx.clone();
         let h = std::thread::Builder::new()
             .name(format!("ipc-client-{s}"))
-            .spawn(move || -> (Result<ClientOutcome>, Usage) {
+            .spawn(move || {
                 let ep = pin(&cpus).and_then(|_| transport::connect(kind, &addr, s));
                 let go = gate.ready_and_wait();
                 let r = match ep {
                     Err(e) => Err(e),
-                    Ok(_) if !go => Err(IpcError::Closed),
-                    Ok(ep) => session::client(ep, &spec),
+                    Ok(_) if !go => Err(IpcError::Aborted),
+                    Ok(ep) => session::client(ep, &spec, &abort),
                 };
-                (r, Usage::thread())
+                let (r, helper) = match r {
+                    Ok(o) => (Ok(o.latency), o.helper_cpu_s),
+                    Err(e) => (Err(e), 0.0),
+                };
+                let _ = events.send(Done::Client(r, Usage::thread().cpu_s() + helper));
             })
             .map_err(|e| IpcError::io("spawn client thread", e))?;
-        clients.push(h);
+        handles.push(h);
     }
     let eps = match t.accept_all() {
         Ok(eps) => eps,
@@ -191,53 +323,21 @@ fn run_mt(cfg: &IpcConfig, t: &mut dyn transport::Transport, meter: RunMeter) ->
             return Err(e);
         }
     };
-    let servers = spawn_servers(cfg, eps)?;
+    let t: Arc<dyn transport::Transport> = Arc::from(t);
+    handles.extend(spawn_servers(cfg, eps, &abort, &etx)?);
+    drop(etx);
     if !gate.wait_ready(cfg.sessions, crate::stream::ACCEPT_TIMEOUT) {
         gate.open(false);
+        abort_all(&abort, t.as_ref(), cfg.sessions);
         return Err(IpcError::Timeout("client threads did not get ready".into()));
     }
     let t0 = clock::now_ns();
     gate.open(true);
-    let mut err = None;
-    let mut server_cpu = 0.0;
-    let mut client_cpu = 0.0;
-    let mut hist: Option<LatencyHistogram> = None;
-    for h in servers {
-        let (r, u) = h
-            .join()
-            .unwrap_or((Err(IpcError::Closed), Usage::default()));
-        server_cpu += u.cpu_s();
-        if let Err(e) = r {
-            keep_best(&mut err, e);
-        }
+    let c = collect(handles.len(), &erx, &abort, t.as_ref(), cfg.sessions);
+    for h in handles {
+        let _ = h.join();
     }
-    for h in clients {
-        let (r, u) = h
-            .join()
-            .unwrap_or((Err(IpcError::Closed), Usage::default()));
-        client_cpu += u.cpu_s();
-        match r {
-            Ok(o) => {
-                client_cpu += o.helper_cpu_s;
-                if let Some(l) = o.latency {
-                    hist.get_or_insert_with(LatencyHistogram::new).merge(&l);
-                }
-            }
-            Err(e) => keep_best(&mut err, e),
-        }
-    }
-    let elapsed_ns = clock::now_ns().saturating_sub(t0);
-    if let Some(e) = err {
-        return Err(e);
-    }
-    let total = cfg.workload.messages_per_session(cfg.count) * cfg.sessions as u64;
-    Ok(RunResult {
-        elapsed_ns,
-        latency: hist,
-        server_cpu_s: server_cpu,
-        client_cpu_s: client_cpu,
-        usage: meter.finish_with_threads(total, threads_of(cfg) as u64),
-    })
+    finish(cfg, c, t0, meter)
 }
 
 /// Kills still-running children on early return.
@@ -273,7 +373,7 @@ fn child_command(cfg: &IpcConfig, kind: TransportKind, addr: &str, s: u32) -> Re
     if spec.latency {
         c.arg("--latency");
     }
-    if let Some(cpus) = &cfg.client_cpus {
+    if let Some(cpus) = &placement_for(cfg, s, false) {
         c.args(["--cpus", &cpus.to_string()]);
     }
     c.stdin(Stdio::piped())
@@ -282,9 +382,15 @@ fn child_command(cfg: &IpcConfig, kind: TransportKind, addr: &str, s: u32) -> Re
     Ok(c)
 }
 
-fn run_mp(cfg: &IpcConfig, t: &mut dyn transport::Transport, meter: RunMeter) -> Result<RunResult> {
+fn run_mp(
+    cfg: &IpcConfig,
+    mut t: Box<dyn transport::Transport>,
+    meter: RunMeter,
+) -> Result<RunResult> {
     let addr = t.address();
     let kind = t.kind();
+    let abort = Arc::new(AtomicBool::new(false));
+    let (etx, erx) = mpsc::channel();
     let mut children = Children(Vec::new());
     for s in 0..cfg.sessions {
         let c = child_command(cfg, kind, &addr, s)?
@@ -293,8 +399,9 @@ fn run_mp(cfg: &IpcConfig, t: &mut dyn transport::Transport, meter: RunMeter) ->
         children.0.push(Some(c));
     }
     let eps = t.accept_all()?;
-    let servers = spawn_servers(cfg, eps)?;
-    // Wait for every child's "ready".
+    let t: Arc<dyn transport::Transport> = Arc::from(t);
+    let mut handles = spawn_servers(cfg, eps, &abort, &etx)?;
+    // Every child says "ready" once connected.
     let mut readers = Vec::new();
     for (s, c) in children.0.iter_mut().enumerate() {
         let c = c.as_mut().expect("child");
@@ -302,6 +409,7 @@ fn run_mp(cfg: &IpcConfig, t: &mut dyn transport::Transport, meter: RunMeter) ->
         let mut line = String::new();
         let _ = rd.read_line(&mut line);
         if line.trim() != "ready" {
+            abort_all(&abort, t.as_ref(), cfg.sessions);
             return Err(IpcError::Client {
                 session: s as u32,
                 what: "exited before connecting".into(),
@@ -316,85 +424,50 @@ fn run_mp(cfg: &IpcConfig, t: &mut dyn transport::Transport, meter: RunMeter) ->
             let _ = stdin.write_all(b"go\n").and_then(|_| stdin.flush());
         }
     }
-    // One waiter per child: read its result line, reap it, abort its
-    // session if it failed so the server thread cannot wait forever.
-    let t_shared: &dyn transport::Transport = t;
-    let mut err = None;
-    let mut hist: Option<LatencyHistogram> = None;
-    let mut client_cpu = 0.0;
-    let mut server_cpu = 0.0;
-    std::thread::scope(|scope| {
-        let mut waiters = Vec::new();
-        for (s, (c, mut rd)) in children.0.iter_mut().zip(readers).enumerate() {
-            let child = c.take().expect("child");
-            waiters.push(
-                scope.spawn(move || -> (Result<Option<LatencyHistogram>>, Usage) {
-                    let mut line = String::new();
-                    let _ = rd.read_line(&mut line);
-                    let pid = child.id() as libc::pid_t;
-                    let waited = rusage::wait_child(pid);
-                    drop(child);
-                    let (exit, usage) = match waited {
-                        Ok(x) => x,
-                        Err(e) => {
-                            return (Err(IpcError::io("wait for client", e)), Usage::default())
-                        }
-                    };
-                    if !exit.success() {
-                        t_shared.abort_session(s as u32);
-                        let what = match exit {
-                            rusage::ChildExit::Code(c) => format!("exit status {c}"),
-                            rusage::ChildExit::Signal(sig) => format!("killed by signal {sig}"),
-                        };
-                        return (
-                            Err(IpcError::Client {
-                                session: s as u32,
-                                what,
+    // One waiter per child: read its result line, reap it (wait4: its own
+    // rusage), report.
+    for (s, (c, mut rd)) in children.0.iter_mut().zip(readers).enumerate() {
+        let child = c.take().expect("child");
+        let events = etx.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("ipc-wait-{s}"))
+            .spawn(move || {
+                let mut line = String::new();
+                let _ = rd.read_line(&mut line);
+                let pid = child.id() as libc::pid_t;
+                let waited = rusage::wait_child(pid);
+                drop(child);
+                let session = s as u32;
+                let (r, cpu) = match waited {
+                    Err(e) => (Err(IpcError::io("wait for client", e)), 0.0),
+                    Ok((exit, usage)) => {
+                        let r = match exit {
+                            rusage::ChildExit::Code(0) => crate::child::parse_result(&line)
+                                .map_err(|what| IpcError::Client { session, what }),
+                            rusage::ChildExit::Code(crate::child::EXIT_PEER_GONE) => {
+                                Err(IpcError::Aborted)
+                            }
+                            rusage::ChildExit::Code(c) => Err(IpcError::Client {
+                                session,
+                                what: format!("exit status {c}"),
                             }),
-                            usage,
-                        );
+                            rusage::ChildExit::Signal(sig) => Err(IpcError::Client {
+                                session,
+                                what: format!("killed by signal {sig}"),
+                            }),
+                        };
+                        (r, usage.cpu_s())
                     }
-                    (
-                        crate::child::parse_result(&line).map_err(|what| IpcError::Client {
-                            session: s as u32,
-                            what,
-                        }),
-                        usage,
-                    )
-                }),
-            );
-        }
-        for h in servers {
-            let (r, u) = h
-                .join()
-                .unwrap_or((Err(IpcError::Closed), Usage::default()));
-            server_cpu += u.cpu_s();
-            if let Err(e) = r {
-                keep_best(&mut err, e);
-            }
-        }
-        for w in waiters {
-            let (r, u) = w
-                .join()
-                .unwrap_or((Err(IpcError::Closed), Usage::default()));
-            client_cpu += u.cpu_s();
-            match r {
-                Ok(Some(l)) => hist.get_or_insert_with(LatencyHistogram::new).merge(&l),
-                Ok(None) => {}
-                Err(e) => keep_best(&mut err, e),
-            }
-        }
-    });
-    let elapsed_ns = clock::now_ns().saturating_sub(t0);
-    if let Some(e) = err {
-        return Err(e);
+                };
+                let _ = events.send(Done::Client(r, cpu));
+            })
+            .map_err(|e| IpcError::io("spawn waiter thread", e))?;
+        handles.push(h);
     }
-    let total = cfg.workload.messages_per_session(cfg.count) * cfg.sessions as u64;
-    Ok(RunResult {
-        elapsed_ns,
-        latency: hist,
-        server_cpu_s: server_cpu,
-        client_cpu_s: client_cpu,
-        usage: meter.finish_with_threads(total, threads_of(cfg) as u64),
-    })
+    drop(etx);
+    let c = collect(handles.len(), &erx, &abort, t.as_ref(), cfg.sessions);
+    for h in handles {
+        let _ = h.join();
+    }
+    finish(cfg, c, t0, meter)
 }

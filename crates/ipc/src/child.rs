@@ -14,6 +14,10 @@ use crate::error::{IpcError, Result};
 use crate::session::{self, SessionSpec, Workload};
 use crate::transport::{self, TransportKind};
 
+/// Exit status of a client process that stopped because the server side
+/// closed or aborted (a consequence, not a cause, of a failed run).
+pub const EXIT_PEER_GONE: i32 = 3;
+
 struct ChildArgs {
     kind: TransportKind,
     address: String,
@@ -103,7 +107,8 @@ fn run(args: &[String]) -> Result<String> {
     if line.trim() != "go" {
         return Err(IpcError::Closed);
     }
-    let o = session::client(ep, &a.spec)?;
+    let never = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let o = session::client(ep, &a.spec, &never)?;
     let lat: Vec<(u64, u64)> = o.latency.map(|h| h.recorded()).unwrap_or_default();
     Ok(serde_json::json!({
         "received": o.received,
@@ -122,6 +127,8 @@ pub fn child_main(args: &[String]) -> i32 {
             0
         }
         Err(IpcError::Closed) => 1,
+        // The parent reports the run's real cause.
+        Err(IpcError::PeerClosed { .. } | IpcError::Aborted) => EXIT_PEER_GONE,
         Err(e) => {
             eprintln!("commbench {}: {e}", crate::bench::CHILD_SUBCOMMAND);
             if e.is_usage() {

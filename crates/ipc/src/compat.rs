@@ -240,8 +240,9 @@ pub fn csv_line(run: &SeedRun, elapsed_ns: u64) -> String {
     }
 }
 
-/// The sweep of the no-argument form.
-pub fn sweep(workload: Workload) -> Vec<SeedRun> {
+/// The sweep of the no-argument form, `nloop` loops per run
+/// ([`SWEEP_NLOOP`] unless overridden).
+pub fn sweep(workload: Workload, nloop: u64) -> Vec<SeedRun> {
     let mut v = Vec::new();
     for clients in [Clients::Mt, Clients::Mp] {
         for sessions in [1u32, 2, 4, 8] {
@@ -250,7 +251,7 @@ pub fn sweep(workload: Workload) -> Vec<SeedRun> {
                     clients,
                     sessions,
                     msg_len,
-                    nloop: SWEEP_NLOOP,
+                    nloop,
                     workload,
                 });
             }
@@ -351,7 +352,7 @@ mod tests {
             parse_reqres_loop(&s(&["async"])).unwrap(),
             SeedCommand::Sweep(Workload::Reqres(Mode::Async))
         );
-        assert_eq!(sweep(Workload::Stream).len(), 40);
+        assert_eq!(sweep(Workload::Stream, 5).len(), 40);
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub enum IpcError {
         /// Exit status or message.
         what: String,
     },
+    /// Stopped because another session of the run failed.
+    #[error("stopped: another session failed")]
+    Aborted,
     /// A setup step timed out (a client never connected).
     #[error("timed out: {0}")]
     Timeout(String),

@@ -178,7 +178,9 @@ pub struct IpcReport {
     pub client_cpu_s: f64,
     /// Process resource usage of the whole run.
     pub usage: RunUsage,
-    /// Placement actually applied (taskset syntax), or "-".
+    /// Placement actually applied (taskset syntax), "-" for none, or
+    /// "pair:LIST" when shm/block co-located each session's two ends on one
+    /// CPU of LIST (round robin).
     pub server_cpus: String,
     /// Placement actually applied to clients, or "-".
     pub client_cpus: String,
@@ -231,7 +233,11 @@ impl IpcReport {
     }
 }
 
-fn applied(c: &Option<CpuList>) -> String {
+fn applied(cfg: &IpcConfig, c: &Option<CpuList>) -> String {
+    if bench::pairs_colocated(cfg) {
+        let allowed = commbench_core::placement::current_affinity();
+        return format!("pair:{allowed}");
+    }
     c.as_ref()
         .map(|c| c.to_string())
         .unwrap_or_else(|| "-".into())
@@ -259,8 +265,8 @@ pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
         server_cpu_s: r.server_cpu_s,
         client_cpu_s: r.client_cpu_s,
         usage: r.usage,
-        server_cpus: applied(&cfg.server_cpus),
-        client_cpus: applied(&cfg.client_cpus),
+        server_cpus: applied(cfg, &cfg.server_cpus),
+        client_cpus: applied(cfg, &cfg.client_cpus),
     })
 }
 

@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use crate::error::{IpcError, Result};
 use crate::frame::{Header, HEADER_LEN};
-use crate::wait::{self, Awake, WaitPolicy, Waited};
+use crate::wait::{self, Adapt, Awake, WaitPolicy, Waited};
+use std::sync::atomic::AtomicBool;
 
 /// Bytes reserved for a ring's header (one page so the data is page aligned).
 pub const RING_HEADER_BYTES: usize = 4096;
@@ -129,6 +130,12 @@ impl RingRef {
         crate::futex::wake(&c.space_sleep, i32::MAX);
     }
 
+    /// Was the run aborted (a session failed elsewhere)?
+    #[inline]
+    fn aborted(&self) -> bool {
+        self.h().ctl.0.closed.load(Ordering::Relaxed) & ABORTED != 0
+    }
+
     /// Is the peer gone: closed its end, aborted, or its process died?
     fn peer_gone(&self, peer_closed_bit: u32, peer_pid: &AtomicU32) -> bool {
         let c = self.h().ctl.0.closed.load(Ordering::Acquire);
@@ -188,11 +195,14 @@ pub struct RingTx {
     published: u64,
     cached_tail: u64,
     chunk: u64,
+    adapt: Adapt,
+    /// Shared with the endpoint's other half: "we just woke our peer".
+    woke: Arc<AtomicBool>,
 }
 
 impl RingTx {
     /// Attach as the producer.
-    pub(crate) fn new(r: RingRef) -> RingTx {
+    pub(crate) fn new(r: RingRef, woke: Arc<AtomicBool>) -> RingTx {
         let h = r.h();
         h.ctl
             .0
@@ -207,6 +217,8 @@ impl RingTx {
             published: head,
             cached_tail: tail,
             chunk,
+            adapt: Adapt::default(),
+            woke,
         }
     }
 
@@ -216,7 +228,9 @@ impl RingTx {
             let h = self.r.h();
             h.head.0.store(self.head, Ordering::Release);
             self.published = self.head;
-            wait::notify(self.r.policy, &h.ctl.0.data_sleep);
+            if wait::notify(self.r.policy, &h.ctl.0.data_sleep) {
+                self.woke.store(true, Ordering::Relaxed);
+            }
         }
     }
 
@@ -233,9 +247,12 @@ impl RingTx {
                     let head = self.head;
                     let mut seen = self.cached_tail;
                     let r = &self.r;
+                    let woke = self.woke.swap(false, Ordering::Relaxed);
                     let w = wait::wait_for(
                         r.policy,
                         &r.awake(),
+                        &mut self.adapt,
+                        woke,
                         &h.ctl.0.space_sleep,
                         || {
                             seen = h.tail.0.load(Ordering::Acquire);
@@ -265,6 +282,9 @@ impl RingTx {
     /// every `cap / 4` bytes on the way for large payloads).
     #[inline]
     pub fn send(&mut self, h: &Header, payload: &[u8]) -> Result<()> {
+        if self.r.aborted() {
+            return Err(IpcError::Aborted);
+        }
         self.write_bytes(&h.encode())?;
         self.write_bytes(payload)?;
         self.publish();
@@ -286,11 +306,14 @@ pub struct RingRx {
     released: u64,
     cached_head: u64,
     chunk: u64,
+    adapt: Adapt,
+    /// Shared with the endpoint's other half: "we just woke our peer".
+    woke: Arc<AtomicBool>,
 }
 
 impl RingRx {
     /// Attach as the consumer.
-    pub(crate) fn new(r: RingRef) -> RingRx {
+    pub(crate) fn new(r: RingRef, woke: Arc<AtomicBool>) -> RingRx {
         let h = r.h();
         h.ctl
             .0
@@ -305,6 +328,8 @@ impl RingRx {
             released: tail,
             cached_head: head,
             chunk,
+            adapt: Adapt::default(),
+            woke,
         }
     }
 
@@ -314,7 +339,9 @@ impl RingRx {
             let h = self.r.h();
             h.tail.0.store(self.tail, Ordering::Release);
             self.released = self.tail;
-            wait::notify(self.r.policy, &h.ctl.0.space_sleep);
+            if wait::notify(self.r.policy, &h.ctl.0.space_sleep) {
+                self.woke.store(true, Ordering::Relaxed);
+            }
         }
     }
 
@@ -330,9 +357,12 @@ impl RingRx {
                     let tail = self.tail;
                     let mut seen = self.cached_head;
                     let r = &self.r;
+                    let woke = self.woke.swap(false, Ordering::Relaxed);
                     let w = wait::wait_for(
                         r.policy,
                         &r.awake(),
+                        &mut self.adapt,
+                        woke,
                         &h.ctl.0.data_sleep,
                         || {
                             seen = h.head.0.load(Ordering::Acquire);
@@ -363,6 +393,9 @@ impl RingRx {
     /// `buf[..header.len]`. A payload longer than `buf` is an error.
     #[inline]
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Header> {
+        if self.r.aborted() {
+            return Err(IpcError::Aborted);
+        }
         let mut hb = [0u8; HEADER_LEN];
         self.read_bytes(&mut hb)?;
         let h = Header::decode(&hb)?;

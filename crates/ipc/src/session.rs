@@ -10,6 +10,9 @@
 //! session and how far it got. Serves the seed's reqres_loop and
 //! data_channel_write.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use commbench_core::clock;
 use commbench_core::rusage::Usage;
 use commbench_core::stats::LatencyHistogram;
@@ -143,14 +146,25 @@ fn closed(spec: &SessionSpec, done: u64) -> impl FnOnce(IpcError) -> IpcError {
     }
 }
 
-/// Server end of one session.
-pub fn serve(ep: Endpoint, spec: &SessionSpec) -> Result<u64> {
+#[inline]
+fn check_abort(abort: &AtomicBool) -> Result<()> {
+    if abort.load(Ordering::Relaxed) {
+        Err(IpcError::Aborted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Server end of one session. `abort` is set when another session of the
+/// run failed; every loop checks it once per message.
+pub fn serve(ep: Endpoint, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64> {
     let Endpoint { mut tx, mut rx } = ep;
     let mut buf = vec![0u8; spec.size];
     let mut done = 0u64;
     match spec.workload {
         Workload::Reqres(mode) => {
             for seq in 0..spec.count {
+                check_abort(abort)?;
                 let h = rx.recv(&mut buf).map_err(closed(spec, done))?;
                 let payload = &mut buf[..h.len as usize];
                 check_frame(spec.session, seq, spec.size, &h, payload, spec.verify)?;
@@ -168,6 +182,7 @@ pub fn serve(ep: Endpoint, spec: &SessionSpec) -> Result<u64> {
         Workload::Stream => {
             fill_pattern(&mut buf, spec.session);
             for seq in 0..spec.count {
+                check_abort(abort)?;
                 stamp(&mut buf, seq);
                 let h = header_for(&buf, seq, spec.verify);
                 if spec.corrupt_at == Some(seq) {
@@ -195,10 +210,11 @@ fn recv_checked(rx: &mut dyn MsgRx, buf: &mut [u8], spec: &SessionSpec, seq: u64
     )
 }
 
-fn send_loop(tx: &mut dyn MsgTx, spec: &SessionSpec) -> Result<u64> {
+fn send_loop(tx: &mut dyn MsgTx, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64> {
     let mut buf = vec![0u8; spec.size];
     fill_pattern(&mut buf, spec.session);
     for seq in 0..spec.count {
+        check_abort(abort)?;
         stamp(&mut buf, seq);
         let h = header_for(&buf, seq, spec.verify);
         tx.send(&h, &buf).map_err(closed(spec, seq))?;
@@ -208,7 +224,7 @@ fn send_loop(tx: &mut dyn MsgTx, spec: &SessionSpec) -> Result<u64> {
 
 /// Client end of one session. In `async` mode a receiver thread is spawned
 /// next to the calling (sender) thread.
-pub fn client(ep: Endpoint, spec: &SessionSpec) -> Result<ClientOutcome> {
+pub fn client(ep: Endpoint, spec: &SessionSpec, abort: &Arc<AtomicBool>) -> Result<ClientOutcome> {
     let Endpoint { mut tx, mut rx } = ep;
     let mut out = ClientOutcome::default();
     match spec.workload {
@@ -219,6 +235,7 @@ pub fn client(ep: Endpoint, spec: &SessionSpec) -> Result<ClientOutcome> {
             let mut hist = spec.latency.then(LatencyHistogram::new);
             let tsc = clock::tsc();
             for seq in 0..spec.count {
+                check_abort(abort)?;
                 stamp(&mut sbuf, seq);
                 let h = header_for(&sbuf, seq, spec.verify);
                 let t0 = clock::rdtsc();
@@ -235,13 +252,16 @@ pub fn client(ep: Endpoint, spec: &SessionSpec) -> Result<ClientOutcome> {
         }
         Workload::Reqres(Mode::Async) => {
             let rspec = *spec;
+            let rabort = abort.clone();
             let receiver = std::thread::Builder::new()
                 .name(format!("ipc-rx-{}", spec.session))
                 .spawn(move || -> (Result<u64>, f64) {
                     let mut rbuf = vec![0u8; rspec.size];
                     let mut r = Ok(rspec.count);
                     for seq in 0..rspec.count {
-                        if let Err(e) = recv_checked(rx.as_mut(), &mut rbuf, &rspec, seq) {
+                        if let Err(e) = check_abort(&rabort)
+                            .and_then(|_| recv_checked(rx.as_mut(), &mut rbuf, &rspec, seq))
+                        {
                             r = Err(e);
                             break;
                         }
@@ -250,7 +270,7 @@ pub fn client(ep: Endpoint, spec: &SessionSpec) -> Result<ClientOutcome> {
                     (r, Usage::thread().cpu_s())
                 })
                 .map_err(|e| IpcError::io("spawn receiver thread", e))?;
-            let sent = send_loop(tx.as_mut(), spec);
+            let sent = send_loop(tx.as_mut(), spec, abort);
             if sent.is_err() {
                 drop(tx);
             }
@@ -263,11 +283,12 @@ pub fn client(ep: Endpoint, spec: &SessionSpec) -> Result<ClientOutcome> {
             out.sent = sent?;
         }
         Workload::Reqres(Mode::Nores) => {
-            out.sent = send_loop(tx.as_mut(), spec)?;
+            out.sent = send_loop(tx.as_mut(), spec, abort)?;
         }
         Workload::Stream => {
             let mut rbuf = vec![0u8; spec.size];
             for seq in 0..spec.count {
+                check_abort(abort)?;
                 recv_checked(rx.as_mut(), &mut rbuf, spec, seq)?;
             }
             out.received = spec.count;

@@ -17,7 +17,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{IpcError, Result};
@@ -245,9 +245,15 @@ impl Transport for ShmTransport {
 
     fn accept_all(&mut self) -> Result<Vec<Endpoint>> {
         Ok((0..self.sessions as usize)
-            .map(|s| Endpoint {
-                tx: Box::new(ShmTx(RingTx::new(ring_ref(&self.map, 2 * s + 1)))),
-                rx: Box::new(ShmRx(RingRx::new(ring_ref(&self.map, 2 * s)))),
+            .map(|s| {
+                let woke = Arc::new(AtomicBool::new(false));
+                Endpoint {
+                    tx: Box::new(ShmTx(RingTx::new(
+                        ring_ref(&self.map, 2 * s + 1),
+                        woke.clone(),
+                    ))),
+                    rx: Box::new(ShmRx(RingRx::new(ring_ref(&self.map, 2 * s), woke))),
+                }
             })
             .collect())
     }
@@ -306,8 +312,9 @@ pub fn connect(name: &str, session: u32) -> Result<Endpoint> {
         )));
     }
     let s = session as usize;
+    let woke = Arc::new(AtomicBool::new(false));
     Ok(Endpoint {
-        tx: Box::new(ShmTx(RingTx::new(ring_ref(&map, 2 * s)))),
-        rx: Box::new(ShmRx(RingRx::new(ring_ref(&map, 2 * s + 1)))),
+        tx: Box::new(ShmTx(RingTx::new(ring_ref(&map, 2 * s), woke.clone()))),
+        rx: Box::new(ShmRx(RingRx::new(ring_ref(&map, 2 * s + 1), woke))),
     })
 }

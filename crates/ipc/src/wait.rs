@@ -11,8 +11,12 @@
 //! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`] and only while
 //!   the number of awake threads of the run (threads started minus a
 //!   counter of sleepers in the shared segment) does not exceed the CPUs in our
-//!   affinity mask, i.e. while a core is free for the peer; otherwise, or
-//!   when the budget runs out, it blocks like `block`.
+//!   affinity mask and the machine's run queue (`/proc/loadavg`, sampled
+//!   every 20 ms) has no more runnable threads than CPUs, i.e. while a core
+//!   is free for the peer; it never spins right after it had to wake the
+//!   peer (the peer is then off-CPU for a wake-up latency), and after a spin
+//!   that ran out it backs off exponentially. Otherwise, or when the budget
+//!   runs out, it blocks like `block`.
 //!
 //! Why these numbers (measured on the 2-vCPU VM this was built on, see the
 //! ipc section of the README): a futex wake costs ~4 µs on the same CPU and
@@ -132,6 +136,77 @@ impl Awake<'_> {
     }
 }
 
+/// Per-endpoint memory of the adaptive policy: after a spin that ran out
+/// without the peer answering, skip spinning for the next 2, 4, 8, ...
+/// (at most 1024) waits; a spin that succeeds resets the backoff. On a
+/// loaded machine (the peer keeps losing its CPU) this converges to `block`
+/// within a few waits instead of burning the budget every time.
+#[derive(Debug, Default)]
+pub(crate) struct Adapt {
+    fails: u32,
+    skip: u32,
+    /// When the system's run queue was last looked at, and what it said.
+    checked: Option<Instant>,
+    room: bool,
+}
+
+/// How often an adaptive endpoint re-reads the system's runnable count.
+const ROOM_CHECK_EVERY: Duration = Duration::from_millis(20);
+
+/// Runnable threads right now, system-wide (4th field of /proc/loadavg,
+/// "running/total"), and the online CPUs.
+fn system_has_room() -> bool {
+    let Ok(s) = std::fs::read_to_string("/proc/loadavg") else {
+        return true;
+    };
+    let running = s
+        .split_whitespace()
+        .nth(3)
+        .and_then(|f| f.split('/').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    match running {
+        Some(r) => r <= commbench_core::rusage::online_cpus(),
+        None => true,
+    }
+}
+
+impl Adapt {
+    /// Is there a CPU for everyone runnable on the machine (not only our
+    /// threads)? Other processes' load makes a spinning peer lose its CPU,
+    /// so spinning then only burns time. Sampled every 20 ms.
+    #[inline]
+    fn machine_has_room(&mut self) -> bool {
+        let stale = match self.checked {
+            None => true,
+            Some(t) => t.elapsed() >= ROOM_CHECK_EVERY,
+        };
+        if stale {
+            self.room = system_has_room();
+            self.checked = Some(Instant::now());
+        }
+        self.room
+    }
+
+    #[inline]
+    fn try_spin(&mut self) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            false
+        } else {
+            true
+        }
+    }
+    #[inline]
+    fn spun(&mut self, ok: bool) {
+        if ok {
+            self.fails = 0;
+        } else {
+            self.fails = (self.fails + 1).min(10);
+            self.skip = 1 << self.fails;
+        }
+    }
+}
+
 /// Outcome of a wait.
 pub(crate) enum Waited {
     Ready,
@@ -143,11 +218,16 @@ pub(crate) enum Waited {
 /// `sleep_flag` is the futex word the peer checks after publishing (it
 /// swaps it to 0 and wakes us if it was 1). `closed()` reports that the
 /// peer is gone (closed flag or dead process); it is checked after every
-/// sleep slice and every few thousand spins.
+/// sleep slice and every few thousand spins. `peer_just_woken` says that
+/// this endpoint's last notify had to wake the peer from a futex sleep: the
+/// peer is then not on a CPU and cannot answer before a wake-up latency
+/// (~4-28 µs here), so the adaptive policy does not spin.
 #[inline]
 pub(crate) fn wait_for(
     policy: WaitPolicy,
     awake: &Awake<'_>,
+    adapt: &mut Adapt,
+    peer_just_woken: bool,
     sleep_flag: &AtomicU32,
     mut ready: impl FnMut() -> bool,
     mut closed: impl FnMut() -> bool,
@@ -174,16 +254,22 @@ pub(crate) fn wait_for(
             }
         }
         WaitPolicy::Adaptive => {
-            if awake.core_free_for_peer() {
+            if !peer_just_woken
+                && awake.core_free_for_peer()
+                && adapt.machine_has_room()
+                && adapt.try_spin()
+            {
                 let start = Instant::now();
                 let mut i: u32 = 0;
                 loop {
                     std::hint::spin_loop();
                     if ready() {
+                        adapt.spun(true);
                         return Waited::Ready;
                     }
                     i = i.wrapping_add(1);
                     if i & 63 == 0 && start.elapsed() >= ADAPTIVE_SPIN {
+                        adapt.spun(false);
                         break;
                     }
                 }
@@ -217,13 +303,16 @@ pub(crate) fn wait_for(
 }
 
 /// Called by the side that just published: wake the peer if it sleeps.
+/// Returns whether it had to wake it.
 #[inline]
-pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32) {
+pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32) -> bool {
     if policy == WaitPolicy::Spin {
-        return;
+        return false;
     }
     fence(Ordering::SeqCst);
     if sleep_flag.load(Ordering::Relaxed) != 0 && sleep_flag.swap(0, Ordering::SeqCst) != 0 {
         futex::wake(sleep_flag, 1);
+        return true;
     }
+    false
 }

@@ -59,6 +59,14 @@ pub mod has {
     pub const ICMP: u32 = 1 << 9;
     pub const ARP: u32 = 1 << 10;
     pub const FRAG: u32 = 1 << 11;
+    /// TCP fields present individually when the header is cut short.
+    pub const TCP_SEQ: u32 = 1 << 12;
+    pub const TCP_ACK: u32 = 1 << 13;
+    pub const TCP_FLAGS: u32 = 1 << 14;
+    pub const TCP_WIN: u32 = 1 << 15;
+    /// No timestamp (pcapng simple packet block).
+    pub const NO_TS: u32 = 1 << 16;
+    pub const TCP_ALL: u32 = TCP | TCP_SEQ | TCP_ACK | TCP_FLAGS | TCP_WIN;
 }
 
 /// What stopped a decode early.
@@ -123,7 +131,7 @@ fn problem(e: WireError) -> DecodeProblem {
 /// are left to the caller). Optional fields are cleared first.
 #[inline]
 pub fn decode(lt: u32, data: &[u8], f: &mut Fields) {
-    f.present = 0;
+    f.present &= has::NO_TS;
     f.problem = None;
     let r = match lt {
         linktype::ETHERNET => decode_ethernet(data, f),
@@ -277,35 +285,66 @@ fn decode_ipv6(data: &[u8], f: &mut Fields) -> Step {
 fn decode_l4(proto: u8, l4: &[u8], f: &mut Fields) -> Step {
     match proto {
         ipproto::TCP => {
-            let t = TcpSegment::new_checked(l4).map_err(problem)?;
+            let t = match TcpSegment::new_checked(l4) {
+                Ok(t) => t,
+                Err(e) => {
+                    partial_tcp(l4, f);
+                    return Err(problem(e));
+                }
+            };
             f.src_port = t.src_port();
             f.dst_port = t.dst_port();
             f.tcp_seq = t.seq_number();
             f.tcp_ack = t.ack_number();
             f.tcp_flags = t.flags();
             f.tcp_win = t.window_len();
-            f.present |= has::PORTS | has::TCP;
+            f.present |= has::PORTS | has::TCP_ALL;
             if t.header_len() < TcpSegment::<&[u8]>::HEADER_LEN {
                 return Err(DecodeProblem::Malformed);
             }
             Ok(())
         }
         ipproto::UDP => {
-            let u = UdpDatagram::new_checked(l4).map_err(problem)?;
+            let u = match UdpDatagram::new_checked(l4) {
+                Ok(u) => u,
+                Err(e) => {
+                    partial_ports(l4, f);
+                    return Err(problem(e));
+                }
+            };
             f.src_port = u.src_port();
             f.dst_port = u.dst_port();
             f.present |= has::PORTS;
             Ok(())
         }
         ipproto::ICMP | ipproto::ICMPV6 => {
-            let m = IcmpMessage::new_checked(l4).map_err(problem)?;
-            f.icmp_type = m.msg_type();
-            f.icmp_code = m.msg_code();
-            f.present |= has::ICMP;
+            // Type and code are the first two bytes; report them even when
+            // the checksum is cut off, as tshark does.
+            if l4.len() >= 2 {
+                f.icmp_type = l4[0];
+                f.icmp_code = l4[1];
+                f.present |= has::ICMP;
+            }
+            IcmpMessage::new_checked(l4).map_err(problem)?;
             Ok(())
         }
         _ => Ok(()),
     }
+}
+
+/// Ports of a transport header cut short (what the capture holds).
+fn partial_ports(l4: &[u8], f: &mut Fields) {
+    if l4.len() >= 4 {
+        f.src_port = u16::from_be_bytes([l4[0], l4[1]]);
+        f.dst_port = u16::from_be_bytes([l4[2], l4[3]]);
+        f.present |= has::PORTS;
+    }
+}
+
+/// The TCP fields of a header cut short: the ports only, as tshark shows
+/// them (it reads the rest of the fixed header before adding any of it).
+fn partial_tcp(l4: &[u8], f: &mut Fields) {
+    partial_ports(l4, f);
 }
 
 fn decode_arp(data: &[u8], f: &mut Fields) -> Step {
@@ -486,6 +525,22 @@ pub(crate) mod tests {
         let f = run(linktype::ETHERNET, &p);
         assert!(f.has(has::FRAG) && !f.has(has::PORTS));
         assert_eq!(f.proto, 17);
+    }
+
+    #[test]
+    fn tcp_cut_short_keeps_the_fields_it_holds() {
+        let mut p = eth(0x0800);
+        p.extend(ipv4(6, 20, 0, &[]));
+        p.extend(tcp(1234, 80, 0x012));
+        // Regression (tshark cross-check): a TCP header cut by the snaplen
+        // still shows its ports, and nothing else, as in tshark.
+        let f = run(linktype::ETHERNET, &p[..34 + 13]);
+        assert_eq!(f.problem, Some(DecodeProblem::Cut));
+        assert_eq!((f.src_port, f.dst_port), (1234, 80));
+        assert!(f.has(has::PORTS) && !f.has(has::TCP_SEQ) && !f.has(has::TCP_ACK));
+        assert!(!f.has(has::TCP_FLAGS) && !f.has(has::TCP_WIN) && !f.has(has::TCP));
+        let f = run(linktype::ETHERNET, &p[..34 + 3]);
+        assert!(!f.has(has::PORTS));
     }
 
     #[test]

@@ -11,8 +11,14 @@
 
 use std::io;
 
+pub mod bench;
+pub mod cache;
 pub mod decode;
+pub mod extract;
+pub mod format;
+pub mod gen;
 pub mod issues;
+pub mod mapped;
 pub mod reader;
 pub mod wire;
 pub mod writer;
@@ -39,4 +45,104 @@ pub enum PcapError {
     Output(#[source] io::Error),
     #[error("{0}")]
     Config(String),
+}
+
+pub use bench::{BenchConfig, BenchReport, CacheState};
+pub use extract::{ExtractConfig, ExtractReport};
+pub use gen::GenConfig;
+
+use commbench_core::record::{Record, Recorder};
+use commbench_core::rusage::RunMeter;
+
+/// Extracts `cfg` to a sink and records MB/s, packets/s and CPU per packet.
+pub fn measure_extract(
+    cfg: &ExtractConfig,
+    test: &str,
+    rec: &mut Recorder,
+) -> Result<ExtractReport, PcapError> {
+    let meter = RunMeter::start();
+    let rep = extract::extract(cfg, &mut io::sink(), &mut |_| {})?;
+    let u = meter.finish_with_threads(rep.packets, cfg.threads as u64 + 1);
+    let mut r = Record::new("pcap", test)
+        .param("inputs", cfg.inputs.len())
+        .param("threads", cfg.threads)
+        .param("fields", cfg.fields.len())
+        .metric("packets", rep.packets)
+        .metric("stream_bytes", rep.stream_bytes)
+        .metric("mb_s", rep.stream_bytes as f64 / 1e6 / u.wall_s)
+        .metric("pkt_s", rep.packets as f64 / u.wall_s)
+        .metric("cpu_mb_s", rep.stream_bytes as f64 / 1e6 / u.cpu_s())
+        .metric("bad_input", rep.issues.total());
+    u.add_to(&mut r);
+    rec.push(r);
+    Ok(rep)
+}
+
+/// A quick pass for `commbench suite`: generate a capture (plain and gzip),
+/// extract it with one thread and with all threads, and (when running as
+/// the commbench binary) bench it cold and warm once.
+pub fn suite(quick: bool, rec: &mut Recorder) -> Result<(), PcapError> {
+    let dir = commbench_core::artifact::TempDir::new("pcap").map_err(|e| PcapError::Io {
+        path: std::env::temp_dir().display().to_string(),
+        source: e,
+    })?;
+    let size: u64 = if quick { 32 << 20 } else { 256 << 20 };
+    let plain = dir.path().join("suite.pcap");
+    let gz = dir.path().join("suite.pcap.gz");
+    for (path, compression) in [
+        (&plain, reader::Compression::None),
+        (&gz, reader::Compression::Gzip),
+    ] {
+        rec.progress(&format!("pcap: generating {}", path.display()));
+        let mut f = std::fs::File::create(path).map_err(|e| PcapError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        let cfg = GenConfig {
+            size,
+            compression,
+            zero_payload: compression != reader::Compression::None,
+            ..Default::default()
+        };
+        gen::generate(&cfg, &mut f).map_err(|e| PcapError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+    }
+    let all = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    for (path, test) in [(&plain, "extract"), (&gz, "extract_gzip")] {
+        for threads in [1, all] {
+            rec.progress(&format!("pcap: {test} with {threads} thread(s)"));
+            let cfg = ExtractConfig {
+                inputs: vec![path.display().to_string()],
+                threads,
+                ..Default::default()
+            };
+            measure_extract(&cfg, test, rec)?;
+        }
+    }
+    let exe = std::env::current_exe().ok();
+    if let Some(exe) = exe.filter(|e| {
+        e.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("commbench"))
+    }) {
+        let cfg = BenchConfig {
+            file: plain.clone(),
+            caches: vec![CacheState::Cold, CacheState::Warm],
+            runs: 1,
+            ours: vec![
+                exe.display().to_string(),
+                "pcap".into(),
+                "extract".into(),
+                "-q".into(),
+                "-o".into(),
+                "/dev/null".into(),
+            ],
+            compare_cmd: None,
+        };
+        bench::run(&cfg, rec)?;
+    }
+    Ok(())
 }

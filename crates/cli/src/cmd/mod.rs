@@ -1,8 +1,12 @@
 //! One module per command.
 pub mod budget;
 pub mod clean;
+pub mod compare;
 pub mod delay;
 pub mod env;
+pub mod ipc;
 pub mod openflow;
+pub mod pcap;
+pub mod report;
 pub mod suite;
 pub mod timer;

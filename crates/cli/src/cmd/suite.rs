@@ -1,6 +1,6 @@
 //! `commbench suite`: a quick pass over every lab that exists, with
-//! progress on stderr, a summary table on stdout and `results.jsonl` in an
-//! output folder. Labs plug in by adding a step to [`steps`].
+//! progress on stderr, a summary table on stdout and `results.jsonl` plus
+//! `report.html` in an output folder. Labs plug in by adding a step to [`steps`].
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -32,7 +32,9 @@ pub type Step = (&'static str, fn(bool, &mut Recorder) -> Result<()>);
 pub fn steps() -> Vec<Step> {
     vec![
         ("core", core_step),
+        ("ipc", super::ipc::suite_step),
         ("openflow", super::openflow::suite_step),
+        ("pcap", pcap_step),
     ]
 }
 
@@ -130,6 +132,9 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let mut f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     export(&records, Format::Jsonl, &fp.to_value(), &mut f)?;
+    drop(f);
+    let report = dir.join("report.html");
+    super::report::write(std::slice::from_ref(&path), &report, "commbench suite")?;
 
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
         println!("{:<8} {:<14} result", "lab", "test");
@@ -138,12 +143,21 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
         }
         println!();
         a.output.emit_with(&summary, &fp)?;
-        println!("\nresults: {}", path.display());
+        println!(
+            "\nresults: {}\nreport:  {}",
+            path.display(),
+            report.display()
+        );
     } else {
         a.output.emit_with(&records, &fp)?;
     }
     if !failed.is_empty() {
         anyhow::bail!("suite steps failed: {}", failed.join(", "));
     }
+    Ok(())
+}
+
+fn pcap_step(quick: bool, rec: &mut Recorder) -> Result<()> {
+    commbench_pcap::suite(quick, rec)?;
     Ok(())
 }

@@ -1,0 +1,353 @@
+//! The ipc lab through the binary: the seed-compatible CSV and grammar, mp
+//! clients, a killed client, signals and `commbench clean`. Small counts,
+//! no time thresholds (deadlines below only guard against hangs).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+fn bin_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("commbench")
+}
+
+fn csv_reqres() -> predicates::str::RegexPredicate {
+    predicate::str::is_match(
+        r"^\d+,m[tp],(sync|async|nores),\d+,\d+,\d+\.\d{6},\d+\.\d{6},\d+\.\d{2}\n$",
+    )
+    .unwrap()
+}
+
+#[test]
+fn reqres_loop_prints_one_csv_line_in_both_argument_orders() {
+    bin()
+        .args(["reqres_loop", "mt", "2", "128", "100"])
+        .assert()
+        .success()
+        .stdout(csv_reqres())
+        .stdout(predicate::str::starts_with("2,mt,sync,128,100,"));
+    bin()
+        .args(["reqres_loop", "2", "mt", "128", "100", "nores"])
+        .assert()
+        .success()
+        .stdout(csv_reqres())
+        .stdout(predicate::str::starts_with("2,mt,nores,128,100,"));
+}
+
+#[test]
+fn no_arguments_runs_the_sweep_then_prints_resource_usage() {
+    let out = bin()
+        .arg("reqres_loop")
+        .env("COMMBENCH_SWEEP_NLOOP", "3")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let csv: Vec<&&str> = lines.iter().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(csv.len(), 40, "{text}");
+    assert!(csv[0].starts_with("1,mt,sync,0,3,"), "{text}");
+    assert!(csv[39].starts_with("8,mp,sync,32768,3,"), "{text}");
+    assert!(text.contains("# resource usage"), "{text}");
+    assert!(text.contains("max RSS"), "{text}");
+}
+
+#[test]
+fn data_channel_write_csv_shape() {
+    bin()
+        .args(["data_channel_write", "mt", "2", "4096", "50"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::is_match(r"^2,mt,4096,50,\d+\.\d{6},\d+\.\d{6},\d+\.\d{2}\n$").unwrap(),
+        );
+}
+
+#[test]
+fn mp_clients_for_every_mode_and_the_stream() {
+    for mode in ["sync", "async", "nores"] {
+        bin()
+            .args(["reqres_loop", "mp", "3", "1000", "200", mode])
+            .assert()
+            .success()
+            .stdout(csv_reqres())
+            .stdout(predicate::str::starts_with(format!(
+                "3,mp,{mode},1000,200,"
+            )));
+    }
+    bin()
+        .args(["data_channel_write", "2", "mp", "70000", "20"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("2,mp,70000,20,"));
+}
+
+#[test]
+fn native_command_runs_every_transport_with_mp_clients_side_by_side() {
+    let out = bin()
+        .args([
+            "ipc",
+            "reqres",
+            "--transport",
+            "all",
+            "--clients",
+            "mp",
+            "--sessions",
+            "2",
+            "--count",
+            "100",
+            "--size",
+            "4K",
+            "--verify",
+            "--repeat",
+            "1",
+            "--format",
+            "jsonl",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let transports: Vec<&str> = lines
+        .iter()
+        .map(|v| v["params"]["transport"].as_str().unwrap())
+        .collect();
+    assert_eq!(transports, ["shm", "uds", "pipe", "tcp"]);
+    for v in &lines {
+        assert_eq!(v["metrics"]["messages"], 400);
+        assert!(v["metrics"]["rt_p50_ns"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn transport_all_prints_a_side_by_side_table() {
+    bin()
+        .args([
+            "ipc",
+            "stream",
+            "--transport",
+            "all",
+            "--count",
+            "50",
+            "--repeat",
+            "1",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("x uds"))
+        .stdout(predicate::str::is_match(r"(?m)^shm +adaptive ").unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^tcp ").unwrap());
+}
+
+#[test]
+fn help_and_argument_errors() {
+    bin()
+        .args(["reqres_loop", "help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("usage: commbench reqres_loop"));
+    bin()
+        .args(["data_channel_write", "help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "usage: commbench data_channel_write",
+        ));
+    for bad in [
+        &["reqres_loop", "mt", "0", "128", "10"][..],
+        &["reqres_loop", "mt", "65", "128", "10"],
+        &["reqres_loop", "mt", "1", "16777217", "10"],
+        &["reqres_loop", "mt", "1", "128", "0"],
+        &["reqres_loop", "mt", "1", "128", "10", "later"],
+        &["reqres_loop", "xx", "1", "128", "10"],
+        &["reqres_loop", "mt", "1"],
+        &["data_channel_write", "mt", "1", "128", "10", "sync"],
+    ] {
+        bin()
+            .args(bad)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("usage: commbench"));
+    }
+    bin()
+        .args(["ipc", "reqres", "--size", "17M", "--count", "1"])
+        .assert()
+        .code(2);
+    bin()
+        .args(["ipc", "reqres", "--cpus", "gpu=0", "--count", "1"])
+        .assert()
+        .code(2);
+    bin()
+        .args(["ipc", "stream", "--sessions", "0"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn corruption_ends_the_run_with_exit_1_naming_session_and_sequence() {
+    bin()
+        .args([
+            "ipc",
+            "reqres",
+            "--count",
+            "50",
+            "--sessions",
+            "2",
+            "--verify",
+            "--inject-corruption",
+            "1:7",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("session 1: sequence 7"));
+}
+
+fn shm_files_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("commbench-ipc-{pid}-");
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+fn tmp_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("commbench-ipc-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "hang guard: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn long_run(args: &[&str]) -> Child {
+    std::process::Command::new(bin_path())
+        .args(["ipc", "reqres", "--count", "1000000000", "--wait", "block"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_exit(c: &mut Child) -> std::process::ExitStatus {
+    let mut st = None;
+    wait_until("process exit", || {
+        st = c.try_wait().unwrap();
+        st.is_some()
+    });
+    st.unwrap()
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in rd.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                v.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+    }
+    v
+}
+
+fn kill(pid: u32, sig: libc::c_int) {
+    // SAFETY: sending a signal to a process this test started.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+#[test]
+fn a_killed_mp_client_makes_the_server_fail_not_hang() {
+    for transport in ["shm", "uds", "pipe", "tcp"] {
+        let mut c = long_run(&[
+            "--clients",
+            "mp",
+            "--sessions",
+            "2",
+            "--transport",
+            transport,
+        ]);
+        let pid = c.id();
+        wait_until("two clients", || children_of(pid).len() == 2);
+        // Let the run get going, then kill one client.
+        std::thread::sleep(Duration::from_millis(200));
+        kill(children_of(pid)[1], libc::SIGKILL);
+        let st = wait_exit(&mut c);
+        let mut err = String::new();
+        std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(st.code(), Some(1), "{transport}: {err}");
+        assert!(err.contains("session"), "{transport}: {err}");
+        assert!(shm_files_of(pid).is_empty(), "{transport}");
+        assert!(tmp_dirs_of(pid).is_empty(), "{transport}");
+    }
+}
+
+#[test]
+fn sigterm_and_sigint_remove_the_files() {
+    for (transport, sig) in [
+        ("shm", libc::SIGTERM),
+        ("uds", libc::SIGINT),
+        ("pipe", libc::SIGTERM),
+    ] {
+        let mut c = long_run(&["--transport", transport]);
+        let pid = c.id();
+        if transport == "shm" {
+            wait_until("segment", || !shm_files_of(pid).is_empty());
+        } else {
+            wait_until("temp dir", || !tmp_dirs_of(pid).is_empty());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        kill(pid, sig);
+        wait_exit(&mut c);
+        assert!(shm_files_of(pid).is_empty(), "{transport}");
+        assert!(tmp_dirs_of(pid).is_empty(), "{transport}");
+    }
+}
+
+#[test]
+fn after_sigkill_clean_removes_the_dead_run_and_keeps_the_live_one() {
+    let mut dead = long_run(&["--transport", "shm"]);
+    let mut live = long_run(&["--transport", "shm"]);
+    let (dp, lp) = (dead.id(), live.id());
+    wait_until("segments", || {
+        !shm_files_of(dp).is_empty() && !shm_files_of(lp).is_empty()
+    });
+    kill(dp, libc::SIGKILL);
+    wait_exit(&mut dead);
+    assert!(!shm_files_of(dp).is_empty(), "SIGKILL leaves the segment");
+    bin().args(["clean"]).assert().success();
+    assert!(
+        shm_files_of(dp).is_empty(),
+        "clean removed the dead run's segment"
+    );
+    assert!(
+        !shm_files_of(lp).is_empty(),
+        "clean left the live run alone"
+    );
+    kill(lp, libc::SIGTERM);
+    wait_exit(&mut live);
+    assert!(shm_files_of(lp).is_empty());
+}

@@ -1,0 +1,168 @@
+//! SVG plots with plotters' SVG backend (text is emitted as `<text>`, so no
+//! font files or C libraries are needed). Axes switch to a log scale when
+//! the data span more than two decades (sessions 1…1000, delays 10 ns…10 µs).
+
+use crate::ReportError;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// One named line of (x, y) points.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+const W: u32 = 760;
+const H: u32 = 420;
+
+fn perr(e: impl std::fmt::Display) -> ReportError {
+    ReportError::Plot(e.to_string())
+}
+
+fn bounds(vals: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in vals.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    if lo == hi {
+        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        return (lo - pad, hi + pad);
+    }
+    (lo, hi)
+}
+
+fn wants_log(lo: f64, hi: f64) -> bool {
+    lo > 0.0 && hi / lo > 100.0
+}
+
+fn draw_series<'a, DB: DrawingBackend + 'a, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    series: &[Series],
+) -> Result<(), ReportError>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+    DB::ErrorType: 'static,
+{
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(perr)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(perr)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 12))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(perr)?;
+    Ok(())
+}
+
+fn render(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    x_log: bool,
+    y_log: bool,
+) -> Result<String, ReportError> {
+    let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let (ylo, yhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    let x_log = x_log && xlo > 0.0;
+    let y_log = y_log && ylo > 0.0;
+    let (ylo, yhi) = if y_log {
+        (ylo * 0.8, yhi * 1.25)
+    } else {
+        (ylo.min(0.0), yhi * 1.1)
+    };
+    let mut buf = String::new();
+    {
+        let root: DrawingArea<SVGBackend, Shift> =
+            SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        macro_rules! finish {
+            ($chart:expr) => {{
+                let mut chart = $chart.map_err(perr)?;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_desc)
+                    .y_desc(y_desc)
+                    .label_style(("sans-serif", 11))
+                    .draw()
+                    .map_err(perr)?;
+                draw_series(&mut chart, series)?;
+            }};
+        }
+        match (x_log, y_log) {
+            (true, true) => {
+                finish!(b.build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale()))
+            }
+            (true, false) => finish!(b.build_cartesian_2d((xlo..xhi).log_scale(), ylo..yhi)),
+            (false, true) => finish!(b.build_cartesian_2d(xlo..xhi, (ylo..yhi).log_scale())),
+            (false, false) => finish!(b.build_cartesian_2d(xlo..xhi, ylo..yhi)),
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(buf)
+}
+
+/// A line plot of y against x, log axes where the data span > 100×.
+pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<String, ReportError> {
+    let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let (ylo, yhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    render(
+        title,
+        x,
+        y,
+        series,
+        wants_log(xlo, xhi),
+        wants_log(ylo, yhi),
+    )
+}
+
+/// A percentile ladder: x = 1/(1−q) on a log axis (p50 → 2, p99 → 100,
+/// p99.99 → 10⁴), y = latency in ns on a log axis — the tail made visible.
+pub fn ladder_svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
+    let s: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s
+                .points
+                .iter()
+                .map(|&(q, v)| (1.0 / (1.0 - q), v))
+                .collect(),
+        })
+        .collect();
+    render(
+        title,
+        "1/(1-q): 2 = p50, 100 = p99, 10000 = p99.99",
+        "ns",
+        &s,
+        true,
+        true,
+    )
+}
