@@ -38,7 +38,7 @@ fn header(c: &CbenchConfig) -> String {
          \x20  ignoring first {} \"warmup\" and last {} \"cooldown\" loops\n\
          \x20  connection delay of {}ms per {} switch(es)\n\
          \x20  debugging info is {}\n\
-         \x20  OpenFlow {}, {} generator thread(s), {} probe(s) in flight per switch (latency mode)",
+         \x20  OpenFlow {}, {} generator thread(s), {}",
         c.mode_name(),
         c.controller,
         c.port,
@@ -48,7 +48,11 @@ fn header(c: &CbenchConfig) -> String {
         c.loops,
         c.ms_per_test,
         c.mac_addresses,
-        if c.learn_dst_macs { "learning" } else { "NOT learning" },
+        if c.learn_dst_macs {
+            "learning"
+        } else {
+            "NOT learning"
+        },
         c.delay_ms,
         c.warmup,
         c.cooldown,
@@ -57,7 +61,14 @@ fn header(c: &CbenchConfig) -> String {
         if c.debug { "on" } else { "off" },
         if c.of13 { "1.3" } else { "1.0" },
         c.threads,
-        c.outstanding,
+        if c.throughput {
+            match c.max_in_flight {
+                0 => "no limit on unanswered probes (like cbench)".to_string(),
+                n => format!("at most {n} unanswered probes per switch"),
+            }
+        } else {
+            format!("{} probe(s) in flight per switch", c.outstanding)
+        },
     )
 }
 
