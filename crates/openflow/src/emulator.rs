@@ -205,6 +205,11 @@ pub struct Window {
     pub per_ms: f64,
     /// Counted in RESULT (not warm-up or cool-down).
     pub kept: bool,
+    /// CPU seconds the emulator's workers spent in this window.
+    pub emulator_cpu_s: f64,
+    /// `emulator_cpu_s / elapsed / threads`: near 1.0, the generator was
+    /// saturated in this window.
+    pub emulator_busy: f64,
 }
 
 /// cbench's RESULT statistics over the kept windows, in responses/s.
@@ -313,9 +318,12 @@ pub struct CbenchRound {
     pub emulator_user_s: f64,
     pub emulator_sys_s: f64,
     pub wall_s: f64,
-    /// Emulator CPU / wall / threads: near 1.0 means the generator was
-    /// saturated and the rate may be the emulator's, not the controller's.
+    /// Mean over kept windows of emulator CPU / window time / threads:
+    /// near 1.0 means the generator was saturated and the rate may be the
+    /// emulator's, not the controller's.
     pub emulator_busy: f64,
+    /// The busiest kept window's `emulator_busy`.
+    pub emulator_busy_max: f64,
     pub switches_connected: usize,
 }
 
@@ -411,6 +419,8 @@ struct Shared {
     connected: AtomicUsize,
     ready: AtomicUsize,
     finished_connecting: AtomicUsize,
+    /// Per worker: its thread's CPU ns so far, updated at each phase change.
+    worker_cpu_ns: Vec<AtomicU64>,
     notices: Mutex<Vec<String>>,
     closed: Mutex<Vec<ClosedSwitch>>,
     connect_errors: Mutex<Vec<String>>,
@@ -482,6 +492,7 @@ fn run_round(
         connected: AtomicUsize::new(0),
         ready: AtomicUsize::new(0),
         finished_connecting: AtomicUsize::new(0),
+        worker_cpu_ns: (0..threads).map(|_| AtomicU64::new(0)).collect(),
         notices: Mutex::new(Vec::new()),
         closed: Mutex::new(Vec::new()),
         connect_errors: Mutex::new(Vec::new()),
@@ -493,7 +504,7 @@ fn run_round(
             let mine: Vec<usize> = (t..n).step_by(threads).collect();
             std::thread::Builder::new()
                 .name(format!("cbench-{t}"))
-                .spawn(move || worker(sh, mine))
+                .spawn(move || worker(sh, t, mine))
         })
         .collect::<Result<_, _>>()?;
 
@@ -507,6 +518,13 @@ fn run_round(
         shared.acks.store(0, Ordering::SeqCst);
         shared.phase.store(ph, Ordering::SeqCst);
         shared.epoch.fetch_add(1, Ordering::SeqCst);
+    };
+    let worker_cpu = || -> u64 {
+        shared
+            .worker_cpu_ns
+            .iter()
+            .map(|c| c.load(Ordering::SeqCst))
+            .sum()
     };
     let wait_acks = || {
         let t0 = now_ns();
@@ -582,6 +600,8 @@ fn run_round(
             .probe_start_ns
             .store(t0 + delay * 1_000_000, Ordering::SeqCst);
         set_phase(PH_RUN);
+        wait_acks();
+        let cpu_a = worker_cpu();
         let end = t0 + (cfg.ms_per_test + delay) * 1_000_000;
         loop {
             let now = now_ns();
@@ -596,6 +616,7 @@ fn run_round(
         set_phase(PH_PAUSE);
         let (h, m, s, ms) = sys::local_hms_ms();
         wait_acks();
+        let cpu_s = (worker_cpu() - cpu_a) as f64 / 1e9;
         std::thread::sleep(Duration::from_millis(100));
         let counts: Vec<u64> = shared
             .counts
@@ -612,6 +633,8 @@ fn run_round(
             elapsed_ms,
             per_ms: sum as f64 / elapsed_ms,
             kept,
+            emulator_cpu_s: cpu_s,
+            emulator_busy: cpu_s * 1e3 / ((t1 - t0) as f64 / 1e6) / threads as f64,
         };
         flush(out);
         out(Line::Window {
@@ -641,6 +664,13 @@ fn run_round(
         .map(|i| windows.iter().filter(|w| w.kept).map(|w| w.counts[i]).sum())
         .collect();
     let fairness = jain(&per_switch_total);
+    let kept_busy: Vec<f64> = windows
+        .iter()
+        .filter(|w| w.kept)
+        .map(|w| w.emulator_busy)
+        .collect();
+    let mean_busy = kept_busy.iter().sum::<f64>() / kept_busy.len().max(1) as f64;
+    let max_busy = kept_busy.iter().copied().fold(0.0, f64::max);
     let closed = shared.closed.lock().unwrap().clone();
     Ok(CbenchRound {
         switches: n,
@@ -655,7 +685,8 @@ fn run_round(
         emulator_user_s: cpu.user_s,
         emulator_sys_s: cpu.sys_s,
         wall_s,
-        emulator_busy: cpu.cpu_s() / wall_s / threads as f64,
+        emulator_busy: mean_busy,
+        emulator_busy_max: max_busy,
         switches_connected: connected,
     })
 }
@@ -844,7 +875,7 @@ struct Worker {
 /// Reads or writes per switch per turn before moving on to the others.
 const IO_BUDGET: usize = 4;
 
-fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
+fn worker(sh: Arc<Shared>, id: usize, mine: Vec<usize>) -> WorkerResult {
     if let Some(c) = sh
         .cfg
         .cpus
@@ -898,6 +929,8 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
         let ep_now = sh.epoch.load(Ordering::SeqCst);
         if ep_now != seen_epoch {
             seen_epoch = ep_now;
+            let used = Usage::thread().since(&cpu0).cpu_s();
+            sh.worker_cpu_ns[id].store((used * 1e9) as u64, Ordering::SeqCst);
             match sh.phase.load(Ordering::SeqCst) {
                 PH_RUN => {
                     w.probes_on = false;

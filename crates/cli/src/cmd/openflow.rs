@@ -120,13 +120,14 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
             let t = &round.tally;
             writeln!(
                 o,
-                "emulator: {:.3} s CPU (user {:.3} + sys {:.3}) over {:.3} s wall, {} thread(s), busy {:.1}%, {:.0} ns CPU per response",
+                "emulator: {:.3} s CPU (user {:.3} + sys {:.3}) over {:.3} s wall, {} thread(s), busy {:.1}% of the kept windows (max {:.1}%), {:.0} ns CPU per response",
                 round.emulator_cpu_s,
                 round.emulator_user_s,
                 round.emulator_sys_s,
                 round.wall_s,
                 cfg.threads.min(round.switches),
                 100.0 * round.emulator_busy,
+                100.0 * round.emulator_busy_max,
                 round.emulator_cpu_s * 1e9 / t.responses.max(1) as f64
             )?;
             writeln!(
