@@ -319,7 +319,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
                     wall_s: round.wall_s,
                     controller_ns_per_response: ctl.cpu_s() * 1e9 / ctl.flow_mod_sent.max(1) as f64,
                     emulator_ns_per_response: round.emulator_cpu_s * 1e9 / responses as f64,
-                    emulator_busy: round.emulator_busy,
+                    emulator_busy: round.emulator_busy_max,
                     backpressure_pauses: ctl.backpressure_pauses,
                     closed_connections: round.closed.len(),
                 });
@@ -398,6 +398,15 @@ pub fn cbench_records(r: &CbenchReport) -> Vec<Record> {
                 .metric("emulator_user_s", round.emulator_user_s)
                 .metric("emulator_sys_s", round.emulator_sys_s)
                 .metric("emulator_busy", round.emulator_busy)
+                .metric("emulator_busy_max", round.emulator_busy_max)
+                .metric(
+                    "windows_emulator_busy",
+                    round
+                        .windows
+                        .iter()
+                        .map(|w| w.emulator_busy)
+                        .collect::<Vec<_>>(),
+                )
                 .metric(
                     "emulator_ns_per_response",
                     round.emulator_cpu_s * 1e9 / round.tally.responses.max(1) as f64,

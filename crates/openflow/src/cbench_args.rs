@@ -186,6 +186,12 @@ const OPTS: &[Opt] = &[
         help: "ms to wait for every switch's handshake (10000)",
     },
     Opt {
+        long: "max-in-flight",
+        short: None,
+        kind: Kind::Value,
+        help: "throughput mode: unanswered probes per switch, 0 = unlimited like cbench (40000)",
+    },
+    Opt {
         long: "cpus",
         short: None,
         kind: Kind::Value,
@@ -303,6 +309,7 @@ fn apply(a: &mut CbenchArgs, o: &Opt, v: Option<&str>) -> Result<(), UsageError>
         "legacy-format" => c.legacy_format = true,
         "handshake-timeout" => c.handshake_timeout_ms = num(o, val()?)?,
         "cpus" => c.cpus = Some(val()?.to_string()),
+        "max-in-flight" => c.max_in_flight = num(o, val()?)?,
         "format" => a.format = Some(val()?.to_string()),
         "output" => a.output = Some(val()?.to_string()),
         _ => unreachable!("every option in OPTS is handled"),
@@ -503,6 +510,12 @@ mod tests {
     fn beyond_cbench_options() {
         let a = p("--of13 --outstanding 8 --threads 2 --nodelay=off --legacy-format --format json --output r.json --cpus 0").unwrap();
         assert_eq!(a.config.cpus.as_deref(), Some("0"));
+        assert_eq!(p("").unwrap().config.max_in_flight, 40000);
+        assert_eq!(p("--max-in-flight 0").unwrap().config.max_in_flight, 0);
+        assert!(
+            p("--max-in-flight 100000").is_err(),
+            "beyond the buffer_id wrap"
+        );
         assert!(a.config.of13 && a.config.legacy_format);
         assert_eq!((a.config.outstanding, a.config.threads), (8, 2));
         assert_eq!(a.config.nodelay, Nodelay::Off);

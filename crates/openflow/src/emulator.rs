@@ -42,6 +42,11 @@ const INBUF_LEN: usize = 131072;
 /// cbench's buffer_id sequence wraps at this value.
 pub const BUFFER_ID_MOD: u64 = 100000;
 const ANSWER_RING_BITS: u64 = 131072;
+/// Default cap on unanswered throughput-mode probes per switch: a previous
+/// window's leftovers plus a full window stay below the 100000 wrap.
+pub const DEFAULT_MAX_IN_FLIGHT: u64 = 40000;
+/// A match this far back may be a wrapped buffer_id: reported, not trusted.
+const FAR_MATCH: u64 = 90000;
 
 /// TCP_NODELAY policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,6 +85,10 @@ pub struct CbenchConfig {
     pub handshake_timeout_ms: u64,
     /// Pin the generator threads to these CPUs (taskset list syntax).
     pub cpus: Option<String>,
+    /// Throughput mode: at most this many unanswered probes per switch
+    /// (0 = unlimited, as cbench). Keeps buffer_id matching exact: the
+    /// sequence wraps at 100000.
+    pub max_in_flight: u64,
 }
 
 impl Default for CbenchConfig {
@@ -108,6 +117,7 @@ impl Default for CbenchConfig {
             legacy_format: false,
             handshake_timeout_ms: 10000,
             cpus: None,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -156,6 +166,9 @@ impl CbenchConfig {
         if self.threads == 0 || self.threads > 256 {
             return bad("--threads must be 1..=256");
         }
+        if self.max_in_flight > 90000 {
+            return bad("--max-in-flight must be 0 (unlimited) or at most 90000");
+        }
         if let Some(c) = &self.cpus {
             CpuList::parse_online(c).map_err(|e| EmulatorError::Config(format!("--cpus: {e}")))?;
         }
@@ -192,6 +205,11 @@ pub struct Window {
     pub per_ms: f64,
     /// Counted in RESULT (not warm-up or cool-down).
     pub kept: bool,
+    /// CPU seconds the emulator's workers spent in this window.
+    pub emulator_cpu_s: f64,
+    /// `emulator_cpu_s / elapsed / threads`: near 1.0, the generator was
+    /// saturated in this window.
+    pub emulator_busy: f64,
 }
 
 /// cbench's RESULT statistics over the kept windows, in responses/s.
@@ -217,6 +235,9 @@ pub struct Tally {
     pub duplicate: u64,
     /// Responses whose buffer_id/xid name no probe in flight.
     pub unmatched: u64,
+    /// Matches more than 90000 probes back: the buffer_id may have wrapped
+    /// (only possible with `--max-in-flight 0`), so matching is uncertain.
+    pub far_matches: u64,
     pub flow_mod_add: u64,
     pub flow_mod_modify_strict: u64,
     pub flow_mod_other: u64,
@@ -246,6 +267,7 @@ impl Tally {
             matched,
             duplicate,
             unmatched,
+            far_matches,
             flow_mod_add,
             flow_mod_modify_strict,
             flow_mod_other,
@@ -296,9 +318,12 @@ pub struct CbenchRound {
     pub emulator_user_s: f64,
     pub emulator_sys_s: f64,
     pub wall_s: f64,
-    /// Emulator CPU / wall / threads: near 1.0 means the generator was
-    /// saturated and the rate may be the emulator's, not the controller's.
+    /// Mean over kept windows of emulator CPU / window time / threads:
+    /// near 1.0 means the generator was saturated and the rate may be the
+    /// emulator's, not the controller's.
     pub emulator_busy: f64,
+    /// The busiest kept window's `emulator_busy`.
+    pub emulator_busy_max: f64,
     pub switches_connected: usize,
 }
 
@@ -394,6 +419,8 @@ struct Shared {
     connected: AtomicUsize,
     ready: AtomicUsize,
     finished_connecting: AtomicUsize,
+    /// Per worker: its thread's CPU ns so far, updated at each phase change.
+    worker_cpu_ns: Vec<AtomicU64>,
     notices: Mutex<Vec<String>>,
     closed: Mutex<Vec<ClosedSwitch>>,
     connect_errors: Mutex<Vec<String>>,
@@ -465,6 +492,7 @@ fn run_round(
         connected: AtomicUsize::new(0),
         ready: AtomicUsize::new(0),
         finished_connecting: AtomicUsize::new(0),
+        worker_cpu_ns: (0..threads).map(|_| AtomicU64::new(0)).collect(),
         notices: Mutex::new(Vec::new()),
         closed: Mutex::new(Vec::new()),
         connect_errors: Mutex::new(Vec::new()),
@@ -476,7 +504,7 @@ fn run_round(
             let mine: Vec<usize> = (t..n).step_by(threads).collect();
             std::thread::Builder::new()
                 .name(format!("cbench-{t}"))
-                .spawn(move || worker(sh, mine))
+                .spawn(move || worker(sh, t, mine))
         })
         .collect::<Result<_, _>>()?;
 
@@ -490,6 +518,13 @@ fn run_round(
         shared.acks.store(0, Ordering::SeqCst);
         shared.phase.store(ph, Ordering::SeqCst);
         shared.epoch.fetch_add(1, Ordering::SeqCst);
+    };
+    let worker_cpu = || -> u64 {
+        shared
+            .worker_cpu_ns
+            .iter()
+            .map(|c| c.load(Ordering::SeqCst))
+            .sum()
     };
     let wait_acks = || {
         let t0 = now_ns();
@@ -565,6 +600,8 @@ fn run_round(
             .probe_start_ns
             .store(t0 + delay * 1_000_000, Ordering::SeqCst);
         set_phase(PH_RUN);
+        wait_acks();
+        let cpu_a = worker_cpu();
         let end = t0 + (cfg.ms_per_test + delay) * 1_000_000;
         loop {
             let now = now_ns();
@@ -579,6 +616,7 @@ fn run_round(
         set_phase(PH_PAUSE);
         let (h, m, s, ms) = sys::local_hms_ms();
         wait_acks();
+        let cpu_s = (worker_cpu() - cpu_a) as f64 / 1e9;
         std::thread::sleep(Duration::from_millis(100));
         let counts: Vec<u64> = shared
             .counts
@@ -595,6 +633,8 @@ fn run_round(
             elapsed_ms,
             per_ms: sum as f64 / elapsed_ms,
             kept,
+            emulator_cpu_s: cpu_s,
+            emulator_busy: cpu_s * 1e3 / ((t1 - t0) as f64 / 1e6) / threads as f64,
         };
         flush(out);
         out(Line::Window {
@@ -624,6 +664,13 @@ fn run_round(
         .map(|i| windows.iter().filter(|w| w.kept).map(|w| w.counts[i]).sum())
         .collect();
     let fairness = jain(&per_switch_total);
+    let kept_busy: Vec<f64> = windows
+        .iter()
+        .filter(|w| w.kept)
+        .map(|w| w.emulator_busy)
+        .collect();
+    let mean_busy = kept_busy.iter().sum::<f64>() / kept_busy.len().max(1) as f64;
+    let max_busy = kept_busy.iter().copied().fold(0.0, f64::max);
     let closed = shared.closed.lock().unwrap().clone();
     Ok(CbenchRound {
         switches: n,
@@ -638,7 +685,8 @@ fn run_round(
         emulator_user_s: cpu.user_s,
         emulator_sys_s: cpu.sys_s,
         wall_s,
-        emulator_busy: cpu.cpu_s() / wall_s / threads as f64,
+        emulator_busy: mean_busy,
+        emulator_busy_max: max_busy,
         switches_connected: connected,
     })
 }
@@ -681,6 +729,8 @@ struct Switch {
     frame_off: usize,
     next_seq: u64,
     in_flight: usize,
+    /// Throughput mode: probes sent and not yet answered (reset per window).
+    tp_in_flight: u64,
     answered: Vec<u64>,
     sent_ns: Vec<u64>,
     config_flags: u16,
@@ -749,6 +799,7 @@ impl Switch {
             frame_off,
             next_seq: 0,
             in_flight: 0,
+            tp_in_flight: 0,
             answered: vec![0u64; (ANSWER_RING_BITS / 64) as usize],
             sent_ns: vec![0u64; ring],
             config_flags: 0,
@@ -812,6 +863,7 @@ struct Worker {
     throughput: bool,
     outstanding: usize,
     mac_mod: u32,
+    max_in_flight: u64,
     probes_on: bool,
     /// Switches whose read or write stopped at the per-call budget before
     /// EAGAIN: edge-triggered epoll will not report them again, so the
@@ -823,7 +875,7 @@ struct Worker {
 /// Reads or writes per switch per turn before moving on to the others.
 const IO_BUDGET: usize = 4;
 
-fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
+fn worker(sh: Arc<Shared>, id: usize, mine: Vec<usize>) -> WorkerResult {
     if let Some(c) = sh
         .cfg
         .cpus
@@ -846,6 +898,11 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
         throughput: cfg.throughput,
         outstanding: cfg.outstanding,
         mac_mod: cfg.mac_addresses,
+        max_in_flight: if cfg.max_in_flight == 0 {
+            u64::MAX
+        } else {
+            cfg.max_in_flight
+        },
         probes_on: false,
         again_read: Vec::new(),
         again_write: Vec::new(),
@@ -872,6 +929,8 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
         let ep_now = sh.epoch.load(Ordering::SeqCst);
         if ep_now != seen_epoch {
             seen_epoch = ep_now;
+            let used = Usage::thread().since(&cpu0).cpu_s();
+            sh.worker_cpu_ns[id].store((used * 1e9) as u64, Ordering::SeqCst);
             match sh.phase.load(Ordering::SeqCst) {
                 PH_RUN => {
                     w.probes_on = false;
@@ -879,7 +938,21 @@ fn worker(sh: Arc<Shared>, mine: Vec<usize>) -> WorkerResult {
                         s.window_count = 0;
                     }
                 }
-                PH_PAUSE => w.publish_counts(),
+                PH_PAUSE => {
+                    w.publish_counts();
+                    if cfg.debug {
+                        let blocked = w.sw.iter().filter(|s| s.blocked).count();
+                        let tp: u64 = w.sw.iter().map(|s| s.tp_in_flight).sum();
+                        let pend: usize = w.sw.iter().map(|s| s.pending_out()).sum();
+                        let inl: usize = w.sw.iter().map(|s| s.in_len).sum();
+                        sh.notice(format!(
+                            "cbench debug: worker: blocked {blocked}, tp_in_flight {tp}, pending out {pend}, in_len {inl}, again r/w {}/{}, probes_on {}",
+                            w.again_read.len(),
+                            w.again_write.len(),
+                            w.probes_on
+                        ));
+                    }
+                }
                 PH_DRAIN => w.drain(),
                 PH_STOP => {
                     w.finish_writes();
@@ -972,6 +1045,10 @@ impl Worker {
             }
         };
         let _ = sys::set_nodelay(stream.as_raw_fd(), cfg.nodelay_on());
+        // cbench's 64 KiB send buffer: bounds how many probes wait in the
+        // kernel (and keeps the buffer_id sequence, which wraps at 100000,
+        // unambiguous for matching).
+        let _ = sys::set_sndbuf(stream.as_raw_fd(), OUTBUF_LEN as i32);
         if stream.set_nonblocking(true).is_err() {
             return;
         }
@@ -1036,14 +1113,20 @@ impl Worker {
                 continue;
             }
             s.in_flight = 0;
-            for _ in 0..10_000 {
+            s.tp_in_flight = 0;
+            // Discard what is pending now (FIONREAD), not what the
+            // controller keeps producing from its backlog meanwhile.
+            let mut left = sys::readable_bytes(s.stream.as_raw_fd());
+            while left > 0 {
                 let s = &mut self.sw[k];
-                match s.stream.read(&mut s.inbuf[s.in_len..]) {
+                let end = (s.in_len + left).min(s.inbuf.len());
+                match s.stream.read(&mut s.inbuf[s.in_len..end]) {
                     Ok(0) => {
                         self.close(k, "connection closed by controller".into());
                         break;
                     }
                     Ok(n) => {
+                        left = left.saturating_sub(n);
                         self.tally.bytes_in += n as u64;
                         s.in_len += n;
                         let mut off = 0;
@@ -1123,8 +1206,9 @@ impl Worker {
             }
             let plen = s.probe.len();
             let mut n = 0u64;
-            while s.pending_out() + plen <= OUTBUF_LEN {
+            while s.pending_out() + plen <= OUTBUF_LEN && s.tp_in_flight < self.max_in_flight {
                 s.push_probe(mac_mod, now);
+                s.tp_in_flight += 1;
                 n += 1;
             }
             self.tally.probes_sent += n;
@@ -1271,6 +1355,10 @@ impl Worker {
                 } else {
                     s.answered[w] |= b;
                     self.tally.matched += 1;
+                    if s.next_seq - seq > FAR_MATCH {
+                        self.tally.far_matches += 1;
+                    }
+                    s.tp_in_flight = s.tp_in_flight.saturating_sub(1);
                     if !self.throughput {
                         let m = s.sent_ns.len() as u64 - 1;
                         let oldest_in_flight = s.next_seq - (s.in_flight as u64).min(s.next_seq);

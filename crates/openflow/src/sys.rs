@@ -174,3 +174,19 @@ pub fn stop_on_signal() -> &'static std::sync::atomic::AtomicBool {
     }
     &STOP_SIGNAL
 }
+
+pub fn set_sndbuf(fd: RawFd, bytes: i32) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, bytes)
+}
+
+/// Bytes waiting in a socket's receive queue (FIONREAD).
+pub fn readable_bytes(fd: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through a valid pointer.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if r < 0 {
+        0
+    } else {
+        n.max(0) as usize
+    }
+}

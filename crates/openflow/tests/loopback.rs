@@ -408,3 +408,19 @@ fn ranged_test_prints_one_result_per_switch_count() {
     }
     c.stop();
 }
+
+#[test]
+fn threaded_controller_serves_every_switch() {
+    let c = Controller::start(&ControllerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 3,
+        log_connections: false,
+        ..Default::default()
+    })
+    .unwrap();
+    let (r, lines) = cbench(c.local_addr().port(), 16, false, false);
+    check(&r, &lines, 16, false);
+    let s = c.stop();
+    assert_eq!(s.connections, 16);
+    assert!(s.packet_in > 0);
+}

@@ -38,7 +38,7 @@ fn header(c: &CbenchConfig) -> String {
          \x20  ignoring first {} \"warmup\" and last {} \"cooldown\" loops\n\
          \x20  connection delay of {}ms per {} switch(es)\n\
          \x20  debugging info is {}\n\
-         \x20  OpenFlow {}, {} generator thread(s), {} probe(s) in flight per switch (latency mode)",
+         \x20  OpenFlow {}, {} generator thread(s), {}",
         c.mode_name(),
         c.controller,
         c.port,
@@ -48,7 +48,11 @@ fn header(c: &CbenchConfig) -> String {
         c.loops,
         c.ms_per_test,
         c.mac_addresses,
-        if c.learn_dst_macs { "learning" } else { "NOT learning" },
+        if c.learn_dst_macs {
+            "learning"
+        } else {
+            "NOT learning"
+        },
         c.delay_ms,
         c.warmup,
         c.cooldown,
@@ -57,7 +61,14 @@ fn header(c: &CbenchConfig) -> String {
         if c.debug { "on" } else { "off" },
         if c.of13 { "1.3" } else { "1.0" },
         c.threads,
-        c.outstanding,
+        if c.throughput {
+            match c.max_in_flight {
+                0 => "no limit on unanswered probes (like cbench)".to_string(),
+                n => format!("at most {n} unanswered probes per switch"),
+            }
+        } else {
+            format!("{} probe(s) in flight per switch", c.outstanding)
+        },
     )
 }
 
@@ -109,18 +120,19 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
             let t = &round.tally;
             writeln!(
                 o,
-                "emulator: {:.3} s CPU (user {:.3} + sys {:.3}) over {:.3} s wall, {} thread(s), busy {:.1}%, {:.0} ns CPU per response",
+                "emulator: {:.3} s CPU (user {:.3} + sys {:.3}) over {:.3} s wall, {} thread(s), busy {:.1}% of the kept windows (max {:.1}%), {:.0} ns CPU per response",
                 round.emulator_cpu_s,
                 round.emulator_user_s,
                 round.emulator_sys_s,
                 round.wall_s,
                 cfg.threads.min(round.switches),
                 100.0 * round.emulator_busy,
+                100.0 * round.emulator_busy_max,
                 round.emulator_cpu_s * 1e9 / t.responses.max(1) as f64
             )?;
             writeln!(
                 o,
-                "responses: {} (flow_mod add {} modify_strict {}, packet_out {}); probes sent {}, matched {}, duplicate {}, unmatched {}; closed connections {}",
+                "responses: {} (flow_mod add {} modify_strict {}, packet_out {}); probes sent {}, matched {}, duplicate {}, unmatched {}{}; closed connections {}",
                 t.responses,
                 t.flow_mod_add,
                 t.flow_mod_modify_strict,
@@ -129,6 +141,11 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
                 t.matched,
                 t.duplicate,
                 t.unmatched,
+                if t.far_matches > 0 {
+                    format!(", {} matches near the 100000 buffer_id wrap (uncertain)", t.far_matches)
+                } else {
+                    String::new()
+                },
                 round.closed.len()
             )?;
             if let Some(rt) = &round.round_trip_ns {

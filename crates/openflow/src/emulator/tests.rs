@@ -27,6 +27,8 @@ fn seed_windows() -> Vec<Window> {
             elapsed_ms: c as f64 / x,
             per_ms: x,
             kept: j >= 1,
+            emulator_cpu_s: 0.0,
+            emulator_busy: 0.0,
         })
         .collect()
 }
@@ -57,6 +59,8 @@ fn window_lines_exact() {
         elapsed_ms: 1000.5,
         per_ms: 4779.0 / 1000.5,
         kept: true,
+        emulator_cpu_s: 0.0,
+        emulator_busy: 0.0,
     };
     insta::assert_snapshot!(format_window_line(4, &w, false), @"09:05:03.042 4   switches: flows/sec:  123  4567  0  89   total = 4.776612 per ms ");
     let w16 = Window {
@@ -65,6 +69,8 @@ fn window_lines_exact() {
         elapsed_ms: 1000.0,
         per_ms: 0.016,
         kept: false,
+        emulator_cpu_s: 0.0,
+        emulator_busy: 0.0,
     };
     insta::assert_snapshot!(format_window_line(16, &w16, false), @"23:59:59.999 16  switches: flows/sec:  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1   total = 0.016000 per ms ");
     insta::assert_snapshot!(format_window_line(16, &w16, true), @"16  switches: fmods/sec:  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1   total = 0.016000 per ms ");
@@ -78,6 +84,8 @@ fn result_uses_population_stdev_and_kept_windows_only() {
         elapsed_ms: 1.0,
         per_ms: x,
         kept,
+        emulator_cpu_s: 0.0,
+        emulator_busy: 0.0,
     };
     let r = result_stats(&[mk(100.0, false), mk(1.0, true), mk(3.0, true)]);
     assert_eq!(r.tests, 2);
