@@ -171,6 +171,7 @@ impl Controller {
             ),
             None => None,
         };
+        sys::raise_nofile();
         let listener =
             TcpListener::bind(cfg.listen).map_err(|e| ControllerError::Bind(cfg.listen, e))?;
         listener.set_nonblocking(true)?;

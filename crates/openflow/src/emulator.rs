@@ -478,6 +478,13 @@ fn run_round(
     out: &mut dyn FnMut(Line),
 ) -> Result<CbenchRound, EmulatorError> {
     let n = cfg.switches;
+    let nofile = sys::raise_nofile();
+    if (n as u64) + 64 > nofile {
+        out(Line::Notice(format!(
+            "cbench: {n} switches need {n} file descriptors but RLIMIT_NOFILE is {nofile}; \
+             raise it (ulimit -n, or LimitNOFILE= in a unit) or some switches will fail to connect"
+        )));
+    }
     let threads = cfg.threads.min(n);
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
