@@ -209,9 +209,9 @@ pub fn raise_nofile() -> u64 {
                 rlim_max: r.rlim_max,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-                return want.rlim_cur as u64;
+                return want.rlim_cur;
             }
         }
-        r.rlim_cur as u64
+        r.rlim_cur
     }
 }
