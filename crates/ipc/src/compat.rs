@@ -23,7 +23,7 @@ use crate::session::{Mode, Workload};
 use crate::Clients;
 
 /// Most sessions a run may have (each has its own server thread, and its
-/// own 2 × 256 KiB of rings on shm).
+/// own 2 × 1 MiB of rings on shm by default).
 pub const MAX_SESSIONS: u32 = 64;
 
 /// Usage line of reqres_loop.

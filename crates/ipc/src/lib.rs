@@ -18,6 +18,7 @@
 //! (the seed's grammar and CSV).
 
 pub mod artifacts;
+pub mod bell;
 mod bench;
 pub mod child;
 pub mod compat;

@@ -2,7 +2,7 @@
 //! a private temp dir, `s<N>.req` (client→server) and `s<N>.resp`
 //! (server→client). Named rather than anonymous so a re-executed `mp`
 //! client can open them by path. The pipe capacity is raised to the shm ring
-//! size (F_SETPIPE_SZ, 256 KiB by default) so both paths get the same
+//! size (F_SETPIPE_SZ, 1 MiB by default, the unprivileged maximum) so both paths get the same
 //! buffering budget.
 //!
 //! Rendezvous without hangs: the server opens each request FIFO for reading

@@ -13,7 +13,7 @@
 //! `head` (Release, after the bytes are copied), only the consumer stores
 //! `tail` (Release, after the bytes are read). A message is a frame header
 //! plus payload streamed through the ring in pieces, so a 16 MiB message
-//! passes through a 256 KiB ring with no allocation: the producer publishes
+//! passes through a 1 MiB ring with no allocation: the producer publishes
 //! every `cap / 4` bytes and at the end of each message, the consumer
 //! releases space at the same points, so both sides overlap on big
 //! messages. Serves the seed's reqres_loop / data_channel_write rings.
@@ -75,6 +75,8 @@ pub struct RingRef {
     pub(crate) threads: u32,
     pub(crate) cpus: u32,
     pub(crate) policy: WaitPolicy,
+    /// Doorbells for sleeping (absent in `spin` mode).
+    pub(crate) bells: Option<Arc<crate::bell::RingBells>>,
     /// Keeps the mapping alive as long as any endpoint uses it.
     pub(crate) _backing: Arc<dyn Backing>,
 }
@@ -117,10 +119,7 @@ impl RingRef {
 
     /// Mark the ring aborted (its client died) and wake both sides.
     pub(crate) fn abort(&self) {
-        let c = &self.h().ctl.0;
-        c.closed.fetch_or(ABORTED, Ordering::SeqCst);
-        crate::futex::wake(&c.data_sleep, i32::MAX);
-        crate::futex::wake(&c.space_sleep, i32::MAX);
+        self.close(ABORTED);
     }
 
     fn close(&self, bit: u32) {
@@ -128,6 +127,28 @@ impl RingRef {
         c.closed.fetch_or(bit, Ordering::SeqCst);
         crate::futex::wake(&c.data_sleep, i32::MAX);
         crate::futex::wake(&c.space_sleep, i32::MAX);
+        if let Some(b) = &self.bells {
+            for w in [&b.data.w, &b.space.w].into_iter().flatten() {
+                crate::bell::ring(w);
+            }
+        }
+    }
+
+    #[inline]
+    fn data_bell_r(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.bells.as_ref().and_then(|b| b.data.r.as_ref())
+    }
+    #[inline]
+    fn data_bell_w(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.bells.as_ref().and_then(|b| b.data.w.as_ref())
+    }
+    #[inline]
+    fn space_bell_r(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.bells.as_ref().and_then(|b| b.space.r.as_ref())
+    }
+    #[inline]
+    fn space_bell_w(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.bells.as_ref().and_then(|b| b.space.w.as_ref())
     }
 
     /// Was the run aborted (a session failed elsewhere)?
@@ -228,7 +249,7 @@ impl RingTx {
             let h = self.r.h();
             h.head.0.store(self.head, Ordering::Release);
             self.published = self.head;
-            if wait::notify(self.r.policy, &h.ctl.0.data_sleep) {
+            if wait::notify(self.r.policy, &h.ctl.0.data_sleep, self.r.data_bell_w()) {
                 self.woke.store(true, Ordering::Relaxed);
             }
         }
@@ -254,6 +275,7 @@ impl RingTx {
                         &mut self.adapt,
                         woke,
                         &h.ctl.0.space_sleep,
+                        r.space_bell_r(),
                         || {
                             seen = h.tail.0.load(Ordering::Acquire);
                             head - seen < cap
@@ -339,7 +361,7 @@ impl RingRx {
             let h = self.r.h();
             h.tail.0.store(self.tail, Ordering::Release);
             self.released = self.tail;
-            if wait::notify(self.r.policy, &h.ctl.0.space_sleep) {
+            if wait::notify(self.r.policy, &h.ctl.0.space_sleep, self.r.space_bell_w()) {
                 self.woke.store(true, Ordering::Relaxed);
             }
         }
@@ -364,6 +386,7 @@ impl RingRx {
                         &mut self.adapt,
                         woke,
                         &h.ctl.0.data_sleep,
+                        r.data_bell_r(),
                         || {
                             seen = h.head.0.load(Ordering::Acquire);
                             seen != tail

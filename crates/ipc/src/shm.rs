@@ -11,15 +11,20 @@
 //! header (magic, version, sessions, ring size, wait policy, thread count,
 //! the run-wide sleeper counter on its own line), then per ring a 4 KiB ring
 //! header page and `ring_bytes` of data; ring `2s` carries session `s`'s
-//! requests, ring `2s+1` its responses.
+//! requests, ring `2s+1` its responses. Sleeping waiters (`block`, and
+//! `adaptive` once its spin gives up) sleep on a doorbell pipe per ring and
+//! direction ([`crate::bell`]); a client process gets its four doorbell
+//! ends by inheritance, their numbers appended to the segment name in its
+//! address (`name#a,b,c,d`).
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::bell::{self, Bell, RingBells};
 use crate::error::{IpcError, Result};
 use crate::frame::Header;
 use crate::ring::{Backing, RingRef, RingRx, RingTx, RING_HEADER_BYTES};
@@ -30,7 +35,7 @@ const MAGIC: u64 = 0x636f_6d6d_6970_6331; // "commipc1"
 const VERSION: u32 = 1;
 const SEG_HEADER_BYTES: usize = 4096;
 /// Default ring size per direction.
-pub const DEFAULT_RING_BYTES: usize = 256 << 10;
+pub const DEFAULT_RING_BYTES: usize = 1 << 20;
 
 #[repr(C, align(128))]
 struct Line<T>(T);
@@ -60,7 +65,31 @@ struct Mapping {
 unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
-impl Backing for Mapping {}
+
+/// What one process sees of a segment: the header and a run of rings
+/// (all of them in the server; a client maps only its session's two, so
+/// `mt` client threads do not each add the whole segment to the RSS).
+struct View {
+    header: *const SegHeader,
+    rings: *mut u8,
+    first_ring: usize,
+    ring_bytes: usize,
+    _maps: Vec<Mapping>,
+}
+
+// SAFETY: as for Mapping; the pointers point into the owned mappings.
+unsafe impl Send for View {}
+// SAFETY: as above.
+unsafe impl Sync for View {}
+impl Backing for View {}
+
+impl View {
+    fn header(&self) -> &SegHeader {
+        // SAFETY: header points to a mapped, page-aligned SegHeader (all
+        // atomics, valid for any bit pattern) kept alive by `_maps`.
+        unsafe { &*self.header }
+    }
+}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
@@ -74,6 +103,10 @@ impl Drop for Mapping {
 
 impl Mapping {
     fn map(file: &File, len: usize) -> Result<Mapping> {
+        Self::map_at(file, 0, len)
+    }
+
+    fn map_at(file: &File, offset: usize, len: usize) -> Result<Mapping> {
         // SAFETY: mapping a file we opened read-write, length equal to its
         // size; the result is checked for MAP_FAILED.
         let ptr = unsafe {
@@ -83,7 +116,7 @@ impl Mapping {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_POPULATE,
                 file.as_raw_fd(),
-                0,
+                offset as libc::off_t,
             )
         };
         if ptr == libc::MAP_FAILED {
@@ -97,33 +130,29 @@ impl Mapping {
             len,
         })
     }
-
-    fn header(&self) -> &SegHeader {
-        // SAFETY: the mapping is at least SEG_HEADER_BYTES long and page
-        // aligned; SegHeader is all atomics, valid for any bit pattern.
-        unsafe { &*(self.ptr as *const SegHeader) }
-    }
 }
 
 fn segment_len(sessions: u32, ring_bytes: usize) -> usize {
     SEG_HEADER_BYTES + 2 * sessions as usize * (RING_HEADER_BYTES + ring_bytes)
 }
 
-fn ring_ref(map: &Arc<Mapping>, index: usize) -> RingRef {
-    let h = map.header();
-    let ring_bytes = h.ring_bytes.load(Ordering::Relaxed) as usize;
-    let off = SEG_HEADER_BYTES + index * (RING_HEADER_BYTES + ring_bytes);
-    let backing: Arc<dyn Backing> = map.clone();
+fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> RingRef {
+    let h = view.header();
+    let ring_bytes = view.ring_bytes;
+    let off = (index - view.first_ring) * (RING_HEADER_BYTES + ring_bytes);
+    let backing: Arc<dyn Backing> = view.clone();
     RingRef {
-        // SAFETY (pointer arithmetic): off + RING_HEADER_BYTES + ring_bytes
-        // <= segment length, checked when the segment was created/opened.
-        hdr: unsafe { map.ptr.add(off) } as *const _,
-        data: unsafe { map.ptr.add(off + RING_HEADER_BYTES) },
+        // SAFETY (pointer arithmetic): the view maps ring `index` (callers
+        // only ask for rings of the mapped run), so off + RING_HEADER_BYTES
+        // + ring_bytes stays inside the rings mapping.
+        hdr: unsafe { view.rings.add(off) } as *const _,
+        data: unsafe { view.rings.add(off + RING_HEADER_BYTES) },
         cap: ring_bytes as u64,
         sleeping: &h.sleeping.0 as *const AtomicU32,
         threads: h.threads.load(Ordering::Relaxed),
         cpus: affinity_cpus(),
         policy: WaitPolicy::from_code(h.policy.load(Ordering::Relaxed)).unwrap_or_default(),
+        bells,
         _backing: backing,
     }
 }
@@ -149,7 +178,9 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// Server side of the shm transport.
 pub struct ShmTransport {
-    map: Arc<Mapping>,
+    map: Arc<View>,
+    /// Doorbells per ring (both ends), empty in `spin` mode.
+    bells: Vec<Arc<RingBells>>,
     name: String,
     path: PathBuf,
     sessions: u32,
@@ -183,7 +214,15 @@ impl ShmTransport {
         };
         file.set_len(len as u64)
             .map_err(|e| remove(IpcError::io(format!("size {}", path.display()), e)))?;
-        let map = Arc::new(Mapping::map(&file, len).map_err(remove)?);
+        let whole = Mapping::map(&file, len).map_err(remove)?;
+        let map = Arc::new(View {
+            header: whole.ptr as *const SegHeader,
+            // SAFETY: len > SEG_HEADER_BYTES.
+            rings: unsafe { whole.ptr.add(SEG_HEADER_BYTES) },
+            first_ring: 0,
+            ring_bytes,
+            _maps: vec![whole],
+        });
         let h = map.header();
         h.version.store(VERSION, Ordering::Relaxed);
         h.sessions.store(opts.sessions, Ordering::Relaxed);
@@ -193,11 +232,19 @@ impl ShmTransport {
         h.threads.store(opts.threads.max(1), Ordering::Relaxed);
         h.sleeping.0.store(0, Ordering::Relaxed);
         for i in 0..2 * opts.sessions as usize {
-            ring_ref(&map, i).init();
+            ring_ref(&map, i, None).init();
         }
+        let bells = if opts.wait == WaitPolicy::Spin {
+            Vec::new()
+        } else {
+            (0..2 * opts.sessions)
+                .map(|_| RingBells::new().map(Arc::new))
+                .collect::<Result<Vec<_>>>()?
+        };
         h.magic.store(MAGIC, Ordering::Release);
         Ok(ShmTransport {
             map,
+            bells,
             name,
             path,
             sessions: opts.sessions,
@@ -208,6 +255,23 @@ impl ShmTransport {
     /// The segment's file name in /dev/shm.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    fn bells_of(&self, ring: usize) -> Option<Arc<RingBells>> {
+        self.bells.get(ring).cloned()
+    }
+
+    /// The four doorbell ends session `s`'s client uses: the request ring's
+    /// space bell (read) and data bell (write), the response ring's data
+    /// bell (read) and space bell (write).
+    fn client_fds(&self, s: usize) -> Option<[&OwnedFd; 4]> {
+        let (req, resp) = (self.bells.get(2 * s)?, self.bells.get(2 * s + 1)?);
+        Some([
+            req.space.r.as_ref()?,
+            req.data.w.as_ref()?,
+            resp.data.r.as_ref()?,
+            resp.space.w.as_ref()?,
+        ])
     }
 }
 
@@ -243,16 +307,37 @@ impl Transport for ShmTransport {
         self.name.clone()
     }
 
+    fn client_address(&self, session: u32) -> String {
+        match self.client_fds(session as usize) {
+            Some(fds) => {
+                let n: Vec<String> = fds.iter().map(|f| f.as_raw_fd().to_string()).collect();
+                format!("{}#{}", self.name, n.join(","))
+            }
+            None => self.name.clone(),
+        }
+    }
+
+    fn share_with_child(&self, session: u32, share: bool) {
+        if let Some(fds) = self.client_fds(session as usize) {
+            for f in fds {
+                crate::bell::set_cloexec(f, !share);
+            }
+        }
+    }
+
     fn accept_all(&mut self) -> Result<Vec<Endpoint>> {
         Ok((0..self.sessions as usize)
             .map(|s| {
                 let woke = Arc::new(AtomicBool::new(false));
                 Endpoint {
                     tx: Box::new(ShmTx(RingTx::new(
-                        ring_ref(&self.map, 2 * s + 1),
+                        ring_ref(&self.map, 2 * s + 1, self.bells_of(2 * s + 1)),
                         woke.clone(),
                     ))),
-                    rx: Box::new(ShmRx(RingRx::new(ring_ref(&self.map, 2 * s), woke))),
+                    rx: Box::new(ShmRx(RingRx::new(
+                        ring_ref(&self.map, 2 * s, self.bells_of(2 * s)),
+                        woke,
+                    ))),
                 }
             })
             .collect())
@@ -260,14 +345,26 @@ impl Transport for ShmTransport {
 
     fn abort_session(&self, session: u32) {
         if session < self.sessions {
-            ring_ref(&self.map, 2 * session as usize).abort();
-            ring_ref(&self.map, 2 * session as usize + 1).abort();
+            let s = session as usize;
+            ring_ref(&self.map, 2 * s, self.bells_of(2 * s)).abort();
+            ring_ref(&self.map, 2 * s + 1, self.bells_of(2 * s + 1)).abort();
         }
     }
 }
 
-/// Client side: open the segment `name` and attach to `session`'s rings.
-pub fn connect(name: &str, session: u32) -> Result<Endpoint> {
+/// Client side: open the segment `address` (`name` or `name#fd,fd,fd,fd`
+/// with the session's doorbell descriptors) and attach to `session`'s rings.
+pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
+    let (name, fds) = match address.split_once('#') {
+        None => (address, None),
+        Some((n, f)) => {
+            let v: Vec<RawFd> = f.split(',').filter_map(|x| x.parse().ok()).collect();
+            if v.len() != 4 {
+                return Err(IpcError::Usage(format!("bad shm address '{address}'")));
+            }
+            (n, Some(v))
+        }
+    };
     if name.is_empty() || name.contains('/') || !name.starts_with("commbench-ipc-") {
         return Err(IpcError::Usage(format!(
             "'{name}' is not a commbench shm segment name"
@@ -290,8 +387,12 @@ pub fn connect(name: &str, session: u32) -> Result<Endpoint> {
             std::io::Error::from(std::io::ErrorKind::InvalidData),
         ));
     }
-    let map = Arc::new(Mapping::map(&file, len)?);
-    let h = map.header();
+    let hmap = Mapping::map(&file, SEG_HEADER_BYTES)?;
+    let hptr = hmap.ptr as *const SegHeader;
+    // SAFETY: hmap maps SEG_HEADER_BYTES of the segment, page aligned; the
+    // header is all atomics. The reference does not outlive hmap (moved into
+    // the View below only after the last use of `h`).
+    let h: &SegHeader = unsafe { &*hptr };
     let bad = |what: &str| {
         IpcError::io(
             format!("{}: {what}", path.display()),
@@ -311,10 +412,46 @@ pub fn connect(name: &str, session: u32) -> Result<Endpoint> {
             "session {session} does not exist (segment has {sessions})"
         )));
     }
+    let policy = WaitPolicy::from_code(h.policy.load(Ordering::Relaxed)).unwrap_or_default();
+    let (req_bells, resp_bells) = match (policy, fds) {
+        (WaitPolicy::Spin, _) => (None, None),
+        (_, None) => {
+            return Err(IpcError::Usage(format!(
+                "shm address '{address}' lacks the doorbell descriptors of a {policy} run"
+            )))
+        }
+        (_, Some(f)) => {
+            let d = |i: usize| bell::dup_fd(f[i]).map(Some);
+            let req = RingBells {
+                space: Bell { r: d(0)?, w: None },
+                data: Bell { r: None, w: d(1)? },
+            };
+            let resp = RingBells {
+                data: Bell { r: d(2)?, w: None },
+                space: Bell { r: None, w: d(3)? },
+            };
+            (Some(Arc::new(req)), Some(Arc::new(resp)))
+        }
+    };
     let s = session as usize;
+    let stride = RING_HEADER_BYTES + ring_bytes;
+    let rmap = Mapping::map_at(&file, SEG_HEADER_BYTES + 2 * s * stride, 2 * stride)?;
+    let map = Arc::new(View {
+        header: hptr,
+        rings: rmap.ptr,
+        first_ring: 2 * s,
+        ring_bytes,
+        _maps: vec![hmap, rmap],
+    });
     let woke = Arc::new(AtomicBool::new(false));
     Ok(Endpoint {
-        tx: Box::new(ShmTx(RingTx::new(ring_ref(&map, 2 * s), woke.clone()))),
-        rx: Box::new(ShmRx(RingRx::new(ring_ref(&map, 2 * s + 1), woke))),
+        tx: Box::new(ShmTx(RingTx::new(
+            ring_ref(&map, 2 * s, req_bells),
+            woke.clone(),
+        ))),
+        rx: Box::new(ShmRx(RingRx::new(
+            ring_ref(&map, 2 * s + 1, resp_bells),
+            woke,
+        ))),
     })
 }

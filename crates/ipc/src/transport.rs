@@ -43,6 +43,14 @@ pub trait Transport: Send + Sync {
     fn kind(&self) -> TransportKind;
     /// What a client passes to [`connect`].
     fn address(&self) -> String;
+    /// What the client of `session` passes to [`connect`] (defaults to
+    /// [`Transport::address`]; shm appends the session's doorbells).
+    fn client_address(&self, _session: u32) -> String {
+        self.address()
+    }
+    /// Let (or stop letting) a client process about to be spawned inherit
+    /// the descriptors its session needs.
+    fn share_with_child(&self, _session: u32, _share: bool) {}
     /// Server ends of every session, in session order. Waits (bounded) for
     /// the clients to connect where the transport needs it.
     fn accept_all(&mut self) -> Result<Vec<Endpoint>>;

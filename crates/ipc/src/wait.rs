@@ -1,38 +1,44 @@
 //! How a shm endpoint waits for its peer: `spin`, `block` or `adaptive`.
 //!
 //! * `spin` busy-polls the ring index (with a pause hint) and never sleeps.
-//!   Fastest when each thread owns a CPU; catastrophic when two spinners
-//!   share one (measured here: ~82 round trips/s).
-//! * `block` goes straight to a futex sleep. The peer issues FUTEX_WAKE only
-//!   when it sees our "sleeping" flag set (a Dekker handshake: flag store,
-//!   full fence, index re-check on our side; index store, full fence, flag
-//!   load on the peer's side), so a run where nobody sleeps makes no system
-//!   calls at all.
-//! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`] and only while
-//!   the number of awake threads of the run (threads started minus a
-//!   counter of sleepers in the shared segment) does not exceed the CPUs in our
-//!   affinity mask and the machine's run queue (`/proc/loadavg`, sampled
-//!   every 20 ms) has no more runnable threads than CPUs, i.e. while a core
-//!   is free for the peer; it never spins right after it had to wake the
-//!   peer (the peer is then off-CPU for a wake-up latency), and after a spin
-//!   that ran out it backs off exponentially. Otherwise, or when the budget
-//!   runs out, it blocks like `block`.
+//!   Fastest when each thread owns a CPU (round trip p50 260 ns at 128 B
+//!   here); catastrophic when two spinners share one CPU (~82 round
+//!   trips/s), so it is never the default.
+//! * `block` sleeps at once. The peer rings the sleeper's doorbell
+//!   ([`crate::bell`]) only when it sees the sleeper's flag set (a Dekker
+//!   handshake: flag store, full fence, index re-check on the sleeper's side;
+//!   index store, full fence, flag load on the peer's side), so a run where
+//!   nobody sleeps makes no system calls. Without `--cpus`, each session's
+//!   two ends are placed on one CPU (round robin over the allowed CPUs): a
+//!   wake-up on the other, idle vCPU costs ~28 µs here against ~4 µs on the
+//!   waker's own.
+//! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`], and only
+//!   while a core is free for the peer: the run's awake threads (threads
+//!   started minus sleepers, counted in the segment) fit in our affinity
+//!   mask, the machine's run queue (`/proc/loadavg`, sampled every 20 ms)
+//!   has no more runnable threads than CPUs, and our last notify did not
+//!   have to wake the peer (then it is off-CPU for a wake-up latency). A
+//!   spin that runs out backs off exponentially (2, 4, ... 1024 waits
+//!   without spinning). Otherwise it sleeps like `block`; and when the run
+//!   has more threads than CPUs it co-locates each session's pair as
+//!   `block` does.
 //!
-//! Why these numbers (measured on the 2-vCPU VM this was built on, see the
-//! ipc section of the README): a futex wake costs ~4 µs on the same CPU and
-//! ~28 µs across the two vCPUs, while a spinning hand-off costs ~160 ns per
-//! round trip. Spinning up to ~the cost of one cross-CPU sleep/wake (the
-//! classic 2-competitive bound) would waste a whole time slice when the
-//! peer is descheduled, so the budget is kept at a few microseconds: enough
-//! to catch an echo of up to several KiB in flight, short enough that a
-//! wrongly chosen spin costs less than the wake it tries to avoid. With more
-//! awake threads than CPUs (e.g. 4 sessions = 8 threads on 2 CPUs) nobody
-//! spins, which is what keeps the oversubscribed sweep sane.
+//! Why these numbers (2-vCPU VM, see the ipc section of the README for the
+//! runs): a spinning hand-off costs ~80 ns one way; a sleep/wake ~4 µs on
+//! one CPU and ~28 µs across the two. A spin budget near the cross-CPU wake
+//! cost (the 2-competitive rule) would burn a whole wake's worth of CPU
+//! every time the peer has been descheduled — common on this shared
+//! machine, whose load average sat at 10–12 during development — so the
+//! budget is 5 µs: it covers an echo of several KiB in flight, and a wrong
+//! guess costs less than the wake it tries to avoid. With more awake
+//! threads than CPUs (4 sessions = 8 threads on 2 CPUs) nobody spins, which
+//! keeps the oversubscribed sweep sane.
 //!
 //! Every sleep has a timeout ([`SLEEP_SLICE`]) after which the caller checks
 //! whether the peer closed its end or its process died, so a killed client
 //! turns into an error, never a hang.
 
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -223,12 +229,14 @@ pub(crate) enum Waited {
 /// peer is then not on a CPU and cannot answer before a wake-up latency
 /// (~4-28 µs here), so the adaptive policy does not spin.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn wait_for(
     policy: WaitPolicy,
     awake: &Awake<'_>,
     adapt: &mut Adapt,
     peer_just_woken: bool,
     sleep_flag: &AtomicU32,
+    bell: Option<&OwnedFd>,
     mut ready: impl FnMut() -> bool,
     mut closed: impl FnMut() -> bool,
 ) -> Waited {
@@ -285,7 +293,10 @@ pub(crate) fn wait_for(
             return Waited::Ready;
         }
         awake.sleeping.fetch_add(1, Ordering::Relaxed);
-        futex::wait(sleep_flag, 1, SLEEP_SLICE);
+        match bell {
+            Some(fd) => crate::bell::sleep(fd, SLEEP_SLICE),
+            None => futex::wait(sleep_flag, 1, SLEEP_SLICE),
+        }
         awake.sleeping.fetch_sub(1, Ordering::Relaxed);
         if ready() {
             sleep_flag.store(0, Ordering::Relaxed);
@@ -305,13 +316,16 @@ pub(crate) fn wait_for(
 /// Called by the side that just published: wake the peer if it sleeps.
 /// Returns whether it had to wake it.
 #[inline]
-pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32) -> bool {
+pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32, bell: Option<&OwnedFd>) -> bool {
     if policy == WaitPolicy::Spin {
         return false;
     }
     fence(Ordering::SeqCst);
     if sleep_flag.load(Ordering::Relaxed) != 0 && sleep_flag.swap(0, Ordering::SeqCst) != 0 {
-        futex::wake(sleep_flag, 1);
+        match bell {
+            Some(fd) => crate::bell::ring(fd),
+            None => futex::wake(sleep_flag, 1),
+        }
         return true;
     }
     false

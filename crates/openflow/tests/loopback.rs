@@ -69,8 +69,11 @@ fn check(r: &CbenchReport, lines: &[String], switches: usize, throughput: bool) 
     assert_eq!(lines.len(), 4, "3 windows + RESULT: {lines:?}");
     let (n, tests, v) = parse_result(&lines[3]);
     assert_eq!((n, tests), (switches, 2));
+    // A single 150 ms window can see no response when the shared 2-core
+    // machine deschedules the controller (seen at load 13): require that
+    // responses flowed, not that every window had some.
     assert!(
-        v[0] > 0.0 && v[1] >= v[0] && v[2] >= v[0] && v[3] >= 0.0,
+        v[1] > 0.0 && v[0] >= 0.0 && v[1] >= v[0] && v[2] >= v[0] && v[3] >= 0.0,
         "{}",
         lines[3]
     );

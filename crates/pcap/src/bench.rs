@@ -7,14 +7,16 @@
 //! the same cache state. Each run reports real, user and sys time (wait4 of
 //! that child), MB/s and packets/s, and a verdict: "I/O bound" when real >
 //! 1.3 × (user + sys) — the seed's lesson (its rewrite was 2× faster warm
-//! and barely faster cold) as an answer, not a footnote.
+//! and barely faster cold) as an answer, not a footnote. When the file was
+//! fully cached before the run the gap cannot be the disk, so the verdict
+//! says "contended" instead (other load kept the run off the CPU).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use commbench_core::clock::now_ns;
 use commbench_core::record::{Record, Recorder};
-use commbench_core::rusage::{load_average, wait_child};
+use commbench_core::rusage::{load_average, wait_child, Usage};
 use commbench_core::stats::Summary;
 
 use crate::cache::{self, Residency};
@@ -62,15 +64,28 @@ pub struct BenchRun {
     pub real_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
+    pub voluntary_ctx: u64,
+    pub involuntary_ctx: u64,
     pub exit_ok: bool,
+}
+
+/// The verdict for a real/CPU pair and the cache residency before the run.
+pub fn verdict(real_s: f64, cpu_s: f64, resident_before: f64) -> &'static str {
+    if real_s <= IO_BOUND_RATIO * cpu_s {
+        "CPU bound"
+    } else if resident_before >= 0.99 {
+        "contended (cached file; waited for a CPU, not the disk)"
+    } else {
+        "I/O bound"
+    }
 }
 
 impl BenchRun {
     pub fn cpu_s(&self) -> f64 {
         self.user_s + self.sys_s
     }
-    pub fn io_bound(&self) -> bool {
-        self.real_s > IO_BOUND_RATIO * self.cpu_s()
+    pub fn verdict(&self) -> &'static str {
+        verdict(self.real_s, self.cpu_s(), self.resident_before)
     }
 }
 
@@ -116,7 +131,7 @@ fn set_cache(file: &Path, c: CacheState) -> Result<Residency, PcapError> {
     })
 }
 
-fn run_child(mut cmd: Command) -> Result<(f64, f64, f64, bool), PcapError> {
+fn run_child(mut cmd: Command) -> Result<(f64, Usage, bool), PcapError> {
     cmd.stdout(Stdio::null())
         .stderr(Stdio::null())
         .stdin(Stdio::null());
@@ -127,7 +142,7 @@ fn run_child(mut cmd: Command) -> Result<(f64, f64, f64, bool), PcapError> {
     let (exit, usage) = wait_child(child.id() as libc::pid_t)
         .map_err(|e| PcapError::Config(format!("wait: {e}")))?;
     let real = (now_ns() - t0) as f64 * 1e-9;
-    Ok((real, usage.user_s, usage.sys_s, exit.success()))
+    Ok((real, usage, exit.success()))
 }
 
 /// Counts the packets of a capture (one framing pass, no decoding).
@@ -194,7 +209,8 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                     name
                 ));
                 let res = set_cache(&cfg.file, cache)?;
-                let (real_s, user_s, sys_s, exit_ok) = run_child(mk())?;
+                let (real_s, usage, exit_ok) = run_child(mk())?;
+                let (user_s, sys_s) = (usage.user_s, usage.sys_s);
                 let r = BenchRun {
                     tool: name.clone(),
                     cache,
@@ -203,6 +219,8 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                     real_s,
                     user_s,
                     sys_s,
+                    voluntary_ctx: usage.voluntary_ctx,
+                    involuntary_ctx: usage.involuntary_ctx,
                     exit_ok,
                 };
                 let mut record = Record::new("pcap", "bench_run")
@@ -217,14 +235,9 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                     .metric("cpu_s", r.cpu_s())
                     .metric("mb_s", bytes as f64 / 1e6 / real_s)
                     .metric("pkt_s", packets as f64 / real_s)
-                    .metric(
-                        "verdict",
-                        if r.io_bound() {
-                            "I/O bound"
-                        } else {
-                            "CPU bound"
-                        },
-                    )
+                    .metric("voluntary_ctx", r.voluntary_ctx)
+                    .metric("involuntary_ctx", r.involuntary_ctx)
+                    .metric("verdict", r.verdict())
                     .metric("exit_ok", exit_ok);
                 if cache == CacheState::Cold && r.resident_before > 0.05 {
                     record.push_metric(
@@ -251,6 +264,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
             let user = med(&|r| r.user_s);
             let sys = med(&|r| r.sys_s);
             let cpu = med(&|r| r.cpu_s());
+            let resident = med(&|r| r.resident_before);
             let s = BenchSummary {
                 tool: name.clone(),
                 cache,
@@ -261,11 +275,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                 cpu_s: cpu,
                 mb_s: bytes as f64 / 1e6 / real,
                 pkt_s: packets as f64 / real,
-                verdict: if real > IO_BOUND_RATIO * cpu {
-                    "I/O bound"
-                } else {
-                    "CPU bound"
-                },
+                verdict: verdict(real, cpu, resident),
             };
             summaries.push(s);
         }
@@ -291,6 +301,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
             .metric("mb_s", s.mb_s)
             .metric("pkt_s", s.pkt_s)
             .metric("cpu_ns_per_packet", s.cpu_s * 1e9 / packets.max(1) as f64)
+            .metric("cpu_mb_s", bytes as f64 / 1e6 / s.cpu_s)
             .metric("verdict", s.verdict);
         if s.tool != "commbench" {
             if let Some((cpu, real)) = ours_cpu(s.cache) {
@@ -309,4 +320,16 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
         load_start,
         load_end: load_average(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(verdict(1.0, 0.9, 0.0), "CPU bound");
+        assert_eq!(verdict(2.0, 1.0, 0.0), "I/O bound");
+        assert!(verdict(2.0, 1.0, 1.0).starts_with("contended"));
+    }
 }

@@ -190,18 +190,39 @@ pub fn extract(
     }
     let fmt = Formatter::new(cfg.fields.clone(), cfg.format);
     let mut report = ExtractReport::default();
-    if cfg.header {
-        let h = fmt.header();
-        out.write_all(&h).map_err(out_err)?;
-        report.output_bytes += h.len() as u64;
-    }
+    let mut header = Header {
+        pending: cfg.header,
+        bytes: fmt.header(),
+    };
     if cfg.threads <= 1 {
-        extract_inline(cfg, &fmt, out, progress, &mut report)?;
+        extract_inline(cfg, &fmt, out, progress, &mut report, &mut header)?;
     } else {
-        extract_parallel(cfg, &fmt, out, progress, &mut report)?;
+        extract_parallel(cfg, &fmt, out, progress, &mut report, &mut header)?;
+    }
+    // A readable but empty capture still gets its header line.
+    if report.files.iter().any(|f| f.error.is_none()) {
+        header.write(out, &mut report)?;
     }
     out.flush().map_err(out_err)?;
     Ok(report)
+}
+
+/// The CSV header, written just before the first output so that a run
+/// whose inputs are all unreadable prints nothing on stdout.
+struct Header {
+    pending: bool,
+    bytes: Vec<u8>,
+}
+
+impl Header {
+    fn write(&mut self, out: &mut dyn Write, report: &mut ExtractReport) -> Result<(), PcapError> {
+        if self.pending {
+            self.pending = false;
+            out.write_all(&self.bytes).map_err(out_err)?;
+            report.output_bytes += self.bytes.len() as u64;
+        }
+        Ok(())
+    }
 }
 
 fn open_file(cfg: &ExtractConfig, idx: usize) -> (FileReport, Option<Splitter>) {
@@ -235,6 +256,7 @@ fn extract_inline(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(Progress),
     report: &mut ExtractReport,
+    header: &mut Header,
 ) -> Result<(), PcapError> {
     let mut buf = Vec::new();
     let mut obuf = OutBuf::new();
@@ -258,6 +280,7 @@ fn extract_inline(
                     report.issues.merge(&issues);
                     return Err(strict_error(cfg, &report.issues));
                 }
+                header.write(out, report)?;
                 out.write_all(obuf.as_bytes()).map_err(out_err)?;
                 report.output_bytes += obuf.len() as u64;
                 report.issues.merge(&issues);
@@ -301,6 +324,7 @@ fn extract_parallel(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(Progress),
     report: &mut ExtractReport,
+    header: &mut Header,
 ) -> Result<(), PcapError> {
     let workers = cfg.threads;
     // In-flight chunks are bounded by the number of input buffers.
@@ -419,7 +443,14 @@ fn extract_parallel(
                             report.issues.merge(&issues);
                             result = Err(strict_error(cfg, &report.issues));
                             abort.store(true, Ordering::Relaxed);
-                        } else if let Err(e) = out.write_all(o.as_bytes()) {
+                        } else if let Err(e) = header
+                            .write(out, report)
+                            .map_err(|e| match e {
+                                PcapError::Output(io) => io,
+                                other => std::io::Error::other(other.to_string()),
+                            })
+                            .and_then(|_| out.write_all(o.as_bytes()))
+                        {
                             result = Err(out_err(e));
                             abort.store(true, Ordering::Relaxed);
                         } else {

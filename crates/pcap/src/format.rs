@@ -137,6 +137,8 @@ pub enum OutputFormat {
 pub struct Formatter {
     fields: Vec<Field>,
     format: OutputFormat,
+    /// The default field list, written by straight-line code.
+    all_default: bool,
 }
 
 const DEC2: &[u8; 200] = b"0001020304050607080910111213141516171819\
@@ -334,7 +336,7 @@ pub fn put_u32(out: &mut Line<'_>, v: u32) {
 }
 
 /// Appends `sec.nnnnnnnnn`.
-#[inline]
+#[inline(always)]
 pub fn put_ts(out: &mut Line<'_>, sec: u64, nsec: u32) {
     let n = sec.checked_ilog10().unwrap_or(0) as usize + 1;
     let t = out.slot::<32>();
@@ -353,7 +355,7 @@ pub fn put_ts(out: &mut Line<'_>, sec: u64, nsec: u32) {
 }
 
 /// Appends `aa:bb:cc:dd:ee:ff`.
-#[inline]
+#[inline(always)]
 pub fn put_mac(out: &mut Line<'_>, m: &[u8; 6]) {
     let t = out.slot::<17>();
     for (k, b) in m.iter().enumerate() {
@@ -367,7 +369,7 @@ pub fn put_mac(out: &mut Line<'_>, m: &[u8; 6]) {
 }
 
 /// Appends a dotted quad.
-#[inline]
+#[inline(always)]
 pub fn put_ipv4(out: &mut Line<'_>, a: &[u8]) {
     let t = out.slot::<19>();
     let mut n = 0;
@@ -393,20 +395,21 @@ pub fn put_ipv6(out: &mut Line<'_>, a: &[u8; 16]) {
         put_ipv4(out, &a[12..16]);
         return;
     }
-    let (mut best, mut best_len, mut i) = (8usize, 0usize, 0usize);
-    while i < 8 {
-        if g[i] == 0 {
-            let s = i;
-            while i < 8 && g[i] == 0 {
-                i += 1;
-            }
-            if i - s > best_len && i - s >= 2 {
-                best = s;
-                best_len = i - s;
-            }
-        } else {
-            i += 1;
+    // Longest run (>= 2) of zero groups, first on ties, from a bit mask.
+    let mut zeros = 0u32;
+    for (i, v) in g.iter().enumerate() {
+        zeros |= ((*v == 0) as u32) << i;
+    }
+    let (mut best, mut best_len) = (8usize, 0usize);
+    let mut m = zeros;
+    while m != 0 {
+        let start = m.trailing_zeros() as usize;
+        let len = (!(m >> start)).trailing_zeros() as usize;
+        if len > best_len && len >= 2 {
+            best = start;
+            best_len = len;
         }
+        m &= !(((1u32 << len) - 1) << start);
     }
     let t = out.slot::<48>();
     let mut n = 0;
@@ -424,15 +427,7 @@ pub fn put_ipv6(out: &mut Line<'_>, a: &[u8; 16]) {
             n += 1;
         }
         let v = g[k];
-        let nd = if v >= 0x1000 {
-            4
-        } else if v >= 0x100 {
-            3
-        } else if v >= 0x10 {
-            2
-        } else {
-            1
-        };
+        let nd = ((16 - v.leading_zeros() as usize).div_ceil(4)).max(1);
         for d in 0..nd {
             t[n + d] = HEX[((v >> (4 * (nd - 1 - d))) & 15) as usize];
         }
@@ -464,7 +459,12 @@ fn put_ip(out: &mut Line<'_>, f: &Fields, a: &[u8; 16]) {
 
 impl Formatter {
     pub fn new(fields: Vec<Field>, format: OutputFormat) -> Self {
-        Self { fields, format }
+        let all_default = fields == Field::defaults();
+        Self {
+            fields,
+            format,
+            all_default,
+        }
     }
 
     pub fn fields(&self) -> &[Field] {
@@ -643,6 +643,26 @@ impl Formatter {
     }
 
     fn write_csv(&self, number: u64, f: &Fields, out: &mut OutBuf) {
+        if self.all_default {
+            // Straight-line code for the default columns: no per-field
+            // dispatch (an indirect jump per field was 12% of formatting).
+            macro_rules! columns {
+                ($line:ident; $($field:ident),*) => {
+                    $(
+                        Self::value(Field::$field, number, f, $line, false);
+                        $line.push(b',');
+                    )*
+                };
+            }
+            out.line(64 * 24 + 16, |line| {
+                columns!(line; Ts, Caplen, Len, EthSrc, EthDst, Ethertype, VlanOuter, VlanInner,
+                    IpVersion, IpSrc, IpDst, Proto, Ttl, IpLen, Frag, SrcPort, DstPort, TcpFlags,
+                    TcpSeq, TcpAck, TcpWin, IcmpType, IcmpCode, ArpOp);
+                line.pos -= 1;
+                line.push(b'\n');
+            });
+            return;
+        }
         out.line(64 * self.fields.len() + 16, |line| {
             for &field in &self.fields {
                 Self::value(field, number, f, line, false);
@@ -795,6 +815,31 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["dst_port"], 1000);
+    }
+
+    #[test]
+    fn default_fast_path_equals_generic_loop() {
+        let mut f = Fields {
+            ts_sec: 1,
+            ts_nsec: 2,
+            caplen: 3,
+            len: 4,
+            present: !has::NO_TS,
+            ip_version: 6,
+            ..Default::default()
+        };
+        f.ip_src[15] = 1;
+        let fast = Formatter::new(Field::defaults(), OutputFormat::Csv);
+        let mut list = Field::defaults();
+        list.push(Field::Number);
+        list.pop();
+        let mut slow = Formatter::new(list, OutputFormat::Csv);
+        slow.all_default = false;
+        let (mut a, mut b) = (OutBuf::new(), OutBuf::new());
+        fast.write(9, &f, &mut a);
+        slow.write(9, &f, &mut b);
+        assert_eq!(a.as_bytes(), b.as_bytes());
+        assert!(fast.all_default && !slow.all_default);
     }
 
     #[test]

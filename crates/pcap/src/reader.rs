@@ -1324,3 +1324,69 @@ mod tests {
         assert_eq!(i(200).timestamp(u64::MAX).0, 0);
     }
 }
+
+#[cfg(test)]
+mod fuzz_like {
+    //! The fuzz targets' property in the ordinary test run: arbitrary bytes
+    //! behind a valid file header never panic and always make progress.
+    use super::*;
+    use crate::writer::{pcap_global_header, PcapBuilder, PcapngBuilder};
+    use proptest::prelude::*;
+
+    fn drain(bytes: Vec<u8>) -> u64 {
+        let Ok(input) = open_reader("p", Box::new(Cursor::new(bytes)), None) else {
+            return 0;
+        };
+        let Ok(mut sp) = Splitter::new(input, 0) else {
+            return 0;
+        };
+        let mut issues = Issues::default();
+        let mut n = 0;
+        let mut guard = 0;
+        let mut buf = Vec::new();
+        while let Ok(Some(c)) = sp.next_chunk(std::mem::take(&mut buf)) {
+            let mut f = crate::decode::Fields::default();
+            c.for_each_packet(&mut issues, |p| {
+                crate::decode::decode(p.linktype, p.data, &mut f);
+                n += 1;
+            });
+            buf = c.buf;
+            guard += 1;
+            assert!(guard < 10_000, "no progress");
+        }
+        n
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn junk_after_pcap_header(be in any::<bool>(), lt in 0u32..300, body in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            let mut b = pcap_global_header(be, false, false, 65535, lt).to_vec();
+            b.extend(body);
+            drain(b);
+        }
+
+        #[test]
+        fn junk_after_pcapng_shb(be in any::<bool>(), body in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            let mut b = PcapngBuilder::new();
+            b.shb(be).idb(1, 0, None, None);
+            let mut bytes = b.bytes;
+            bytes.extend(body);
+            drain(bytes);
+        }
+
+        #[test]
+        fn flipped_bytes_in_a_valid_capture(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..16)) {
+            let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+            for i in 0..40u32 {
+                b.record(i, 0, &vec![i as u8; 60 + i as usize * 7]);
+            }
+            let mut bytes = b.bytes;
+            for (at, v) in flips {
+                let n = bytes.len();
+                bytes[at % n] ^= v;
+            }
+            drain(bytes);
+        }
+    }
+}

@@ -291,10 +291,54 @@ fn num(v: &Value) -> Option<f64> {
     v.as_f64().filter(|x| x.is_finite())
 }
 
+/// Parameter names whose value differs between records (the ones worth
+/// naming a series by), and whether the test names differ.
+fn varying(records: &[&Record]) -> (Vec<String>, bool) {
+    let mut keys: Vec<String> = Vec::new();
+    for r in records {
+        for k in r.params.keys() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let first = records.first();
+    keys.retain(|k| {
+        records
+            .iter()
+            .any(|r| r.params.get(k) != first.and_then(|f| f.params.get(k)))
+    });
+    let tests_differ = records
+        .iter()
+        .any(|r| Some(&r.test) != first.map(|f| &f.test));
+    (keys, tests_differ)
+}
+
+fn series_name(r: &Record, vary: &[String], tests_differ: bool, skip: &str) -> String {
+    let mut parts = Vec::new();
+    if tests_differ {
+        parts.push(r.test.clone());
+    }
+    for k in vary {
+        if k == skip {
+            continue;
+        }
+        if let Some(v) = r.params.get(k) {
+            parts.push(format!("{k}={}", v.to_string().trim_matches('"')));
+        }
+    }
+    if parts.is_empty() {
+        r.test.clone()
+    } else {
+        parts.join(" ")
+    }
+}
+
 /// Plots of one lab's records (see the module docs for how they are chosen).
 pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, ReportError> {
     let mut figs = Vec::new();
     let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
+    let (vary, tests_differ) = varying(records);
     // Line plots: group by metric set shape (records that share a headline).
     let mut tests: Vec<&str> = Vec::new();
     for r in records {
@@ -327,13 +371,7 @@ pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, Re
             else {
                 continue;
             };
-            let mut name_parts = vec![r.test.clone()];
-            for (k, v) in &r.params {
-                if k != x_key {
-                    name_parts.push(format!("{k}={}", v.to_string().trim_matches('"')));
-                }
-            }
-            let name = name_parts.join(" ");
+            let name = series_name(r, &vary, tests_differ, x_key);
             match series.iter_mut().find(|s| s.name == name) {
                 Some(s) => s.points.push((x, y)),
                 None => series.push(Series {
@@ -373,7 +411,7 @@ pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, Re
                 .collect();
             if pts.len() >= 3 {
                 ladders.push(Series {
-                    name: format!("{} {} {}", r.test, params_key(r), k),
+                    name: format!("{} {k}", series_name(r, &vary, tests_differ, "")),
                     points: pts,
                 });
             }

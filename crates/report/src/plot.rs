@@ -40,6 +40,23 @@ fn wants_log(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo > 100.0
 }
 
+/// Axis tick text: 1.5k, 20M, 3G instead of 20000000.0.
+pub fn si(v: &f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (*v, "")
+    };
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{suffix}")
+}
+
 fn draw_series<'a, DB: DrawingBackend + 'a, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     series: &[Series],
@@ -111,6 +128,8 @@ fn render(
                     .x_desc(x_desc)
                     .y_desc(y_desc)
                     .label_style(("sans-serif", 11))
+                    .x_label_formatter(&si)
+                    .y_label_formatter(&si)
                     .draw()
                     .map_err(perr)?;
                 draw_series(&mut chart, series)?;

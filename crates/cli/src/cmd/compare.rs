@@ -52,8 +52,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         .filter(|c| a.all || !a.metrics.is_empty() || c.verdict != "no change")
         .map(|c| {
             Record::new("compare", "change")
-                .param("lab", &c.lab)
-                .param("test", &c.test)
+                .param("source", format!("{}/{}", c.lab, c.test))
                 .param("params", &c.params)
                 .param("metric", &c.metric)
                 .metric("before", c.before)

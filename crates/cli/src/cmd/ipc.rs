@@ -90,7 +90,7 @@ pub struct NativeArgs {
     #[arg(long)]
     pub repeat: Option<u32>,
     /// shm ring bytes per direction (power of two; also the pipe capacity).
-    #[arg(long, default_value = "256K", value_parser = parse_size)]
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
     pub ring: usize,
     /// Testing aid: the server corrupts message SESSION:SEQ.
     #[arg(long, hide = true, value_name = "SESSION:SEQ")]

@@ -114,7 +114,8 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
         let before = rec.records().len();
         let res = step(a.quick, &mut rec);
         let secs = t0.elapsed().as_secs_f64();
-        let mut s = Record::new("suite", name)
+        let mut s = Record::new("suite", "step")
+            .param("step", name)
             .metric("records", rec.records().len() - before)
             .metric("seconds", secs);
         match res {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# pcap lab comparison (issue 5): on a 1 GiB generated capture, warm cache,
+# CSV output to /dev/null, CPU time (user+sys) as the figure, measured side
+# by side with `commbench pcap bench` (interleaved runs, wait4 rusage):
+#   ours single thread and all threads vs a plain pcap-parser + etherparse +
+#   CSV program (bench/pcap-baseline), vs `tcpdump -nn -e -v -S -tt -r`,
+#   vs `tshark -T fields`, and gzip input vs `zcat file | commbench pcap extract -`.
+# Usage: bench/pcap-compare.sh [DIR] [RUNS]   (DIR holds the captures; default /tmp/commbench-pcap-bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-/tmp/commbench-pcap-bench}
+RUNS=${2:-3}
+SIZE=${SIZE:-1G}
+mkdir -p "$DIR/results"
+cargo build --release -q -p commbench
+(cd bench/pcap-baseline && cargo build --release -q)
+CB=$PWD/target/release/commbench
+BASE=$PWD/bench/pcap-baseline/target/release/pcap-baseline
+CAP=$DIR/gen-$SIZE.pcap
+GZ=$DIR/gen-$SIZE-zero.pcap.gz
+[ -s "$CAP" ] || "$CB" pcap gen --size "$SIZE" --seed 1 -o "$CAP"
+[ -s "$GZ" ] || "$CB" pcap gen --size "$SIZE" --seed 1 --zero-payload --gzip -o "$GZ"
+NPROC=$(nproc)
+TSHARK_FIELDS="-e frame.time_epoch -e frame.cap_len -e frame.len -e eth.src -e eth.dst -e eth.type -e vlan.id -e ip.src -e ip.dst -e ip.proto -e ip.ttl -e ip.len -e ipv6.src -e ipv6.dst -e ipv6.nxt -e ipv6.hlim -e tcp.srcport -e tcp.dstport -e udp.srcport -e udp.dstport -e tcp.flags -e tcp.seq_raw -e tcp.ack_raw -e tcp.window_size_value -e icmp.type -e icmp.code -e arp.opcode"
+
+echo "load average before: $(cat /proc/loadavg)"
+run() { # name threads file peer
+  local name=$1 threads=$2 file=$3 peer=$4
+  echo "== $name (ours --threads $threads vs: $peer)"
+  "$CB" pcap bench "$file" --cache warm --runs "$RUNS" --threads "$threads" \
+    --compare-cmd "$peer" --format jsonl -o "$DIR/results/$name.jsonl"
+}
+run baseline-1t 1 "$CAP" "$BASE {} > /dev/null"
+run baseline-all "$NPROC" "$CAP" "$BASE {} > /dev/null"
+run tcpdump 1 "$CAP" "tcpdump -nn -e -v -S -tt -r {} > /dev/null 2>&1"
+run tshark 1 "$CAP" "tshark -n -r {} -T fields $TSHARK_FIELDS > /dev/null 2>&1"
+run gzip "$NPROC" "$GZ" "zcat {} | $CB pcap extract -q -o /dev/null -"
+echo "load average after: $(cat /proc/loadavg)"
+echo "records: $DIR/results/*.jsonl"

@@ -1,0 +1,173 @@
+//! `commbench pcap` from the outside: formats, stdin, compression, exit
+//! codes for bad input, usage errors and the strict mode.
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::PathBuf;
+
+fn bin() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("commbench-pcap-{}-cli-{tag}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn gen(path: &PathBuf, extra: &[&str]) {
+    bin()
+        .args(["pcap", "gen", "--size", "512K", "--seed", "3", "-o"])
+        .arg(path)
+        .args(extra)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("gen:"));
+}
+
+#[test]
+fn extract_plain_gzip_zstd_and_stdin_agree() {
+    let d = tmp("agree");
+    let plain = d.join("a.pcap");
+    let gz = d.join("a.pcap.gz");
+    let zs = d.join("a.pcap.zst");
+    gen(&plain, &[]);
+    gen(&gz, &["--gzip"]);
+    gen(&zs, &["--zstd"]);
+    let out = |args: &[&str], stdin: Option<Vec<u8>>| {
+        let mut c = bin();
+        c.args(["pcap", "extract", "-q"]).args(args);
+        if let Some(s) = stdin {
+            c.write_stdin(s);
+        }
+        let o = c.assert().success().get_output().stdout.clone();
+        String::from_utf8(o).unwrap()
+    };
+    let a = out(&[plain.to_str().unwrap()], None);
+    assert!(a.starts_with("ts,caplen,len,eth_src"));
+    assert!(a.lines().count() > 100);
+    assert_eq!(out(&[gz.to_str().unwrap(), "--threads", "2"], None), a);
+    assert_eq!(out(&[zs.to_str().unwrap(), "--threads", "1"], None), a);
+    assert_eq!(out(&["-"], Some(std::fs::read(&gz).unwrap())), a);
+    assert_eq!(out(&["--mmap", plain.to_str().unwrap()], None), a);
+    let j = out(
+        &[
+            "--format",
+            "jsonl",
+            "--fields",
+            "number,ip_src,dst_port",
+            plain.to_str().unwrap(),
+        ],
+        None,
+    );
+    let first: serde_json::Value = serde_json::from_str(j.lines().next().unwrap()).unwrap();
+    assert_eq!(first["number"], 1);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn not_a_capture_exits_1_and_usage_errors_exit_2() {
+    let d = tmp("errors");
+    let txt = d.join("notes.txt");
+    std::fs::write(&txt, "hello").unwrap();
+    bin()
+        .args(["pcap", "extract"])
+        .arg(&txt)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("not a capture file"));
+    bin()
+        .args(["pcap", "extract", "--fields", "ts,nonsense"])
+        .arg(&txt)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown field 'nonsense'"));
+    bin()
+        .args(["pcap", "extract", "--threads", "0"])
+        .arg(&txt)
+        .assert()
+        .code(2);
+    bin()
+        .args(["pcap", "extract", "--format", "parquet"])
+        .arg(&txt)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("parquet"));
+    bin()
+        .args(["pcap", "gen", "--size", "lots"])
+        .assert()
+        .code(2);
+    bin()
+        .args(["pcap", "bench", "--compare-cmd", "tcpdump -r"])
+        .arg(&txt)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("{}"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn truncated_capture_is_counted_and_strict_fails() {
+    let d = tmp("trunc");
+    let p = d.join("t.pcap");
+    gen(&p, &[]);
+    let bytes = std::fs::read(&p).unwrap();
+    let cut = d.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    bin()
+        .args(["pcap", "extract", "-o", "/dev/null"])
+        .arg(&cut)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("truncated_record=1"))
+        .stderr(predicate::str::contains("byte offset"));
+    bin()
+        .args(["pcap", "extract", "--strict", "-o", "/dev/null"])
+        .arg(&cut)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("truncated_record"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bench_reports_cold_and_warm_runs() {
+    let d = tmp("bench");
+    let p = d.join("b.pcap");
+    gen(&p, &[]);
+    let out = bin()
+        .args([
+            "pcap",
+            "bench",
+            "--runs",
+            "1",
+            "--format",
+            "json",
+            "--compare-cmd",
+            "cat {}",
+        ])
+        .arg(&p)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("bound"))
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let schema_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    let recs = v["records"].as_array().unwrap();
+    let summaries: Vec<_> = recs.iter().filter(|r| r["test"] == "bench").collect();
+    assert_eq!(summaries.len(), 4, "2 tools x 2 cache states");
+    assert!(recs
+        .iter()
+        .any(|r| r["params"]["cache"] == "cold" && r["params"]["tool"] == "cat"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
