@@ -305,7 +305,7 @@ struct Worker {
 
 /// Reads per connection per turn.
 const READ_BUDGET: usize = 4;
-const READ_CHUNK: usize = 32768;
+const READ_CHUNK: usize = 65536;
 
 impl WorkerCtx {
     fn run(self) -> ControllerStats {
