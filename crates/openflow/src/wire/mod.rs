@@ -196,35 +196,6 @@ pub(crate) fn put_cstr(out: &mut Vec<u8>, s: &str, width: usize) {
     out.resize(out.len() + (width - n), 0);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frame_len_waits_for_whole_message() {
-        assert_eq!(frame_len(&[1, 0, 0]).unwrap(), None);
-        assert_eq!(frame_len(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap(), Some(8));
-        assert_eq!(frame_len(&[1, 2, 0, 12, 0, 0, 0, 1, 0]).unwrap(), None);
-    }
-
-    #[test]
-    fn frame_len_rejects_length_below_header() {
-        assert!(matches!(
-            frame_len(&[1, 0, 0, 7, 0, 0, 0, 1]),
-            Err(WireError::BadLength { length: 7, .. })
-        ));
-        assert!(frame_len(&[1, 0, 0, 0, 0, 0, 0, 1]).is_err());
-    }
-
-    #[test]
-    fn header_checked_requires_exact_length() {
-        assert!(Header::new_checked(&[1u8, 0, 0, 8, 0, 0, 0, 1][..]).is_ok());
-        assert!(Header::new_checked(&[1u8, 0, 0, 9, 0, 0, 0, 1][..]).is_err());
-        assert!(Header::new_checked(&[1u8, 0, 0, 8, 0, 0, 0, 1, 0][..]).is_err());
-        assert!(Header::new_checked(&[1u8, 0, 0][..]).is_err());
-    }
-}
-
 /// The body of the `openflow_decode` fuzz target, shared with a stable
 /// test that replays the committed seeds and their mutations: frame a byte
 /// stream, decode every message with both codecs and the checked views,
@@ -259,4 +230,33 @@ pub fn fuzz_decode(data: &[u8]) {
         rest = &rest[n..];
     }
     let _ = frame::FlowKey::extract(data);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_len_waits_for_whole_message() {
+        assert_eq!(frame_len(&[1, 0, 0]).unwrap(), None);
+        assert_eq!(frame_len(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap(), Some(8));
+        assert_eq!(frame_len(&[1, 2, 0, 12, 0, 0, 0, 1, 0]).unwrap(), None);
+    }
+
+    #[test]
+    fn frame_len_rejects_length_below_header() {
+        assert!(matches!(
+            frame_len(&[1, 0, 0, 7, 0, 0, 0, 1]),
+            Err(WireError::BadLength { length: 7, .. })
+        ));
+        assert!(frame_len(&[1, 0, 0, 0, 0, 0, 0, 1]).is_err());
+    }
+
+    #[test]
+    fn header_checked_requires_exact_length() {
+        assert!(Header::new_checked(&[1u8, 0, 0, 8, 0, 0, 0, 1][..]).is_ok());
+        assert!(Header::new_checked(&[1u8, 0, 0, 9, 0, 0, 0, 1][..]).is_err());
+        assert!(Header::new_checked(&[1u8, 0, 0, 8, 0, 0, 0, 1, 0][..]).is_err());
+        assert!(Header::new_checked(&[1u8, 0, 0][..]).is_err());
+    }
 }
