@@ -5,10 +5,10 @@
 #   ours single thread and all threads vs a plain pcap-parser + etherparse +
 #   CSV program (bench/pcap-baseline), vs `tcpdump -nn -e -v -S -tt -r`,
 #   vs `tshark -T fields`, and gzip input vs `zcat file | commbench pcap extract -`.
-# Usage: bench/pcap-compare.sh [DIR] [RUNS]   (DIR holds the captures; default /tmp/commbench-pcap-bench)
+# Usage: bench/pcap-compare.sh [DIR] [RUNS]   (DIR holds the captures; default /tmp/pcap-compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DIR=${1:-/tmp/commbench-pcap-bench}
+DIR=${1:-/tmp/pcap-compare}
 RUNS=${2:-3}
 SIZE=${SIZE:-1G}
 mkdir -p "$DIR/results"

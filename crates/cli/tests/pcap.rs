@@ -8,10 +8,9 @@ fn bin() -> Command {
     Command::cargo_bin("commbench").unwrap()
 }
 
-fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("commbench-pcap-{}-cli-{tag}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A temp dir removed on drop, also when the test fails.
+fn tmp(_tag: &str) -> commbench_core::artifact::TempDir {
+    commbench_core::artifact::TempDir::new("pcap").unwrap()
 }
 
 fn gen(path: &PathBuf, extra: &[&str]) {
@@ -26,7 +25,8 @@ fn gen(path: &PathBuf, extra: &[&str]) {
 
 #[test]
 fn extract_plain_gzip_zstd_and_stdin_agree() {
-    let d = tmp("agree");
+    let guard = tmp("agree");
+    let d = guard.path().to_path_buf();
     let plain = d.join("a.pcap");
     let gz = d.join("a.pcap.gz");
     let zs = d.join("a.pcap.zst");
@@ -61,12 +61,13 @@ fn extract_plain_gzip_zstd_and_stdin_agree() {
     );
     let first: serde_json::Value = serde_json::from_str(j.lines().next().unwrap()).unwrap();
     assert_eq!(first["number"], 1);
-    std::fs::remove_dir_all(&d).unwrap();
+    drop(guard);
 }
 
 #[test]
 fn not_a_capture_exits_1_and_usage_errors_exit_2() {
-    let d = tmp("errors");
+    let guard = tmp("errors");
+    let d = guard.path().to_path_buf();
     let txt = d.join("notes.txt");
     std::fs::write(&txt, "hello").unwrap();
     bin()
@@ -103,12 +104,13 @@ fn not_a_capture_exits_1_and_usage_errors_exit_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("{}"));
-    std::fs::remove_dir_all(&d).unwrap();
+    drop(guard);
 }
 
 #[test]
 fn truncated_capture_is_counted_and_strict_fails() {
-    let d = tmp("trunc");
+    let guard = tmp("trunc");
+    let d = guard.path().to_path_buf();
     let p = d.join("t.pcap");
     gen(&p, &[]);
     let bytes = std::fs::read(&p).unwrap();
@@ -127,12 +129,13 @@ fn truncated_capture_is_counted_and_strict_fails() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("truncated_record"));
-    std::fs::remove_dir_all(&d).unwrap();
+    drop(guard);
 }
 
 #[test]
 fn bench_reports_cold_and_warm_runs() {
-    let d = tmp("bench");
+    let guard = tmp("bench");
+    let d = guard.path().to_path_buf();
     let p = d.join("b.pcap");
     gen(&p, &[]);
     let out = bin()
@@ -169,5 +172,5 @@ fn bench_reports_cold_and_warm_runs() {
     assert!(recs
         .iter()
         .any(|r| r["params"]["cache"] == "cold" && r["params"]["tool"] == "cat"));
-    std::fs::remove_dir_all(&d).unwrap();
+    drop(guard);
 }

@@ -121,8 +121,9 @@ mod tests {
 
     #[test]
     fn warm_then_evict_changes_residency() {
-        let dir = std::env::temp_dir().join(format!("commbench-pcap-{}-cache", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let p = dir.join("f.bin");
         std::fs::write(&p, vec![7u8; 4 << 20]).unwrap();
         let w = warm(&p).unwrap();
@@ -131,6 +132,6 @@ mod tests {
         let e = evict(&p).unwrap();
         // Some filesystems (tmpfs) cannot drop pages; only check we got an answer.
         assert_eq!(e.total_pages, w.total_pages);
-        std::fs::remove_dir_all(&dir).unwrap();
+        drop(tmp);
     }
 }

@@ -513,9 +513,9 @@ mod tests {
 
     #[test]
     fn parallel_output_equals_single_thread_output() {
-        let dir =
-            std::env::temp_dir().join(format!("commbench-pcap-{}-extract", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let a = dir.join("a.pcap");
         let b = dir.join("b.pcap");
         std::fs::write(&a, capture(12_000)).unwrap();
@@ -536,14 +536,14 @@ mod tests {
             assert_eq!(rn.files[0].packets, 12_000);
             assert!(many == one, "output differs with {threads} threads");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
+        drop(tmp);
     }
 
     #[test]
     fn strict_stops_at_first_bad_record_and_lax_continues() {
-        let dir =
-            std::env::temp_dir().join(format!("commbench-pcap-{}-strict", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let p = dir.join("bad.pcap");
         let mut b = PcapBuilder::new(false, false, false, 65535, 1);
         let mut good = eth(0x0800);
@@ -576,13 +576,14 @@ mod tests {
                 other => panic!("expected strict error, got {other:?}"),
             }
         }
-        std::fs::remove_dir_all(&dir).unwrap();
+        drop(tmp);
     }
 
     #[test]
     fn not_a_capture_is_reported_per_file() {
-        let dir = std::env::temp_dir().join(format!("commbench-pcap-{}-nac", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let p = dir.join("text.txt");
         std::fs::write(&p, b"definitely not a capture").unwrap();
         for threads in [1, 2] {
@@ -599,6 +600,6 @@ mod tests {
                 .unwrap()
                 .contains("not a capture"));
         }
-        std::fs::remove_dir_all(&dir).unwrap();
+        drop(tmp);
     }
 }

@@ -675,8 +675,9 @@ mod tests {
         assert!(ra.pcap_bytes as usize == a.len());
         assert!(ra.per_kind.iter().all(|(_, n)| *n > 0), "{:?}", ra.per_kind);
 
-        let dir = std::env::temp_dir().join(format!("commbench-pcap-{}-gen", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let p = dir.join("g.pcap");
         std::fs::write(&p, &a).unwrap();
         let mut out = Vec::new();
@@ -698,7 +699,7 @@ mod tests {
             .filter(|l| l.split(',').nth(7).is_some_and(|v| !v.is_empty()))
             .count();
         assert!(qinq > 0, "some QinQ packets");
-        std::fs::remove_dir_all(&dir).unwrap();
+        drop(tmp);
     }
 
     #[test]

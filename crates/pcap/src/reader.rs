@@ -30,6 +30,8 @@ pub const MAX_RECORD: u32 = 256 * 1024;
 /// headers are framed and then decoded — with 4 MiB chunks, 84% of the
 /// framing time was one cache miss per record header.
 pub const CHUNK_CAPACITY: usize = 320 << 10;
+/// Interfaces kept per pcapng section.
+pub const MAX_INTERFACES: usize = 4096;
 /// Largest pcapng block carried between buffers; larger ones are skipped.
 const MAX_BUFFERED_BLOCK: usize = 288 << 10;
 
@@ -927,7 +929,10 @@ impl Splitter {
                     cut = true; // interfaces change: new chunk
                     break;
                 }
-                if blen >= 20 {
+                // Bounded: a section with absurdly many interfaces cannot
+                // grow memory (or the copy-on-write cost) without limit;
+                // packets naming the ignored ones count as unknown_interface.
+                if blen >= 20 && section.interfaces.len() < MAX_INTERFACES {
                     Arc::make_mut(section)
                         .interfaces
                         .push(parse_idb(&b[pos..pos + blen], be));
@@ -1056,8 +1061,9 @@ mod tests {
         let comp = input.compression;
         let got = collect_input(input)?;
         // The same bytes through a mapped file must give the same result.
-        let dir = std::env::temp_dir().join(format!("commbench-pcap-{}-map", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed on drop, also when the test fails.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path().to_path_buf();
         let p = dir.join(format!(
             "{:x}.cap",
             bytes.len() as u64 ^ bytes.iter().fold(0u64, |h, b| h.rotate_left(5) ^ *b as u64)
@@ -1272,6 +1278,20 @@ mod tests {
         let (recs, issues, _) = collect(cut).unwrap();
         assert_eq!(recs.len(), 0);
         assert_eq!(issues.count(IssueKind::TruncatedRecord), 1);
+    }
+
+    #[test]
+    fn pcapng_interfaces_are_bounded() {
+        let mut b = PcapngBuilder::new();
+        b.shb(false);
+        for _ in 0..MAX_INTERFACES + 10 {
+            b.idb(1, 0, None, None);
+        }
+        b.epb(0, 0, &pkt(1, 10), 10)
+            .epb((MAX_INTERFACES + 5) as u32, 0, &pkt(2, 10), 10);
+        let (recs, issues, _) = collect(b.bytes).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(issues.count(IssueKind::UnknownInterface), 1);
     }
 
     #[test]

@@ -70,13 +70,9 @@ fn tshark_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "commbench-pcap-{}-tshark-{tag}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A temp dir removed on drop, also when the test fails.
+fn tmpdir(_tag: &str) -> commbench_core::artifact::TempDir {
+    commbench_core::artifact::TempDir::new("pcap").unwrap()
 }
 
 /// tshark rows: one map per frame, field -> list of occurrences.
@@ -382,7 +378,8 @@ fn generated_captures_match_tshark() {
     if !require_tshark() {
         return;
     }
-    let dir = tmpdir("gen");
+    let tmp = tmpdir("gen");
+    let dir = tmp.path();
     let mut paths = Vec::new();
     for (name, nsec, snaplen) in [
         ("plain", false, 262_144),
@@ -402,7 +399,7 @@ fn generated_captures_match_tshark() {
         paths.push(p);
     }
     check(&paths);
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(tmp);
 }
 
 /// Strips Ethernet (frames without VLAN tags only) to the IP packet.
@@ -416,7 +413,8 @@ fn every_link_type_in_one_pcapng_matches_tshark() {
     if !require_tshark() {
         return;
     }
-    let dir = tmpdir("linktypes");
+    let tmp = tmpdir("linktypes");
+    let dir = tmp.path();
     let mut b = PcapngBuilder::new();
     b.shb(false)
         .idb(1, 0, None, None)
@@ -483,7 +481,7 @@ fn every_link_type_in_one_pcapng_matches_tshark() {
     let p = dir.join("mixed.pcapng");
     std::fs::write(&p, &b.bytes).unwrap();
     check(&[p]);
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(tmp);
 }
 
 /// The real captures in pcap-parser's sources (a dev-dependency, so cargo

@@ -279,6 +279,7 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
         "srv cpu ns/msg",
         "cli cpu ns/msg",
         "x uds",
+        "placement",
     ];
     let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for r in records {
@@ -300,6 +301,14 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
             h(m(r, "client_cpu_ns_per_msg").round()),
             uds.map(|u| format!("{:.2}", rate / u))
                 .unwrap_or_else(|| "-".into()),
+            {
+                let (sc, cc) = (p(r, "server_cpus"), p(r, "client_cpus"));
+                if sc == cc {
+                    sc
+                } else {
+                    format!("server={sc} client={cc}")
+                }
+            },
         ]);
     }
     let widths: Vec<usize> = (0..head.len())
@@ -311,7 +320,7 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
-                if i < 2 {
+                if i < 2 || i + 1 == head.len() {
                     format!("{c:<w$}")
                 } else {
                     format!("{c:>w$}")
@@ -326,11 +335,9 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
         .iter()
         .any(|r| r.metrics.get("oversubscribed").and_then(|v| v.as_bool()) == Some(true));
     out.push_str(&format!(
-        "load average {}..{}; placement server={} client={}{}\n",
+        "load average {}..{} (placement pair:L = each session's two ends on one CPU of L){}\n",
         h(loads.iter().cloned().fold(f64::INFINITY, f64::min)),
         h(loads.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
-        p(first, "server_cpus"),
-        p(first, "client_cpus"),
         if over {
             "; OVERSUBSCRIBED (more runnable threads than CPUs): rates are suspect"
         } else {
