@@ -108,7 +108,7 @@ fn cbench(port: u16, args: &[&str]) -> (String, String) {
             "-l",
             "3",
             "-m",
-            "200",
+            "300",
             "-M",
             "1000",
         ])

@@ -171,6 +171,7 @@ impl Controller {
             ),
             None => None,
         };
+        sys::raise_nofile();
         let listener =
             TcpListener::bind(cfg.listen).map_err(|e| ControllerError::Bind(cfg.listen, e))?;
         listener.set_nonblocking(true)?;
@@ -304,7 +305,7 @@ struct Worker {
 
 /// Reads per connection per turn.
 const READ_BUDGET: usize = 4;
-const READ_CHUNK: usize = 32768;
+const READ_CHUNK: usize = 65536;
 
 impl WorkerCtx {
     fn run(self) -> ControllerStats {

@@ -478,6 +478,13 @@ fn run_round(
     out: &mut dyn FnMut(Line),
 ) -> Result<CbenchRound, EmulatorError> {
     let n = cfg.switches;
+    let nofile = sys::raise_nofile();
+    if (n as u64) + 64 > nofile {
+        out(Line::Notice(format!(
+            "cbench: {n} switches need {n} file descriptors but RLIMIT_NOFILE is {nofile}; \
+             raise it (ulimit -n, or LimitNOFILE= in a unit) or some switches will fail to connect"
+        )));
+    }
     let threads = cfg.threads.min(n);
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
@@ -1382,6 +1389,18 @@ impl Worker {
     }
 
     fn handle(&mut self, k: usize, msg: &[u8], now: u64, kept: bool) -> Result<(), String> {
+        // Fast path for the message that dominates: an OpenFlow 1.0 flow_mod
+        // ADD (frame_len already checked that msg is exactly one message).
+        if msg.len() >= of10::FLOW_MOD_LEN
+            && msg[0] == OFP10_VERSION
+            && msg[1] == of10::OFPT_FLOW_MOD
+            && self.sw[k].version == OFP10_VERSION
+            && be16(msg, 56) == of10::OFPFC_ADD
+        {
+            self.tally.flow_mod_add += 1;
+            self.response(k, be32(msg, 64), be32(msg, 4), now, kept);
+            return Ok(());
+        }
         let h = Header::new_checked(msg).map_err(|e| e.to_string())?;
         let (ty, xid, ver) = (h.msg_type(), h.xid(), h.version());
         let sv = self.sw[k].version;

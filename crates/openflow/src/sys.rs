@@ -190,3 +190,28 @@ pub fn readable_bytes(fd: RawFd) -> usize {
         n.max(0) as usize
     }
 }
+
+/// Raise the soft RLIMIT_NOFILE to the hard limit (one fd per switch);
+/// returns the soft limit now in force.
+pub fn raise_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit with a valid, live rlimit struct.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                return want.rlim_cur;
+            }
+        }
+        r.rlim_cur
+    }
+}

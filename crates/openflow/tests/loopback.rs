@@ -24,7 +24,7 @@ fn cbench(port: u16, switches: usize, throughput: bool, of13: bool) -> (CbenchRe
         port,
         switches,
         loops: 3,
-        ms_per_test: 150,
+        ms_per_test: 300,
         throughput,
         of13,
         mac_addresses: 1000,

@@ -148,6 +148,13 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
                 },
                 round.closed.len()
             )?;
+            if round.emulator_busy_max > 0.9 {
+                writeln!(
+                    o,
+                    "warning: the emulator was saturated ({:.0}% busy) in a kept window: the rate may be the emulator's, not the controller's; try --threads",
+                    100.0 * round.emulator_busy_max
+                )?;
+            }
             if let Some(rt) = &round.round_trip_ns {
                 writeln!(
                     o,
