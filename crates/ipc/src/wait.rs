@@ -16,10 +16,15 @@
 //!   while a core is free for the peer: the run's awake threads (threads
 //!   started minus sleepers, counted in the segment) fit in our affinity
 //!   mask, the machine's run queue (`/proc/loadavg`, sampled every 20 ms)
-//!   has no more runnable threads than CPUs, and our last notify did not
-//!   have to wake the peer (then it is off-CPU for a wake-up latency). A
-//!   spin that runs out backs off exponentially (2, 4, ... 1024 waits
-//!   without spinning). Otherwise it sleeps like `block`; and when the run
+//!   has no more runnable threads than CPUs. When our last notify had to
+//!   wake the peer, it is off-CPU for a wake-up latency, so the budget is
+//!   [`ADAPTIVE_SPIN_AFTER_WAKE`] instead: long enough to cover that wake,
+//!   so that the peer's answer finds us spinning and the next hand-off
+//!   needs no wake at all. (Not spinning then, as an earlier version did,
+//!   locks a ping-pong into sleep/wake on both sides for good: measured on
+//!   idle cores, 27.8 k msgs/s with p50 72 µs at 128 B — below the pipe's
+//!   28.9 k — against 5.1 M msgs/s for `spin`.) A spin that runs out backs
+//!   off exponentially (2, 4, ... 1024 waits without spinning). Otherwise it sleeps like `block`; and when the run
 //!   has more threads than CPUs it co-locates each session's pair as
 //!   `block` does.
 //!
@@ -46,6 +51,10 @@ use crate::futex;
 
 /// The longest an adaptive waiter spins before sleeping.
 pub const ADAPTIVE_SPIN: Duration = Duration::from_micros(5);
+/// The adaptive spin budget right after waking the peer: above the
+/// cross-CPU wake-up latency (~28 µs here) plus a small echo, so the
+/// ping-pong returns to spinning instead of waking on every message.
+pub const ADAPTIVE_SPIN_AFTER_WAKE: Duration = Duration::from_micros(50);
 /// Longest single futex sleep before re-checking the peer's liveness.
 pub const SLEEP_SLICE: Duration = Duration::from_millis(50);
 /// Spin iterations between liveness checks in `spin` mode.
@@ -225,9 +234,10 @@ pub(crate) enum Waited {
 /// swaps it to 0 and wakes us if it was 1). `closed()` reports that the
 /// peer is gone (closed flag or dead process); it is checked after every
 /// sleep slice and every few thousand spins. `peer_just_woken` says that
-/// this endpoint's last notify had to wake the peer from a futex sleep: the
+/// this endpoint's last notify had to wake the peer from its sleep: the
 /// peer is then not on a CPU and cannot answer before a wake-up latency
-/// (~4-28 µs here), so the adaptive policy does not spin.
+/// (~4-28 µs here), so the adaptive policy spins for the longer
+/// [`ADAPTIVE_SPIN_AFTER_WAKE`] budget.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn wait_for(
@@ -262,11 +272,12 @@ pub(crate) fn wait_for(
             }
         }
         WaitPolicy::Adaptive => {
-            if !peer_just_woken
-                && awake.core_free_for_peer()
-                && adapt.machine_has_room()
-                && adapt.try_spin()
-            {
+            if awake.core_free_for_peer() && adapt.machine_has_room() && adapt.try_spin() {
+                let budget = if peer_just_woken {
+                    ADAPTIVE_SPIN_AFTER_WAKE
+                } else {
+                    ADAPTIVE_SPIN
+                };
                 let start = Instant::now();
                 let mut i: u32 = 0;
                 loop {
@@ -276,7 +287,7 @@ pub(crate) fn wait_for(
                         return Waited::Ready;
                     }
                     i = i.wrapping_add(1);
-                    if i & 63 == 0 && start.elapsed() >= ADAPTIVE_SPIN {
+                    if i & 63 == 0 && start.elapsed() >= budget {
                         adapt.spun(false);
                         break;
                     }
