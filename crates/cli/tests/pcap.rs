@@ -174,3 +174,33 @@ fn bench_reports_cold_and_warm_runs() {
         .any(|r| r["params"]["cache"] == "cold" && r["params"]["tool"] == "cat"));
     drop(guard);
 }
+
+/// `--format parquet` with the feature: a Parquet file, and `--output` is required.
+#[cfg(feature = "parquet")]
+#[test]
+fn extract_parquet_file() {
+    let dir = tmp("parquet");
+    let cap = dir.path().join("gen.pcap");
+    let out = dir.path().join("out.parquet");
+    bin()
+        .args(["pcap", "gen", "--size", "256K", "-o"])
+        .arg(&cap)
+        .assert()
+        .success();
+    bin()
+        .args(["pcap", "extract", "-q", "--format", "parquet", "-o"])
+        .arg(&out)
+        .arg(&cap)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(bytes.len() > 8);
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+    bin()
+        .args(["pcap", "extract", "--format", "parquet"])
+        .arg(&cap)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--output FILE"));
+}

@@ -333,7 +333,17 @@ fn extract_parallel(
     for _ in 0..n_buffers {
         let _ = pool_tx.send(Vec::new());
     }
-    let out_pool: Arc<Mutex<Vec<OutBuf>>> = Arc::new(Mutex::new(Vec::new()));
+    // Formatted chunks are bounded too: a worker takes an output buffer
+    // *before* it takes an item, and the writer returns it once written, so
+    // a slow sink (a pipe, the Parquet encoder) holds back the workers
+    // instead of queueing the whole output in memory. Taking the buffer
+    // first means every taken item owns one: the next item in order is
+    // always done or in progress, so reordering cannot deadlock.
+    let (obuf_tx, obuf_rx) = mpsc::channel::<OutBuf>();
+    for _ in 0..n_buffers {
+        let _ = obuf_tx.send(OutBuf::new());
+    }
+    let obuf_rx = Arc::new(Mutex::new(obuf_rx));
     let (work_tx, work_rx) = mpsc::sync_channel::<(u64, Item)>(n_buffers);
     let work_rx = Arc::new(Mutex::new(work_rx));
     let (done_tx, done_rx) = mpsc::channel::<(u64, Done)>();
@@ -379,8 +389,16 @@ fn extract_parallel(
             let work_rx = Arc::clone(&work_rx);
             let done_tx = done_tx.clone();
             let pool_tx = pool_tx.clone();
-            let out_pool = Arc::clone(&out_pool);
+            let obuf_rx = Arc::clone(&obuf_rx);
+            let mut held: Option<OutBuf> = None;
             s.spawn(move || loop {
+                let mut obuf = match held.take() {
+                    Some(o) => o,
+                    None => match obuf_rx.lock().map(|rx| rx.recv()) {
+                        Ok(Ok(o)) => o,
+                        _ => return,
+                    },
+                };
                 let next = match work_rx.lock() {
                     Ok(rx) => rx.recv(),
                     Err(_) => return,
@@ -388,11 +406,6 @@ fn extract_parallel(
                 let Ok((seq, item)) = next else { return };
                 let done = match item {
                     Item::Chunk(chunk) => {
-                        let mut obuf = out_pool
-                            .lock()
-                            .ok()
-                            .and_then(|mut p| p.pop())
-                            .unwrap_or_default();
                         obuf.clear();
                         let mut issues = Issues::default();
                         let stats = process_chunk(&chunk, fmt, &mut obuf, &mut issues);
@@ -405,7 +418,10 @@ fn extract_parallel(
                         let _ = pool_tx.send(chunk.buf);
                         d
                     }
-                    Item::FileDone(fr) => Done::FileDone(fr),
+                    Item::FileDone(fr) => {
+                        held = Some(obuf);
+                        Done::FileDone(fr)
+                    }
                 };
                 if done_tx.send((seq, done)).is_err() {
                     return;
@@ -426,9 +442,7 @@ fn extract_parallel(
                 next += 1;
                 if result.is_err() {
                     if let Done::Chunk { out: o, .. } = d {
-                        if let Ok(mut p) = out_pool.lock() {
-                            p.push(o);
-                        }
+                        let _ = obuf_tx.send(o);
                     }
                     continue;
                 }
@@ -464,9 +478,7 @@ fn extract_parallel(
                                 stream_bytes: report.stream_bytes + stream_pos,
                             });
                         }
-                        if let Ok(mut p) = out_pool.lock() {
-                            p.push(o);
-                        }
+                        let _ = obuf_tx.send(o);
                     }
                     Done::FileDone(mut fr) => {
                         fr.packets = file_packets;

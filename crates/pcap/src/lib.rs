@@ -19,6 +19,8 @@ pub mod format;
 pub mod gen;
 pub mod issues;
 pub mod mapped;
+#[cfg(feature = "parquet")]
+pub mod parquet_out;
 pub mod reader;
 pub mod wire;
 pub mod writer;

@@ -1,6 +1,7 @@
 //! `commbench pcap extract|gen|bench`: wiring for the pcap lab
 //! (crates/pcap). Extraction writes packet fields (CSV / JSON Lines) to
-//! stdout or `--output`; the bad-input summary goes to stderr.
+//! stdout or `--output`, or Parquet to `--output` with the cargo feature
+//! `parquet`; the bad-input summary goes to stderr.
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_pcap::extract::{extract, ExtractConfig, ExtractReport, Progress};
@@ -59,7 +60,7 @@ pub struct BenchArgs {
 pub enum DataFormat {
     Csv,
     Jsonl,
-    /// Not built in: convert the CSV with DuckDB or Polars instead.
+    /// Parquet file (needs --output; built with `--features parquet`).
     Parquet,
 }
 
@@ -138,15 +139,11 @@ fn default_threads() -> usize {
 }
 
 fn run_extract(a: &ExtractArgs) -> Result<()> {
-    let format =
-        match a.format {
-            DataFormat::Csv => OutputFormat::Csv,
-            DataFormat::Jsonl => OutputFormat::Jsonl,
-            DataFormat::Parquet => return Err(crate::usage(
-                "--format parquet is not built into this binary; use --format csv and convert, \
-                 e.g. duckdb -c \"COPY (FROM 'out.csv') TO 'out.parquet'\"",
-            )),
-        };
+    let format = match a.format {
+        DataFormat::Csv => OutputFormat::Csv,
+        DataFormat::Jsonl => OutputFormat::Jsonl,
+        DataFormat::Parquet => parquet_check(a)?,
+    };
     let fields = match &a.fields {
         Some(s) => Field::parse_list(s).map_err(crate::usage)?,
         None => Field::defaults(),
@@ -196,6 +193,17 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         }
     };
     let res = match &a.output {
+        #[cfg(feature = "parquet")]
+        Some(path) if a.format == DataFormat::Parquet => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot create output file {}", path.display()))?;
+            commbench_pcap::parquet_out::extract_parquet(
+                &cfg,
+                std::io::BufWriter::with_capacity(1 << 20, f),
+                &mut progress,
+            )
+            .map(|(report, _)| report)
+        }
         Some(path) => {
             let mut f = std::fs::File::create(path)
                 .with_context(|| format!("cannot create output file {}", path.display()))?;
@@ -233,6 +241,24 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--format parquet`: a usage error without the feature or without
+/// `--output`; otherwise the CSV formatter feeds the Parquet writer.
+fn parquet_check(a: &ExtractArgs) -> Result<OutputFormat> {
+    if !cfg!(feature = "parquet") {
+        return Err(crate::usage(
+            "--format parquet is not built into this binary; rebuild with \
+             `cargo build --release -p commbench --features parquet`, \
+             or use --format csv and convert it",
+        ));
+    }
+    if a.output.is_none() {
+        return Err(crate::usage(
+            "--format parquet needs --output FILE (Parquet is not written to standard output)",
+        ));
+    }
+    Ok(OutputFormat::Csv)
 }
 
 fn print_summary(cfg: &ExtractConfig, r: &ExtractReport, secs: f64) {
