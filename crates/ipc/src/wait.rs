@@ -15,7 +15,7 @@
 //! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`], and only
 //!   while a core is free for the peer: the run's awake threads (threads
 //!   started minus sleepers, counted in the segment) fit in our affinity
-//!   mask, the machine's run queue (`/proc/loadavg`, sampled every 20 ms)
+//!   mask, the machine's run queue (`procs_running`, sampled every 20 ms)
 //!   has no more runnable threads than CPUs. When our last notify had to
 //!   wake the peer, it is off-CPU for a wake-up latency, so the budget is
 //!   [`ADAPTIVE_SPIN_AFTER_WAKE`] instead: long enough to cover that wake,
@@ -117,22 +117,14 @@ impl std::fmt::Display for WaitPolicy {
     }
 }
 
-/// Number of CPUs this thread may run on.
+/// Number of CPUs this thread may run on (core's placement read-back).
 pub fn affinity_cpus() -> u32 {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
-    // size_of::<cpu_set_t>() bytes into it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let n = libc::CPU_COUNT(&set);
-            if n > 0 {
-                return n as u32;
-            }
-        }
+    let n = commbench_core::placement::current_affinity().cpus().len() as u32;
+    if n > 0 {
+        n
+    } else {
+        commbench_core::rusage::online_cpus() as u32
     }
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
 }
 
 /// The run-wide count of sleeping threads, shared through the segment,
@@ -168,21 +160,11 @@ pub(crate) struct Adapt {
 /// How often an adaptive endpoint re-reads the system's runnable count.
 const ROOM_CHECK_EVERY: Duration = Duration::from_millis(20);
 
-/// Runnable threads right now, system-wide (4th field of /proc/loadavg,
-/// "running/total"), and the online CPUs.
+/// Whether the machine has a CPU for every runnable thread (core's
+/// `procs_running` count, which includes the caller).
 fn system_has_room() -> bool {
-    let Ok(s) = std::fs::read_to_string("/proc/loadavg") else {
-        return true;
-    };
-    let running = s
-        .split_whitespace()
-        .nth(3)
-        .and_then(|f| f.split('/').next())
-        .and_then(|n| n.parse::<usize>().ok());
-    match running {
-        Some(r) => r <= commbench_core::rusage::online_cpus(),
-        None => true,
-    }
+    let running = commbench_core::rusage::runnable_threads();
+    running == 0 || running as usize <= commbench_core::rusage::online_cpus()
 }
 
 impl Adapt {
