@@ -343,14 +343,49 @@ fn swar8(v: u32) -> u64 {
 
 const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
 
-/// Appends `v` (< 10^8) without leading zeros: the digit count falls out of
-/// the zero bytes at the bottom of the SWAR digits.
+/// Appends `v` (< 10^8) without leading zeros.
 #[inline(always)]
 fn put_below_1e8(out: &mut Line<'_>, v: u32) {
-    let d = swar8(v);
-    let lead = (d.trailing_zeros() / 8).min(7);
-    *out.slot::<8>() = ((d | ASCII_ZEROS) >> (8 * lead)).to_le_bytes();
-    out.advance(8 - lead as usize);
+    let n = digit_count(v);
+    *out.slot::<8>() = ((swar8(v) | ASCII_ZEROS) >> (8 * (8 - n))).to_le_bytes();
+    out.advance(n as usize);
+}
+
+/// `(v + DIGITS[log2 v]) >> 32` is the decimal digit count of `v`: each
+/// entry holds the count for the smallest value of its power-of-two bucket
+/// plus a bias that carries into the next count at the bucket's power of
+/// ten (Lemire's table-driven digit count). Taken apart from the digits
+/// themselves so the next field's position does not wait for them.
+static DIGITS: [u64; 32] = {
+    let mut t = [0u64; 32];
+    let mut i = 0;
+    while i < 32 {
+        let (mut d, mut p) = (1u64, 10u64);
+        while p <= (1u64 << i) {
+            d += 1;
+            p *= 10;
+        }
+        t[i] = if d < 10 {
+            (d << 32) + (1u64 << 32) - p
+        } else {
+            d << 32
+        };
+        i += 1;
+    }
+    t
+};
+
+#[inline(always)]
+fn digit_count(v: u32) -> u32 {
+    ((v as u64 + DIGITS[31 - (v | 1).leading_zeros() as usize]) >> 32) as u32
+}
+
+/// Appends the decimal text of a byte: one table load, one 4-byte store.
+#[inline(always)]
+pub fn put_u8(out: &mut Line<'_>, v: u8) {
+    let (w, l) = OCTET_DOT[v as usize];
+    *out.slot::<4>() = w.to_le_bytes();
+    out.advance(l as usize);
 }
 
 /// Appends the decimal text of `v` (room for 20 bytes must exist).
@@ -659,12 +694,11 @@ impl Formatter {
                 if !f.has(has::IP) {
                     return false;
                 }
-                let v = match field {
-                    Field::IpVersion => f.ip_version as u32,
-                    Field::Ttl => f.ttl as u32,
-                    _ => f.ip_len as u32,
-                };
-                put_u32(out, v);
+                match field {
+                    Field::IpVersion => put_u8(out, f.ip_version),
+                    Field::Ttl => put_u8(out, f.ttl),
+                    _ => put_u32(out, f.ip_len as u32),
+                }
             }
             Field::IpSrc | Field::IpDst => {
                 if !f.has(has::IP) {
@@ -686,7 +720,7 @@ impl Formatter {
                 if !f.has(has::PROTO) {
                     return false;
                 }
-                put_u32(out, f.proto as u32);
+                put_u8(out, f.proto);
             }
             Field::Frag => {
                 if !f.has(has::IP) {
@@ -730,13 +764,13 @@ impl Formatter {
                 if !f.has(has::ICMP) {
                     return false;
                 }
-                put_u32(
+                put_u8(
                     out,
                     if field == Field::IcmpType {
                         f.icmp_type
                     } else {
                         f.icmp_code
-                    } as u32,
+                    },
                 );
             }
             Field::ArpOp => {
@@ -898,6 +932,9 @@ mod tests {
             p = p.saturating_mul(10);
         }
         assert_eq!(s(|o| put_u32(o, u32::MAX)), u32::MAX.to_string());
+        for b in 0..=255u8 {
+            assert_eq!(s(|o| put_u8(o, b)), b.to_string());
+        }
         assert_eq!(s(|o| put_u64(o, u64::MAX)), u64::MAX.to_string());
         for g in [0u16, 1, 0xf, 0x10, 0xff, 0x100, 0xfff, 0x1000, 0xffff] {
             let mut a = [0u8; 16];
