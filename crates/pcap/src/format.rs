@@ -540,46 +540,64 @@ fn ipv6_text(t: &mut [u8; 48], a: &[u8; 16]) -> usize {
         }
         return n;
     }
-    // Longest run (>= 2) of zero groups, first on ties, from a bit mask.
-    let mut zeros = 0u32;
+    let mut zeros = 0usize;
     for (i, v) in g.iter().enumerate() {
-        zeros |= ((*v == 0) as u32) << i;
+        zeros |= ((*v == 0) as usize) << i;
     }
-    let (mut best, mut best_len) = (8usize, 0usize);
-    let mut m = zeros;
-    while m != 0 {
-        let start = m.trailing_zeros() as usize;
-        let len = (!(m >> start)).trailing_zeros() as usize;
-        if len > best_len && len >= 2 {
-            best = start;
-            best_len = len;
-        }
-        m &= !(((1u32 << len) - 1) << start);
-    }
+    let (best, run) = ZERO_RUN[zeros];
+    let (best, end) = (best as usize, best as usize + run as usize);
+    // Every group is written as a word — `::` where the run starts, the
+    // digits (with a leading `:` unless first or right after the run)
+    // elsewhere — and the position advances by that word's length, zero
+    // inside the run: no branch depends on where the run is.
     let mut n = 0;
-    let mut k = 0;
-    while k < 8 {
-        if k == best {
-            t[n] = b':';
-            t[n + 1] = b':';
-            n += 2;
-            k += best_len;
-            continue;
-        }
-        if k > 0 && k != best + best_len {
-            t[n] = b':';
-            n += 1;
-        }
-        // Four digits in one word, leading zero digits shifted out (at
-        // least one digit stays), one 4-byte store.
-        let v = g[k];
+    for (k, &v) in g.iter().enumerate() {
         let skip = (v.leading_zeros() / 4).min(3);
-        t[n..n + 4].copy_from_slice(&(hex4(v) >> (8 * skip)).to_le_bytes());
-        n += 4 - skip as usize;
-        k += 1;
+        let digits = hex4(v) >> (8 * skip);
+        let nd = 4 - skip as usize;
+        let sep = (k > 0 && k != end) as usize;
+        let word = if sep == 1 {
+            (digits as u64) << 8 | b':' as u64
+        } else {
+            digits as u64
+        };
+        let (word, len) = if k == best {
+            (0x3a3a, 2)
+        } else if k > best && k < end {
+            (0, 0)
+        } else {
+            (word, sep + nd)
+        };
+        t[n..n + 8].copy_from_slice(&word.to_le_bytes());
+        n += len;
     }
     n
 }
+
+/// For each mask of zero groups (bit i set when group i is zero): where the
+/// longest run of two or more zero groups starts and its length, the first
+/// run on ties; (8, 0) when there is none (RFC 5952 section 4.2).
+static ZERO_RUN: [(u8, u8); 256] = {
+    let mut t = [(8u8, 0u8); 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut best, mut best_len, mut k) = (8u8, 0u8, 0);
+        while k < 8 {
+            let mut len = 0;
+            while k + len < 8 && m & (1 << (k + len)) != 0 {
+                len += 1;
+            }
+            if len >= 2 && len as u8 > best_len {
+                best = k as u8;
+                best_len = len as u8;
+            }
+            k += if len == 0 { 1 } else { len };
+        }
+        t[m] = (best, best_len);
+        m += 1;
+    }
+    t
+};
 
 /// Appends `0x` and the low `digits` (3 or 4) hex digits of `v`.
 #[inline(always)]
