@@ -77,6 +77,11 @@ pub struct ControllerConfig {
     pub log_connections: bool,
     /// Pin the worker threads to these CPUs (taskset list syntax).
     pub cpus: Option<String>,
+    /// Poll epoll without sleeping. Only for a worker with a CPU of its own
+    /// (it refuses to start without `cpus`): a responder that never sleeps
+    /// spares its peer the wake-up on every write, which is how the
+    /// emulator's own ceiling is measured against `--app trivial`.
+    pub busy_poll: bool,
 }
 
 impl Default for ControllerConfig {
@@ -90,6 +95,7 @@ impl Default for ControllerConfig {
             max_pending_out: 1 << 20,
             log_connections: true,
             cpus: None,
+            busy_poll: false,
         }
     }
 }
@@ -171,6 +177,11 @@ impl Controller {
             ),
             None => None,
         };
+        if cfg.busy_poll && cpus.as_ref().is_none_or(|c| c.cpus().len() < cfg.threads) {
+            return Err(ControllerError::Config(
+                "--busy-poll spins: give each worker thread a CPU of its own with --cpus (as many CPUs as --threads, none shared with the emulator)".into(),
+            ));
+        }
         sys::raise_nofile();
         let listener =
             TcpListener::bind(cfg.listen).map_err(|e| ControllerError::Bind(cfg.listen, e))?;
@@ -382,7 +393,11 @@ impl WorkerCtx {
         let mut events = sys::new_events(1024);
         let mut rr = 0usize;
         while !self.stop.load(Ordering::Relaxed) {
-            let timeout = if w.again.is_empty() { 50 } else { 0 };
+            let timeout = if w.again.is_empty() && !self.cfg.busy_poll {
+                50
+            } else {
+                0
+            };
             let evs = match w.ep.wait(&mut events, timeout) {
                 Ok(e) => e,
                 Err(e) => {

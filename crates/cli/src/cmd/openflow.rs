@@ -242,6 +242,10 @@ pub struct ControllerArgs {
     /// Do not log connections (errors are still logged).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Poll without sleeping (needs --cpus with one CPU per thread, none
+    /// shared with the emulator): spares the emulator a wake-up per write.
+    #[arg(long)]
+    pub busy_poll: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -267,6 +271,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         max_pending_out: a.max_pending_out,
         log_connections: !a.quiet,
         cpus: a.cpus.clone(),
+        busy_poll: a.busy_poll,
     };
     let stop = commbench_openflow::stop_on_signal();
     let ctl = Controller::start(&cfg).map_err(|e| match e {
