@@ -52,7 +52,11 @@ const FAR_MATCH: u64 = 90000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Nodelay {
-    /// On in latency mode, off in throughput mode (what cbench does).
+    /// Off (Nagle on), as cbench leaves it in both modes: its latency-mode
+    /// `setsockopt(TCP_NODELAY)` passes 0 (cbench.c:190) and throughput
+    /// mode does not call it. On only for latency mode with
+    /// `--outstanding` > 1, where Nagle would hold a probe back behind
+    /// unacknowledged ones (beyond cbench).
     Auto,
     On,
     Off,
@@ -89,6 +93,10 @@ pub struct CbenchConfig {
     /// (0 = unlimited, as cbench). Keeps buffer_id matching exact: the
     /// sequence wraps at 100000.
     pub max_in_flight: u64,
+    /// SO_SNDBUF for each switch's socket; 0 leaves the kernel's
+    /// autotuned default, as cbench does (its 64 KiB is the user-space
+    /// output buffer, [`OUTBUF_LEN`], not a socket option).
+    pub sndbuf: usize,
 }
 
 impl Default for CbenchConfig {
@@ -118,6 +126,7 @@ impl Default for CbenchConfig {
             handshake_timeout_ms: 10000,
             cpus: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            sndbuf: 0,
         }
     }
 }
@@ -169,6 +178,9 @@ impl CbenchConfig {
         if self.max_in_flight > 90000 {
             return bad("--max-in-flight must be 0 (unlimited) or at most 90000");
         }
+        if self.sndbuf > i32::MAX as usize / 2 {
+            return bad("--sndbuf must be at most 1073741823 bytes");
+        }
         if let Some(c) = &self.cpus {
             CpuList::parse_online(c).map_err(|e| EmulatorError::Config(format!("--cpus: {e}")))?;
         }
@@ -187,7 +199,7 @@ impl CbenchConfig {
         match self.nodelay {
             Nodelay::On => true,
             Nodelay::Off => false,
-            Nodelay::Auto => !self.throughput,
+            Nodelay::Auto => !self.throughput && self.outstanding > 1,
         }
     }
 }
@@ -735,6 +747,9 @@ struct Switch {
     probe: Vec<u8>,
     frame_off: usize,
     next_seq: u64,
+    /// xid of probe 0: 1, or 2 when the learn-dst-mac packet_in took xid 1
+    /// (cbench's per-switch xid counter is shared by both).
+    xid_base: u64,
     in_flight: usize,
     /// Throughput mode: probes sent and not yet answered (reset per window).
     tp_in_flight: u64,
@@ -805,12 +820,14 @@ impl Switch {
             probe,
             frame_off,
             next_seq: 0,
+            xid_base: if cfg.learn_dst_macs { 2 } else { 1 },
             in_flight: 0,
             tp_in_flight: 0,
             answered: vec![0u64; (ANSWER_RING_BITS / 64) as usize],
             sent_ns: vec![0u64; ring],
             config_flags: 0,
-            miss_send_len: 128,
+            // cbench answers GET_CONFIG with zeros until a SET_CONFIG.
+            miss_send_len: 0,
             window_count: 0,
             warned_types: 0,
         }
@@ -825,7 +842,7 @@ impl Switch {
     fn push_probe(&mut self, mac_mod: u32, now: u64) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let xid = (seq + 1) as u32;
+        let xid = (seq + self.xid_base) as u32;
         let bid = ((seq + 1) % BUFFER_ID_MOD) as u32;
         let mac = (seq % mac_mod as u64) as u32;
         let p = &mut self.probe;
@@ -855,7 +872,7 @@ impl Switch {
             let delta = (next_bid + BUFFER_ID_MOD - b) % BUFFER_ID_MOD;
             (delta >= 1 && delta <= sent).then(|| sent - delta)
         } else {
-            let delta = ((sent + 1) as u32).wrapping_sub(xid) as u64;
+            let delta = ((sent + self.xid_base) as u32).wrapping_sub(xid) as u64;
             (xid != 0 && delta >= 1 && delta <= sent.min(BUFFER_ID_MOD)).then(|| sent - delta)
         }
     }
@@ -1052,10 +1069,11 @@ impl Worker {
             }
         };
         let _ = sys::set_nodelay(stream.as_raw_fd(), cfg.nodelay_on());
-        // cbench's 64 KiB send buffer: bounds how many probes wait in the
-        // kernel (and keeps the buffer_id sequence, which wraps at 100000,
-        // unambiguous for matching).
-        let _ = sys::set_sndbuf(stream.as_raw_fd(), OUTBUF_LEN as i32);
+        // cbench sets no socket buffer size; `--max-in-flight` keeps the
+        // buffer_id sequence (wrapping at 100000) unambiguous instead.
+        if cfg.sndbuf > 0 {
+            let _ = sys::set_sndbuf(stream.as_raw_fd(), cfg.sndbuf as i32);
+        }
         if stream.set_nonblocking(true).is_err() {
             return;
         }
@@ -1439,23 +1457,30 @@ impl Worker {
             s.state = SwState::Ready;
             self.sh.ready.fetch_add(1, Ordering::SeqCst);
             if self.sh.cfg.learn_dst_macs {
+                // xid 1 (probes then count from 2), buffer_id none,
+                // in_port 2. cbench sizes the 1.0 message as
+                // sizeof(struct ofp_packet_in) (20, with its 2 bytes of
+                // tail padding) + the 64-byte frame: 84 bytes whose last
+                // two are zero, total_len 64.
                 let arp = frame::gratuitous_arp(s.dpid);
                 let v = s.version;
                 if v == OFP10_VERSION {
+                    let mut data = arp.to_vec();
+                    data.extend_from_slice(&[0, 0]);
                     of10::Repr::new(
-                        0,
+                        1,
                         of10::Message::PacketIn(of10::PacketIn {
                             buffer_id: NO_BUFFER,
                             total_len: arp.len() as u16,
                             in_port: 2,
                             reason: of10::OFPR_NO_MATCH,
-                            data: arp.to_vec(),
+                            data,
                         }),
                     )
                     .emit(&mut s.out);
                 } else {
                     of13::Repr::new(
-                        0,
+                        1,
                         of13::Message::PacketIn(of13::PacketIn {
                             buffer_id: NO_BUFFER,
                             total_len: arp.len() as u16,
@@ -1477,6 +1502,28 @@ impl Worker {
             let now = now_ns();
             self.top_up(k, now);
         }
+    }
+
+    /// cbench's latency-mode restart: a controller that blocks on its
+    /// config exchange may have dropped the probe in flight, so after a
+    /// GET_CONFIG_REQUEST or DESC stats request with the window full
+    /// (`only_if_full`), or any VENDOR message, the switch forgets its
+    /// probes in flight and sends fresh ones (fakeswitch.c:412-417,
+    /// 427, 454-459). A late answer to a forgotten probe still counts.
+    fn restart_latency_probes(&mut self, k: usize, only_if_full: bool) {
+        if self.throughput {
+            return;
+        }
+        let s = &mut self.sw[k];
+        if s.state != SwState::Ready || s.in_flight == 0 {
+            return;
+        }
+        if only_if_full && s.in_flight < self.outstanding {
+            return;
+        }
+        s.in_flight = 0;
+        let now = now_ns();
+        self.top_up(k, now);
     }
 
     fn warn_once(&mut self, k: usize, ty: u8) {
@@ -1525,11 +1572,12 @@ impl Worker {
                 }
             }
             of10::OFPT_ECHO_REQUEST => {
+                // cbench answers with a bare 8-byte header, never echoing
+                // the request's data (fakeswitch.c:433-440).
                 self.tally.echo_request += 1;
                 self.reply(k, |o| {
-                    let s = o.len();
-                    o.extend_from_slice(msg);
-                    o[s + 1] = of10::OFPT_ECHO_REPLY;
+                    o.extend_from_slice(&[OFP10_VERSION, of10::OFPT_ECHO_REPLY, 0, 8]);
+                    o.extend_from_slice(&xid.to_be_bytes());
                 });
             }
             of10::OFPT_ECHO_REPLY => self.tally.echo_reply += 1,
@@ -1559,6 +1607,7 @@ impl Worker {
                     }),
                 );
                 self.reply(k, |o| r.emit(o));
+                self.restart_latency_probes(k, true);
             }
             of10::OFPT_BARRIER_REQUEST => {
                 self.tally.barrier_request += 1;
@@ -1580,20 +1629,28 @@ impl Worker {
                         )
                         .emit(o)
                     });
-                } else {
+                    self.restart_latency_probes(k, true);
+                } else if self.sh.cfg.debug {
+                    // cbench ignores other stats requests silently.
                     self.warn_once(k, ty);
                 }
             }
             of10::OFPT_VENDOR => {
+                // A 12-byte BAD_REQUEST/BAD_VENDOR without the offending
+                // message, as cbench sends (fakeswitch.c:257-268), and
+                // its "nox hack": a controller that ignores packet_ins until
+                // it has sent a vendor message gets a fresh probe.
                 self.tally.vendor += 1;
-                let e = error_msg(
-                    OFP10_VERSION,
+                let e = of10::Repr::new(
                     xid,
-                    of10::OFPET_BAD_REQUEST,
-                    of10::OFPBRC_BAD_VENDOR,
-                    msg,
+                    of10::Message::Error {
+                        err_type: of10::OFPET_BAD_REQUEST,
+                        code: of10::OFPBRC_BAD_VENDOR,
+                        data: Vec::new(),
+                    },
                 );
-                self.reply(k, |o| o.extend_from_slice(&e));
+                self.reply(k, |o| e.emit(o));
+                self.restart_latency_probes(k, false);
             }
             of10::OFPT_ERROR => {
                 self.tally.error += 1;
@@ -1697,6 +1754,7 @@ impl Worker {
                     },
                 );
                 self.reply(k, |o| r.emit(o));
+                self.restart_latency_probes(k, true);
             }
             of13::OFPT_BARRIER_REQUEST => {
                 self.tally.barrier_request += 1;
@@ -1730,10 +1788,15 @@ impl Worker {
                     _ => None,
                 };
                 match body {
-                    Some(body) => self.reply(k, |o| {
-                        of13::Repr::new(xid, of13::Message::MultipartReply { flags: 0, body })
-                            .emit(o)
-                    }),
+                    Some(body) => {
+                        self.reply(k, |o| {
+                            of13::Repr::new(xid, of13::Message::MultipartReply { flags: 0, body })
+                                .emit(o)
+                        });
+                        if mp == of13::OFPMP_DESC {
+                            self.restart_latency_probes(k, true);
+                        }
+                    }
                     None => {
                         // OFPET_BAD_REQUEST / OFPBRC_BAD_MULTIPART
                         let e = error_msg(OFP13_VERSION, xid, 1, 2, msg);
@@ -1746,6 +1809,7 @@ impl Worker {
                 // OFPET_BAD_REQUEST / OFPBRC_BAD_EXPERIMENTER
                 let e = error_msg(OFP13_VERSION, xid, 1, 3, msg);
                 self.reply(k, |o| o.extend_from_slice(&e));
+                self.restart_latency_probes(k, false);
             }
             of13::OFPT_ERROR => {
                 self.tally.error += 1;
@@ -1796,7 +1860,18 @@ pub fn error_msg(version: u8, xid: u32, err_type: u16, code: u16, offending: &[u
     }
 }
 
-/// The emulated switch's FEATURES_REPLY body (224 bytes on the wire).
+/// The 4 ports of cbench's FEATURES_REPLY (a captured reply,
+/// fakeswitch.c:203-221): the same hardware addresses and names for every
+/// switch, curr = 10GB_FD | COPPER, everything else zero.
+const CBENCH_PORTS: [([u8; 6], &str); 4] = [
+    ([0x1a, 0xc1, 0x51, 0xff, 0xef, 0x8a], "veth1"),
+    ([0xce, 0x2f, 0xa2, 0x87, 0xf6, 0x70], "veth3"),
+    ([0xca, 0x8a, 0x1e, 0xf3, 0x77, 0xef], "veth5"),
+    ([0xfa, 0xbc, 0x77, 0x8d, 0x7e, 0x0b], "veth7"),
+];
+
+/// The emulated switch's FEATURES_REPLY body (224 bytes on the wire,
+/// byte-for-byte cbench's apart from the datapath_id).
 pub fn features10(dpid: u64) -> of10::SwitchFeatures {
     of10::SwitchFeatures {
         datapath_id: dpid,
@@ -1804,12 +1879,14 @@ pub fn features10(dpid: u64) -> of10::SwitchFeatures {
         n_tables: 2,
         capabilities: 0,
         actions: 0x7ff,
-        ports: (1..=4u16)
-            .map(|p| of10::PhyPort {
-                port_no: p,
-                hw_addr: [0, 0, 0, 0, dpid as u8, p as u8],
-                name: format!("s{dpid}-eth{p}"),
-                curr: 0x2c0,
+        ports: CBENCH_PORTS
+            .iter()
+            .zip(1u16..)
+            .map(|(&(hw_addr, name), port_no)| of10::PhyPort {
+                port_no,
+                hw_addr,
+                name: name.into(),
+                curr: 0xc0,
                 ..Default::default()
             })
             .collect(),
