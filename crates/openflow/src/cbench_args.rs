@@ -195,7 +195,7 @@ const OPTS: &[Opt] = &[
         long: "sndbuf",
         short: None,
         kind: Kind::Value,
-        help: "SO_SNDBUF bytes per switch, 0 = kernel default like cbench (0)",
+        help: "SO_SNDBUF bytes per switch, 0 = kernel default like cbench (65536)",
     },
     Opt {
         long: "cpus",
@@ -519,8 +519,12 @@ mod tests {
         assert_eq!(a.config.cpus.as_deref(), Some("0"));
         assert_eq!(p("").unwrap().config.max_in_flight, 40000);
         assert_eq!(p("--max-in-flight 0").unwrap().config.max_in_flight, 0);
-        assert_eq!(p("").unwrap().config.sndbuf, 0, "kernel default, as cbench");
-        assert_eq!(p("--sndbuf 65536").unwrap().config.sndbuf, 65536);
+        assert_eq!(p("").unwrap().config.sndbuf, 65536);
+        assert_eq!(
+            p("--sndbuf 0").unwrap().config.sndbuf,
+            0,
+            "kernel default, as cbench"
+        );
         assert!(
             p("--max-in-flight 100000").is_err(),
             "beyond the buffer_id wrap"

@@ -45,6 +45,8 @@ const ANSWER_RING_BITS: u64 = 131072;
 /// Default cap on unanswered throughput-mode probes per switch: a previous
 /// window's leftovers plus a full window stay below the 100000 wrap.
 pub const DEFAULT_MAX_IN_FLIGHT: u64 = 40000;
+/// Default SO_SNDBUF per switch (see [`CbenchConfig::sndbuf`]).
+pub const DEFAULT_SNDBUF: usize = 65536;
 /// A match this far back may be a wrapped buffer_id: reported, not trusted.
 const FAR_MATCH: u64 = 90000;
 
@@ -94,8 +96,12 @@ pub struct CbenchConfig {
     /// sequence wraps at 100000.
     pub max_in_flight: u64,
     /// SO_SNDBUF for each switch's socket; 0 leaves the kernel's
-    /// autotuned default, as cbench does (its 64 KiB is the user-space
-    /// output buffer, [`OUTBUF_LEN`], not a socket option).
+    /// autotuned default, which is what cbench does (its 64 KiB is the
+    /// user-space output buffer, [`OUTBUF_LEN`], not a socket option).
+    /// Default [`DEFAULT_SNDBUF`]: with the kernel's up to 4 MiB per
+    /// socket, throughput mode can keep more than 100000 probes per switch
+    /// in flight across a window's drain (which forgets the in-flight
+    /// count), the buffer_id wraps, and matching turns uncertain.
     pub sndbuf: usize,
 }
 
@@ -126,7 +132,7 @@ impl Default for CbenchConfig {
             handshake_timeout_ms: 10000,
             cpus: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            sndbuf: 0,
+            sndbuf: DEFAULT_SNDBUF,
         }
     }
 }
@@ -892,8 +898,49 @@ struct Worker {
     /// Switches whose read or write stopped at the per-call budget before
     /// EAGAIN: edge-triggered epoll will not report them again, so the
     /// loop revisits them (fairness between switches).
-    again_read: Vec<usize>,
-    again_write: Vec<usize>,
+    again_read: Revisit,
+    again_write: Revisit,
+}
+
+/// Switches to revisit on the next turn, each at most once. A plain list
+/// grew without bound under load (80 reads and 688 writes queued for 16
+/// switches): a switch read from both its epoll event and the list went in
+/// twice, each of its 4 reads flushed and queued it again, and the
+/// duplicates fed back, so a few switches took every turn while the others
+/// starved — whole windows with 0 responses for some switches.
+#[derive(Default)]
+struct Revisit {
+    list: Vec<usize>,
+    queued: Vec<bool>,
+}
+
+impl Revisit {
+    fn push(&mut self, k: usize) {
+        if k >= self.queued.len() {
+            self.queued.resize(k + 1, false);
+        }
+        if !self.queued[k] {
+            self.queued[k] = true;
+            self.list.push(k);
+        }
+    }
+
+    /// The switches queued so far; pushes from now on start a new turn.
+    fn take(&mut self) -> Vec<usize> {
+        let v = std::mem::take(&mut self.list);
+        for &k in &v {
+            self.queued[k] = false;
+        }
+        v
+    }
+
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
 }
 
 /// Reads or writes per switch per turn before moving on to the others.
@@ -928,8 +975,8 @@ fn worker(sh: Arc<Shared>, id: usize, mine: Vec<usize>) -> WorkerResult {
             cfg.max_in_flight
         },
         probes_on: false,
-        again_read: Vec::new(),
-        again_write: Vec::new(),
+        again_read: Revisit::default(),
+        again_write: Revisit::default(),
     };
     let mut events = sys::new_events(1024);
     let mut pending: std::collections::VecDeque<usize> = mine.into_iter().collect();
@@ -1030,11 +1077,11 @@ fn worker(sh: Arc<Shared>, id: usize, mine: Vec<usize>) -> WorkerResult {
                 w.read(k);
             }
         }
-        let again = std::mem::take(&mut w.again_write);
+        let again = w.again_write.take();
         for k in again {
             w.flush(k);
         }
-        let again = std::mem::take(&mut w.again_read);
+        let again = w.again_read.take();
         for k in again {
             w.read(k);
         }
@@ -1069,8 +1116,9 @@ impl Worker {
             }
         };
         let _ = sys::set_nodelay(stream.as_raw_fd(), cfg.nodelay_on());
-        // cbench sets no socket buffer size; `--max-in-flight` keeps the
-        // buffer_id sequence (wrapping at 100000) unambiguous instead.
+        // cbench sets no socket buffer size (`--sndbuf 0`); by default a
+        // 64 KiB one bounds the probes queued in the kernel, so that the
+        // buffer_id sequence (wrapping at 100000) stays unambiguous.
         if cfg.sndbuf > 0 {
             let _ = sys::set_sndbuf(stream.as_raw_fd(), cfg.sndbuf as i32);
         }

@@ -178,6 +178,25 @@ fn features_reply_is_224_bytes() {
 }
 
 #[test]
+fn revisit_lists_hold_each_switch_once() {
+    // Regression: a switch pushed from several paths in one turn went in
+    // the list once per push, and the duplicates multiplied turn by turn.
+    let mut r = Revisit::default();
+    for _ in 0..4 {
+        r.push(3);
+        r.push(0);
+        r.push(3);
+    }
+    assert_eq!(r.len(), 2);
+    assert_eq!(r.take(), vec![3, 0]);
+    assert!(r.is_empty());
+    // Taken switches can be queued again for the next turn.
+    r.push(3);
+    r.push(3);
+    assert_eq!(r.take(), vec![3]);
+}
+
+#[test]
 fn jain_index() {
     assert_eq!(jain(&[5, 5, 5]), 1.0);
     assert!((jain(&[10, 0]) - 0.5).abs() < 1e-12);
