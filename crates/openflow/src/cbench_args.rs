@@ -171,7 +171,7 @@ const OPTS: &[Opt] = &[
         long: "nodelay",
         short: None,
         kind: Kind::Flag,
-        help: "TCP_NODELAY on|off (default: on in latency mode, off in throughput mode)",
+        help: "TCP_NODELAY on|off (default: off like cbench; on with --outstanding > 1)",
     },
     Opt {
         long: "legacy-format",
@@ -190,6 +190,12 @@ const OPTS: &[Opt] = &[
         short: None,
         kind: Kind::Value,
         help: "throughput mode: unanswered probes per switch, 0 = unlimited like cbench (40000)",
+    },
+    Opt {
+        long: "sndbuf",
+        short: None,
+        kind: Kind::Value,
+        help: "SO_SNDBUF bytes per switch, 0 = kernel default like cbench (65536)",
     },
     Opt {
         long: "cpus",
@@ -310,6 +316,7 @@ fn apply(a: &mut CbenchArgs, o: &Opt, v: Option<&str>) -> Result<(), UsageError>
         "handshake-timeout" => c.handshake_timeout_ms = num(o, val()?)?,
         "cpus" => c.cpus = Some(val()?.to_string()),
         "max-in-flight" => c.max_in_flight = num(o, val()?)?,
+        "sndbuf" => c.sndbuf = num(o, val()?)?,
         "format" => a.format = Some(val()?.to_string()),
         "output" => a.output = Some(val()?.to_string()),
         _ => unreachable!("every option in OPTS is handled"),
@@ -512,6 +519,12 @@ mod tests {
         assert_eq!(a.config.cpus.as_deref(), Some("0"));
         assert_eq!(p("").unwrap().config.max_in_flight, 40000);
         assert_eq!(p("--max-in-flight 0").unwrap().config.max_in_flight, 0);
+        assert_eq!(p("").unwrap().config.sndbuf, 65536);
+        assert_eq!(
+            p("--sndbuf 0").unwrap().config.sndbuf,
+            0,
+            "kernel default, as cbench"
+        );
         assert!(
             p("--max-in-flight 100000").is_err(),
             "beyond the buffer_id wrap"

@@ -45,6 +45,8 @@ const ANSWER_RING_BITS: u64 = 131072;
 /// Default cap on unanswered throughput-mode probes per switch: a previous
 /// window's leftovers plus a full window stay below the 100000 wrap.
 pub const DEFAULT_MAX_IN_FLIGHT: u64 = 40000;
+/// Default SO_SNDBUF per switch (see [`CbenchConfig::sndbuf`]).
+pub const DEFAULT_SNDBUF: usize = 65536;
 /// A match this far back may be a wrapped buffer_id: reported, not trusted.
 const FAR_MATCH: u64 = 90000;
 
@@ -52,7 +54,11 @@ const FAR_MATCH: u64 = 90000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Nodelay {
-    /// On in latency mode, off in throughput mode (what cbench does).
+    /// Off (Nagle on), as cbench leaves it in both modes: its latency-mode
+    /// `setsockopt(TCP_NODELAY)` passes 0 (cbench.c:190) and throughput
+    /// mode does not call it. On only for latency mode with
+    /// `--outstanding` > 1, where Nagle would hold a probe back behind
+    /// unacknowledged ones (beyond cbench).
     Auto,
     On,
     Off,
@@ -89,6 +95,14 @@ pub struct CbenchConfig {
     /// (0 = unlimited, as cbench). Keeps buffer_id matching exact: the
     /// sequence wraps at 100000.
     pub max_in_flight: u64,
+    /// SO_SNDBUF for each switch's socket; 0 leaves the kernel's
+    /// autotuned default, which is what cbench does (its 64 KiB is the
+    /// user-space output buffer, [`OUTBUF_LEN`], not a socket option).
+    /// Default [`DEFAULT_SNDBUF`]: with the kernel's up to 4 MiB per
+    /// socket, throughput mode can keep more than 100000 probes per switch
+    /// in flight across a window's drain (which forgets the in-flight
+    /// count), the buffer_id wraps, and matching turns uncertain.
+    pub sndbuf: usize,
 }
 
 impl Default for CbenchConfig {
@@ -118,6 +132,7 @@ impl Default for CbenchConfig {
             handshake_timeout_ms: 10000,
             cpus: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            sndbuf: DEFAULT_SNDBUF,
         }
     }
 }
@@ -169,6 +184,9 @@ impl CbenchConfig {
         if self.max_in_flight > 90000 {
             return bad("--max-in-flight must be 0 (unlimited) or at most 90000");
         }
+        if self.sndbuf > i32::MAX as usize / 2 {
+            return bad("--sndbuf must be at most 1073741823 bytes");
+        }
         if let Some(c) = &self.cpus {
             CpuList::parse_online(c).map_err(|e| EmulatorError::Config(format!("--cpus: {e}")))?;
         }
@@ -187,7 +205,7 @@ impl CbenchConfig {
         match self.nodelay {
             Nodelay::On => true,
             Nodelay::Off => false,
-            Nodelay::Auto => !self.throughput,
+            Nodelay::Auto => !self.throughput && self.outstanding > 1,
         }
     }
 }
@@ -749,6 +767,9 @@ struct Switch {
     /// incrementally: no division per probe or per response.
     next_bid: u64,
     next_mac: u32,
+    /// xid of probe 0: 1, or 2 when the learn-dst-mac packet_in took xid 1
+    /// (cbench's per-switch xid counter is shared by both).
+    xid_base: u64,
     in_flight: usize,
     /// Throughput mode: probes sent and not yet answered (reset per window).
     tp_in_flight: u64,
@@ -824,12 +845,14 @@ impl Switch {
             next_seq: 0,
             next_bid: 1,
             next_mac: 0,
+            xid_base: if cfg.learn_dst_macs { 2 } else { 1 },
             in_flight: 0,
             tp_in_flight: 0,
             answered: vec![0u64; (ANSWER_RING_BITS / 64) as usize],
             sent_ns: vec![0u64; ring],
             config_flags: 0,
-            miss_send_len: 128,
+            // cbench answers GET_CONFIG with zeros until a SET_CONFIG.
+            miss_send_len: 0,
             window_count: 0,
             warned_types: 0,
         }
@@ -845,7 +868,7 @@ impl Switch {
     fn stamp(&mut self, at: Stamp, mac_mod: u32) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let xid = (seq + 1) as u32;
+        let xid = (seq + self.xid_base) as u32;
         let bid = self.next_bid as u32;
         self.next_bid += 1;
         if self.next_bid == BUFFER_ID_MOD {
@@ -917,7 +940,7 @@ impl Switch {
             };
             (delta >= 1 && delta <= sent).then(|| sent - delta)
         } else {
-            let delta = ((sent + 1) as u32).wrapping_sub(xid) as u64;
+            let delta = ((sent + self.xid_base) as u32).wrapping_sub(xid) as u64;
             (xid != 0 && delta >= 1 && delta <= sent.min(BUFFER_ID_MOD)).then(|| sent - delta)
         }
     }
@@ -945,8 +968,49 @@ struct Worker {
     /// Switches whose read or write stopped at the per-call budget before
     /// EAGAIN: edge-triggered epoll will not report them again, so the
     /// loop revisits them (fairness between switches).
-    again_read: Vec<usize>,
-    again_write: Vec<usize>,
+    again_read: Revisit,
+    again_write: Revisit,
+}
+
+/// Switches to revisit on the next turn, each at most once. A plain list
+/// grew without bound under load (80 reads and 688 writes queued for 16
+/// switches): a switch read from both its epoll event and the list went in
+/// twice, each of its 4 reads flushed and queued it again, and the
+/// duplicates fed back, so a few switches took every turn while the others
+/// starved — whole windows with 0 responses for some switches.
+#[derive(Default)]
+struct Revisit {
+    list: Vec<usize>,
+    queued: Vec<bool>,
+}
+
+impl Revisit {
+    fn push(&mut self, k: usize) {
+        if k >= self.queued.len() {
+            self.queued.resize(k + 1, false);
+        }
+        if !self.queued[k] {
+            self.queued[k] = true;
+            self.list.push(k);
+        }
+    }
+
+    /// The switches queued so far; pushes from now on start a new turn.
+    fn take(&mut self) -> Vec<usize> {
+        let v = std::mem::take(&mut self.list);
+        for &k in &v {
+            self.queued[k] = false;
+        }
+        v
+    }
+
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
 }
 
 /// Reads or writes per switch per turn before moving on to the others.
@@ -981,8 +1045,8 @@ fn worker(sh: Arc<Shared>, id: usize, mine: Vec<usize>) -> WorkerResult {
             cfg.max_in_flight
         },
         probes_on: false,
-        again_read: Vec::new(),
-        again_write: Vec::new(),
+        again_read: Revisit::default(),
+        again_write: Revisit::default(),
     };
     let mut events = sys::new_events(1024);
     let mut pending: std::collections::VecDeque<usize> = mine.into_iter().collect();
@@ -1083,11 +1147,11 @@ fn worker(sh: Arc<Shared>, id: usize, mine: Vec<usize>) -> WorkerResult {
                 w.read(k);
             }
         }
-        let again = std::mem::take(&mut w.again_write);
+        let again = w.again_write.take();
         for k in again {
             w.flush(k);
         }
-        let again = std::mem::take(&mut w.again_read);
+        let again = w.again_read.take();
         for k in again {
             w.read(k);
         }
@@ -1122,10 +1186,12 @@ impl Worker {
             }
         };
         let _ = sys::set_nodelay(stream.as_raw_fd(), cfg.nodelay_on());
-        // cbench's 64 KiB send buffer: bounds how many probes wait in the
-        // kernel (and keeps the buffer_id sequence, which wraps at 100000,
-        // unambiguous for matching).
-        let _ = sys::set_sndbuf(stream.as_raw_fd(), OUTBUF_LEN as i32);
+        // cbench sets no socket buffer size (`--sndbuf 0`); by default a
+        // 64 KiB one bounds the probes queued in the kernel, so that the
+        // buffer_id sequence (wrapping at 100000) stays unambiguous.
+        if cfg.sndbuf > 0 {
+            let _ = sys::set_sndbuf(stream.as_raw_fd(), cfg.sndbuf as i32);
+        }
         if stream.set_nonblocking(true).is_err() {
             return;
         }
@@ -1518,23 +1584,30 @@ impl Worker {
             s.state = SwState::Ready;
             self.sh.ready.fetch_add(1, Ordering::SeqCst);
             if self.sh.cfg.learn_dst_macs {
+                // xid 1 (probes then count from 2), buffer_id none,
+                // in_port 2. cbench sizes the 1.0 message as
+                // sizeof(struct ofp_packet_in) (20, with its 2 bytes of
+                // tail padding) + the 64-byte frame: 84 bytes whose last
+                // two are zero, total_len 64.
                 let arp = frame::gratuitous_arp(s.dpid);
                 let v = s.version;
                 if v == OFP10_VERSION {
+                    let mut data = arp.to_vec();
+                    data.extend_from_slice(&[0, 0]);
                     of10::Repr::new(
-                        0,
+                        1,
                         of10::Message::PacketIn(of10::PacketIn {
                             buffer_id: NO_BUFFER,
                             total_len: arp.len() as u16,
                             in_port: 2,
                             reason: of10::OFPR_NO_MATCH,
-                            data: arp.to_vec(),
+                            data,
                         }),
                     )
                     .emit(&mut s.out);
                 } else {
                     of13::Repr::new(
-                        0,
+                        1,
                         of13::Message::PacketIn(of13::PacketIn {
                             buffer_id: NO_BUFFER,
                             total_len: arp.len() as u16,
@@ -1556,6 +1629,28 @@ impl Worker {
             let now = now_ns();
             self.top_up(k, now);
         }
+    }
+
+    /// cbench's latency-mode restart: a controller that blocks on its
+    /// config exchange may have dropped the probe in flight, so after a
+    /// GET_CONFIG_REQUEST or DESC stats request with the window full
+    /// (`only_if_full`), or any VENDOR message, the switch forgets its
+    /// probes in flight and sends fresh ones (fakeswitch.c:412-417,
+    /// 427, 454-459). A late answer to a forgotten probe still counts.
+    fn restart_latency_probes(&mut self, k: usize, only_if_full: bool) {
+        if self.throughput {
+            return;
+        }
+        let s = &mut self.sw[k];
+        if s.state != SwState::Ready || s.in_flight == 0 {
+            return;
+        }
+        if only_if_full && s.in_flight < self.outstanding {
+            return;
+        }
+        s.in_flight = 0;
+        let now = now_ns();
+        self.top_up(k, now);
     }
 
     fn warn_once(&mut self, k: usize, ty: u8) {
@@ -1604,11 +1699,12 @@ impl Worker {
                 }
             }
             of10::OFPT_ECHO_REQUEST => {
+                // cbench answers with a bare 8-byte header, never echoing
+                // the request's data (fakeswitch.c:433-440).
                 self.tally.echo_request += 1;
                 self.reply(k, |o| {
-                    let s = o.len();
-                    o.extend_from_slice(msg);
-                    o[s + 1] = of10::OFPT_ECHO_REPLY;
+                    o.extend_from_slice(&[OFP10_VERSION, of10::OFPT_ECHO_REPLY, 0, 8]);
+                    o.extend_from_slice(&xid.to_be_bytes());
                 });
             }
             of10::OFPT_ECHO_REPLY => self.tally.echo_reply += 1,
@@ -1638,6 +1734,7 @@ impl Worker {
                     }),
                 );
                 self.reply(k, |o| r.emit(o));
+                self.restart_latency_probes(k, true);
             }
             of10::OFPT_BARRIER_REQUEST => {
                 self.tally.barrier_request += 1;
@@ -1659,20 +1756,28 @@ impl Worker {
                         )
                         .emit(o)
                     });
-                } else {
+                    self.restart_latency_probes(k, true);
+                } else if self.sh.cfg.debug {
+                    // cbench ignores other stats requests silently.
                     self.warn_once(k, ty);
                 }
             }
             of10::OFPT_VENDOR => {
+                // A 12-byte BAD_REQUEST/BAD_VENDOR without the offending
+                // message, as cbench sends (fakeswitch.c:257-268), and
+                // its "nox hack": a controller that ignores packet_ins until
+                // it has sent a vendor message gets a fresh probe.
                 self.tally.vendor += 1;
-                let e = error_msg(
-                    OFP10_VERSION,
+                let e = of10::Repr::new(
                     xid,
-                    of10::OFPET_BAD_REQUEST,
-                    of10::OFPBRC_BAD_VENDOR,
-                    msg,
+                    of10::Message::Error {
+                        err_type: of10::OFPET_BAD_REQUEST,
+                        code: of10::OFPBRC_BAD_VENDOR,
+                        data: Vec::new(),
+                    },
                 );
-                self.reply(k, |o| o.extend_from_slice(&e));
+                self.reply(k, |o| e.emit(o));
+                self.restart_latency_probes(k, false);
             }
             of10::OFPT_ERROR => {
                 self.tally.error += 1;
@@ -1776,6 +1881,7 @@ impl Worker {
                     },
                 );
                 self.reply(k, |o| r.emit(o));
+                self.restart_latency_probes(k, true);
             }
             of13::OFPT_BARRIER_REQUEST => {
                 self.tally.barrier_request += 1;
@@ -1809,10 +1915,15 @@ impl Worker {
                     _ => None,
                 };
                 match body {
-                    Some(body) => self.reply(k, |o| {
-                        of13::Repr::new(xid, of13::Message::MultipartReply { flags: 0, body })
-                            .emit(o)
-                    }),
+                    Some(body) => {
+                        self.reply(k, |o| {
+                            of13::Repr::new(xid, of13::Message::MultipartReply { flags: 0, body })
+                                .emit(o)
+                        });
+                        if mp == of13::OFPMP_DESC {
+                            self.restart_latency_probes(k, true);
+                        }
+                    }
                     None => {
                         // OFPET_BAD_REQUEST / OFPBRC_BAD_MULTIPART
                         let e = error_msg(OFP13_VERSION, xid, 1, 2, msg);
@@ -1825,6 +1936,7 @@ impl Worker {
                 // OFPET_BAD_REQUEST / OFPBRC_BAD_EXPERIMENTER
                 let e = error_msg(OFP13_VERSION, xid, 1, 3, msg);
                 self.reply(k, |o| o.extend_from_slice(&e));
+                self.restart_latency_probes(k, false);
             }
             of13::OFPT_ERROR => {
                 self.tally.error += 1;
@@ -1875,7 +1987,18 @@ pub fn error_msg(version: u8, xid: u32, err_type: u16, code: u16, offending: &[u
     }
 }
 
-/// The emulated switch's FEATURES_REPLY body (224 bytes on the wire).
+/// The 4 ports of cbench's FEATURES_REPLY (a captured reply,
+/// fakeswitch.c:203-221): the same hardware addresses and names for every
+/// switch, curr = 10GB_FD | COPPER, everything else zero.
+const CBENCH_PORTS: [([u8; 6], &str); 4] = [
+    ([0x1a, 0xc1, 0x51, 0xff, 0xef, 0x8a], "veth1"),
+    ([0xce, 0x2f, 0xa2, 0x87, 0xf6, 0x70], "veth3"),
+    ([0xca, 0x8a, 0x1e, 0xf3, 0x77, 0xef], "veth5"),
+    ([0xfa, 0xbc, 0x77, 0x8d, 0x7e, 0x0b], "veth7"),
+];
+
+/// The emulated switch's FEATURES_REPLY body (224 bytes on the wire,
+/// byte-for-byte cbench's apart from the datapath_id).
 pub fn features10(dpid: u64) -> of10::SwitchFeatures {
     of10::SwitchFeatures {
         datapath_id: dpid,
@@ -1883,12 +2006,14 @@ pub fn features10(dpid: u64) -> of10::SwitchFeatures {
         n_tables: 2,
         capabilities: 0,
         actions: 0x7ff,
-        ports: (1..=4u16)
-            .map(|p| of10::PhyPort {
-                port_no: p,
-                hw_addr: [0, 0, 0, 0, dpid as u8, p as u8],
-                name: format!("s{dpid}-eth{p}"),
-                curr: 0x2c0,
+        ports: CBENCH_PORTS
+            .iter()
+            .zip(1u16..)
+            .map(|(&(hw_addr, name), port_no)| of10::PhyPort {
+                port_no,
+                hw_addr,
+                name: name.into(),
+                curr: 0xc0,
                 ..Default::default()
             })
             .collect(),

@@ -348,8 +348,10 @@ fn backpressure_bounds_a_switch_that_never_reads() {
     );
     let st = c.stop();
     assert!(st.backpressure_pauses >= 1, "{st:?}");
-    // One read chunk (32 KiB of packet_ins) may be answered past the limit.
-    assert!(st.max_pending_out as usize <= max + 32768, "{st:?}");
+    // One read chunk (64 KiB of packet_ins since the controller's
+    // READ_CHUNK grew; their flow_mods are a little smaller) may be
+    // answered past the limit.
+    assert!(st.max_pending_out as usize <= max + 65536, "{st:?}");
     drop(s);
 }
 

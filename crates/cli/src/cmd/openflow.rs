@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 #[command(disable_help_flag = true)]
 pub struct CbenchArgs {
     /// cbench's options (-c -p -s -l -m -M -t -w -C -D -i -I -L -o -r -d -h) and
-    /// ours (--of13 --outstanding --threads --nodelay --legacy-format --cpus
-    /// --format --output).
+    /// ours (--of13 --outstanding --threads --nodelay --sndbuf --max-in-flight
+    /// --handshake-timeout --legacy-format --cpus --format --output).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<String>,
 }

@@ -107,16 +107,19 @@ fn probe_matching_by_buffer_id_and_xid() {
         s.push_probe(100000, 0);
     }
     assert_eq!(s.probe.len(), 82);
-    // Probes 0..5 have buffer_ids 1..=5 and xids 1..=5.
+    // Probes 0..5 have buffer_ids 1..=5 and xids 2..=6 (the learn-dst-mac
+    // packet_in took xid 1).
     assert_eq!(s.probe_seq(1, 0), Some(0));
     assert_eq!(s.probe_seq(5, 0), Some(4));
     assert_eq!(s.probe_seq(6, 0), None, "not sent yet");
     assert_eq!(s.probe_seq(0, 0), None);
-    assert_eq!(s.probe_seq(NO_BUFFER, 3), Some(2));
+    assert_eq!(s.probe_seq(NO_BUFFER, 4), Some(2));
+    assert_eq!(s.probe_seq(NO_BUFFER, 6), Some(4));
+    assert_eq!(s.probe_seq(NO_BUFFER, 7), None, "not sent yet");
     assert_eq!(
-        s.probe_seq(NO_BUFFER, 0),
+        s.probe_seq(NO_BUFFER, 1),
         None,
-        "the ARP's xid 0 is no probe"
+        "the ARP's xid 1 is no probe"
     );
     assert_eq!(s.probe_seq(200000, 0), None);
     // Wrap-around of the buffer_id sequence.
@@ -129,7 +132,7 @@ fn probe_matching_by_buffer_id_and_xid() {
     // Probe bytes carry the patterns of Appendix A.
     let p = of10::PacketInView::new_checked(&s.probe[..]).unwrap();
     assert_eq!(p.buffer_id(), 3);
-    assert_eq!(p.xid(), 100_003);
+    assert_eq!(p.xid(), 100_004);
     assert_eq!(p.in_port(), 1);
     assert_eq!(p.total_len(), 64);
     let mac = u32::from_ne_bytes(p.data()[7..11].try_into().unwrap());
@@ -137,10 +140,60 @@ fn probe_matching_by_buffer_id_and_xid() {
 }
 
 #[test]
+fn probe_xids_count_from_1_without_learning() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let cfg = CbenchConfig {
+        learn_dst_macs: false,
+        ..Default::default()
+    };
+    let mut s = Switch::new(0, 1, c, &cfg);
+    s.push_probe(100000, 0);
+    assert_eq!(be32(&s.probe, 4), 1);
+    assert_eq!(s.probe_seq(NO_BUFFER, 1), Some(0));
+}
+
+#[test]
+fn nodelay_follows_cbench() {
+    // cbench never enables TCP_NODELAY: its latency-mode setsockopt passes 0.
+    let mut c = CbenchConfig::default();
+    assert!(!c.nodelay_on(), "latency mode");
+    c.throughput = true;
+    assert!(!c.nodelay_on(), "throughput mode");
+    c.throughput = false;
+    c.outstanding = 8;
+    assert!(
+        c.nodelay_on(),
+        "several probes in flight: Nagle would hold them"
+    );
+    c.nodelay = Nodelay::Off;
+    assert!(!c.nodelay_on());
+}
+
+#[test]
 fn features_reply_is_224_bytes() {
     let r = of10::Repr::new(7, of10::Message::FeaturesReply(features10(1))).to_bytes();
     assert_eq!(r.len(), 224);
     assert_eq!(&r[..4], &[1, 6, 0, 224]);
+}
+
+#[test]
+fn revisit_lists_hold_each_switch_once() {
+    // Regression: a switch pushed from several paths in one turn went in
+    // the list once per push, and the duplicates multiplied turn by turn.
+    let mut r = Revisit::default();
+    for _ in 0..4 {
+        r.push(3);
+        r.push(0);
+        r.push(3);
+    }
+    assert_eq!(r.len(), 2);
+    assert_eq!(r.take(), vec![3, 0]);
+    assert!(r.is_empty());
+    // Taken switches can be queued again for the next turn.
+    r.push(3);
+    r.push(3);
+    assert_eq!(r.take(), vec![3]);
 }
 
 #[test]

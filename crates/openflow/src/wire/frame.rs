@@ -105,9 +105,18 @@ pub fn is_lldp(f: &[u8]) -> bool {
 /// Length of cbench's probe frame.
 pub const PROBE_FRAME_LEN: usize = 64;
 
+/// The 30 bytes after the probe's IPv4 header: cbench's probe is a
+/// captured packet (fakeswitch.c `make_packet_in`), and these are its
+/// payload bytes, kept so that our probes are byte-for-byte cbench's.
+const PROBE_PAYLOAD: [u8; 30] = [
+    0x7a, 0x18, 0x58, 0x6b, 0x11, 0x08, 0x97, 0xf5, 0x19, 0xe2, 0x65, 0x7e, 0x07, 0xcc, 0x31, 0xc3,
+    0x11, 0xc7, 0xc4, 0x0c, 0x8b, 0x95, 0x51, 0x51, 0x33, 0x54, 0x51, 0xd5, 0x00, 0x36,
+];
+
 /// cbench's 64-byte probe frame for switch `dpid` and MAC counter `mac`:
 /// dst 80:00:00:00:00:<dpid>, src 00:<mac, host order>:<dpid>, IPv4 total
-/// length 50, TTL 64, protocol 255, 192.168.0.40 -> 192.168.1.40.
+/// length 50, TTL 64, protocol 255, 192.168.0.40 -> 192.168.1.40, then
+/// cbench's 30 payload bytes.
 pub fn probe_frame(dpid: u64, mac: u32) -> [u8; PROBE_FRAME_LEN] {
     let mut f = [0u8; PROBE_FRAME_LEN];
     let d = (dpid & 0xff) as u8;
@@ -125,19 +134,24 @@ pub fn probe_frame(dpid: u64, mac: u32) -> [u8; PROBE_FRAME_LEN] {
     ip[16..20].copy_from_slice(&[192, 168, 1, 40]);
     let csum = ipv4_checksum(&f[14..34]);
     f[24..26].copy_from_slice(&csum.to_be_bytes());
+    f[34..].copy_from_slice(&PROBE_PAYLOAD);
     f
 }
 
 /// Offset of the 4 per-probe MAC-counter bytes inside [`probe_frame`].
 pub const PROBE_MAC_COUNTER_OFFSET: usize = 7;
 
+/// Length of cbench's learn-dst-mac frame (zero-padded past the ARP).
+pub const ARP_FRAME_LEN: usize = 64;
+
 /// cbench's learn-dst-mac frame: a gratuitous ARP reply from
-/// 80:00:00:00:00:<dpid>, IP 192.168.<dpid>.40, padded to 60 bytes.
-pub fn gratuitous_arp(dpid: u64) -> [u8; 60] {
+/// 80:00:00:00:00:<dpid>, IP 192.168.<dpid>.40, zero-padded to 64 bytes
+/// (fakeswitch.c `fakeswitch_learn_dstmac`).
+pub fn gratuitous_arp(dpid: u64) -> [u8; ARP_FRAME_LEN] {
     let d = (dpid & 0xff) as u8;
     let mac = [0x80, 0, 0, 0, 0, d];
     let ip = [192, 168, d, 40];
-    let mut f = [0u8; 60];
+    let mut f = [0u8; ARP_FRAME_LEN];
     f[0..6].copy_from_slice(&[0xff; 6]);
     f[6..12].copy_from_slice(&mac);
     f[12..14].copy_from_slice(&ETH_TYPE_ARP.to_be_bytes());
@@ -190,6 +204,9 @@ mod tests {
         assert_eq!(k.nw_dst, 0xc0a8_0128);
         assert_eq!((k.tp_src, k.tp_dst), (0, 0));
         assert_eq!(ipv4_checksum(&f[14..34]), 0, "header checksum verifies");
+        // cbench's probe header checksum is the constant 0xf72c.
+        assert_eq!(&f[24..26], &[0xf7, 0x2c]);
+        assert_eq!(&f[34..], &PROBE_PAYLOAD);
     }
 
     #[test]
@@ -223,7 +240,7 @@ mod tests {
             let f = probe_frame(1, 1);
             let _ = FlowKey::extract(&f[..n]);
             let a = gratuitous_arp(1);
-            let _ = FlowKey::extract(&a[..n.min(60)]);
+            let _ = FlowKey::extract(&a[..n]);
         }
         assert!(FlowKey::extract(&[0u8; 13]).is_none());
     }
