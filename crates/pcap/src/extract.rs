@@ -552,6 +552,88 @@ mod tests {
     }
 
     #[test]
+    fn concatenated_captures_read_as_one_stream() {
+        // `cat a.pcap b.pcap c.pcapng | commbench pcap extract -` and the
+        // multi-member gzip of the same: the same rows as the files read
+        // one by one, numbered on, with one thread or several.
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let dir = tmp.path();
+        let a = capture(3000);
+        // The same packets as raw IP in a big-endian nanosecond pcap ...
+        let mut b = PcapBuilder::new(true, true, false, 65535, 101);
+        // ... and as Ethernet in a pcapng.
+        let mut c = crate::writer::PcapngBuilder::new();
+        c.shb(false).idb(1, 0, Some(9), None);
+        let (mut off, mut i) = (24, 0u64);
+        while off < a.len() {
+            let caplen = u32::from_le_bytes(a[off + 8..off + 12].try_into().unwrap()) as usize;
+            let frame = &a[off + 16..off + 16 + caplen];
+            b.record(1_800_000_000, i as u32, &frame[14..]);
+            c.epb(0, 1_900_000_000_000_000_000 + i, frame, caplen as u32);
+            off += 16 + caplen;
+            i += 1;
+        }
+        let parts = [a, b.bytes, c.bytes];
+        let mut paths = Vec::new();
+        for (k, p) in parts.iter().enumerate() {
+            let path = dir.join(format!("part{k}"));
+            std::fs::write(&path, p).unwrap();
+            paths.push(path.display().to_string());
+        }
+        let gz = |x: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(x).unwrap();
+            e.finish().unwrap()
+        };
+        let cat = dir.join("cat.pcap");
+        std::fs::write(&cat, parts.concat()).unwrap();
+        let catgz = dir.join("cat.pcap.gz");
+        let members: Vec<Vec<u8>> = parts.iter().map(|p| gz(p)).collect();
+        std::fs::write(&catgz, members.concat()).unwrap();
+
+        // Expected: the parts extracted as separate files (numbers restart
+        // per file there), without the number column.
+        let fields = Field::defaults();
+        let sep = ExtractConfig {
+            inputs: paths,
+            fields: fields.clone(),
+            header: false,
+            ..Default::default()
+        };
+        let (want, rep) = run(&sep);
+        assert!(rep.issues.is_empty());
+        let n = rep.packets;
+        assert_eq!(n, 9000);
+        for input in [&cat, &catgz] {
+            for (threads, mmap) in [(1, false), (2, false), (2, true)] {
+                let mut all = vec![Field::Number];
+                all.extend(fields.iter().copied());
+                let cfg = ExtractConfig {
+                    inputs: vec![input.display().to_string()],
+                    fields: all,
+                    header: false,
+                    threads,
+                    mmap,
+                    ..Default::default()
+                };
+                let (got, rep) = run(&cfg);
+                let what = format!("{} threads {threads} mmap {mmap}", input.display());
+                assert!(rep.issues.is_empty(), "{what}: {:?}", rep.issues);
+                assert_eq!(rep.packets, n, "{what}");
+                let mut rest = String::new();
+                for (k, line) in got.lines().enumerate() {
+                    let (num, tail) = line.split_once(',').unwrap();
+                    assert_eq!(num, (k + 1).to_string(), "{what}");
+                    rest.push_str(tail);
+                    rest.push('\n');
+                }
+                assert!(rest == want, "{what}: output differs");
+            }
+        }
+        drop(tmp);
+    }
+
+    #[test]
     fn strict_stops_at_first_bad_record_and_lax_continues() {
         // Removed on drop, also when the test fails.
         let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
