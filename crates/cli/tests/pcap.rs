@@ -230,6 +230,16 @@ fn extract_parquet_file() {
     assert!(bytes.len() > 8);
     assert_eq!(&bytes[..4], b"PAR1");
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+    // Snappy is the default; uncompressed pages are larger.
+    let plain = dir.path().join("plain.parquet");
+    bin()
+        .args(["pcap", "extract", "-q", "--format", "parquet"])
+        .args(["--parquet-compression", "none", "-o"])
+        .arg(&plain)
+        .arg(&cap)
+        .assert()
+        .success();
+    assert!(std::fs::metadata(&plain).unwrap().len() > bytes.len() as u64);
     bin()
         .args(["pcap", "extract", "--format", "parquet"])
         .arg(&cap)
