@@ -64,6 +64,39 @@ fn extract_plain_gzip_zstd_and_stdin_agree() {
     drop(guard);
 }
 
+/// `cat a.pcap b.pcap | commbench pcap extract -` and `cat a.gz b.gz`: one
+/// stream, the same rows as the two files, no bad-input report.
+#[test]
+fn extract_concatenated_captures_from_stdin() {
+    let guard = tmp("cat");
+    let d = guard.path().to_path_buf();
+    let (a, b) = (d.join("a.pcap"), d.join("b.pcap"));
+    let (agz, bgz) = (d.join("a.pcap.gz"), d.join("b.pcap.gz"));
+    gen(&a, &[]);
+    gen(&b, &["--nsec", "--snaplen", "96"]);
+    gen(&agz, &["--gzip"]);
+    gen(&bgz, &["--gzip", "--nsec", "--snaplen", "96"]);
+    let run = |args: &[&str], stdin: Option<Vec<u8>>| {
+        let mut c = bin();
+        c.args(["pcap", "extract"]).args(args);
+        if let Some(s) = stdin {
+            c.write_stdin(s);
+        }
+        let o = c.assert().success().get_output().clone();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(!err.contains("bad input"), "{err}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let want = run(&[a.to_str().unwrap(), b.to_str().unwrap()], None);
+    let cat = [std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()].concat();
+    let catgz = [std::fs::read(&agz).unwrap(), std::fs::read(&bgz).unwrap()].concat();
+    assert_eq!(run(&["-"], Some(cat.clone())), want);
+    assert_eq!(run(&["--threads", "2", "-"], Some(cat)), want);
+    assert_eq!(run(&["--threads", "2", "-"], Some(catgz.clone())), want);
+    assert_eq!(run(&["--threads", "1", "-"], Some(catgz)), want);
+    drop(guard);
+}
+
 #[test]
 fn not_a_capture_exits_1_and_usage_errors_exit_2() {
     let guard = tmp("errors");
@@ -197,6 +230,16 @@ fn extract_parquet_file() {
     assert!(bytes.len() > 8);
     assert_eq!(&bytes[..4], b"PAR1");
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+    // Snappy is the default; uncompressed pages are larger.
+    let plain = dir.path().join("plain.parquet");
+    bin()
+        .args(["pcap", "extract", "-q", "--format", "parquet"])
+        .args(["--parquet-compression", "none", "-o"])
+        .arg(&plain)
+        .arg(&cap)
+        .assert()
+        .success();
+    assert!(std::fs::metadata(&plain).unwrap().len() > bytes.len() as u64);
     bin()
         .args(["pcap", "extract", "--format", "parquet"])
         .arg(&cap)

@@ -450,6 +450,22 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn tcp_ack_is_reported_without_the_ack_flag() {
+        // Regression (tshark cross-check): tshark 4.0 shows tcp.ack_raw for
+        // every full TCP header, ACK flag or not (a nonzero value without
+        // the flag only adds an expert note), so a SYN keeps its tcp_ack.
+        for flags in [0x002, 0x004, 0x000, 0x012] {
+            let mut p = eth(0x0800);
+            p.extend(ipv4(6, 20, 0, &[]));
+            p.extend(tcp(1234, 80, flags));
+            let f = run(linktype::ETHERNET, &p);
+            assert_eq!(f.problem, None);
+            assert!(f.has(has::TCP_ACK), "flags {flags:#x}");
+            assert_eq!((f.tcp_flags, f.tcp_ack), (flags, 2000));
+        }
+    }
+
+    #[test]
     fn ipv4_options_and_padding() {
         let mut p = eth(0x0800);
         p.extend(ipv4(17, 12, 0, &[0x94, 4, 0, 0])); // router alert

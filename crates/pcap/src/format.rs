@@ -876,6 +876,19 @@ impl Formatter {
     }
 }
 
+impl Formatter {
+    /// Appends one field's CSV text to `out` and says whether the field is
+    /// present (nothing is written when it is not). The Parquet text columns
+    /// use it, so their strings are the CSV cells by construction.
+    pub fn field_text(field: Field, number: u64, f: &Fields, out: &mut OutBuf) -> bool {
+        let mut present = false;
+        out.line(64, |line| {
+            present = Self::value(field, number, f, line, false)
+        });
+        present
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,11 @@
 //! interfaces with their own link type, snaplen, `if_tsresol` and
 //! `if_tsoffset`; EPB, SPB and the obsolete PB; unknown and custom blocks
 //! skipped), from plain, gzip or zstd streams detected by magic — the seed's
-//! "gunzip into /dev/shm first" step is not needed.
+//! "gunzip into /dev/shm first" step is not needed. Concatenated captures
+//! (`cat a.pcap b.pcapng | …`, multi-member gzip) are read as one stream: a
+//! pcap global header or a pcapng SHB at a record boundary switches format,
+//! link type, byte order and time resolution, and record numbers go on (see
+//! `file_header_at` for why a real record is never taken for a header).
 //!
 //! The reader is split in two so parsing can run in parallel with reading:
 //! `Splitter` reads the (decompressed) stream into large reused buffers and
@@ -223,6 +227,95 @@ fn rd16(b: &[u8], at: usize, big_endian: bool) -> u16 {
     } else {
         u16::from_le_bytes(v)
     }
+}
+
+/// Largest snaplen accepted in a pcap header found inside a stream (64 MiB;
+/// libpcap never writes more than 256 KiB).
+const MAX_CONCAT_SNAPLEN: u32 = 64 << 20;
+
+/// A capture file header found at a record boundary (a concatenated file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NextFile {
+    Pcap(PcapHeader),
+    /// A pcapng section header block; it stays in the stream for the
+    /// pcapng framer.
+    Pcapng,
+    /// Could be a header, but fewer bytes than a header are buffered.
+    NeedMore,
+}
+
+/// Whether `ts`, the first word of a pcap record header in the file's own
+/// byte order, could be a pcap magic in either byte order: every pcap magic
+/// is 0xa1b2xxxx. One shift and one mask, so the record loop pays nothing
+/// measurable for it.
+#[inline(always)]
+fn maybe_pcap_magic(ts: u32) -> bool {
+    ts >> 16 == 0xa1b2 || ts & 0xffff == 0xb2a1
+}
+
+fn is_pcap_magic(m: u32) -> bool {
+    matches!(m, PCAP_MAGIC_US | PCAP_MAGIC_NS | PCAP_MAGIC_MODIFIED)
+}
+
+/// Recognises the header of a concatenated capture at `b[0..]`, a record
+/// boundary: a pcap global header (any magic, either byte order) or a pcapng
+/// SHB. `None`: not a header, frame it as a record (or block).
+///
+/// Why a real record is never taken for a header:
+/// - pcap header: the magic must match *and* the version must be 2.4, the
+///   snaplen at most 64 MiB and the link type field a plausible LINKTYPE
+///   (reserved bits 16–25 clear, type below 1024). Read as a record header
+///   of the current file, a magic is its `ts_sec`: 0xa1b2xxxx is December
+///   2055, the byte-swapped µs magic 0xd4c3b2a1 is 2083; only the swapped
+///   ns and modified magics (0x4d3cb2a1, 2011-01-23 22:58:41 UTC, and
+///   0x34cdb2a1, 1998-01-27 10:10:41 UTC) are past dates. The version words
+///   are then its fraction: 262146 or 131076 (same byte order) or
+///   67109376 / 33555456 (swapped, only valid in a nanosecond file). So a
+///   real record must carry exactly one of those past seconds with exactly
+///   that nanosecond, and the next record's timestamp must read as a valid
+///   snaplen and link type. A record in a future second (2055, 2083) is not
+///   a capture.
+/// - pcapng SHB: 0x0a0d0d0a then the byte-order magic 0x1a2b3c4d (either
+///   order) in bytes 8..12. In a pcap record that word is the caplen, and
+///   0x1a2b3c4d / 0x4d3c2b1a are far above `MAX_RECORD`: no valid record
+///   has it, so this check runs only where the record would be rejected.
+/// - inside pcapng, a pcap magic as a block type is a reserved "local use"
+///   type; with version 2.4 its length would be 0x00040002 (not a multiple
+///   of 4, invalid) or 0x00020004 (a 128 KiB local block whose body starts
+///   with a plausible snaplen and link type): checked only for block types
+///   the reader does not know.
+fn file_header_at(b: &[u8], eof: bool) -> Option<NextFile> {
+    let need =
+        |n: usize| (b.len() < n).then_some(if eof { None } else { Some(NextFile::NeedMore) });
+    if let Some(r) = need(4) {
+        return r;
+    }
+    let m = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    if m == PCAPNG_SHB {
+        if let Some(r) = need(12) {
+            return r;
+        }
+        let be = match u32::from_le_bytes([b[8], b[9], b[10], b[11]]) {
+            PCAPNG_BOM => false,
+            v if v.swap_bytes() == PCAPNG_BOM => true,
+            _ => return None,
+        };
+        let blen = rd32(b, 4, be);
+        return (blen >= 28 && blen.is_multiple_of(4)).then_some(NextFile::Pcapng);
+    }
+    if !is_pcap_magic(m) && !is_pcap_magic(m.swap_bytes()) {
+        return None;
+    }
+    if let Some(r) = need(PcapHeader::LEN) {
+        return r;
+    }
+    let h = PcapHeader::parse(b)?;
+    let lt = rd32(b, 20, h.big_endian);
+    let plausible = h.version == (2, 4)
+        && h.snaplen <= MAX_CONCAT_SNAPLEN
+        && lt & 0x03ff_0000 == 0
+        && lt & 0xffff < 1024;
+    plausible.then_some(NextFile::Pcap(h))
 }
 
 /// One pcapng interface description.
@@ -789,7 +882,33 @@ impl Splitter {
         }
         let mut pos = start;
         while pos + hl <= b.len() {
+            let ts = rd32(b, pos, be);
             let caplen = rd32(b, pos + 8, be);
+            if caplen > MAX_RECORD || maybe_pcap_magic(ts) {
+                match file_header_at(&b[pos..], self.eof) {
+                    Some(NextFile::NeedMore) => break,
+                    Some(next) => {
+                        // A concatenated capture: this chunk ends before its
+                        // header, the next is framed with the new format.
+                        let skip = match next {
+                            NextFile::Pcap(header) => {
+                                self.framing = Framing::Pcap {
+                                    header,
+                                    resync: false,
+                                    last_ts: None,
+                                };
+                                PcapHeader::LEN
+                            }
+                            _ => {
+                                self.framing = Framing::Pcapng(Arc::new(NgSection::default()));
+                                0
+                            }
+                        };
+                        return (start, pos, pos + skip, ChunkFormat::Pcap(h));
+                    }
+                    None => {}
+                }
+            }
             if caplen > MAX_RECORD {
                 issues.add(
                     IssueKind::RecordTooLong,
@@ -807,7 +926,7 @@ impl Splitter {
             if next > b.len() {
                 break;
             }
-            *last_ts = Some(rd32(b, pos, be));
+            *last_ts = Some(ts);
             pos = next;
             self.next_record += 1;
         }
@@ -837,6 +956,8 @@ impl Splitter {
         let mut packets = 0u64;
         let mut tail_from = None;
         let mut cut = false;
+        // A concatenated pcap file's header at `pos`.
+        let mut next_pcap = None;
         while pos + 12 <= b.len() {
             let mut be = section.big_endian;
             let raw_type = u32::from_be_bytes([b[pos], b[pos + 1], b[pos + 2], b[pos + 3]]);
@@ -865,6 +986,17 @@ impl Splitter {
             let bt = if is_shb { PCAPNG_SHB } else { rd32(b, pos, be) };
             let blen = rd32(b, pos + 4, be) as usize;
             let is_packet = matches!(bt, BT_EPB | BT_SPB | BT_PB);
+            if !is_shb && !is_packet && bt != BT_IDB && maybe_pcap_magic(bt) {
+                match file_header_at(&b[pos..], self.eof) {
+                    Some(NextFile::NeedMore) => break,
+                    Some(NextFile::Pcap(h)) => {
+                        next_pcap = Some(h);
+                        cut = true;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
             if blen < 12 || !blen.is_multiple_of(4) {
                 issues.add(
                     IssueKind::BadBlockLength,
@@ -954,7 +1086,16 @@ impl Splitter {
             );
             self.done = true;
         }
-        (0, end, tail_from, ChunkFormat::Pcapng(section.clone()))
+        let format = ChunkFormat::Pcapng(section.clone());
+        if let Some(header) = next_pcap {
+            self.framing = Framing::Pcap {
+                header,
+                resync: false,
+                last_ts: None,
+            };
+            return (0, end, end + PcapHeader::LEN, format);
+        }
+        (0, end, tail_from, format)
     }
 }
 
@@ -1020,6 +1161,12 @@ fn find_resync(b: &[u8], h: &PcapHeader, last_ts: Option<u32>, eof: bool) -> Res
     let hl = h.record_header_len();
     let mut o = 0;
     while o + hl <= b.len() {
+        // A concatenated capture's header ends the search too.
+        match file_header_at(&b[o..], eof) {
+            Some(NextFile::NeedMore) => return Resync::NeedMore(o),
+            Some(_) => return Resync::Found(o),
+            None => {}
+        }
         if let Some(next) = plausible(b, o, h, last_ts) {
             if next + hl <= b.len() {
                 if plausible(b, next, h, last_ts).is_some() {
@@ -1326,6 +1473,201 @@ mod tests {
         let (got, issues, _) = collect(gz[..gz.len() / 2].to_vec()).unwrap();
         assert!(got.len() < want.len());
         assert!(issues.count(IssueKind::TruncatedRecord) >= 1);
+    }
+
+    fn gz(b: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// (number, ts, linktype, data) of every record, for comparisons.
+    type Row = (u64, (u64, u32), u32, Vec<u8>);
+
+    fn rows(recs: &[Rec]) -> Vec<Row> {
+        recs.iter()
+            .map(|r| (r.number, r.ts, r.linktype, r.data.clone()))
+            .collect()
+    }
+
+    /// Two pcaps of every variant, `n` records each, and the rows expected
+    /// from their concatenation.
+    fn two_pcaps(n: usize) -> (Vec<u8>, Vec<u8>, Vec<Row>) {
+        let mut a = PcapBuilder::new(false, false, false, 65535, 1);
+        let mut b = PcapBuilder::new(true, true, false, 128, 101);
+        let mut want = Vec::new();
+        for i in 0..n {
+            a.record(1_700_000_000 + i as u32, 7, &pkt(i, 60 + i % 50));
+            want.push((
+                i as u64 + 1,
+                (1_700_000_000 + i as u64, 7000),
+                1,
+                pkt(i, 60 + i % 50),
+            ));
+        }
+        for i in 0..n {
+            b.record(1_800_000_000, 123_456_789, &pkt(i + n, 40));
+            let num = (n + i) as u64 + 1;
+            want.push((num, (1_800_000_000, 123_456_789), 101, pkt(i + n, 40)));
+        }
+        (a.bytes, b.bytes, want)
+    }
+
+    #[test]
+    fn concatenated_pcaps_continue_with_the_new_header() {
+        // `cat a.pcap b.pcap`: µs little-endian Ethernet, then ns big-endian
+        // raw IP; the second global header is not a corrupt record.
+        let (a, b, want) = two_pcaps(5);
+        let (recs, issues, _) = collect([a.clone(), b.clone()].concat()).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(rows(&recs), want);
+        // Three files, the modified format in the middle.
+        let mut m = PcapBuilder::new(false, false, true, 65535, 113);
+        m.record(5, 1, &pkt(9, 30));
+        let (recs, issues, _) = collect([a, m.bytes, b].concat()).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(recs.len(), 11);
+        assert_eq!(
+            (recs[5].number, recs[5].linktype, recs[5].ts),
+            (6, 113, (5, 1000))
+        );
+        assert_eq!(recs[10].number, 11);
+        // An empty capture (header only) in the middle and at the end.
+        let (a, b, want) = two_pcaps(3);
+        let empty = crate::writer::pcap_global_header(true, false, false, 0, 1).to_vec();
+        let (recs, issues, _) = collect([a, empty.clone(), b, empty].concat()).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(rows(&recs), want);
+    }
+
+    #[test]
+    fn concatenated_gzip_members() {
+        // `cat a.pcap.gz b.pcap.gz`: a multi-member gzip stream.
+        let (a, b, want) = two_pcaps(7);
+        let (recs, issues, comp) = collect([gz(&a), gz(&b)].concat()).unwrap();
+        assert_eq!(comp, Compression::Gzip);
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(rows(&recs), want);
+        // Zstd frames concatenate the same way.
+        let zs = |x: &[u8]| zstd::stream::encode_all(x, 1).unwrap();
+        let (recs, issues, _) = collect([zs(&a), zs(&b)].concat()).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(rows(&recs), want);
+    }
+
+    #[test]
+    fn concatenated_pcap_and_pcapng() {
+        let (a, _, _) = two_pcaps(4);
+        let (want_a, _, _) = collect(a.clone()).unwrap();
+        let ng = ng_image();
+        let (want_ng, _, _) = collect(ng.clone()).unwrap();
+        let renumber = |v: &[Rec], from: u64| -> Vec<Row> {
+            let mut r = rows(v);
+            for (k, x) in r.iter_mut().enumerate() {
+                x.0 = from + k as u64;
+            }
+            r
+        };
+        // pcap, then pcapng, then pcap again.
+        let (recs, issues, _) = collect([a.clone(), ng.clone(), a.clone()].concat()).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        let mut want = renumber(&want_a, 1);
+        want.extend(renumber(&want_ng, 5));
+        want.extend(renumber(&want_a, 5 + want_ng.len() as u64));
+        assert_eq!(rows(&recs), want);
+        // pcapng then pcap, gzip-compressed as two members.
+        let (recs, issues, _) = collect([gz(&ng), gz(&a)].concat()).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        let mut want = renumber(&want_ng, 1);
+        want.extend(renumber(&want_a, 1 + want_ng.len() as u64));
+        assert_eq!(rows(&recs), want);
+    }
+
+    #[test]
+    fn concatenated_header_across_chunk_boundaries() {
+        // The second header (and the first records after it) may straddle
+        // the read buffers at any offset.
+        let mut a = PcapBuilder::new(false, false, false, 65535, 1);
+        let mut n = 0;
+        while a.bytes.len() < CHUNK_CAPACITY - 200 {
+            a.record(1, 0, &pkt(n, 1000));
+            n += 1;
+        }
+        let mut b = PcapBuilder::new(true, true, false, 65535, 101);
+        for i in 0..20 {
+            b.record(2, 3, &pkt(i, 10));
+        }
+        for pad in (0..220).step_by(4) {
+            let mut first = a.bytes.clone();
+            let mut p = PcapBuilder::new(false, false, false, 65535, 1);
+            p.record(1, 0, &vec![0u8; pad]);
+            first.extend_from_slice(&p.bytes[24..]);
+            let (recs, issues, _) = collect([first, b.bytes.clone()].concat()).unwrap();
+            assert!(issues.is_empty(), "pad {pad}: {issues:?}");
+            assert_eq!(recs.len(), n + 1 + 20, "pad {pad}");
+            let last = recs.last().unwrap();
+            assert_eq!(
+                (last.number, last.linktype, last.ts),
+                ((n + 21) as u64, 101, (2, 3))
+            );
+        }
+    }
+
+    #[test]
+    fn record_with_a_magic_timestamp_is_still_a_record() {
+        // A record whose ts_sec is a pcap magic but whose next fields are
+        // not a plausible header (version, snaplen, link type) is framed as
+        // a record, not as a new file.
+        let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+        b.record(1, 0, &pkt(1, 60));
+        b.record(PCAP_MAGIC_US, 5, &pkt(2, 60)); // version would be 5.0
+        b.record(PCAP_MAGIC_US, 0x0004_0002, &pkt(3, 60)); // 2.4, snaplen 0x1a191817
+        b.record(PCAP_MAGIC_NS.swap_bytes(), 9, &pkt(4, 60));
+        let (recs, issues, _) = collect(b.bytes).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(recs.len(), 4);
+        assert_eq!(recs[2].ts, (PCAP_MAGIC_US as u64, 262_146_000));
+        // In pcapng, a local-use block typed like a magic stays a block.
+        let mut g = PcapngBuilder::new();
+        g.shb(false)
+            .idb(1, 0, None, None)
+            .epb(0, 0, &pkt(1, 10), 10);
+        g.block(PCAP_MAGIC_US, &[0u8; 40]);
+        g.epb(0, 0, &pkt(2, 10), 10);
+        let (recs, issues, _) = collect(g.bytes).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(recs.len(), 2);
+    }
+
+    #[test]
+    fn file_header_detection() {
+        use crate::writer::pcap_global_header;
+        for be in [false, true] {
+            for (nsec, modified) in [(false, false), (true, false), (false, true)] {
+                let h = pcap_global_header(be, nsec, modified, 262_144, 1);
+                let got = file_header_at(&h, true);
+                assert!(
+                    matches!(got, Some(NextFile::Pcap(p)) if p.big_endian == be && p.nsec == nsec)
+                );
+                assert_eq!(file_header_at(&h[..20], false), Some(NextFile::NeedMore));
+                assert_eq!(file_header_at(&h[..20], true), None);
+                let mut bad = h;
+                bad[if be { 7 } else { 6 }] = 3; // version 2.3
+                assert_eq!(file_header_at(&bad, true), None);
+                let bad = pcap_global_header(be, nsec, modified, 1 << 30, 1);
+                assert_eq!(file_header_at(&bad, true), None);
+                let bad = pcap_global_header(be, nsec, modified, 65535, 1 << 16);
+                assert_eq!(file_header_at(&bad, true), None);
+            }
+            let mut g = PcapngBuilder::new();
+            g.shb(be);
+            assert_eq!(file_header_at(&g.bytes, true), Some(NextFile::Pcapng));
+            assert_eq!(
+                file_header_at(&g.bytes[..8], false),
+                Some(NextFile::NeedMore)
+            );
+        }
+        assert_eq!(file_header_at(&[0u8; 24], true), None);
     }
 
     #[test]

@@ -64,6 +64,14 @@ pub enum DataFormat {
     Parquet,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ParquetCompressionArg {
+    /// Pages stored dictionary/RLE-encoded only.
+    None,
+    /// Snappy-compressed pages (what Spark, DuckDB and Polars write by default).
+    Snappy,
+}
+
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
     /// Capture files; `-` reads standard input.
@@ -72,6 +80,9 @@ pub struct ExtractArgs {
     /// Output encoding.
     #[arg(long, value_enum, default_value = "csv")]
     pub format: DataFormat,
+    /// Page compression of `--format parquet`.
+    #[arg(long, value_enum, default_value = "snappy", value_name = "CODEC")]
+    pub parquet_compression: ParquetCompressionArg,
     /// Comma-separated fields (default: all but `number`).
     #[arg(long, value_name = "LIST")]
     pub fields: Option<String>,
@@ -197,9 +208,20 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         Some(path) if a.format == DataFormat::Parquet => {
             let f = std::fs::File::create(path)
                 .with_context(|| format!("cannot create output file {}", path.display()))?;
-            commbench_pcap::parquet_out::extract_parquet(
+            use commbench_pcap::parquet_out::{
+                extract_parquet, ParquetCompression, ParquetOptions,
+            };
+            let opts = ParquetOptions {
+                compression: match a.parquet_compression {
+                    ParquetCompressionArg::None => ParquetCompression::None,
+                    ParquetCompressionArg::Snappy => ParquetCompression::Snappy,
+                },
+                ..ParquetOptions::default()
+            };
+            extract_parquet(
                 &cfg,
                 std::io::BufWriter::with_capacity(1 << 20, f),
+                &opts,
                 &mut progress,
             )
             .map(|(report, _)| report)
@@ -244,7 +266,7 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
 }
 
 /// `--format parquet`: a usage error without the feature or without
-/// `--output`; otherwise the CSV formatter feeds the Parquet writer.
+/// `--output` (the Parquet writer encodes the decoded fields itself).
 fn parquet_check(a: &ExtractArgs) -> Result<OutputFormat> {
     if !cfg!(feature = "parquet") {
         return Err(crate::usage(
