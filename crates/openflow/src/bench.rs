@@ -129,7 +129,7 @@ impl BenchReport {
     /// A side-by-side table: one line per (switches, mode).
     pub fn side_by_side(&self) -> String {
         let mut s = format!(
-            "{:>8} {:<10} {:>14} {:>14} {:>8} {:>14} {:>11} {:>11}\n",
+            "{:>8} {:<10} {:>14} {:>14} {:>8} {:>14} {:>11} {:>11} {:>10} {:>9}\n",
             "switches",
             "mode",
             "naive r/s",
@@ -137,7 +137,9 @@ impl BenchReport {
             "ratio",
             "ceiling r/s",
             "naive ns/r",
-            "templ ns/r"
+            "templ ns/r",
+            "emu ns/r",
+            "emu busy"
         );
         for &n in &self.config.switches {
             for &tp in &self.config.modes {
@@ -155,16 +157,23 @@ impl BenchReport {
                     (Some(a), Some(b)) if a.median > 0.0 => format!("{:.1}x", b.median / a.median),
                     _ => "-".into(),
                 };
+                let templ = get(Variant::Template);
                 s.push_str(&format!(
-                    "{:>8} {:<10} {:>14} {:>14} {:>8} {:>14} {:>11} {:>11}\n",
+                    "{:>8} {:<10} {:>14} {:>14} {:>8} {:>14} {:>11} {:>11} {:>10} {:>9}\n",
                     n,
                     mode,
                     f(get(Variant::Naive)),
-                    f(get(Variant::Template)),
+                    f(templ),
                     ratio,
                     f(get(Variant::Trivial)),
                     ns(get(Variant::Naive)),
-                    ns(get(Variant::Template)),
+                    ns(templ),
+                    templ
+                        .map(|r| format!("{:.0}", r.emulator_ns_per_response))
+                        .unwrap_or_else(|| "-".into()),
+                    templ
+                        .map(|r| format!("{:.0}%", 100.0 * r.emulator_busy))
+                        .unwrap_or_else(|| "-".into()),
                 ));
             }
         }
@@ -208,6 +217,22 @@ impl BenchReport {
     }
 }
 
+/// The trivial responder polls without sleeping when it has CPUs of its
+/// own — one per thread, none shared with the emulator — so the emulator
+/// does not pay a wake-up per write and the ceiling is the emulator's own.
+/// Spinning on a shared CPU would starve the emulator instead.
+pub fn responder_may_spin(cfg: &BenchConfig) -> bool {
+    use commbench_core::placement::CpuList;
+    let parse = |c: &Option<String>| c.as_deref().and_then(|c| CpuList::parse_online(c).ok());
+    match (parse(&cfg.controller_cpus), parse(&cfg.emulator_cpus)) {
+        (Some(c), Some(e)) => {
+            c.cpus().len() >= cfg.controller_threads
+                && c.cpus().iter().all(|x| !e.cpus().contains(x))
+        }
+        _ => false,
+    }
+}
+
 pub fn mode_name(throughput: bool) -> &'static str {
     if throughput {
         "throughput"
@@ -248,6 +273,7 @@ fn one(
         threads: cfg.controller_threads,
         log_connections: false,
         cpus: cfg.controller_cpus.clone(),
+        busy_poll: variant == Variant::Trivial && responder_may_spin(cfg),
         ..Default::default()
     })?;
     let ecfg = CbenchConfig {

@@ -448,7 +448,14 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
     let report = report?;
     if a.out.format == FormatArg::Table && a.out.output.is_none() {
         print!("{}", report.side_by_side());
-        println!("(medians of the kept windows, responses/s; ratio = template / naive; ceiling = emulator against the trivial responder; ns/r = controller CPU per response)");
+        println!(
+            "(medians of the kept windows, responses/s; ratio = template / naive; ceiling = emulator against the trivial responder{}; ns/r = controller CPU per response; emu ns/r and emu busy = the emulator's CPU per response and busiest kept window in the template run: busy near 100% means the emulator, not the controller, set the rate)",
+            if bench::responder_may_spin(&cfg) {
+                ", which polls without sleeping on its own CPUs"
+            } else {
+                ""
+            }
+        );
         Ok(())
     } else {
         a.out.emit(&report.records())
