@@ -426,3 +426,34 @@ fn threaded_controller_serves_every_switch() {
     assert_eq!(s.connections, 16);
     assert!(s.packet_in > 0);
 }
+
+#[test]
+fn busy_poll_needs_a_cpu_per_worker_and_still_answers() {
+    let base = ControllerConfig {
+        app: App::Trivial,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        log_connections: false,
+        busy_poll: true,
+        ..Default::default()
+    };
+    let err = Controller::start(&base)
+        .err()
+        .expect("refused without --cpus");
+    assert!(err.to_string().contains("--cpus"), "{err}");
+    let two_threads_one_cpu = ControllerConfig {
+        threads: 2,
+        cpus: Some("0".into()),
+        ..base.clone()
+    };
+    assert!(Controller::start(&two_threads_one_cpu).is_err());
+    // With a CPU of its own it runs and answers like the sleeping responder.
+    let c = Controller::start(&ControllerConfig {
+        cpus: Some("0".into()),
+        ..base
+    })
+    .expect("busy-poll controller starts");
+    let (r, _) = cbench(c.local_addr().port(), 1, true, false);
+    c.stop();
+    assert!(r.rounds[0].tally.matched > 0);
+    assert_eq!(r.rounds[0].tally.duplicate, 0);
+}
