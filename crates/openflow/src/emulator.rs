@@ -1472,6 +1472,9 @@ impl Worker {
         let kept = self.sh.kept.load(Ordering::Relaxed);
         let in_len = self.sw[k].in_len;
         let mut inbuf = std::mem::take(&mut self.sw[k].inbuf);
+        if self.throughput && self.sw[k].version == OFP10_VERSION {
+            off = self.flow_mod_run(k, &inbuf[..in_len]);
+        }
         let res = (|| {
             while off < in_len {
                 let n = match frame_len(&inbuf[off..in_len]) {
@@ -1492,6 +1495,54 @@ impl Worker {
         s.inbuf = inbuf;
         s.in_len = in_len - off.min(in_len);
         res
+    }
+
+    /// Throughput mode, OpenFlow 1.0: counts and matches the leading run
+    /// of flow_mod ADDs in `buf` (the reply to nearly every probe) with the
+    /// counters in registers, and returns where the run ends; `handle`
+    /// takes whatever follows. Same accounting as `response`, without its
+    /// per-message dispatch: about a third of the emulator's user time.
+    fn flow_mod_run(&mut self, k: usize, buf: &[u8]) -> usize {
+        let s = &mut self.sw[k];
+        let (mut off, mut n, mut matched, mut duplicate, mut unmatched, mut far) =
+            (0, 0u64, 0, 0, 0, 0);
+        while let Some(m) = buf.get(off..off + of10::FLOW_MOD_LEN) {
+            let len = be16(m, 2) as usize;
+            if m[0] != OFP10_VERSION
+                || m[1] != of10::OFPT_FLOW_MOD
+                || len < of10::FLOW_MOD_LEN
+                || off + len > buf.len()
+                || be16(m, 56) != of10::OFPFC_ADD
+            {
+                break;
+            }
+            off += len;
+            n += 1;
+            match s.probe_seq(be32(m, 64), be32(m, 4)) {
+                Some(seq) => {
+                    let slot = seq % ANSWER_RING_BITS;
+                    let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
+                    if s.answered[w] & b != 0 {
+                        duplicate += 1;
+                    } else {
+                        s.answered[w] |= b;
+                        matched += 1;
+                        far += (s.next_seq - seq > FAR_MATCH) as u64;
+                    }
+                }
+                None => unmatched += 1,
+            }
+        }
+        s.window_count += n;
+        s.tp_in_flight = s.tp_in_flight.saturating_sub(matched);
+        let t = &mut self.tally;
+        t.responses += n;
+        t.flow_mod_add += n;
+        t.matched += matched;
+        t.duplicate += duplicate;
+        t.unmatched += unmatched;
+        t.far_matches += far;
+        off
     }
 
     fn response(&mut self, k: usize, buffer_id: u32, xid: u32, now: u64, kept: bool) {
