@@ -717,6 +717,20 @@ fn run_round(
 }
 
 /// Jain's fairness index: (Σx)² / (n Σx²).
+/// Why a switch's connection ended, from a read or write error. A reset
+/// or broken pipe is the controller closing (with our data still unread,
+/// so its kernel answered with RST): say so plainly.
+fn io_close_reason(op: &str, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionAborted => {
+            format!("connection closed by controller ({op}: {e})")
+        }
+        _ => format!("{op} error: {e}"),
+    }
+}
+
 pub fn jain(x: &[u64]) -> f64 {
     let s: f64 = x.iter().map(|&v| v as f64).sum();
     let s2: f64 = x.iter().map(|&v| (v as f64) * (v as f64)).sum();
@@ -1296,7 +1310,7 @@ impl Worker {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        self.close(k, format!("read error: {e}"));
+                        self.close(k, io_close_reason("read", &e));
                         break;
                     }
                 }
@@ -1418,7 +1432,7 @@ impl Worker {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.close(k, format!("write error: {e}"));
+                    self.close(k, io_close_reason("write", &e));
                     return;
                 }
             }
@@ -1457,7 +1471,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.close(k, format!("read error: {e}"));
+                    self.close(k, io_close_reason("read", &e));
                     return;
                 }
             }

@@ -202,3 +202,13 @@ fn jain_index() {
     assert!((jain(&[10, 0]) - 0.5).abs() < 1e-12);
     assert!(jain(&[0, 0]).is_nan());
 }
+
+#[test]
+fn a_reset_reads_as_the_controller_closing() {
+    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    assert!(io_close_reason("read", &reset).starts_with("connection closed by controller"));
+    let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+    assert!(io_close_reason("write", &pipe).contains("closed by controller"));
+    let other = std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    assert!(io_close_reason("read", &other).starts_with("read error"));
+}
