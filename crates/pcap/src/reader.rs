@@ -599,9 +599,18 @@ pub struct Splitter {
     done: bool,
     /// Mapped file and the offset of the next unframed byte.
     map: Option<Arc<Mapping>>,
+    /// Bytes per chunk (at least `CHUNK_CAPACITY`).
+    chunk: usize,
 }
 
 impl Splitter {
+    /// Chunks of `bytes` (never below `CHUNK_CAPACITY`). The inline path
+    /// keeps the default, sized for L2; the parallel path takes larger ones
+    /// to hand fewer chunks between threads.
+    pub fn set_chunk_capacity(&mut self, bytes: usize) {
+        self.chunk = bytes.max(CHUNK_CAPACITY);
+    }
+
     /// Reads the file header; fails with `NotACapture` if the stream is not
     /// pcap or pcapng.
     pub fn new(mut input: Input, file: u32) -> Result<Self, PcapError> {
@@ -646,6 +655,7 @@ impl Splitter {
             eof: false,
             done: false,
             map: input.map,
+            chunk: CHUNK_CAPACITY,
         })
     }
 
@@ -731,8 +741,8 @@ impl Splitter {
         if let Some(map) = self.map.clone() {
             return Ok(Some(self.next_mapped(&map, buf)));
         }
-        if buf.len() < CHUNK_CAPACITY {
-            buf.resize(CHUNK_CAPACITY, 0);
+        if buf.len() < self.chunk {
+            buf.resize(self.chunk, 0);
         }
         let mut issues = Issues::default();
         if self.skip > 0 {
@@ -776,7 +786,7 @@ impl Splitter {
     fn next_mapped(&mut self, map: &Arc<Mapping>, buf: Vec<u8>) -> Chunk {
         let mut issues = Issues::default();
         let from = (self.offset as usize).min(map.len());
-        let mut to = (from + CHUNK_CAPACITY).min(map.len());
+        let mut to = (from + self.chunk).min(map.len());
         if self.skip > 0 {
             let s = (self.skip as usize).min(map.len() - from);
             self.skip -= s as u64;

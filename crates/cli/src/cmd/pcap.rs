@@ -49,7 +49,7 @@ pub struct BenchArgs {
     /// Peer command, `{}` is replaced by the file, e.g. 'tcpdump -nn -r {}'.
     #[arg(long, value_name = "CMD")]
     pub compare_cmd: Option<String>,
-    /// Parse threads for our extraction (default: all CPUs).
+    /// Threads for our extraction (default: all CPUs; a reader and N-1 workers).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     #[command(flatten)]
@@ -89,7 +89,8 @@ pub struct ExtractArgs {
     /// Write to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Parse threads (default: all CPUs; 1 = single thread).
+    /// Threads (default: all CPUs; 1 = one thread does everything; N > 1 = a
+    /// reader/decompressor and N-1 decode workers).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Treat the first bad record as an error (exit 1).
