@@ -38,6 +38,10 @@ use std::time::Duration;
 
 /// cbench's output buffer per switch; throughput mode keeps it topped up.
 pub const OUTBUF_LEN: usize = 65536;
+/// Replies (echo, features, config, stats, errors) queued for a controller
+/// that does not read them: past this the switch's connection is closed
+/// instead of growing without bound.
+const MAX_REPLY_BACKLOG: usize = 16 << 20;
 const INBUF_LEN: usize = 131072;
 /// cbench's buffer_id sequence wraps at this value.
 pub const BUFFER_ID_MOD: u64 = 100000;
@@ -1499,6 +1503,13 @@ impl Worker {
                 let msg = &inbuf[off..off + n];
                 off += n;
                 self.handle(k, msg, now, kept)?;
+                let s = &self.sw[k];
+                if s.out.len() - s.out_pos > MAX_REPLY_BACKLOG {
+                    return Err(format!(
+                        "the controller sends requests but does not read the replies ({} MiB unsent)",
+                        (s.out.len() - s.out_pos) >> 20
+                    ));
+                }
             }
             Ok(())
         })();

@@ -530,3 +530,55 @@ fn throughput_counts_duplicate_and_unmatched_flow_mods() {
     drop(r);
     h.join().unwrap();
 }
+
+/// A controller that floods echo requests and never reads the replies
+/// loses its connection once 16 MiB of replies are queued: the emulator's
+/// memory stays bounded and the run goes on.
+#[test]
+fn a_controller_that_never_reads_replies_is_cut_off() {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_write_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let _ = s.write_all(&[1, 0, 0, 8, 0, 0, 0, 1, 1, 5, 0, 8, 0, 0, 0, 2]);
+        let echo: Vec<u8> = [1u8, 2, 0, 8, 0, 0, 0, 9]
+            .iter()
+            .copied()
+            .cycle()
+            .take(8 << 16)
+            .collect();
+        // 64 MiB of echo requests at most, or until the emulator hangs up.
+        for _ in 0..128 {
+            if s.write_all(&echo).is_err() {
+                return true;
+            }
+        }
+        false
+    });
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port,
+        switches: 1,
+        loops: 4,
+        ms_per_test: 500,
+        ..Default::default()
+    };
+    let mut notices = Vec::new();
+    let r = emulator::run_with(&cfg, &mut |l| {
+        if let Line::Notice(n) = l {
+            notices.push(n)
+        }
+    })
+    .unwrap();
+    let hung_up = h.join().unwrap();
+    assert!(hung_up, "the emulator kept reading requests: {notices:?}");
+    let closed = &r.rounds[0].closed;
+    assert_eq!(closed.len(), 1, "{notices:?}");
+    assert!(
+        closed[0].reason.contains("does not read the replies"),
+        "{closed:?}"
+    );
+}
