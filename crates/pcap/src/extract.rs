@@ -3,7 +3,8 @@
 //! Single thread (`threads == 1`): read, frame, decode and format in one
 //! loop over reused 320 KiB buffers. Otherwise a pipeline: a reader thread
 //! reads (and decompresses) and cuts 640 KiB chunks of whole records,
-//! `threads - 1` workers decode and format them, and the calling thread writes
+//! workers (`threads - 1` for CSV, `threads` for the heavier JSON Lines and
+//! Parquet) decode and encode them, and the calling thread writes
 //! the chunks' output strictly in input order. Decompression thus overlaps
 //! parsing, and a plain file is parsed in parallel with its order preserved.
 //! Invariants: output order equals input order; buffers are recycled through
@@ -110,6 +111,12 @@ pub trait Encoder: Sync {
     fn clear(&self, batch: &mut Self::Batch);
     /// Appends one packet (`number` is its record number in the stream).
     fn encode(&self, number: u64, f: &Fields, batch: &mut Self::Batch);
+    /// Whether decoding and encoding a chunk costs about what reading it
+    /// costs (CSV), so N threads are best spent as the reader and N-1
+    /// workers; a heavier encoding gets N workers.
+    fn light(&self) -> bool {
+        false
+    }
 }
 
 /// CSV and JSON Lines: a batch is the chunk's text.
@@ -124,6 +131,9 @@ impl Encoder for Formatter {
     #[inline]
     fn encode(&self, number: u64, f: &Fields, batch: &mut OutBuf) {
         self.write(number, f, batch);
+    }
+    fn light(&self) -> bool {
+        self.output_format() == OutputFormat::Csv
     }
 }
 
@@ -385,14 +395,20 @@ fn extract_parallel<E: Encoder>(
     progress: &mut dyn FnMut(Progress),
     report: &mut ExtractReport,
 ) -> Result<(), PcapError> {
-    // The reader is one of the `threads`: it spends as much CPU in read()
-    // (the kernel's copy) or in decompression as a worker spends decoding,
-    // so N threads are the reader and N-1 workers (the writer, this thread,
-    // mostly waits). On 2 vCPUs, 1 worker with 640 KiB chunks against 2
-    // workers with 320 KiB: 0.203 vs 0.271 s wall and 0.353 vs 0.430 s CPU
-    // per GiB (medians of 7 interleaved runs) — fewer threads than CPUs
-    // also means fewer cross-CPU wake-ups at the channels.
-    let workers = cfg.threads.saturating_sub(1).max(1);
+    // For CSV the reader is one of the `threads`: it spends about as much
+    // CPU in read() (the kernel's copy) or decompression as a worker spends
+    // decoding and formatting, so N threads are the reader and N-1 workers
+    // (the writer, this thread, mostly waits). On 2 vCPUs, CSV, 1 worker
+    // with 640 KiB chunks against 2 workers with 320 KiB: 0.203 vs 0.271 s
+    // wall and 0.353 vs 0.430 s CPU per GiB (medians of 7 interleaved runs);
+    // fewer threads than CPUs also means fewer cross-CPU wake-ups. JSON
+    // Lines and Parquet cost the workers 2-4x more, and one worker made
+    // JSON Lines 12% slower in wall time: they keep N workers.
+    let workers = if enc.light() {
+        cfg.threads.saturating_sub(1).max(1)
+    } else {
+        cfg.threads
+    };
     // In-flight chunks are bounded by the number of input buffers.
     let n_buffers = workers * 2 + 2;
     let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();

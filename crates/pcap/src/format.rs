@@ -631,6 +631,10 @@ impl Formatter {
         &self.fields
     }
 
+    pub fn output_format(&self) -> OutputFormat {
+        self.format
+    }
+
     /// The CSV header line (empty for JSON Lines).
     pub fn header(&self) -> Vec<u8> {
         match self.format {

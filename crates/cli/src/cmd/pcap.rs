@@ -49,7 +49,7 @@ pub struct BenchArgs {
     /// Peer command, `{}` is replaced by the file, e.g. 'tcpdump -nn -r {}'.
     #[arg(long, value_name = "CMD")]
     pub compare_cmd: Option<String>,
-    /// Threads for our extraction (default: all CPUs; a reader and N-1 workers).
+    /// Threads for our extraction (default: all CPUs; see `pcap extract --threads`).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     #[command(flatten)]
@@ -90,7 +90,7 @@ pub struct ExtractArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Threads (default: all CPUs; 1 = one thread does everything; N > 1 = a
-    /// reader/decompressor and N-1 decode workers).
+    /// reader/decompressor and N-1 workers for CSV, N for JSON Lines/Parquet).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Treat the first bad record as an error (exit 1).
