@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use crate::decode::{decode, has, DecodeProblem, Fields};
 use crate::format::{Field, Formatter, OutBuf, OutputFormat};
 use crate::issues::{IssueKind, Issues};
-use crate::reader::{self, Chunk, Compression, Splitter};
+use crate::reader::{self, Chunk, Compression, Packet, Splitter};
 use crate::PcapError;
 
 /// What to extract and how.
@@ -153,11 +153,38 @@ fn process_chunk<E: Encoder>(
     out: &mut E::Batch,
     issues: &mut Issues,
 ) -> ChunkStats {
-    let mut st = ChunkStats::default();
-    let mut f = Fields::default();
-    let file = chunk.file;
-    let mut dec = Issues::default();
-    chunk.for_each_packet(issues, |p| {
+    let mut sink = PacketSink::new(enc, out, chunk.file);
+    chunk.for_each_packet(issues, |p| sink.packet(p));
+    sink.finish(chunk, issues)
+}
+
+/// Decodes and encodes packets one at a time into a batch, counting decode
+/// problems; shared by the chunk walk and the single-thread path's visit
+/// during framing.
+struct PacketSink<'a, E: Encoder> {
+    enc: &'a E,
+    out: &'a mut E::Batch,
+    file: u32,
+    f: Fields,
+    dec: Issues,
+    st: ChunkStats,
+}
+
+impl<'a, E: Encoder> PacketSink<'a, E> {
+    fn new(enc: &'a E, out: &'a mut E::Batch, file: u32) -> Self {
+        Self {
+            enc,
+            out,
+            file,
+            f: Fields::default(),
+            dec: Issues::default(),
+            st: ChunkStats::default(),
+        }
+    }
+
+    #[inline(always)]
+    fn packet(&mut self, p: &Packet<'_>) {
+        let f = &mut self.f;
         f.ts_sec = p.ts_sec;
         f.ts_nsec = p.ts_nsec;
         f.caplen = p.caplen;
@@ -167,10 +194,11 @@ fn process_chunk<E: Encoder>(
         } else {
             f.present = has::NO_TS;
         }
-        decode(p.linktype, p.data, &mut f);
+        decode(p.linktype, p.data, f);
         if let Some(prob) = f.problem {
+            let (file, dec) = (self.file, &mut self.dec);
             match prob {
-                DecodeProblem::Cut if p.caplen < p.len => st.snaplen_cut += 1,
+                DecodeProblem::Cut if p.caplen < p.len => self.st.snaplen_cut += 1,
                 DecodeProblem::Cut => dec.add(IssueKind::HeaderCutShort, file, p.number, p.offset),
                 DecodeProblem::Malformed => {
                     dec.add(IssueKind::MalformedHeader, file, p.number, p.offset)
@@ -180,12 +208,17 @@ fn process_chunk<E: Encoder>(
                 }
             }
         }
-        enc.encode(p.number, &f, out);
-        st.packets += 1;
-    });
-    issues.merge(&dec);
-    issues.merge(&chunk.issues);
-    st
+        self.enc.encode(p.number, f, self.out);
+        self.st.packets += 1;
+    }
+
+    /// Adds the decode problems, then the chunk's framing problems, after
+    /// the per-record ones already in `issues` (the order the report lists).
+    fn finish(self, chunk: &Chunk, issues: &mut Issues) -> ChunkStats {
+        issues.merge(&self.dec);
+        issues.merge(&chunk.issues);
+        self.st
+    }
 }
 
 fn out_err(e: std::io::Error) -> PcapError {
@@ -331,7 +364,13 @@ fn extract_inline<E: Encoder>(
         let (mut fr, sp) = open_file(cfg, idx);
         if let Some(mut sp) = sp {
             loop {
-                let chunk = match sp.next_chunk(std::mem::take(&mut buf)) {
+                enc.clear(&mut obuf);
+                issues.clear();
+                // Records are decoded and encoded while the chunk is framed
+                // (one walk); pcapng and mapped chunks are walked after.
+                let mut sink = PacketSink::new(enc, &mut obuf, idx as u32);
+                let taken = std::mem::take(&mut buf);
+                let chunk = match sp.next_chunk_visiting(taken, &mut issues, |p| sink.packet(p)) {
                     Ok(Some(c)) => c,
                     Ok(None) => break,
                     Err(e) => {
@@ -339,9 +378,10 @@ fn extract_inline<E: Encoder>(
                         break;
                     }
                 };
-                enc.clear(&mut obuf);
-                issues.clear();
-                let st = process_chunk(&chunk, enc, &mut obuf, &mut issues);
+                if !chunk.visited {
+                    chunk.for_each_packet(&mut issues, |p| sink.packet(p));
+                }
+                let st = sink.finish(&chunk, &mut issues);
                 if cfg.strict && !issues.is_empty() {
                     report.issues.merge(&issues);
                     return Err(strict_error(cfg, &report.issues));

@@ -396,6 +396,9 @@ pub struct Chunk {
     pub issues: Issues,
     /// Bytes of decompressed stream consumed up to the end of this chunk.
     pub stream_pos: u64,
+    /// Its records were already visited while it was framed
+    /// (`Splitter::next_chunk_visiting`): do not walk them again.
+    pub visited: bool,
 }
 
 /// One captured packet, borrowed from a chunk.
@@ -424,7 +427,11 @@ impl Chunk {
 
     /// Calls `f` for every packet record, in order, and counts per-record
     /// problems (caplen above snaplen or wire length, unknown interface).
+    /// Nothing for a chunk whose records were visited while it was framed.
     pub fn for_each_packet(&self, issues: &mut Issues, mut f: impl FnMut(&Packet<'_>)) {
+        if self.visited {
+            return;
+        }
         let b = &self.bytes()[..self.end];
         match &self.format {
             ChunkFormat::Pcap(h) => self.pcap_records(b, h, issues, &mut f),
@@ -440,42 +447,15 @@ impl Chunk {
         f: &mut impl FnMut(&Packet<'_>),
     ) {
         let hl = h.record_header_len();
-        let be = h.big_endian;
-        let mul = if h.nsec { 1 } else { 1000 };
         let mut pos = self.start;
         let mut number = self.base_record;
         while pos + hl <= b.len() {
-            let caplen = rd32(b, pos + 8, be);
-            let len = rd32(b, pos + 12, be);
-            let data_end = pos + hl + caplen as usize;
-            if caplen > MAX_RECORD || data_end > b.len() {
+            let Some(data_end) =
+                pcap_record(b, pos, h, self.file, number, self.base_offset, issues, f)
+            else {
                 // The splitter never emits such a record; stop defensively.
                 break;
-            }
-            let mut ts_sec = rd32(b, pos, be) as u64;
-            let mut ts_nsec = rd32(b, pos + 4, be).wrapping_mul(mul);
-            if ts_nsec >= 1_000_000_000 {
-                ts_sec += (ts_nsec / 1_000_000_000) as u64;
-                ts_nsec %= 1_000_000_000;
-            }
-            let offset = self.base_offset + pos as u64;
-            if h.snaplen != 0 && caplen > h.snaplen {
-                issues.add(IssueKind::CaplenOverSnaplen, self.file, number, offset);
-            }
-            if caplen > len {
-                issues.add(IssueKind::CaplenOverLen, self.file, number, offset);
-            }
-            f(&Packet {
-                number,
-                offset,
-                ts_sec,
-                ts_nsec,
-                caplen,
-                len,
-                linktype: h.linktype,
-                has_ts: true,
-                data: &b[pos + hl..data_end],
-            });
+            };
             pos = data_end;
             number += 1;
         }
@@ -584,6 +564,85 @@ enum Framing {
 }
 
 /// Cuts a capture stream into chunks of whole records.
+/// Visits the pcap record at `b[pos..]` (its header is in `b`): builds
+/// the packet, counts snaplen/caplen problems, calls `f`; returns where the
+/// record ends, or None if it is not complete in `b` (or oversized).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn pcap_record(
+    b: &[u8],
+    pos: usize,
+    h: &PcapHeader,
+    file: u32,
+    number: u64,
+    base_offset: u64,
+    issues: &mut Issues,
+    f: &mut impl FnMut(&Packet<'_>),
+) -> Option<usize> {
+    let hl = h.record_header_len();
+    let be = h.big_endian;
+    let caplen = rd32(b, pos + 8, be);
+    let len = rd32(b, pos + 12, be);
+    let data_end = pos + hl + caplen as usize;
+    if caplen > MAX_RECORD || data_end > b.len() {
+        return None;
+    }
+    let mul = if h.nsec { 1 } else { 1000 };
+    let mut ts_sec = rd32(b, pos, be) as u64;
+    let mut ts_nsec = rd32(b, pos + 4, be).wrapping_mul(mul);
+    if ts_nsec >= 1_000_000_000 {
+        ts_sec += (ts_nsec / 1_000_000_000) as u64;
+        ts_nsec %= 1_000_000_000;
+    }
+    let offset = base_offset + pos as u64;
+    if h.snaplen != 0 && caplen > h.snaplen {
+        issues.add(IssueKind::CaplenOverSnaplen, file, number, offset);
+    }
+    if caplen > len {
+        issues.add(IssueKind::CaplenOverLen, file, number, offset);
+    }
+    f(&Packet {
+        number,
+        offset,
+        ts_sec,
+        ts_nsec,
+        caplen,
+        len,
+        linktype: h.linktype,
+        has_ts: true,
+        data: &b[pos + hl..data_end],
+    });
+    Some(data_end)
+}
+
+/// What `frame_pcap` does with each record it frames: nothing (the chunk
+/// walks them later), or visit it at once (`Splitter::next_chunk_visiting`).
+trait RecordVisitor {
+    const VISITS: bool;
+    fn record(&mut self, b: &[u8], pos: usize, h: &PcapHeader, file: u32, number: u64, base: u64);
+}
+
+struct NoVisit;
+
+impl RecordVisitor for NoVisit {
+    const VISITS: bool = false;
+    #[inline(always)]
+    fn record(&mut self, _: &[u8], _: usize, _: &PcapHeader, _: u32, _: u64, _: u64) {}
+}
+
+struct Visit<'a, F> {
+    issues: &'a mut Issues,
+    f: F,
+}
+
+impl<F: FnMut(&Packet<'_>)> RecordVisitor for Visit<'_, F> {
+    const VISITS: bool = true;
+    #[inline(always)]
+    fn record(&mut self, b: &[u8], pos: usize, h: &PcapHeader, file: u32, number: u64, base: u64) {
+        pcap_record(b, pos, h, file, number, base, self.issues, &mut self.f);
+    }
+}
+
 pub struct Splitter {
     input: Box<dyn Read + Send>,
     name: String,
@@ -734,7 +793,30 @@ impl Splitter {
 
     /// Fills `buf` (a reused buffer) and returns the next chunk, or `None`
     /// at the end of the stream.
-    pub fn next_chunk(&mut self, mut buf: Vec<u8>) -> Result<Option<Chunk>, PcapError> {
+    pub fn next_chunk(&mut self, buf: Vec<u8>) -> Result<Option<Chunk>, PcapError> {
+        self.next_chunk_inner(buf, &mut NoVisit)
+    }
+
+    /// `next_chunk` for a single-threaded consumer: the records of a pcap
+    /// chunk are handed to `f` (and their snaplen/caplen problems counted in
+    /// `issues`) as they are framed, in one walk instead of two — the
+    /// separate framing walk was ~8% of single-thread extraction's user
+    /// time. The chunk comes back with `visited` set; pcapng and mapped
+    /// chunks are not visited (walk them with `for_each_packet`).
+    pub fn next_chunk_visiting(
+        &mut self,
+        buf: Vec<u8>,
+        issues: &mut Issues,
+        f: impl FnMut(&Packet<'_>),
+    ) -> Result<Option<Chunk>, PcapError> {
+        self.next_chunk_inner(buf, &mut Visit { issues, f })
+    }
+
+    fn next_chunk_inner<V: RecordVisitor>(
+        &mut self,
+        mut buf: Vec<u8>,
+        visit: &mut V,
+    ) -> Result<Option<Chunk>, PcapError> {
         if self.done {
             return Ok(None);
         }
@@ -757,8 +839,11 @@ impl Splitter {
         let filled = self.read_fill(&mut buf, carried, &mut issues)?;
         let base_offset = self.offset;
         let base_record = self.next_record;
+        let visited = V::VISITS && matches!(self.framing, Framing::Pcap { .. });
         let (start, end, tail_from, format) = match &mut self.framing {
-            Framing::Pcap { .. } => self.frame_pcap(&buf[..filled], base_offset, &mut issues),
+            Framing::Pcap { .. } => {
+                self.frame_pcap(&buf[..filled], base_offset, &mut issues, visit)
+            }
             Framing::Pcapng(_) => self.frame_pcapng(&buf[..filled], base_offset, &mut issues),
         };
         let records = self.next_record - base_record;
@@ -779,6 +864,7 @@ impl Splitter {
             records,
             issues,
             stream_pos: self.offset,
+            visited,
         }))
     }
 
@@ -814,7 +900,7 @@ impl Splitter {
         let base_record = self.next_record;
         let slice = &map[from..to];
         let (start, end, tail_from, format) = match &self.framing {
-            Framing::Pcap { .. } => self.frame_pcap(slice, from as u64, &mut issues),
+            Framing::Pcap { .. } => self.frame_pcap(slice, from as u64, &mut issues, &mut NoVisit),
             Framing::Pcapng(_) => self.frame_pcapng(slice, from as u64, &mut issues),
         };
         self.offset = (from + tail_from) as u64;
@@ -833,6 +919,7 @@ impl Splitter {
             records: self.next_record - base_record,
             issues,
             stream_pos: self.offset,
+            visited: false,
         }
     }
 
@@ -853,15 +940,17 @@ impl Splitter {
             records: 0,
             issues,
             stream_pos: self.offset,
+            visited: false,
         }
     }
 
     /// Returns (start, end, tail_from, format) for a pcap buffer.
-    fn frame_pcap(
+    fn frame_pcap<V: RecordVisitor>(
         &mut self,
         b: &[u8],
         base: u64,
         issues: &mut Issues,
+        visit: &mut V,
     ) -> (usize, usize, usize, ChunkFormat) {
         let Framing::Pcap {
             header,
@@ -936,6 +1025,7 @@ impl Splitter {
             if next > b.len() {
                 break;
             }
+            visit.record(b, pos, &h, self.file, self.next_record, base);
             *last_ts = Some(ts);
             pos = next;
             self.next_record += 1;
