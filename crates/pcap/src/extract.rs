@@ -754,6 +754,75 @@ mod tests {
         drop(tmp);
     }
 
+    /// The single-thread path visits records while framing them; the
+    /// parallel path frames, then walks. Both must report the same packets,
+    /// output and problems (counts, kinds, first locations, order) on a
+    /// stream full of them: caplen over snaplen and over the wire length,
+    /// headers cut short by the snaplen and by the record, an oversized
+    /// record that forces a resync, a concatenated capture with another
+    /// link type, and a truncated last record; across many chunks.
+    #[test]
+    fn visited_framing_reports_like_the_two_walks() {
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let path = tmp.path().join("bad.pcap");
+        let mut b = PcapBuilder::new(false, false, false, 200, 1);
+        let good = |i: usize| {
+            let mut p = eth(0x0800);
+            p.extend(ipv4(17, 8 + i % 100, 0, &[]));
+            p.extend(udp(1000 + i as u16, 53, i % 100));
+            p
+        };
+        for i in 0..40_000usize {
+            let p = good(i);
+            match i % 997 {
+                1 => b.record_raw(1, i as u32, p.len() as u32 + 300, p.len() as u32, &{
+                    let mut q = p.clone();
+                    q.resize(p.len() + 300, 0);
+                    q
+                }),
+                2 => b.record_raw(1, i as u32, 20, 60, &p[..20]),
+                3 => b.record_raw(1, i as u32, 20, 20, &p[..20]),
+                _ => b.record(1, i as u32, &p),
+            };
+            if i == 20_000 {
+                // An oversized record: the reader resynchronises after it.
+                b.record_raw(1, 0, 300_000, 300_000, &[0u8; 64]);
+            }
+        }
+        // A concatenated capture with raw-IP link type, then a cut record.
+        let mut c = PcapBuilder::new(true, true, false, 65535, 101);
+        for i in 0..3_000usize {
+            c.record(2, i as u32, &good(i)[14..]);
+        }
+        let mut bytes = b.bytes;
+        bytes.extend_from_slice(&c.bytes);
+        bytes.extend_from_slice(&c.bytes[24..24 + 40]);
+        std::fs::write(&path, &bytes).unwrap();
+        let mut cfg = ExtractConfig {
+            inputs: vec![path.display().to_string()],
+            ..Default::default()
+        };
+        let (one, r1) = run(&cfg);
+        assert!(r1.packets > 40_000, "{}", r1.packets);
+        let n = |k| r1.issues.count(k);
+        assert!(n(IssueKind::CaplenOverSnaplen) >= 40, "{:?}", r1.issues);
+        assert!(n(IssueKind::CaplenOverLen) >= 40, "{:?}", r1.issues);
+        assert!(n(IssueKind::HeaderCutShort) >= 40, "{:?}", r1.issues);
+        assert!(n(IssueKind::RecordTooLong) >= 1, "{:?}", r1.issues);
+        assert!(n(IssueKind::Resync) >= 1, "{:?}", r1.issues);
+        assert_eq!(n(IssueKind::TruncatedRecord), 1, "{:?}", r1.issues);
+        assert!(r1.snaplen_cut >= 40);
+        for threads in [2, 3] {
+            cfg.threads = threads;
+            let (many, rn) = run(&cfg);
+            assert!(many == one, "output differs with {threads} threads");
+            assert_eq!(rn.packets, r1.packets);
+            assert_eq!(rn.snaplen_cut, r1.snaplen_cut);
+            assert_eq!(rn.issues, r1.issues, "issues differ with {threads} threads");
+        }
+        drop(tmp);
+    }
+
     #[test]
     fn strict_stops_at_first_bad_record_and_lax_continues() {
         // Removed on drop, also when the test fails.
