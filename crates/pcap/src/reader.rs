@@ -527,12 +527,7 @@ impl Chunk {
                 number += 1;
                 continue;
             }
-            if ifc.snaplen != 0 && caplen > ifc.snaplen {
-                issues.add(IssueKind::CaplenOverSnaplen, self.file, number, offset);
-            }
-            if caplen > len {
-                issues.add(IssueKind::CaplenOverLen, self.file, number, offset);
-            }
+            check_lengths(issues, ifc.snaplen, caplen, len, self.file, number, offset);
             let (ts_sec, ts_nsec) = match ts {
                 Some(t) => ifc.timestamp(t),
                 None => (0, 0),
@@ -564,6 +559,26 @@ enum Framing {
 }
 
 /// Cuts a capture stream into chunks of whole records.
+/// Counts a record whose captured length exceeds the snaplen (0 = none)
+/// or its wire length.
+#[inline(always)]
+fn check_lengths(
+    issues: &mut Issues,
+    snaplen: u32,
+    caplen: u32,
+    len: u32,
+    file: u32,
+    number: u64,
+    offset: u64,
+) {
+    if snaplen != 0 && caplen > snaplen {
+        issues.add(IssueKind::CaplenOverSnaplen, file, number, offset);
+    }
+    if caplen > len {
+        issues.add(IssueKind::CaplenOverLen, file, number, offset);
+    }
+}
+
 /// Visits the pcap record at `b[pos..]` (its header is in `b`): builds
 /// the packet, counts snaplen/caplen problems, calls `f`; returns where the
 /// record ends, or None if it is not complete in `b` (or oversized).
@@ -595,12 +610,7 @@ fn pcap_record(
         ts_nsec %= 1_000_000_000;
     }
     let offset = base_offset + pos as u64;
-    if h.snaplen != 0 && caplen > h.snaplen {
-        issues.add(IssueKind::CaplenOverSnaplen, file, number, offset);
-    }
-    if caplen > len {
-        issues.add(IssueKind::CaplenOverLen, file, number, offset);
-    }
+    check_lengths(issues, h.snaplen, caplen, len, file, number, offset);
     f(&Packet {
         number,
         offset,
