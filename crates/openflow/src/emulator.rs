@@ -941,6 +941,25 @@ impl Switch {
         n
     }
 
+    /// Accounts a response naming `buffer_id` / `xid`: the first answer to
+    /// a probe of ours is marked in the answered ring and is a match.
+    #[inline(always)]
+    fn answer(&mut self, buffer_id: u32, xid: u32) -> Answer {
+        let Some(seq) = self.probe_seq(buffer_id, xid) else {
+            return Answer::Unmatched;
+        };
+        let slot = seq % ANSWER_RING_BITS;
+        let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
+        if self.answered[w] & b != 0 {
+            return Answer::Duplicate;
+        }
+        self.answered[w] |= b;
+        Answer::Matched {
+            seq,
+            far: self.next_seq - seq > FAR_MATCH,
+        }
+    }
+
     /// Which probe a response names: by buffer_id, else by xid.
     #[inline]
     fn probe_seq(&self, buffer_id: u32, xid: u32) -> Option<u64> {
@@ -962,6 +981,18 @@ impl Switch {
             (xid != 0 && delta >= 1 && delta <= sent.min(BUFFER_ID_MOD)).then(|| sent - delta)
         }
     }
+}
+
+/// How a response relates to the probes sent.
+enum Answer {
+    /// First answer to probe `seq`; `far` when it is older than FAR_MATCH.
+    Matched {
+        seq: u64,
+        far: bool,
+    },
+    Duplicate,
+    /// Names no probe of ours.
+    Unmatched,
 }
 
 /// Where `Switch::stamp` writes: the latency-mode template, or a slot of
@@ -1543,19 +1574,13 @@ impl Worker {
             }
             off += len;
             n += 1;
-            match s.probe_seq(be32(m, 64), be32(m, 4)) {
-                Some(seq) => {
-                    let slot = seq % ANSWER_RING_BITS;
-                    let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
-                    if s.answered[w] & b != 0 {
-                        duplicate += 1;
-                    } else {
-                        s.answered[w] |= b;
-                        matched += 1;
-                        far += (s.next_seq - seq > FAR_MATCH) as u64;
-                    }
+            match s.answer(be32(m, 64), be32(m, 4)) {
+                Answer::Matched { far: f, .. } => {
+                    matched += 1;
+                    far += f as u64;
                 }
-                None => unmatched += 1,
+                Answer::Duplicate => duplicate += 1,
+                Answer::Unmatched => unmatched += 1,
             }
         }
         s.window_count += n;
@@ -1574,34 +1599,26 @@ impl Worker {
         self.tally.responses += 1;
         let s = &mut self.sw[k];
         s.window_count += 1;
-        match s.probe_seq(buffer_id, xid) {
-            Some(seq) => {
-                let slot = seq % ANSWER_RING_BITS;
-                let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
-                if s.answered[w] & b != 0 {
-                    self.tally.duplicate += 1;
-                } else {
-                    s.answered[w] |= b;
-                    self.tally.matched += 1;
-                    if s.next_seq - seq > FAR_MATCH {
-                        self.tally.far_matches += 1;
-                    }
-                    s.tp_in_flight = s.tp_in_flight.saturating_sub(1);
-                    if !self.throughput {
-                        let m = s.sent_ns.len() as u64 - 1;
-                        let oldest_in_flight = s.next_seq - (s.in_flight as u64).min(s.next_seq);
-                        if seq >= oldest_in_flight && s.in_flight > 0 {
-                            if kept {
-                                let t = s.sent_ns[(seq & m) as usize];
-                                self.hist.record_ns(now.saturating_sub(t));
-                            }
-                            s.in_flight -= 1;
-                            self.top_up(k, now);
+        match s.answer(buffer_id, xid) {
+            Answer::Duplicate => self.tally.duplicate += 1,
+            Answer::Unmatched => self.tally.unmatched += 1,
+            Answer::Matched { seq, far } => {
+                self.tally.matched += 1;
+                self.tally.far_matches += far as u64;
+                s.tp_in_flight = s.tp_in_flight.saturating_sub(1);
+                if !self.throughput {
+                    let m = s.sent_ns.len() as u64 - 1;
+                    let oldest_in_flight = s.next_seq - (s.in_flight as u64).min(s.next_seq);
+                    if seq >= oldest_in_flight && s.in_flight > 0 {
+                        if kept {
+                            let t = s.sent_ns[(seq & m) as usize];
+                            self.hist.record_ns(now.saturating_sub(t));
                         }
+                        s.in_flight -= 1;
+                        self.top_up(k, now);
                     }
                 }
             }
-            None => self.tally.unmatched += 1,
         }
     }
 
@@ -1651,6 +1668,21 @@ impl Worker {
             self.handle10(k, ty, xid, msg, now, kept)
         } else {
             self.handle13(k, ty, xid, msg, now, kept)
+        }
+    }
+
+    /// An ERROR from the controller (same layout in 1.0 and 1.3): counted
+    /// and reported.
+    fn controller_error(&mut self, k: usize, msg: &[u8]) {
+        self.tally.error += 1;
+        if msg.len() >= 12 {
+            let m = format!(
+                "cbench: switch {} got ERROR type {} code {} from the controller",
+                self.sw[k].idx + 1,
+                be16(msg, 8),
+                be16(msg, 10)
+            );
+            self.sh.notice(m);
         }
     }
 
@@ -1856,16 +1888,7 @@ impl Worker {
                 self.restart_latency_probes(k, false);
             }
             of10::OFPT_ERROR => {
-                self.tally.error += 1;
-                if msg.len() >= 12 {
-                    let m = format!(
-                        "cbench: switch {} got ERROR type {} code {} from the controller",
-                        self.sw[k].idx + 1,
-                        be16(msg, 8),
-                        be16(msg, 10)
-                    );
-                    self.sh.notice(m);
-                }
+                self.controller_error(k, msg);
             }
             _ => {
                 self.tally.other += 1;
@@ -2015,16 +2038,7 @@ impl Worker {
                 self.restart_latency_probes(k, false);
             }
             of13::OFPT_ERROR => {
-                self.tally.error += 1;
-                if msg.len() >= 12 {
-                    let m = format!(
-                        "cbench: switch {} got ERROR type {} code {} from the controller",
-                        self.sw[k].idx + 1,
-                        be16(msg, 8),
-                        be16(msg, 10)
-                    );
-                    self.sh.notice(m);
-                }
+                self.controller_error(k, msg);
             }
             _ => {
                 self.tally.other += 1;

@@ -149,24 +149,6 @@ const DEC2: &[u8; 200] = b"0001020304050607080910111213141516171819\
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// Decimal text of every octet, for dotted quads: (bytes, length).
-static OCTET: [([u8; 3], u8); 256] = {
-    let mut t = [([0u8; 3], 0u8); 256];
-    let mut i = 0;
-    while i < 256 {
-        let (a, b, c) = ((i / 100) as u8, ((i / 10) % 10) as u8, (i % 10) as u8);
-        t[i] = if i >= 100 {
-            ([b'0' + a, b'0' + b, b'0' + c], 3)
-        } else if i >= 10 {
-            ([b'0' + b, b'0' + c, 0], 2)
-        } else {
-            ([b'0' + c, 0, 0], 1)
-        };
-        i += 1;
-    }
-    t
-};
-
 /// An output buffer written with fixed-size stores: `data` is always
 /// initialised up to its length and `len` is the logical end. Copying a
 /// fixed-size array compiles to a few moves, where `Vec::extend_from_slice`
@@ -201,36 +183,6 @@ impl OutBuf {
             let want = (self.data.len() * 2).max(self.len + n).max(64 << 10);
             self.data.resize(want, 0);
         }
-    }
-    /// Writes `used` bytes of a fixed-size array (room for N must exist).
-    #[inline(always)]
-    pub fn put<const N: usize>(&mut self, bytes: &[u8; N], used: usize) {
-        self.data[self.len..self.len + N].copy_from_slice(bytes);
-        self.len += used.min(N);
-    }
-    /// The next N bytes of the buffer, to be filled in place and then
-    /// committed with `advance`. Writing digits straight into the output
-    /// (instead of into a stack array copied afterwards) avoids a
-    /// store-forwarding stall that cost 60% of integer formatting.
-    #[inline(always)]
-    pub fn slot<const N: usize>(&mut self) -> &mut [u8; N] {
-        let s = &mut self.data[self.len..self.len + N];
-        s.try_into().expect("slot within ensured room")
-    }
-    #[inline(always)]
-    pub fn advance(&mut self, n: usize) {
-        self.len += n;
-    }
-    #[inline(always)]
-    pub fn push(&mut self, b: u8) {
-        self.data[self.len] = b;
-        self.len += 1;
-    }
-    /// Variable-length copy (cold paths).
-    pub fn put_slice(&mut self, s: &[u8]) {
-        self.ensure(s.len());
-        self.data[self.len..self.len + s.len()].copy_from_slice(s);
-        self.len += s.len();
     }
 }
 
@@ -486,12 +438,14 @@ static OCTET_DOT: [(u32, u8); 256] = {
     let mut t = [(0u32, 0u8); 256];
     let mut i = 0;
     while i < 256 {
-        let (d, l) = OCTET[i];
-        let mut w = 0u32;
-        let mut k = 0;
-        while k < l as usize {
-            w |= (d[k] as u32) << (8 * k);
-            k += 1;
+        // Digits from the most significant, then the dot.
+        let (mut w, mut l, mut p) = (0u32, 0u8, 100);
+        while p > 0 {
+            if i >= p || p == 1 {
+                w |= (b'0' as u32 + ((i / p) % 10) as u32) << (8 * l);
+                l += 1;
+            }
+            p /= 10;
         }
         w |= (b'.' as u32) << (8 * l);
         t[i] = (w, l);
@@ -887,7 +841,10 @@ impl Formatter {
     pub fn field_text(field: Field, number: u64, f: &Fields, out: &mut OutBuf) -> bool {
         let mut present = false;
         out.line(64, |line| {
-            present = Self::value(field, number, f, line, false)
+            if let Some(n) = Self::value_text(field, number, f, line.slot::<64>(), false) {
+                line.advance(n);
+                present = true;
+            }
         });
         present
     }
