@@ -46,6 +46,8 @@ enum Command {
     /// Internal: one mp client process of an ipc run.
     #[command(name = "__ipc-client", hide = true)]
     IpcClient(cmd::ipc::SeedArgs),
+    /// Many-connection lab: echo servers on poll, epoll LT/ET and io_uring, scan vs index lookup.
+    Mux(cmd::mux::MuxArgs),
     /// cbench-compatible OpenFlow switch emulator (cbench's options; -h for help).
     Cbench(cmd::openflow::CbenchArgs),
     /// OpenFlow controller: cbench app (template or --naive) or learning switch.
@@ -88,6 +90,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
         Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
         Command::IpcClient(a) => std::process::exit(cmd::ipc::run_client(&a)),
+        Command::Mux(a) => cmd::mux::run(&a),
         Command::Cbench(a) => cmd::openflow::run_cbench(&a),
         Command::Controller(a) => cmd::openflow::run_controller(&a),
         Command::Openflow(a) => cmd::openflow::run_openflow(&a),
@@ -112,7 +115,12 @@ fn is_usage(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if commbench_core::env::is_debug_build() && !matches!(cli.command, Command::IpcClient(_)) {
+    let internal = match &cli.command {
+        Command::IpcClient(_) => true,
+        Command::Mux(a) => cmd::mux::is_harness_child(a),
+        _ => false,
+    };
+    if commbench_core::env::is_debug_build() && !internal {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }
     match dispatch(cli) {

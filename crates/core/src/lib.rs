@@ -13,6 +13,7 @@ pub mod placement;
 pub mod record;
 pub mod rusage;
 pub mod stats;
+pub mod sys;
 pub mod timer;
 
 pub use record::{Format, Record, Recorder};

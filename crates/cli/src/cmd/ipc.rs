@@ -99,7 +99,7 @@ pub struct NativeArgs {
     pub out: OutputArgs,
 }
 
-fn parse_size(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn parse_size(s: &str) -> std::result::Result<usize, String> {
     let t = s.trim();
     let (num, mult) = if let Some(n) = t.strip_suffix("KiB").or_else(|| t.strip_suffix('K')) {
         (n, 1usize << 10)
@@ -122,7 +122,7 @@ fn lib_err(e: IpcError) -> anyhow::Error {
     }
 }
 
-fn placement(cpus: &[String]) -> Result<(Option<CpuList>, Option<CpuList>)> {
+pub(crate) fn placement(cpus: &[String]) -> Result<(Option<CpuList>, Option<CpuList>)> {
     let (mut server, mut client) = (None, None);
     for c in cpus {
         let Some((role, list)) = c.split_once('=') else {

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod delay;
 pub mod env;
 pub mod ipc;
+pub mod mux;
 pub mod openflow;
 pub mod pcap;
 pub mod report;

@@ -34,6 +34,7 @@ pub fn steps() -> Vec<Step> {
         ("core", core_step),
         ("ipc", super::ipc::suite_step),
         ("openflow", super::openflow::suite_step),
+        ("mux", super::mux::suite_step),
         ("pcap", pcap_step),
     ]
 }

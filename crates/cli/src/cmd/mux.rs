@@ -1,0 +1,390 @@
+//! The mux lab's commands: `commbench mux` (servers on each engine against
+//! our load generator, side by side), `commbench mux --reproduce-seed`
+//! (the article's grid and its verdict), `commbench mux serve` (a server,
+//! also the process the harness starts) and `commbench mux load` (the load
+//! side against a server on another host).
+use crate::output::{FormatArg, OutputArgs};
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use commbench_core::placement::CpuList;
+use commbench_core::Recorder;
+use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Remote};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct MuxArgs {
+    #[command(subcommand)]
+    pub cmd: Option<MuxCmd>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MuxCmd {
+    /// Run one echo server (for a load generator on another host, or the harness).
+    Serve(ServeArgs),
+    /// Drive a server started elsewhere with `commbench mux serve`.
+    Load(LoadArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EngineArg {
+    Poll,
+    EpollLt,
+    EpollEt,
+    IoUring,
+    /// Every engine, interleaved.
+    All,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LookupArg {
+    /// Linear search of the state array for the ready descriptor (the article's epoll server).
+    Scan,
+    /// The slot index carried by the event (epoll data, user_data, pollfd position).
+    Index,
+    /// Both, side by side.
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ClientsArg {
+    /// Event loops (epoll), --load-threads of them.
+    Loop,
+    /// A thread per connection with blocking calls (the article's client).
+    Threads,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Server engines, comma-separated, or all.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub engine: Vec<EngineArg>,
+    /// How the server finds a ready descriptor's state.
+    #[arg(long, value_enum, default_value = "index")]
+    pub lookup: LookupArg,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    /// Server event loops (SO_REUSEPORT listeners on one port), 1..=64.
+    #[arg(long, default_value_t = 1)]
+    pub server_threads: usize,
+    /// Run in a private network namespace the tool creates (root), with its own somaxconn and port range.
+    #[arg(long)]
+    pub netns: bool,
+    /// Run the article's grid (N=10000; R=100,500,1000; K=1024; poll, epoll-lt, epoll-et; scan and index; then 1% active) and print a verdict.
+    #[arg(long)]
+    pub reproduce_seed: bool,
+    /// With --reproduce-seed: rounds divided by 10.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadOpts {
+    /// Connections, 1..=1000000 (one process holds them: see RLIMIT_NOFILE in the README).
+    #[arg(long, default_value_t = 1000)]
+    pub conns: usize,
+    /// Closed-loop rounds (send, receive the echo) per active connection.
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    /// Bytes per message (suffixes K, KiB, M, MiB), 1 B..=16 MiB.
+    #[arg(long, default_value = "1024", value_parser = super::ipc::parse_size)]
+    pub size: usize,
+    /// Connections doing rounds; the rest connect and stay idle (default: all).
+    #[arg(long)]
+    pub active: Option<usize>,
+    /// How the load side drives its connections.
+    #[arg(long, value_enum, default_value = "loop")]
+    pub clients: ClientsArg,
+    /// Load event loops (threads), 1..=64.
+    #[arg(long, default_value_t = 1)]
+    pub load_threads: usize,
+    /// Runs per configuration, interleaved (A B C A B C), 1..=100.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// CPU placement per role, taskset syntax: `--cpus server=0 --cpus client=1`.
+    #[arg(long, value_name = "ROLE=LIST")]
+    pub cpus: Vec<String>,
+    /// Bound on each phase of a run (connect, rounds), seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub timeout: f64,
+    /// Measure with fewer connections than asked when some fail (marked partial) instead of failing.
+    #[arg(long)]
+    pub allow_partial: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Engine.
+    #[arg(long, value_enum, default_value = "epoll-lt")]
+    pub engine: EngineArg,
+    /// Lookup.
+    #[arg(long, value_enum, default_value = "index")]
+    pub lookup: LookupArg,
+    /// Echo address (IPv4).
+    #[arg(long, default_value = "0.0.0.0:7000")]
+    pub listen: SocketAddr,
+    /// Event loops (SO_REUSEPORT), 1..=64.
+    #[arg(long, default_value_t = 1)]
+    pub server_threads: usize,
+    /// Bytes per read (and per io_uring connection buffer), 512..=1048576.
+    #[arg(long, default_value_t = 65536)]
+    pub buf: usize,
+    /// Connections expected (listen backlog, io_uring queue sizes).
+    #[arg(long, default_value_t = 10000)]
+    pub max_conns: usize,
+    /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo port + 1).
+    #[arg(long)]
+    pub control: Option<String>,
+    /// Pin the loop threads (taskset syntax).
+    #[arg(long)]
+    pub cpus: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The server's echo address.
+    #[arg(long)]
+    pub target: SocketAddr,
+    /// The server's control address (default: the echo port + 1); `none`: server CPU unknown.
+    #[arg(long)]
+    pub control: Option<String>,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn lib_err(e: MuxError) -> anyhow::Error {
+    if e.is_usage() {
+        crate::usage(e.to_string())
+    } else {
+        e.into()
+    }
+}
+
+fn engines(list: &[EngineArg]) -> Vec<EngineKind> {
+    let mut out = Vec::new();
+    for e in list {
+        let add: &[EngineKind] = match e {
+            EngineArg::Poll => &[EngineKind::Poll],
+            EngineArg::EpollLt => &[EngineKind::EpollLt],
+            EngineArg::EpollEt => &[EngineKind::EpollEt],
+            EngineArg::IoUring => &[EngineKind::IoUring],
+            EngineArg::All => &EngineKind::ALL,
+        };
+        for k in add {
+            if !out.contains(k) {
+                out.push(*k);
+            }
+        }
+    }
+    out
+}
+
+fn lookups(l: LookupArg) -> Vec<Lookup> {
+    match l {
+        LookupArg::Scan => vec![Lookup::Scan],
+        LookupArg::Index => vec![Lookup::Index],
+        LookupArg::Both => vec![Lookup::Scan, Lookup::Index],
+    }
+}
+
+fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
+    let (server_cpus, client_cpus) = super::ipc::placement(&o.cpus)?;
+    if !(o.timeout.is_finite() && o.timeout > 0.0 && o.timeout <= 86_400.0) {
+        return Err(crate::usage(format!(
+            "--timeout must be 0 < seconds <= 86400, got {}",
+            o.timeout
+        )));
+    }
+    Ok(MuxConfig {
+        conns: o.conns,
+        active: o.active,
+        rounds: o.rounds,
+        size: o.size,
+        clients: match o.clients {
+            ClientsArg::Loop => ClientsKind::Loop,
+            ClientsArg::Threads => ClientsKind::Threads,
+        },
+        load_threads: o.load_threads,
+        repeat: o.repeat,
+        server_cpus,
+        client_cpus,
+        timeout: Duration::from_secs_f64(o.timeout),
+        allow_partial: o.allow_partial,
+        ..MuxConfig::default()
+    })
+}
+
+fn emit(out: &OutputArgs, report: &commbench_mux::MuxReport, rec: &Recorder) -> Result<()> {
+    if out.format == FormatArg::Table && out.output.is_none() {
+        print!("{}", commbench_mux::summary_table(report));
+        Ok(())
+    } else {
+        out.emit(rec.records())
+    }
+}
+
+/// The server process a local run starts (its stderr is the parent's).
+pub fn is_harness_child(a: &MuxArgs) -> bool {
+    matches!(&a.cmd, Some(MuxCmd::Serve(s)) if s.control.as_deref() == Some("stdio"))
+}
+
+pub fn run(a: &MuxArgs) -> Result<()> {
+    match &a.cmd {
+        Some(MuxCmd::Serve(s)) => return serve(s),
+        Some(MuxCmd::Load(l)) => return load(l),
+        None => {}
+    }
+    let r = &a.run;
+    let mut cfg = base_config(&r.load)?;
+    cfg.engines = engines(&r.engine);
+    cfg.lookups = lookups(r.lookup);
+    cfg.server_threads = r.server_threads;
+    cfg.netns = r.netns;
+    let mut rec = crate::progress::recorder();
+    if r.reproduce_seed {
+        let plan = seed::SeedPlan::new(r.quick);
+        let points = seed::run(&cfg, &plan, &mut rec).map_err(lib_err);
+        crate::progress::finish();
+        let points = points?;
+        let lines = seed::verdict(&points, plan.conns);
+        rec.push(seed::verdict_record(&lines, &plan));
+        if r.output.format == FormatArg::Table && r.output.output.is_none() {
+            for p in &points {
+                println!(
+                    "N={} R={} K={} active={}",
+                    plan.conns, p.rounds, plan.size, p.active
+                );
+                let rep = commbench_mux::MuxReport {
+                    results: p.results.clone(),
+                    skipped: Vec::new(),
+                    load_start: f64::NAN,
+                    load_end: f64::NAN,
+                };
+                println!("{}", commbench_mux::summary_table(&rep));
+            }
+            for l in &lines {
+                println!("{l}");
+            }
+            return Ok(());
+        }
+        return r.output.emit(rec.records());
+    }
+    let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
+    crate::progress::finish();
+    emit(&r.output, &report?, &rec)
+}
+
+fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
+    let engine = match s.engine {
+        EngineArg::All => {
+            return Err(crate::usage(
+                "mux serve runs one engine: give poll, epoll-lt, epoll-et or io-uring",
+            ))
+        }
+        e => engines(&[e])[0],
+    };
+    let lookup = match s.lookup {
+        LookupArg::Both => return Err(crate::usage("mux serve runs one lookup: scan or index")),
+        l => lookups(l)[0],
+    };
+    if !(1..=64).contains(&s.server_threads) {
+        return Err(crate::usage("--server-threads must be 1..=64"));
+    }
+    if !(512..=1 << 20).contains(&s.buf) {
+        return Err(crate::usage("--buf must be 512..=1048576"));
+    }
+    if s.max_conns == 0 || s.max_conns > commbench_mux::MAX_CONNS {
+        return Err(crate::usage("--max-conns must be 1..=1000000"));
+    }
+    let cpus = match &s.cpus {
+        Some(c) => Some(CpuList::parse(c).map_err(|e| crate::usage(format!("--cpus {c}: {e}")))?),
+        None => None,
+    };
+    Ok(commbench_mux::ServeConfig {
+        engine,
+        lookup,
+        listen: s.listen,
+        threads: s.server_threads,
+        buf_size: s.buf,
+        max_conns: s.max_conns,
+        cpus,
+    })
+}
+
+fn serve(s: &ServeArgs) -> Result<()> {
+    let cfg = serve_config(s)?;
+    match s.control.as_deref() {
+        Some("stdio") => commbench_mux::server::serve_stdio(&cfg).map_err(lib_err),
+        other => {
+            let control: SocketAddr = match other {
+                Some(a) => a.parse().map_err(|_| {
+                    crate::usage(format!("--control {a}: expected stdio or ADDR:PORT"))
+                })?,
+                None => {
+                    let mut c = s.listen;
+                    c.set_port(s.listen.port().checked_add(1).ok_or_else(|| {
+                        crate::usage("the echo port is 65535: give --control ADDR:PORT")
+                    })?);
+                    c
+                }
+            };
+            let stop = commbench_core::sys::stop_on_signal();
+            let server = commbench_mux::server::serve_tcp(&cfg, control, stop).map_err(lib_err)?;
+            let st = server.stop().map_err(lib_err)?;
+            eprintln!(
+                "commbench mux serve: stopped after {} connections, {} bytes echoed, user {:.3} s, sys {:.3} s",
+                st.loops.accepted, st.loops.bytes, st.user_s, st.sys_s
+            );
+            Ok(())
+        }
+    }
+}
+
+fn load(l: &LoadArgs) -> Result<()> {
+    let mut cfg = base_config(&l.load)?;
+    let control = match l.control.as_deref() {
+        Some("none") => None,
+        Some(a) => Some(
+            a.parse::<SocketAddr>()
+                .map_err(|_| crate::usage(format!("--control {a}: expected ADDR:PORT or none")))?,
+        ),
+        None => {
+            let mut c = l.target;
+            c.set_port(
+                l.target.port().checked_add(1).ok_or_else(|| {
+                    crate::usage("the echo port is 65535: give --control ADDR:PORT")
+                })?,
+            );
+            Some(c)
+        }
+    };
+    cfg.remote = Some(Remote {
+        target: l.target,
+        control,
+    });
+    let mut rec = crate::progress::recorder();
+    let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
+    crate::progress::finish();
+    emit(&l.output, &report?, &rec)
+}
+
+/// The suite's quick mux step: every engine, both lookups, N=1000, R=20.
+pub fn suite_step(quick: bool, rec: &mut Recorder) -> Result<()> {
+    let cfg = MuxConfig {
+        engines: EngineKind::ALL.to_vec(),
+        lookups: vec![Lookup::Scan, Lookup::Index],
+        conns: 1000,
+        rounds: if quick { 10 } else { 20 },
+        timeout: Duration::from_secs(60),
+        ..MuxConfig::default()
+    };
+    commbench_mux::run(&cfg, rec).map_err(lib_err)?;
+    Ok(())
+}

@@ -1,0 +1,378 @@
+//! The mux lab through the binary: every engine × lookup side by side with
+//! exact counts and valid JSON, argument errors, io_uring unavailable, a
+//! server that dies or runs out of descriptors, `mux serve` / `mux load`
+//! split across two network namespaces joined by a veth pair (root).
+//! Small counts; deadlines only guard against hangs.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn cb() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+fn bin_path() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("commbench")
+}
+
+fn schema() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&s).unwrap()
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn every_engine_and_lookup_side_by_side_as_valid_json() {
+    let out = cb()
+        .args([
+            "mux", "--engine", "all", "--lookup", "both", "--conns", "40", "--rounds", "5",
+            "--size", "200", "--format", "json",
+        ])
+        .env_remove("COMMBENCH_MUX_FAIL_URING")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let recs = v["records"].as_array().unwrap();
+    assert!(recs.len() >= 6, "{v:#}");
+    for r in recs {
+        assert_eq!(r["lab"], "mux");
+        assert_eq!(r["metrics"]["round_trips"], 200);
+        assert_eq!(r["metrics"]["connected"], 40);
+        assert_eq!(r["metrics"]["status"], "ok");
+        assert!(r["metrics"]["server_cpu_us_per_rt"].as_f64().unwrap() > 0.0);
+        assert!(r["metrics"]["latency_ns"]["p50"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn table_output_is_the_side_by_side_summary() {
+    cb().args([
+        "mux",
+        "--engine",
+        "poll,epoll-et",
+        "--conns",
+        "10",
+        "--rounds",
+        "3",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains("srv us/rt"))
+    .stdout(predicate::str::contains("poll"))
+    .stdout(predicate::str::contains("epoll-et"));
+}
+
+#[test]
+fn argument_errors_exit_2() {
+    for args in [
+        vec!["mux", "--conns", "0"],
+        vec!["mux", "--conns", "10", "--active", "11"],
+        vec!["mux", "--active", "0"],
+        vec!["mux", "--size", "0"],
+        vec!["mux", "--size", "17M"],
+        vec!["mux", "--rounds", "0"],
+        vec!["mux", "--engine", "select"],
+        vec!["mux", "--lookup", "hash"],
+        vec!["mux", "--timeout", "0"],
+        vec!["mux", "--repeat", "0"],
+        vec!["mux", "--server-threads", "65"],
+        vec!["mux", "--cpus", "server=99999"],
+        vec!["mux", "serve", "--engine", "all"],
+        vec!["mux", "serve", "--buf", "1"],
+        vec!["mux", "load", "--target", "nowhere"],
+    ] {
+        cb().args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::is_empty().not());
+    }
+}
+
+#[test]
+fn more_connections_than_descriptors_is_a_usage_error_saying_the_limit() {
+    // A hard limit the process cannot raise (not root: otherwise it may).
+    if is_root() {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 300; exec setpriv --reuid=65534 --regid=65534 --clear-groups {} mux --conns 1000 --rounds 1",
+                bin_path().display()
+            ))
+            .output()
+            .unwrap();
+        if out.status.code() == Some(127)
+            || String::from_utf8_lossy(&out.stderr).contains("setpriv:")
+        {
+            eprintln!("setpriv unavailable; skipped");
+            return;
+        }
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("RLIMIT_NOFILE allows 300"), "{e}");
+        assert!(e.contains("at most 236 connections"), "{e}");
+    } else {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 300; exec {} mux --conns 1000 --rounds 1",
+                bin_path().display()
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("RLIMIT_NOFILE"));
+    }
+}
+
+#[test]
+fn io_uring_unavailable_is_skipped_with_a_message_and_the_others_run() {
+    cb().args(["mux", "--engine", "all", "--conns", "5", "--rounds", "2"])
+        .env("COMMBENCH_MUX_FAIL_URING", "1")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "io-uring: skipped: io_uring setup failed",
+        ))
+        .stdout(predicate::str::contains("epoll-lt"));
+    cb().args([
+        "mux", "--engine", "io-uring", "--conns", "5", "--rounds", "2",
+    ])
+    .env("COMMBENCH_MUX_FAIL_URING", "1")
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("no engine can run here"));
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct KillOnDrop(Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "server never listened on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_killed_server_ends_the_load_with_exit_1() {
+    let port = free_port();
+    let ctl = free_port();
+    let mut server = KillOnDrop(
+        std::process::Command::new(bin_path())
+            .args(["mux", "serve", "--engine", "epoll-lt", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--control")
+            .arg(format!("127.0.0.1:{ctl}"))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(ctl);
+    let load = std::process::Command::new(bin_path())
+        .args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--control")
+        .arg(format!("127.0.0.1:{ctl}"))
+        .args(["--conns", "20", "--rounds", "100000000", "--timeout", "120"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.0.kill().unwrap();
+    let out = load.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("server"), "{e}");
+}
+
+#[test]
+fn a_server_out_of_descriptors_is_an_error_not_a_smaller_run() {
+    let port = free_port();
+    let ctl = free_port();
+    let _server = KillOnDrop(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 100; exec {} mux serve --engine poll --listen 127.0.0.1:{port} --control 127.0.0.1:{ctl}",
+                bin_path().display()
+            ))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(ctl);
+    let out = cb()
+        .args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--control")
+        .arg(format!("127.0.0.1:{ctl}"))
+        .args(["--conns", "300", "--rounds", "2", "--timeout", "60"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("accepted only"), "{e}");
+}
+
+/// Two namespaces joined by a veth pair, removed on drop.
+struct Netns {
+    a: String,
+    b: String,
+}
+
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+impl Netns {
+    fn new() -> Option<Netns> {
+        let tag = std::process::id() % 100_000;
+        let n = Netns {
+            a: format!("cbmux-a-{tag}"),
+            b: format!("cbmux-b-{tag}"),
+        };
+        let va = format!("cbmxa{tag}");
+        let vb = format!("cbmxb{tag}");
+        let ok = ip(&["netns", "add", &n.a])
+            && ip(&["netns", "add", &n.b])
+            && ip(&[
+                "link", "add", &va, "netns", &n.a, "type", "veth", "peer", "name", &vb, "netns",
+                &n.b,
+            ])
+            && ip(&["-n", &n.a, "addr", "add", "10.77.0.1/24", "dev", &va])
+            && ip(&["-n", &n.b, "addr", "add", "10.77.0.2/24", "dev", &vb])
+            && ip(&["-n", &n.a, "link", "set", &va, "up"])
+            && ip(&["-n", &n.b, "link", "set", &vb, "up"])
+            && ip(&["-n", &n.a, "link", "set", "lo", "up"])
+            && ip(&["-n", &n.b, "link", "set", "lo", "up"]);
+        if !ok {
+            drop(n);
+            return None;
+        }
+        Some(n)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting a namespace removes the veth end inside it, and its peer.
+        ip(&["netns", "del", &self.a]);
+        ip(&["netns", "del", &self.b]);
+    }
+}
+
+#[test]
+fn serve_and_load_split_across_two_network_namespaces() {
+    if !is_root() {
+        eprintln!("skipped: needs root to create network namespaces");
+        return;
+    }
+    let Some(ns) = Netns::new() else {
+        eprintln!("skipped: could not create namespaces and a veth pair here");
+        return;
+    };
+    let _server = KillOnDrop(
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &ns.a])
+            .arg(bin_path())
+            .args([
+                "mux",
+                "serve",
+                "--engine",
+                "epoll-et",
+                "--listen",
+                "10.77.0.1:7100",
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Wait for the control port from inside namespace b.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let out = loop {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &ns.b])
+            .arg(bin_path())
+            .args([
+                "mux",
+                "load",
+                "--target",
+                "10.77.0.1:7100",
+                "--conns",
+                "50",
+                "--rounds",
+                "4",
+                "--size",
+                "512",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        if out.status.success() || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["metrics"]["round_trips"], 200);
+    assert_eq!(r["params"]["target"], "10.77.0.1:7100");
+    assert_eq!(r["params"]["engine"], "epoll-et");
+    assert!(r["metrics"]["server_cpu_us_per_rt"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn netns_flag_runs_in_a_private_namespace() {
+    if !is_root() {
+        eprintln!("skipped: --netns needs root");
+        return;
+    }
+    cb().args([
+        "mux", "--netns", "--engine", "epoll-lt", "--conns", "30", "--rounds", "3", "--format",
+        "json",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains("\"netns\": true"));
+}

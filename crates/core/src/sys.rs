@@ -1,0 +1,243 @@
+//! Thin, safe wrappers over the few Linux event and socket calls the
+//! network labs need beyond std: epoll (level- or edge-triggered), poll(2),
+//! eventfd (to wake an event loop from another thread), TCP_NODELAY /
+//! SO_SNDBUF / FIONREAD, RLIMIT_NOFILE, and SIGINT/SIGTERM as a flag. One
+//! copy for every lab (openflow's emulator and controller, mux's engines).
+//!
+//! Invariants: every `unsafe` block is a single libc call on a file
+//! descriptor this module owns or that the caller lends for the call's
+//! duration, with pointers to live, correctly sized buffers.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub const IN: u32 = libc::EPOLLIN as u32;
+pub const OUT: u32 = libc::EPOLLOUT as u32;
+pub const ET: u32 = libc::EPOLLET as u32;
+pub const ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// An epoll instance.
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+}
+
+/// One ready event: the token given at registration and the event bits.
+pub type Event = libc::epoll_event;
+
+pub fn event_token(e: &Event) -> u64 {
+    e.u64
+}
+pub fn event_bits(e: &Event) -> u32 {
+    e.events
+}
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall returning a new fd we take ownership of.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: fd is a fresh, valid descriptor owned by nobody else.
+        Ok(Epoll {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    pub fn add(&self, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: ev is a valid epoll_event for the duration of the call.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    /// Changes the events (and token) of a registered descriptor.
+    pub fn modify(&self, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: ev is a valid epoll_event for the duration of the call.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as above; the event argument is ignored for DEL.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    /// Wait up to `timeout_ms` (-1: forever); returns the ready events.
+    pub fn wait<'a>(&self, buf: &'a mut [Event], timeout_ms: i32) -> io::Result<&'a [Event]> {
+        // SAFETY: buf is a valid, writable array of buf.len() events.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len().min(i32::MAX as usize) as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(&buf[..0]);
+            }
+            return Err(e);
+        }
+        Ok(&buf[..n as usize])
+    }
+}
+
+pub fn new_events(n: usize) -> Vec<Event> {
+    vec![libc::epoll_event { events: 0, u64: 0 }; n]
+}
+
+/// A non-blocking eventfd used to wake a worker thread.
+#[derive(Debug)]
+pub struct EventFd {
+    fd: OwnedFd,
+}
+
+impl EventFd {
+    pub fn new() -> io::Result<EventFd> {
+        // SAFETY: plain syscall returning a new fd we take ownership of.
+        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: fresh descriptor.
+        Ok(EventFd {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64.
+        unsafe { libc::write(self.fd.as_raw_fd(), &one as *const u64 as *const _, 8) };
+    }
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a live u64.
+        unsafe { libc::read(self.fd.as_raw_fd(), &mut v as *mut u64 as *mut _, 8) };
+    }
+}
+
+fn setsockopt_int(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live c_int and its size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            &v as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+pub fn set_nodelay(fd: RawFd, on: bool) -> io::Result<()> {
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on as i32)
+}
+
+static STOP_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Make SIGINT/SIGTERM set a flag instead of killing the process, so a
+/// long-running server can stop cleanly and report; returns the flag.
+pub fn stop_on_signal() -> &'static std::sync::atomic::AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe { libc::signal(sig, on_stop_signal as *const () as libc::sighandler_t) };
+    }
+    &STOP_SIGNAL
+}
+
+pub fn set_sndbuf(fd: RawFd, bytes: i32) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, bytes)
+}
+
+/// Bytes waiting in a socket's receive queue (FIONREAD).
+pub fn readable_bytes(fd: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through a valid pointer.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if r < 0 {
+        0
+    } else {
+        n.max(0) as usize
+    }
+}
+
+/// Raise the soft RLIMIT_NOFILE to the hard limit (one fd per switch);
+/// returns the soft limit now in force.
+pub fn raise_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit with a valid, live rlimit struct.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                return want.rlim_cur;
+            }
+        }
+        r.rlim_cur
+    }
+}
+
+/// One poll(2) call over `fds`; returns how many have events (0 on
+/// timeout or EINTR).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: fds is a valid, writable array of fds.len() pollfd structs.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// SO_REUSEPORT on a socket (several event loops sharing one listen port).
+pub fn set_reuseport(fd: RawFd) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)
+}
+
+/// SO_REUSEADDR on a socket.
+pub fn set_reuseaddr(fd: RawFd) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)
+}
+
+/// The soft and hard RLIMIT_NOFILE now in force.
+pub fn nofile_limits() -> (u64, u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit with a valid, live rlimit struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return (0, 0);
+    }
+    (r.rlim_cur, r.rlim_max)
+}

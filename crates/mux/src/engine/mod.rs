@@ -1,0 +1,344 @@
+//! The echo server's event engines, one [`Engine`] trait with a backend per
+//! kernel interface (the shape of mio's `sys/unix/selector`): [`poll`]
+//! (poll(2) over the whole pollfd array), [`epoll`] (level- or
+//! edge-triggered), [`uring`] (io_uring completions: multishot accept,
+//! recv → send → recv per connection).
+//!
+//! The seed's finding lives in [`Lookup`]: when an engine reports a ready
+//! descriptor, its connection state is found either by a linear scan of the
+//! state array comparing descriptors (`scan`, the seed's
+//! `for (j = 0; process_info[j].sock != evs[i].data.fd; j++);`) or directly
+//! by the slot index the engine carries (`index`: epoll data, io_uring
+//! user_data, the pollfd position). Everything else is the same code for
+//! every engine, so the difference measured is the engine and the lookup.
+//!
+//! Invariants: one message of state per connection ([`Conn`]); a connection
+//! with unsent echo bytes is not read from again until they are sent (the
+//! pending buffer never exceeds one read buffer: backpressure, bounded
+//! memory); every descriptor a loop accepted is closed when it ends.
+
+pub mod epoll;
+pub mod poll;
+pub mod uring;
+
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::RawFd;
+use std::sync::atomic::AtomicBool;
+
+use crate::net;
+
+/// Which kernel interface the server waits with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    Poll,
+    EpollLt,
+    EpollEt,
+    IoUring,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Poll,
+        EngineKind::EpollLt,
+        EngineKind::EpollEt,
+        EngineKind::IoUring,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Poll => "poll",
+            EngineKind::EpollLt => "epoll-lt",
+            EngineKind::EpollEt => "epoll-et",
+            EngineKind::IoUring => "io-uring",
+        }
+    }
+    pub fn parse(s: &str) -> Option<EngineKind> {
+        Self::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+/// How a ready descriptor's state is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lookup {
+    /// Linear search of the state array for the descriptor (the seed's epoll server).
+    Scan,
+    /// The slot index carried by the event (epoll data, user_data, pollfd position).
+    Index,
+}
+
+impl Lookup {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lookup::Scan => "scan",
+            Lookup::Index => "index",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Lookup> {
+        match s {
+            "scan" => Some(Lookup::Scan),
+            "index" => Some(Lookup::Index),
+            _ => None,
+        }
+    }
+}
+
+/// Counters one event loop keeps; summed over loops for the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoopStats {
+    /// Wait calls (poll, epoll_wait, io_uring_enter).
+    pub waits: u64,
+    /// Ready descriptors (or completions) those calls returned.
+    pub events: u64,
+    /// Every system call the loop made (waits included).
+    pub syscalls: u64,
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Accept failures (EMFILE, ENFILE, ...): connections left in the queue.
+    pub accept_errors: u64,
+    /// Connections closed (peer closed or failed).
+    pub closed: u64,
+    /// Bytes echoed.
+    pub bytes: u64,
+    /// State-array entries compared by `scan` lookups.
+    pub scan_steps: u64,
+    /// Connections open now.
+    pub live: u64,
+    /// io_uring submission entries (0 for the others).
+    pub sqes: u64,
+}
+
+impl LoopStats {
+    pub fn add(&mut self, o: &LoopStats) {
+        self.waits += o.waits;
+        self.events += o.events;
+        self.syscalls += o.syscalls;
+        self.accepted += o.accepted;
+        self.accept_errors += o.accept_errors;
+        self.closed += o.closed;
+        self.bytes += o.bytes;
+        self.scan_steps += o.scan_steps;
+        self.live += o.live;
+        self.sqes += o.sqes;
+    }
+}
+
+/// What a server loop needs besides its engine.
+pub struct LoopCtx<'a> {
+    pub listener: &'a TcpListener,
+    pub lookup: Lookup,
+    /// Set by the control thread: stop at the next wake-up.
+    pub stop: &'a AtomicBool,
+    /// Bytes per read (and per io_uring connection buffer).
+    pub buf_size: usize,
+    /// Live counters, published for the control thread's STATS.
+    pub shared: &'a std::sync::Mutex<LoopStats>,
+}
+
+/// Wake-up period of a loop with nothing to do (how soon it sees `stop`).
+pub const WAIT_TIMEOUT_MS: i32 = 100;
+
+/// One echo server loop over one kernel interface.
+pub trait Engine {
+    /// Serves until `ctx.stop` is set; closes everything it accepted.
+    fn serve(&mut self, ctx: &LoopCtx<'_>) -> io::Result<LoopStats>;
+    /// io_uring only: whether SINGLE_ISSUER + DEFER_TASKRUN were set up.
+    fn uring_deferred(&self) -> Option<bool> {
+        None
+    }
+}
+
+/// Builds an engine.
+pub fn new_engine(kind: EngineKind, max_conns: usize) -> io::Result<Box<dyn Engine>> {
+    Ok(match kind {
+        EngineKind::Poll => Box::new(poll::PollEngine::new()),
+        EngineKind::EpollLt => Box::new(epoll::EpollEngine::new(false)?),
+        EngineKind::EpollEt => Box::new(epoll::EpollEngine::new(true)?),
+        EngineKind::IoUring => Box::new(uring::UringEngine::new(max_conns)?),
+    })
+}
+
+/// One connection's state.
+#[derive(Debug, Default)]
+pub struct Conn {
+    /// The descriptor, -1 when the slot is free.
+    pub fd: RawFd,
+    /// Echo bytes not yet written (the rest of a short write).
+    pub pending: Vec<u8>,
+    pub pending_off: usize,
+}
+
+/// The state array (a slab: free slots are reused, so indices stay small).
+#[derive(Debug, Default)]
+pub struct Conns {
+    pub slots: Vec<Conn>,
+    free: Vec<usize>,
+    pub live: usize,
+}
+
+impl Conns {
+    /// Stores a new connection; returns its slot.
+    pub fn insert(&mut self, fd: RawFd) -> usize {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i].fd = fd;
+            return i;
+        }
+        self.slots.push(Conn {
+            fd,
+            ..Default::default()
+        });
+        self.slots.len() - 1
+    }
+
+    /// Frees a slot (the caller closes the descriptor).
+    pub fn remove(&mut self, slot: usize) {
+        let c = &mut self.slots[slot];
+        c.fd = -1;
+        c.pending = Vec::new();
+        c.pending_off = 0;
+        self.free.push(slot);
+        self.live -= 1;
+    }
+
+    /// The seed's lookup: the first slot holding `fd`, comparing from the
+    /// start of the array; `steps` counts the comparisons.
+    #[inline]
+    pub fn scan(&self, fd: RawFd, steps: &mut u64) -> Option<usize> {
+        for (j, c) in self.slots.iter().enumerate() {
+            if c.fd == fd {
+                *steps += j as u64 + 1;
+                return Some(j);
+            }
+        }
+        *steps += self.slots.len() as u64;
+        None
+    }
+
+    /// Closes every open descriptor.
+    pub fn close_all(&mut self, stats: &mut LoopStats) {
+        for i in 0..self.slots.len() {
+            if self.slots[i].fd >= 0 {
+                net::close(self.slots[i].fd);
+                stats.syscalls += 1;
+                stats.closed += 1;
+                self.remove(i);
+            }
+        }
+    }
+}
+
+/// What a readiness engine does next with a connection after echoing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Wait for readability.
+    Read,
+    /// Echo bytes are pending: wait for writability (and read nothing more).
+    Write,
+    /// The peer closed or failed: close it.
+    Close,
+}
+
+/// Writes a connection's pending echo bytes; `true` when none are left.
+fn flush_pending(c: &mut Conn, stats: &mut LoopStats) -> io::Result<bool> {
+    while c.pending_off < c.pending.len() {
+        stats.syscalls += 1;
+        match net::write(c.fd, &c.pending[c.pending_off..]) {
+            Ok(n) => {
+                c.pending_off += n;
+                stats.bytes += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    c.pending.clear();
+    c.pending_off = 0;
+    Ok(true)
+}
+
+/// The readiness engines' echo step: flush what is pending, then read and
+/// write back — once (level-triggered: the engine reports again if more is
+/// there) or until the socket is drained (`drain`, edge-triggered: no
+/// second report comes).
+pub fn echo_ready(c: &mut Conn, buf: &mut [u8], drain: bool, stats: &mut LoopStats) -> Next {
+    match flush_pending(c, stats) {
+        Ok(true) => {}
+        Ok(false) => return Next::Write,
+        Err(_) => return Next::Close,
+    }
+    loop {
+        stats.syscalls += 1;
+        let n = match net::read(c.fd, buf) {
+            Ok(0) => return Next::Close,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Next::Close,
+        };
+        let mut off = 0;
+        while off < n {
+            stats.syscalls += 1;
+            match net::write(c.fd, &buf[off..n]) {
+                Ok(w) => {
+                    off += w;
+                    stats.bytes += w as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.pending.extend_from_slice(&buf[off..n]);
+                    c.pending_off = 0;
+                    return Next::Write;
+                }
+                Err(_) => return Next::Close,
+            }
+        }
+        if !drain {
+            return Next::Read;
+        }
+    }
+}
+
+/// Accepts every queued connection (until EAGAIN) and hands each to
+/// `on_new`; on EMFILE/ENFILE counts the failure and returns `false` (the
+/// caller stops watching the listener rather than spin on it).
+pub fn accept_all(
+    listener: RawFd,
+    stats: &mut LoopStats,
+    mut on_new: impl FnMut(RawFd, &mut LoopStats),
+) -> bool {
+    loop {
+        stats.syscalls += 1;
+        match net::accept(listener) {
+            Ok(fd) => {
+                let _ = net::set_nodelay(fd);
+                stats.syscalls += 1;
+                stats.accepted += 1;
+                on_new(fd, stats);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ECONNABORTED) | Some(libc::EPROTO)
+                ) =>
+            {
+                continue
+            }
+            Err(_) => {
+                stats.accept_errors += 1;
+                return false;
+            }
+        }
+    }
+}
+
+/// Publishes a loop's counters for the control thread (cheap: at most
+/// once per wake-up).
+pub fn publish(ctx: &LoopCtx<'_>, stats: &LoopStats, live: usize) {
+    if let Ok(mut s) = ctx.shared.try_lock() {
+        *s = *stats;
+        s.live = live as u64;
+    }
+}

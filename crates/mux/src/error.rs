@@ -1,0 +1,41 @@
+//! The lab's errors: usage (exit 2) versus run failures (exit 1), each
+//! saying what happened and what to do.
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MuxError {
+    /// What the user asked for cannot be done (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// An engine this kernel or process cannot use.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}: {1}")]
+    Io(String, #[source] io::Error),
+    /// The server closed or reset a connection mid-run (it died or failed).
+    #[error("server failure: {0}")]
+    ServerClosed(String),
+    /// The echo did not match what was sent.
+    #[error("echo verification failed: {0}")]
+    Corrupt(String),
+    /// Nothing moved before the deadline.
+    #[error("run stalled: {0}")]
+    Stalled(String),
+    /// The server process: failed to start, exited or answered nonsense.
+    #[error("server process: {0}")]
+    Server(String),
+    #[error("load: {0}")]
+    Load(String),
+    /// Fewer connections than asked (and --allow-partial not given).
+    #[error("{0}")]
+    Partial(String),
+}
+
+impl MuxError {
+    pub fn is_usage(&self) -> bool {
+        matches!(self, MuxError::Usage(_))
+    }
+}
+
+pub type Result<T> = std::result::Result<T, MuxError>;

@@ -1,0 +1,738 @@
+//! One measured run per configuration and repeat: start a fresh server
+//! process (or talk to a remote one), connect every client, wait until the
+//! server has accepted them all, take the server's counters, run the
+//! rounds, take them again, close every connection, wait until the server
+//! has closed them, take them a last time. Server CPU per round trip comes
+//! from the server process's own getrusage between those points (rounds
+//! only, and total with accept and close); client CPU from this process's.
+//! Configurations are interleaved across repeats and summarised as medians
+//! with min–max.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use commbench_core::rusage::{load_average, online_cpus, runnable_threads};
+use commbench_core::stats::{LatencyHistogram, Summary};
+use commbench_core::{Record, Recorder};
+
+use crate::engine::{EngineKind, Lookup};
+use crate::load::{self, ClientsKind, LoadConfig};
+use crate::server::ServerStats;
+use crate::{limits, MuxConfig, MuxError, Remote, Result, SERVE_SUBCOMMAND};
+
+/// Memory the io_uring server may spend on connection buffers.
+pub const URING_BUF_BUDGET: u64 = 512 << 20;
+
+/// Bytes per server read (and per io_uring connection buffer): the message
+/// size within 4–64 KiB, smaller for io_uring when connections are many.
+pub fn buf_size(size: usize, conns: usize) -> usize {
+    let b = size.clamp(4096, 64 * 1024);
+    let cap = (URING_BUF_BUDGET / conns.max(1) as u64).max(1024) as usize;
+    b.min(cap)
+}
+
+/// How long to wait for a control answer.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A server this run talks to: a child on stdin/stdout, or a remote one
+/// over TCP.
+enum ServerHandle {
+    Child {
+        child: Child,
+        stdin: Option<ChildStdin>,
+        lines: Receiver<String>,
+    },
+    Remote {
+        control: Option<(TcpStream, BufReader<TcpStream>)>,
+    },
+}
+
+impl ServerHandle {
+    fn spawn(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<(ServerHandle, u16)> {
+        let exe = match &cfg.server_exe {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| MuxError::Io("cannot find this executable".into(), e))?,
+        };
+        let port = limits::pick_listen_port(Ipv4Addr::LOCALHOST);
+        let mut cmd = Command::new(exe);
+        cmd.args(SERVE_SUBCOMMAND)
+            .arg("--engine")
+            .arg(engine.as_str())
+            .arg("--lookup")
+            .arg(lookup.as_str())
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--server-threads")
+            .arg(cfg.server_threads.to_string())
+            .arg("--buf")
+            .arg(buf_size(cfg.size, cfg.conns).to_string())
+            .arg("--max-conns")
+            .arg(cfg.conns.to_string())
+            .arg("--control")
+            .arg("stdio");
+        if let Some(c) = &cfg.server_cpus {
+            cmd.arg("--cpus").arg(c.to_string());
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        // The server dies with this process (no orphan holding ports).
+        #[allow(unsafe_code)]
+        // SAFETY: prctl is async-signal-safe; nothing else runs in the child before exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| MuxError::Io("cannot start the server process".into(), e))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(l).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        });
+        let mut h = ServerHandle::Child {
+            child,
+            stdin,
+            lines: rx,
+        };
+        let line = h.next_line(Duration::from_secs(30))?;
+        let port = line
+            .strip_prefix("READY ")
+            .and_then(|p| p.trim().parse::<u16>().ok())
+            .ok_or_else(|| MuxError::Server(format!("expected 'READY <port>', got {line:?}")))?;
+        Ok((h, port))
+    }
+
+    fn remote(control: Option<SocketAddr>) -> Result<ServerHandle> {
+        let control = match control {
+            None => None,
+            Some(a) => {
+                let s = TcpStream::connect_timeout(&a, Duration::from_secs(10)).map_err(|e| {
+                    MuxError::Io(format!("cannot reach the server's control port {a}"), e)
+                })?;
+                let _ = s.set_read_timeout(Some(CONTROL_TIMEOUT));
+                let r = BufReader::new(
+                    s.try_clone()
+                        .map_err(|e| MuxError::Io("control socket".into(), e))?,
+                );
+                Some((s, r))
+            }
+        };
+        Ok(ServerHandle::Remote { control })
+    }
+
+    fn next_line(&mut self, timeout: Duration) -> Result<String> {
+        match self {
+            ServerHandle::Child { child, lines, .. } => match lines.recv_timeout(timeout) {
+                Ok(l) => Ok(l),
+                Err(RecvTimeoutError::Timeout) => Err(MuxError::Server(format!(
+                    "no answer from the server process in {timeout:?} (stalled)"
+                ))),
+                Err(RecvTimeoutError::Disconnected) => {
+                    let st = child
+                        .wait()
+                        .map(|s| describe_exit(&s))
+                        .unwrap_or_else(|e| e.to_string());
+                    Err(MuxError::Server(format!("the server process ended: {st}")))
+                }
+            },
+            ServerHandle::Remote { control } => {
+                let Some((_, r)) = control else {
+                    return Err(MuxError::Server("no control connection".into()));
+                };
+                let mut l = String::new();
+                match r.read_line(&mut l) {
+                    Ok(0) => Err(MuxError::Server("the control connection closed".into())),
+                    Ok(_) => Ok(l.trim_end().to_owned()),
+                    Err(e) => Err(MuxError::Io("control read".into(), e)),
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, cmd: &str) -> Result<()> {
+        let w: &mut dyn Write = match self {
+            ServerHandle::Child { stdin, .. } => match stdin {
+                Some(s) => s,
+                None => return Err(MuxError::Server("control input closed".into())),
+            },
+            ServerHandle::Remote { control } => match control {
+                Some((s, _)) => s,
+                None => return Err(MuxError::Server("no control connection".into())),
+            },
+        };
+        w.write_all(cmd.as_bytes())
+            .and_then(|_| w.write_all(b"\n"))
+            .and_then(|_| w.flush())
+            .map_err(|e| MuxError::Server(format!("cannot send {cmd} to the server: {e}")))
+    }
+
+    /// The server's counters now (None: a remote server without control).
+    fn stats(&mut self) -> Result<Option<ServerStats>> {
+        if let ServerHandle::Remote { control: None } = self {
+            return Ok(None);
+        }
+        self.send("STATS")?;
+        let l = self.next_line(CONTROL_TIMEOUT)?;
+        serde_json::from_str(&l)
+            .map(Some)
+            .map_err(|e| MuxError::Server(format!("bad STATS answer {l:?}: {e}")))
+    }
+
+    /// Stops a child server and reaps it; remote servers keep running.
+    fn finish(mut self) -> Result<Option<ServerStats>> {
+        match &mut self {
+            ServerHandle::Remote { .. } => self.stats(),
+            ServerHandle::Child { .. } => {
+                self.send("QUIT")?;
+                let l = self.next_line(CONTROL_TIMEOUT)?;
+                let s: ServerStats = serde_json::from_str(&l)
+                    .map_err(|e| MuxError::Server(format!("bad final answer {l:?}: {e}")))?;
+                if let ServerHandle::Child { child, stdin, .. } = &mut self {
+                    drop(stdin.take());
+                    let st = child
+                        .wait()
+                        .map_err(|e| MuxError::Io("wait for the server".into(), e))?;
+                    if !st.success() {
+                        return Err(MuxError::Server(format!(
+                            "the server process ended: {}",
+                            describe_exit(&st)
+                        )));
+                    }
+                }
+                Ok(Some(s))
+            }
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if let ServerHandle::Child { child, stdin, .. } = self {
+            drop(stdin.take());
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+fn describe_exit(s: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (_, Some(sig)) => format!("killed by signal {sig}"),
+        _ => s.to_string(),
+    }
+}
+
+/// What one run of one configuration measured.
+#[derive(Debug)]
+pub struct RunOne {
+    pub connected: usize,
+    pub connect_failures: u64,
+    pub first_connect_error: Option<String>,
+    pub connect_s: f64,
+    pub rounds: load::Rounds,
+    /// Server counters at: all accepted, rounds done, all closed; and at start.
+    pub s_start: Option<ServerStats>,
+    pub s_accepted: Option<ServerStats>,
+    pub s_rounds: Option<ServerStats>,
+    pub s_closed: Option<ServerStats>,
+    pub runnable_max: u64,
+}
+
+fn wait_for(
+    h: &mut ServerHandle,
+    timeout: Duration,
+    done: impl Fn(&ServerStats) -> bool,
+) -> Result<Option<ServerStats>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let s = h.stats()?;
+        match &s {
+            None => return Ok(None),
+            Some(st) if done(st) => return Ok(s),
+            Some(_) if Instant::now() > deadline => return Ok(s),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Runs one configuration once.
+pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<RunOne> {
+    let (mut h, target) = match &cfg.remote {
+        None => {
+            let (h, port) = ServerHandle::spawn(cfg, engine, lookup)?;
+            (
+                h,
+                SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)),
+            )
+        }
+        Some(r) => (ServerHandle::remote(r.control)?, r.target),
+    };
+    let lcfg = LoadConfig {
+        target,
+        conns: cfg.conns,
+        active: cfg.active(),
+        rounds: cfg.rounds,
+        size: cfg.size,
+        clients: cfg.clients,
+        load_threads: cfg.load_threads,
+        sources: limits::sources_for(cfg.conns, target)?,
+        timeout: cfg.timeout,
+        cpus: cfg.client_cpus.clone(),
+    };
+    if let Some(c) = &cfg.client_cpus {
+        // The connect phase and the control thread run here too.
+        let _ = c.pin_current_thread();
+    }
+    let mut runnable_max = runnable_threads();
+    let s_start = h.stats()?;
+    let base_accepted = s_start.as_ref().map_or(0, |s| s.loops.accepted);
+    let base_closed = s_start.as_ref().map_or(0, |s| s.loops.closed);
+    let mut conn = load::connect_all(&lcfg)?;
+    let connected = conn.fds.len();
+    if connected < cfg.conns && !cfg.allow_partial {
+        return Err(MuxError::Partial(format!(
+            "only {connected} of {} connections could be made ({} failed; first: {}); \
+             fix the cause or pass --allow-partial to measure with fewer (marked partial)",
+            cfg.conns,
+            conn.failures,
+            conn.first_connect_error_or_unknown()
+        )));
+    }
+    if connected == 0 {
+        return Err(MuxError::Partial(format!(
+            "no connection could be made to {target}: {}",
+            conn.first_connect_error_or_unknown()
+        )));
+    }
+    let base_accept_errors = s_start.as_ref().map_or(0, |s| s.loops.accept_errors);
+    let s_accepted = wait_for(&mut h, cfg.timeout.min(Duration::from_secs(30)), |s| {
+        s.loops.accepted - base_accepted >= connected as u64
+            || s.loops.accept_errors > base_accept_errors
+    })?;
+    if let Some(s) = &s_accepted {
+        if s.loops.accepted - base_accepted < connected as u64 {
+            return Err(MuxError::Server(format!(
+                "the server accepted only {} of {connected} connections{}",
+                s.loops.accepted - base_accepted,
+                if s.loops.accept_errors > 0 {
+                    " (accept failed: out of file descriptors in the server?)"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
+    runnable_max = runnable_max.max(runnable_threads());
+    let rounds = load::run_rounds(&lcfg, &conn.fds)?;
+    runnable_max = runnable_max.max(runnable_threads());
+    let s_rounds = h.stats()?;
+    conn.close();
+    let s_closed = wait_for(&mut h, Duration::from_secs(10), |s| {
+        s.loops.closed - base_closed >= connected as u64
+    })?;
+    let s_final = h.finish()?;
+    Ok(RunOne {
+        connected,
+        connect_failures: conn.failures,
+        first_connect_error: conn.first_error.take(),
+        connect_s: conn.connect_s,
+        rounds,
+        s_start,
+        s_accepted,
+        s_rounds,
+        s_closed: s_closed.or(s_final),
+        runnable_max,
+    })
+}
+
+impl load::Connected {
+    fn first_connect_error_or_unknown(&self) -> String {
+        self.first_error
+            .clone()
+            .unwrap_or_else(|| "no error reported".into())
+    }
+}
+
+/// One configuration's result over its repeats.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ConfigResult {
+    pub engine: EngineKind,
+    pub lookup: Lookup,
+    pub runs: u32,
+    pub connected: usize,
+    pub connect_failures: u64,
+    pub partial: bool,
+    pub round_trips: u64,
+    pub rt_per_s: f64,
+    pub rt_per_s_min: f64,
+    pub rt_per_s_max: f64,
+    pub server_user_us_per_rt: Option<f64>,
+    pub server_sys_us_per_rt: Option<f64>,
+    pub server_cpu_us_per_rt: Option<f64>,
+    pub server_cpu_us_per_rt_total: Option<f64>,
+    pub client_cpu_us_per_rt: f64,
+    pub events_per_wait: Option<f64>,
+    pub waits_per_rt: Option<f64>,
+    pub syscalls_per_rt: Option<f64>,
+    pub scan_steps_per_rt: Option<f64>,
+    pub connect_s: f64,
+    pub connects_per_s: f64,
+    pub latency_ns: Summary,
+    pub uring_deferred: Option<bool>,
+    pub oversubscribed: bool,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn diff_cpu(a: &Option<ServerStats>, b: &Option<ServerStats>) -> Option<(f64, f64)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some((b.user_s - a.user_s, b.sys_s - a.sys_s)),
+        _ => None,
+    }
+}
+
+fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne]) -> ConfigResult {
+    let rts: Vec<f64> = runs
+        .iter()
+        .map(|r| r.rounds.round_trips as f64 / r.rounds.wall_s.max(1e-9))
+        .collect();
+    let per_rt = |f: &dyn Fn(&RunOne) -> Option<f64>| -> Option<f64> {
+        median(
+            runs.iter()
+                .filter_map(|r| f(r).map(|x| x / r.rounds.round_trips.max(1) as f64))
+                .collect(),
+        )
+    };
+    let srv_user = per_rt(&|r| diff_cpu(&r.s_accepted, &r.s_rounds).map(|c| c.0 * 1e6));
+    let srv_sys = per_rt(&|r| diff_cpu(&r.s_accepted, &r.s_rounds).map(|c| c.1 * 1e6));
+    let srv_total = per_rt(&|r| diff_cpu(&r.s_start, &r.s_closed).map(|c| (c.0 + c.1) * 1e6));
+    let loop_diff = |r: &RunOne, f: &dyn Fn(&ServerStats) -> u64| -> Option<f64> {
+        match (&r.s_accepted, &r.s_rounds) {
+            (Some(a), Some(b)) => Some(f(b).saturating_sub(f(a)) as f64),
+            _ => None,
+        }
+    };
+    let waits = per_rt(&|r| loop_diff(r, &|s| s.loops.waits));
+    let syscalls = per_rt(&|r| loop_diff(r, &|s| s.loops.syscalls));
+    let scan = per_rt(&|r| loop_diff(r, &|s| s.loops.scan_steps));
+    let events_per_wait = median(
+        runs.iter()
+            .filter_map(|r| {
+                let w = loop_diff(r, &|s| s.loops.waits)?;
+                let e = loop_diff(r, &|s| s.loops.events)?;
+                (w > 0.0).then_some(e / w)
+            })
+            .collect(),
+    );
+    let client = per_rt(&|r| Some(r.rounds.usage.cpu_s() * 1e6)).unwrap_or(f64::NAN);
+    let mut hist = LatencyHistogram::new();
+    for r in runs {
+        hist.merge(&r.rounds.latency);
+    }
+    let connected = runs.iter().map(|r| r.connected).min().unwrap_or(0);
+    let cpus = online_cpus();
+    let busy = cfg.server_threads + cfg.load_threads;
+    ConfigResult {
+        engine,
+        lookup,
+        runs: runs.len() as u32,
+        connected,
+        connect_failures: runs.iter().map(|r| r.connect_failures).sum(),
+        partial: connected < cfg.conns,
+        round_trips: runs.iter().map(|r| r.rounds.round_trips).sum(),
+        rt_per_s: median(rts.clone()).unwrap_or(f64::NAN),
+        rt_per_s_min: rts.iter().cloned().fold(f64::INFINITY, f64::min),
+        rt_per_s_max: rts.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+        server_user_us_per_rt: srv_user,
+        server_sys_us_per_rt: srv_sys,
+        server_cpu_us_per_rt: srv_user.zip(srv_sys).map(|(u, s)| u + s),
+        server_cpu_us_per_rt_total: srv_total,
+        client_cpu_us_per_rt: client,
+        events_per_wait,
+        waits_per_rt: waits,
+        syscalls_per_rt: syscalls,
+        scan_steps_per_rt: scan,
+        connect_s: median(runs.iter().map(|r| r.connect_s).collect()).unwrap_or(f64::NAN),
+        connects_per_s: median(
+            runs.iter()
+                .map(|r| r.connected as f64 / r.connect_s.max(1e-9))
+                .collect(),
+        )
+        .unwrap_or(f64::NAN),
+        latency_ns: hist.summary(),
+        uring_deferred: runs
+            .iter()
+            .find_map(|r| r.s_start.as_ref().and_then(|s| s.uring_deferred)),
+        oversubscribed: busy > cpus
+            || runs.iter().any(|r| r.runnable_max as usize > cpus)
+            || (cfg.clients == ClientsKind::Threads && cfg.active() > cpus),
+    }
+}
+
+/// Everything one invocation measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MuxReport {
+    pub results: Vec<ConfigResult>,
+    /// Configurations that could not run (engine unavailable, ...), with why.
+    pub skipped: Vec<(String, String)>,
+    pub load_start: f64,
+    pub load_end: f64,
+}
+
+/// Runs every engine × lookup, interleaved over `cfg.repeat` repeats; one
+/// record per configuration goes to `rec`.
+pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
+    cfg.validate()?;
+    if cfg.netns {
+        limits::enter_private_netns()?;
+    }
+    limits::ensure_nofile(cfg.conns)?;
+    let load_start = load_average()[0];
+    let mut configs: Vec<(EngineKind, Lookup)> = Vec::new();
+    let mut skipped = Vec::new();
+    for &e in &cfg.engines {
+        if e == EngineKind::IoUring && cfg.remote.is_none() {
+            if let Err(why) = crate::engine::uring::probe() {
+                rec.progress(&format!("mux: io-uring skipped: {why}"));
+                skipped.push((e.as_str().to_owned(), why));
+                continue;
+            }
+        }
+        for &l in &cfg.lookups {
+            configs.push((e, l));
+        }
+    }
+    if configs.is_empty() {
+        return Err(MuxError::Unavailable(format!(
+            "no engine can run here: {}",
+            skipped
+                .iter()
+                .map(|(e, w)| format!("{e}: {w}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    if let Some(Remote {
+        control: Some(ctl), ..
+    }) = &cfg.remote
+    {
+        // The remote server says what it runs.
+        let mut h = ServerHandle::remote(Some(*ctl))?;
+        if let Some(s) = h.stats()? {
+            let e = EngineKind::parse(&s.engine);
+            let l = Lookup::parse(&s.lookup);
+            if let (Some(e), Some(l)) = (e, l) {
+                configs = vec![(e, l)];
+            }
+        }
+    }
+    let mut runs: Vec<Vec<RunOne>> = configs.iter().map(|_| Vec::new()).collect();
+    for rep in 0..cfg.repeat {
+        for (i, &(e, l)) in configs.iter().enumerate() {
+            rec.progress(&format!(
+                "mux: {} {} N={} R={} K={} (repeat {}/{})",
+                e.as_str(),
+                l.as_str(),
+                cfg.conns,
+                cfg.rounds,
+                cfg.size,
+                rep + 1,
+                cfg.repeat
+            ));
+            let r = run_one(cfg, e, l).map_err(|err| match err {
+                MuxError::Usage(_) | MuxError::Partial(_) => err,
+                other => MuxError::Load(format!("{} {}: {other}", e.as_str(), l.as_str())),
+            })?;
+            runs[i].push(r);
+        }
+    }
+    let load_end = load_average()[0];
+    let results: Vec<ConfigResult> = configs
+        .iter()
+        .zip(&runs)
+        .map(|(&(e, l), rs)| aggregate(cfg, e, l, rs))
+        .collect();
+    for r in &results {
+        rec.push(record(cfg, r, load_start, load_end));
+    }
+    Ok(MuxReport {
+        results,
+        skipped,
+        load_start,
+        load_end,
+    })
+}
+
+/// The record of one configuration.
+pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64) -> Record {
+    let unknown = cfg.remote.as_ref().is_some_and(|r| r.control.is_none());
+    let mut rec = Record::new("mux", "echo")
+        .param(
+            "engine",
+            if unknown {
+                "unknown"
+            } else {
+                r.engine.as_str()
+            },
+        )
+        .param(
+            "lookup",
+            if unknown {
+                "unknown"
+            } else {
+                r.lookup.as_str()
+            },
+        )
+        .param("conns", cfg.conns)
+        .param("active", cfg.active())
+        .param("rounds", cfg.rounds)
+        .param("size", cfg.size)
+        .param("clients", cfg.clients.as_str())
+        .param("server_threads", cfg.server_threads)
+        .param("load_threads", cfg.load_threads)
+        .param("repeat", cfg.repeat)
+        .param("netns", cfg.netns)
+        .param(
+            "target",
+            cfg.remote
+                .as_ref()
+                .map(|r| r.target.to_string())
+                .unwrap_or_else(|| "local".into()),
+        );
+    let ser = serde_json::to_value(r).unwrap_or_default();
+    if let serde_json::Value::Object(m) = ser {
+        for (k, v) in m {
+            if k == "engine" || k == "lookup" {
+                continue;
+            }
+            rec.metrics.insert(k, v);
+        }
+    }
+    rec.push_metric("status", if r.partial { "partial" } else { "ok" });
+    rec.push_metric("load_start", load_start);
+    rec.push_metric("load_end", load_end);
+    rec.push_metric(
+        "server_cpus",
+        cfg.server_cpus.as_ref().map(|c| c.to_string()),
+    );
+    rec.push_metric(
+        "client_cpus",
+        cfg.client_cpus.as_ref().map(|c| c.to_string()),
+    );
+    rec
+}
+
+fn fmt_opt(v: Option<f64>, prec: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.prec$}"),
+        _ => "-".into(),
+    }
+}
+
+/// The side-by-side table a person reads (every field is in the JSON/CSV).
+pub fn summary_table(report: &MuxReport) -> String {
+    let mut out = String::new();
+    let header = [
+        "engine",
+        "lookup",
+        "conns",
+        "rt/s",
+        "min-max",
+        "srv us/rt",
+        "user",
+        "sys",
+        "w/ accept+close",
+        "cli us/rt",
+        "ev/wait",
+        "sysc/rt",
+        "p50 us",
+        "p99 us",
+        "p99.99 us",
+        "status",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in &report.results {
+        let lat = &r.latency_ns;
+        rows.push(vec![
+            r.engine.as_str().into(),
+            r.lookup.as_str().into(),
+            r.connected.to_string(),
+            format!("{:.0}", r.rt_per_s),
+            format!("{:.0}-{:.0}", r.rt_per_s_min, r.rt_per_s_max),
+            fmt_opt(r.server_cpu_us_per_rt, 2),
+            fmt_opt(r.server_user_us_per_rt, 2),
+            fmt_opt(r.server_sys_us_per_rt, 2),
+            fmt_opt(r.server_cpu_us_per_rt_total, 2),
+            fmt_opt(Some(r.client_cpu_us_per_rt), 2),
+            fmt_opt(r.events_per_wait, 1),
+            fmt_opt(r.syscalls_per_rt, 2),
+            fmt_opt(Some(lat.p50 / 1e3), 1),
+            fmt_opt(Some(lat.p99 / 1e3), 1),
+            fmt_opt(Some(lat.p9999 / 1e3), 1),
+            if r.partial {
+                "PARTIAL".into()
+            } else if r.oversubscribed {
+                "ok (oversubscribed)".into()
+            } else {
+                "ok".into()
+            },
+        ]);
+    }
+    let w: Vec<usize> = (0..header.len())
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < 2 || i == header.len() - 1 {
+                    format!("{c:<w$}", w = w[i])
+                } else {
+                    format!("{c:>w$}", w = w[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    for (e, why) in &report.skipped {
+        out.push_str(&format!("{e}: skipped: {why}\n"));
+    }
+    out
+}

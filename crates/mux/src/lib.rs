@@ -1,0 +1,173 @@
+//! commbench lab 2 — mux: many-connection echo servers on poll, epoll
+//! (level- and edge-triggered) and io_uring, and the per-descriptor state
+//! lookup that decides which wins (seed: poll-epoll-c10k.ja.txt, whose
+//! epoll server found each ready descriptor's state by a linear scan and
+//! lost to poll as the rounds grew).
+//!
+//! The library is what the CLI and the tests call: build a [`MuxConfig`],
+//! call [`run`], get a [`MuxReport`] and one [`Record`] per configuration
+//! in the [`Recorder`]. Each configuration runs against a fresh server
+//! process (`commbench mux serve`, re-executed), so the server's CPU time is
+//! its own and nothing of one engine's state leaks into the next;
+//! configurations are interleaved across repeats (A B C A B C).
+//!
+//! Module map: [`engine`] (the trait and the poll/epoll/io_uring loops),
+//! [`server`] (the server process and its control channel), [`load`] (the
+//! load generator), [`harness`] (one measured run, aggregation, records),
+//! [`limits`] (descriptors, ports, private namespace), [`seed`] (the
+//! article's grid and its verdict), `net` (socket calls).
+
+pub mod engine;
+pub mod error;
+pub mod harness;
+pub mod limits;
+pub mod load;
+mod net;
+pub mod seed;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use commbench_core::placement::CpuList;
+
+pub use engine::{EngineKind, Lookup};
+pub use error::{MuxError, Result};
+pub use harness::{run, summary_table, MuxReport};
+pub use load::ClientsKind;
+pub use server::{ServeConfig, ServerStats};
+
+/// The subcommand (after the executable) that starts a server process.
+pub const SERVE_SUBCOMMAND: [&str; 2] = ["mux", "serve"];
+
+/// Largest message size accepted.
+pub const MAX_SIZE: usize = 16 << 20;
+/// Most connections one run may ask for.
+pub const MAX_CONNS: usize = 1_000_000;
+
+/// One mux invocation: every engine × lookup, interleaved over repeats.
+#[derive(Debug, Clone)]
+pub struct MuxConfig {
+    pub engines: Vec<EngineKind>,
+    pub lookups: Vec<Lookup>,
+    pub conns: usize,
+    /// Connections doing rounds (the rest connect and stay idle); None = all.
+    pub active: Option<usize>,
+    pub rounds: u64,
+    pub size: usize,
+    pub clients: ClientsKind,
+    pub server_threads: usize,
+    pub load_threads: usize,
+    pub repeat: u32,
+    pub server_cpus: Option<CpuList>,
+    pub client_cpus: Option<CpuList>,
+    /// Bound on each phase of each run (connect, rounds, close).
+    pub timeout: Duration,
+    /// Report a run with fewer connections than asked instead of failing.
+    pub allow_partial: bool,
+    /// Run in a private network namespace (root).
+    pub netns: bool,
+    /// A server already running elsewhere (`mux load --target`): its echo
+    /// address and control address. None: start one per configuration.
+    pub remote: Option<Remote>,
+    /// Executable to start as the server (default: this one).
+    pub server_exe: Option<PathBuf>,
+}
+
+/// A server started by someone else (`commbench mux serve` on another host).
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub target: SocketAddr,
+    /// Its control address; None: server CPU is reported as unknown.
+    pub control: Option<SocketAddr>,
+}
+
+impl Default for MuxConfig {
+    fn default() -> Self {
+        MuxConfig {
+            engines: vec![EngineKind::EpollLt],
+            lookups: vec![Lookup::Index],
+            conns: 1000,
+            active: None,
+            rounds: 100,
+            size: 1024,
+            clients: ClientsKind::Loop,
+            server_threads: 1,
+            load_threads: 1,
+            repeat: 1,
+            server_cpus: None,
+            client_cpus: None,
+            timeout: Duration::from_secs(300),
+            allow_partial: false,
+            netns: false,
+            remote: None,
+            server_exe: None,
+        }
+    }
+}
+
+impl MuxConfig {
+    /// Connections doing rounds.
+    pub fn active(&self) -> usize {
+        self.active.unwrap_or(self.conns).min(self.conns)
+    }
+
+    /// Checks what can be checked before anything starts (usage errors).
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(MuxError::Usage(m));
+        if self.engines.is_empty() || self.lookups.is_empty() {
+            return bad("give at least one engine and one lookup".into());
+        }
+        if self.conns == 0 || self.conns > MAX_CONNS {
+            return bad(format!(
+                "--conns must be 1..={MAX_CONNS}, got {}",
+                self.conns
+            ));
+        }
+        if let Some(a) = self.active {
+            if a == 0 || a > self.conns {
+                return bad(format!(
+                    "--active must be 1..=--conns ({}), got {a}",
+                    self.conns
+                ));
+            }
+        }
+        if self.rounds == 0 || self.rounds > 1_000_000_000 {
+            return bad(format!(
+                "--rounds must be 1..=1000000000, got {}",
+                self.rounds
+            ));
+        }
+        if self.size == 0 || self.size > MAX_SIZE {
+            return bad(format!("--size must be 1 B..=16 MiB, got {} B", self.size));
+        }
+        if !(1..=64).contains(&self.server_threads) || !(1..=64).contains(&self.load_threads) {
+            return bad("--server-threads and --load-threads must be 1..=64".into());
+        }
+        if !(1..=100).contains(&self.repeat) {
+            return bad(format!("--repeat must be 1..=100, got {}", self.repeat));
+        }
+        if self.timeout.is_zero() {
+            return bad("--timeout must be positive".into());
+        }
+        if self.clients == ClientsKind::Threads && self.active() > 32_000 {
+            return bad(format!(
+                "--clients threads starts one thread per active connection; {} is more than the 32000 allowed: use --clients loop",
+                self.active()
+            ));
+        }
+        // Memory the run would need: the io_uring server keeps a buffer per
+        // connection, the load side a pattern and a read buffer per thread.
+        let per_conn = harness::buf_size(self.size, self.conns) as u64;
+        if self.engines.contains(&EngineKind::IoUring)
+            && per_conn * self.conns as u64 > harness::URING_BUF_BUDGET
+        {
+            return bad(format!(
+                "io_uring would need {} MiB of connection buffers; lower --conns or --size",
+                (per_conn * self.conns as u64) >> 20
+            ));
+        }
+        Ok(())
+    }
+}
