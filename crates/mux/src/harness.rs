@@ -64,6 +64,8 @@ impl ServerHandle {
             .arg(engine.as_str())
             .arg("--lookup")
             .arg(lookup.as_str())
+            .arg("--protocol")
+            .arg(cfg.protocol.as_str())
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--server-threads")
@@ -296,6 +298,7 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         active: cfg.active(),
         rounds: cfg.rounds,
         size: cfg.size,
+        protocol: cfg.protocol,
         clients: cfg.clients,
         load_threads: cfg.load_threads,
         sources: limits::sources_for(cfg.conns, target)?,
@@ -346,6 +349,18 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         }
     }
     runnable_max = runnable_max.max(runnable_threads());
+    if cfg.warmup_rounds > 0 {
+        let warm = LoadConfig {
+            rounds: cfg.warmup_rounds,
+            ..lcfg.clone()
+        };
+        load::run_rounds(&warm, &conn.fds)?;
+    }
+    let s_accepted = if cfg.warmup_rounds > 0 {
+        h.stats()?
+    } else {
+        s_accepted
+    };
     let rounds = load::run_rounds(&lcfg, &conn.fds)?;
     runnable_max = runnable_max.max(runnable_threads());
     let s_rounds = h.stats()?;
@@ -381,6 +396,10 @@ impl load::Connected {
 pub struct ConfigResult {
     pub engine: EngineKind,
     pub lookup: Lookup,
+    /// False for a remote server without a control connection: engine and
+    /// lookup are not known.
+    #[serde(skip)]
+    pub server_known: bool,
     pub runs: u32,
     pub connected: usize,
     pub connect_failures: u64,
@@ -470,6 +489,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
     ConfigResult {
         engine,
         lookup,
+        server_known: cfg.remote.as_ref().is_none_or(|r| r.control.is_some()),
         runs: runs.len() as u32,
         connected,
         connect_failures: runs.iter().map(|r| r.connect_failures).sum(),
@@ -621,7 +641,9 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
         .param("conns", cfg.conns)
         .param("active", cfg.active())
         .param("rounds", cfg.rounds)
+        .param("warmup_rounds_omitted", cfg.warmup_rounds)
         .param("size", cfg.size)
+        .param("protocol", cfg.protocol.as_str())
         .param("clients", cfg.clients.as_str())
         .param("server_threads", cfg.server_threads)
         .param("load_threads", cfg.load_threads)
@@ -688,9 +710,14 @@ pub fn summary_table(report: &MuxReport) -> String {
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in &report.results {
         let lat = &r.latency_ns;
+        let (e, l) = if r.server_known {
+            (r.engine.as_str(), r.lookup.as_str())
+        } else {
+            ("unknown", "-")
+        };
         rows.push(vec![
-            r.engine.as_str().into(),
-            r.lookup.as_str().into(),
+            e.into(),
+            l.into(),
             r.connected.to_string(),
             format!("{:.0}", r.rt_per_s),
             format!("{:.0}-{:.0}", r.rt_per_s_min, r.rt_per_s_max),

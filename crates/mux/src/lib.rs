@@ -23,6 +23,7 @@ pub mod harness;
 pub mod limits;
 pub mod load;
 mod net;
+pub mod protocol;
 pub mod seed;
 pub mod server;
 
@@ -36,6 +37,7 @@ pub use engine::{EngineKind, Lookup};
 pub use error::{MuxError, Result};
 pub use harness::{run, summary_table, MuxReport};
 pub use load::ClientsKind;
+pub use protocol::Protocol;
 pub use server::{ServeConfig, ServerStats};
 
 /// The subcommand (after the executable) that starts a server process.
@@ -55,7 +57,12 @@ pub struct MuxConfig {
     /// Connections doing rounds (the rest connect and stay idle); None = all.
     pub active: Option<usize>,
     pub rounds: u64,
+    /// Unmeasured rounds on every active connection before the measured
+    /// ones (reported as omitted, like iperf3's --omit).
+    pub warmup_rounds: u64,
     pub size: usize,
+    /// raw echo or sockperf's framing.
+    pub protocol: Protocol,
     pub clients: ClientsKind,
     pub server_threads: usize,
     pub load_threads: usize,
@@ -91,7 +98,9 @@ impl Default for MuxConfig {
             conns: 1000,
             active: None,
             rounds: 100,
+            warmup_rounds: 0,
             size: 1024,
+            protocol: Protocol::Raw,
             clients: ClientsKind::Loop,
             server_threads: 1,
             load_threads: 1,
@@ -133,6 +142,12 @@ impl MuxConfig {
                 ));
             }
         }
+        if self.warmup_rounds > 1_000_000_000 {
+            return bad(format!(
+                "--warmup-rounds must be 0..=1000000000, got {}",
+                self.warmup_rounds
+            ));
+        }
         if self.rounds == 0 || self.rounds > 1_000_000_000 {
             return bad(format!(
                 "--rounds must be 1..=1000000000, got {}",
@@ -141,6 +156,12 @@ impl MuxConfig {
         }
         if self.size == 0 || self.size > MAX_SIZE {
             return bad(format!("--size must be 1 B..=16 MiB, got {} B", self.size));
+        }
+        if self.protocol == Protocol::Sockperf && self.size < protocol::HEADER {
+            return bad(format!(
+                "--protocol sockperf needs --size of at least 14 B (its header), got {} B",
+                self.size
+            ));
         }
         if !(1..=64).contains(&self.server_threads) || !(1..=64).contains(&self.load_threads) {
             return bad("--server-threads and --load-threads must be 1..=64".into());

@@ -25,6 +25,7 @@ use commbench_core::stats::LatencyHistogram;
 use commbench_core::sys::{self, Epoll};
 
 use crate::net;
+use crate::protocol::{self, Protocol};
 use crate::{MuxError, Result};
 
 /// How the load side drives its connections.
@@ -55,6 +56,7 @@ pub struct LoadConfig {
     pub active: usize,
     pub rounds: u64,
     pub size: usize,
+    pub protocol: Protocol,
     pub clients: ClientsKind,
     pub load_threads: usize,
     /// Source addresses to spread connections over (empty: the kernel's choice).
@@ -256,6 +258,29 @@ struct CConn {
     recvd: usize,
     t0: u64,
     want_out: bool,
+    /// The message being sent (sockperf: its header changes every round);
+    /// empty for raw, whose messages are slices of the shared pattern.
+    msg: Vec<u8>,
+}
+
+impl CConn {
+    /// Prepares round `self.round`'s message (sockperf framing only).
+    fn start_round(&mut self, proto: Protocol) {
+        if proto == Protocol::Sockperf {
+            let len = self.msg.len() as u32;
+            protocol::write_ping_header(&mut self.msg, self.round + 1, len);
+        }
+    }
+}
+
+/// A connection's current message.
+#[inline]
+fn current<'a>(pattern: &'a Pattern, msg: &'a [u8], idx: usize, round: u64) -> &'a [u8] {
+    if msg.is_empty() {
+        pattern.message(idx, round)
+    } else {
+        msg
+    }
 }
 
 struct LoopOut {
@@ -351,8 +376,15 @@ fn client_loop(
             recvd: 0,
             t0: 0,
             want_out: false,
+            msg: match cfg.protocol {
+                Protocol::Raw => Vec::new(),
+                Protocol::Sockperf => pattern.message(base + i, 0).to_vec(),
+            },
         })
         .collect();
+    for c in conns.iter_mut() {
+        c.start_round(cfg.protocol);
+    }
     for (i, c) in conns.iter().enumerate() {
         ep.add(c.fd, i as u64, sys::IN)
             .map_err(|e| io_err("epoll_ctl", e))?;
@@ -427,14 +459,12 @@ fn client_loop(
                     )))
                 }
             };
-            let expect = &pattern.message(c.idx, c.round)[c.recvd..c.recvd + n];
-            if expect != &rbuf[..n] {
-                let at = expect.iter().zip(&rbuf[..n]).position(|(a, b)| a != b);
+            let sent = current(pattern, &c.msg, c.idx, c.round);
+            if let Some(at) = protocol::mismatch(cfg.protocol, sent, c.recvd, &rbuf[..n]) {
                 return Err(MuxError::Corrupt(format!(
-                    "connection {} round {}: echoed bytes differ from those sent at byte {}",
+                    "connection {} round {}: echoed bytes differ from those sent at byte {at}",
                     c.idx,
-                    c.round + 1,
-                    c.recvd + at.unwrap_or(0)
+                    c.round + 1
                 )));
             }
             c.recvd += n;
@@ -446,6 +476,7 @@ fn client_loop(
                 if c.round == cfg.rounds {
                     remaining -= 1;
                 } else {
+                    c.start_round(cfg.protocol);
                     send_some(&ep, c, i, pattern, &mut out_bytes)?;
                 }
             }
@@ -472,7 +503,7 @@ fn send_some(
     pattern: &Pattern,
     bytes: &mut u64,
 ) -> Result<()> {
-    let msg = pattern.message(c.idx, c.round);
+    let msg = current(pattern, &c.msg, c.idx, c.round);
     if c.sent == 0 {
         c.t0 = clock::rdtsc();
     }
@@ -528,13 +559,14 @@ fn thread_clients(cfg: &LoadConfig, fds: &[RawFd], pattern: &Arc<Pattern>) -> Re
         let pattern = pattern.clone();
         let rounds = cfg.rounds;
         let size = cfg.size;
+        let proto = cfg.protocol;
         let h = std::thread::Builder::new()
             .stack_size(64 * 1024)
             .spawn(move || {
                 if !g.wait() {
                     return;
                 }
-                let r = blocking_rounds(fd, i, rounds, size, &pattern);
+                let r = blocking_rounds(fd, i, rounds, size, proto, &pattern);
                 match r {
                     Ok(lat) => {
                         if let Ok(mut h) = hist.lock() {
@@ -638,13 +670,21 @@ fn blocking_rounds(
     idx: usize,
     rounds: u64,
     size: usize,
+    proto: Protocol,
     pattern: &Pattern,
 ) -> Result<Vec<u32>> {
     let tsc = clock::tsc();
     let mut lat = Vec::with_capacity(rounds as usize);
     let mut buf = vec![0u8; size];
+    let mut own = match proto {
+        Protocol::Raw => Vec::new(),
+        Protocol::Sockperf => pattern.message(idx, 0).to_vec(),
+    };
     for round in 0..rounds {
-        let msg = pattern.message(idx, round);
+        if proto == Protocol::Sockperf {
+            protocol::write_ping_header(&mut own, round + 1, size as u32);
+        }
+        let msg = current(pattern, &own, idx, round);
         let t0 = clock::rdtsc();
         let mut sent = 0;
         while sent < size {
@@ -678,7 +718,7 @@ fn blocking_rounds(
                 }
             }
         }
-        if buf[..] != msg[..] {
+        if protocol::mismatch(proto, msg, 0, &buf).is_some() {
             return Err(MuxError::Corrupt(format!(
                 "connection {idx} round {}: echoed bytes differ from those sent",
                 round + 1

@@ -29,6 +29,7 @@ pub const MAX_LINE: usize = 64;
 pub struct ServeConfig {
     pub engine: EngineKind,
     pub lookup: Lookup,
+    pub protocol: crate::Protocol,
     pub listen: SocketAddr,
     pub threads: usize,
     /// Bytes per read / per io_uring connection buffer.
@@ -45,6 +46,8 @@ pub struct ServeConfig {
 pub struct ServerStats {
     pub engine: String,
     pub lookup: String,
+    #[serde(default)]
+    pub protocol: String,
     pub threads: usize,
     /// User and system CPU seconds of the whole server process so far.
     pub user_s: f64,
@@ -125,6 +128,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
                 let ctx = LoopCtx {
                     listener: &l,
                     lookup: c.lookup,
+                    protocol: c.protocol,
                     stop: &stop,
                     buf_size: c.buf_size,
                     shared: &s,
@@ -206,6 +210,7 @@ impl Server {
         ServerStats {
             engine: cfg.engine.as_str().into(),
             lookup: cfg.lookup.as_str().into(),
+            protocol: cfg.protocol.as_str().into(),
             threads: shared.len(),
             user_s: u.user_s,
             sys_s: u.sys_s,

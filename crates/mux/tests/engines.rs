@@ -10,6 +10,7 @@ use std::time::Duration;
 use commbench_mux::engine::{EngineKind, Lookup};
 use commbench_mux::load::{self, ClientsKind, LoadConfig};
 use commbench_mux::server::{self, ServeConfig};
+use commbench_mux::Protocol;
 
 fn engines() -> Vec<EngineKind> {
     EngineKind::ALL
@@ -27,10 +28,22 @@ fn engines() -> Vec<EngineKind> {
 }
 
 fn echo(engine: EngineKind, lookup: Lookup, conns: usize, rounds: u64, size: usize) {
+    echo_with(engine, lookup, Protocol::Raw, conns, rounds, size)
+}
+
+fn echo_with(
+    engine: EngineKind,
+    lookup: Lookup,
+    protocol: Protocol,
+    conns: usize,
+    rounds: u64,
+    size: usize,
+) {
     commbench_mux::limits::ensure_nofile(2 * conns + 64).unwrap();
     let srv = server::start(&ServeConfig {
         engine,
         lookup,
+        protocol,
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         buf_size: commbench_mux::harness::buf_size(size, conns),
@@ -44,6 +57,7 @@ fn echo(engine: EngineKind, lookup: Lookup, conns: usize, rounds: u64, size: usi
         active: conns,
         rounds,
         size,
+        protocol,
         clients: ClientsKind::Loop,
         load_threads: 2,
         sources: Vec::new(),
@@ -114,6 +128,7 @@ fn injected_io_uring_failure_is_a_clear_error() {
     let r = server::start(&ServeConfig {
         engine: EngineKind::IoUring,
         lookup: Lookup::Index,
+        protocol: Protocol::Raw,
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         buf_size: 4096,
@@ -131,6 +146,7 @@ fn several_server_threads_share_the_port() {
     let srv = server::start(&ServeConfig {
         engine: EngineKind::EpollLt,
         lookup: Lookup::Index,
+        protocol: Protocol::Raw,
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 3,
         buf_size: 4096,
@@ -144,6 +160,7 @@ fn several_server_threads_share_the_port() {
         active: 300,
         rounds: 5,
         size: 64,
+        protocol: Protocol::Raw,
         clients: ClientsKind::Loop,
         load_threads: 1,
         sources: Vec::new(),
@@ -165,6 +182,7 @@ fn thread_per_connection_clients_echo_too() {
     let srv = server::start(&ServeConfig {
         engine: EngineKind::Poll,
         lookup: Lookup::Index,
+        protocol: Protocol::Raw,
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         buf_size: 4096,
@@ -178,6 +196,7 @@ fn thread_per_connection_clients_echo_too() {
         active: 150,
         rounds: 4,
         size: 300,
+        protocol: Protocol::Raw,
         clients: ClientsKind::Threads,
         load_threads: 1,
         sources: Vec::new(),
@@ -190,4 +209,14 @@ fn thread_per_connection_clients_echo_too() {
     assert_eq!(r.latency.len(), 600);
     drop(c);
     srv.stop().unwrap();
+}
+
+#[test]
+fn every_engine_speaks_sockperf_framing() {
+    for e in engines() {
+        for l in [Lookup::Scan, Lookup::Index] {
+            echo_with(e, l, Protocol::Sockperf, 50, 5, 14);
+            echo_with(e, l, Protocol::Sockperf, 20, 3, 70_000);
+        }
+    }
 }

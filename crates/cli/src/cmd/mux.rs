@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::Recorder;
-use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Remote};
+use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Protocol, Remote};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -47,6 +47,23 @@ pub enum LookupArg {
     Index,
     /// Both, side by side.
     Both,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ProtocolArg {
+    /// The client's bytes echoed as they are.
+    Raw,
+    /// sockperf's framing (14-byte header, pong requests), to drive or be driven by sockperf.
+    Sockperf,
+}
+
+impl ProtocolArg {
+    fn kind(self) -> Protocol {
+        match self {
+            ProtocolArg::Raw => Protocol::Raw,
+            ProtocolArg::Sockperf => Protocol::Sockperf,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -91,6 +108,9 @@ pub struct LoadOpts {
     /// Closed-loop rounds (send, receive the echo) per active connection.
     #[arg(long, default_value_t = 100)]
     pub rounds: u64,
+    /// Unmeasured rounds first (every connection served once before timing), reported as omitted.
+    #[arg(long, default_value_t = 0)]
+    pub warmup_rounds: u64,
     /// Bytes per message (suffixes K, KiB, M, MiB), 1 B..=16 MiB.
     #[arg(long, default_value = "1024", value_parser = super::ipc::parse_size)]
     pub size: usize,
@@ -100,6 +120,9 @@ pub struct LoadOpts {
     /// How the load side drives its connections.
     #[arg(long, value_enum, default_value = "loop")]
     pub clients: ClientsArg,
+    /// What travels on a connection.
+    #[arg(long, value_enum, default_value = "raw")]
+    pub protocol: ProtocolArg,
     /// Load event loops (threads), 1..=64.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
@@ -128,6 +151,9 @@ pub struct ServeArgs {
     /// Echo address (IPv4).
     #[arg(long, default_value = "0.0.0.0:7000")]
     pub listen: SocketAddr,
+    /// What travels on a connection.
+    #[arg(long, value_enum, default_value = "raw")]
+    pub protocol: ProtocolArg,
     /// Event loops (SO_REUSEPORT), 1..=64.
     #[arg(long, default_value_t = 1)]
     pub server_threads: usize,
@@ -206,7 +232,9 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         conns: o.conns,
         active: o.active,
         rounds: o.rounds,
+        warmup_rounds: o.warmup_rounds,
         size: o.size,
+        protocol: o.protocol.kind(),
         clients: match o.clients {
             ClientsArg::Loop => ClientsKind::Loop,
             ClientsArg::Threads => ClientsKind::Threads,
@@ -310,6 +338,7 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
     Ok(commbench_mux::ServeConfig {
         engine,
         lookup,
+        protocol: s.protocol.kind(),
         listen: s.listen,
         threads: s.server_threads,
         buf_size: s.buf,

@@ -34,6 +34,7 @@ impl Engine for EpollEngine {
         let mut stats = LoopStats::default();
         let mut conns = Conns::default();
         let mut buf = vec![0u8; ctx.buf_size];
+        let mut scratch = Vec::new();
         let mut events = sys::new_events(BATCH);
         let lfd = ctx.listener.as_raw_fd();
         let et = if self.edge { sys::ET } else { 0 };
@@ -86,7 +87,14 @@ impl Engine for EpollEngine {
                         continue;
                     }
                     let had_pending = !conns.slots[slot].pending.is_empty();
-                    match echo_ready(&mut conns.slots[slot], &mut buf, self.edge, &mut stats) {
+                    match echo_ready(
+                        &mut conns.slots[slot],
+                        &mut buf,
+                        &mut scratch,
+                        ctx.protocol,
+                        self.edge,
+                        &mut stats,
+                    ) {
                         Next::Read => {
                             if had_pending && !self.edge {
                                 stats.syscalls += 1;

@@ -27,6 +27,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
 
 use crate::net;
+use crate::protocol::{Filter, Protocol};
 
 /// Which kernel interface the server waits with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -107,6 +108,8 @@ pub struct LoopStats {
     pub live: u64,
     /// io_uring submission entries (0 for the others).
     pub sqes: u64,
+    /// Connections closed for a malformed message (sockperf framing).
+    pub protocol_errors: u64,
 }
 
 impl LoopStats {
@@ -121,6 +124,7 @@ impl LoopStats {
         self.scan_steps += o.scan_steps;
         self.live += o.live;
         self.sqes += o.sqes;
+        self.protocol_errors += o.protocol_errors;
     }
 }
 
@@ -128,6 +132,7 @@ impl LoopStats {
 pub struct LoopCtx<'a> {
     pub listener: &'a TcpListener,
     pub lookup: Lookup,
+    pub protocol: Protocol,
     /// Set by the control thread: stop at the next wake-up.
     pub stop: &'a AtomicBool,
     /// Bytes per read (and per io_uring connection buffer).
@@ -167,6 +172,8 @@ pub struct Conn {
     /// Echo bytes not yet written (the rest of a short write).
     pub pending: Vec<u8>,
     pub pending_off: usize,
+    /// sockperf framing state.
+    pub filter: Filter,
 }
 
 /// The state array (a slab: free slots are reused, so indices stay small).
@@ -198,6 +205,7 @@ impl Conns {
         c.fd = -1;
         c.pending = Vec::new();
         c.pending_off = 0;
+        c.filter = Filter::default();
         self.free.push(slot);
         self.live -= 1;
     }
@@ -262,7 +270,14 @@ fn flush_pending(c: &mut Conn, stats: &mut LoopStats) -> io::Result<bool> {
 /// write back — once (level-triggered: the engine reports again if more is
 /// there) or until the socket is drained (`drain`, edge-triggered: no
 /// second report comes).
-pub fn echo_ready(c: &mut Conn, buf: &mut [u8], drain: bool, stats: &mut LoopStats) -> Next {
+pub fn echo_ready(
+    c: &mut Conn,
+    buf: &mut [u8],
+    scratch: &mut Vec<u8>,
+    proto: Protocol,
+    drain: bool,
+    stats: &mut LoopStats,
+) -> Next {
     match flush_pending(c, stats) {
         Ok(true) => {}
         Ok(false) => return Next::Write,
@@ -277,16 +292,27 @@ pub fn echo_ready(c: &mut Conn, buf: &mut [u8], drain: bool, stats: &mut LoopSta
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return Next::Close,
         };
+        let data: &[u8] = match proto {
+            Protocol::Raw => &buf[..n],
+            Protocol::Sockperf => {
+                scratch.clear();
+                if c.filter.feed(&buf[..n], scratch).is_err() {
+                    stats.protocol_errors += 1;
+                    return Next::Close;
+                }
+                scratch
+            }
+        };
         let mut off = 0;
-        while off < n {
+        while off < data.len() {
             stats.syscalls += 1;
-            match net::write(c.fd, &buf[off..n]) {
+            match net::write(c.fd, &data[off..]) {
                 Ok(w) => {
                     off += w;
                     stats.bytes += w as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    c.pending.extend_from_slice(&buf[off..n]);
+                    c.pending.extend_from_slice(&data[off..]);
                     c.pending_off = 0;
                     return Next::Write;
                 }

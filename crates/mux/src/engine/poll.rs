@@ -40,6 +40,7 @@ impl Engine for PollEngine {
         let mut stats = LoopStats::default();
         let mut conns = Conns::default();
         let mut buf = vec![0u8; ctx.buf_size];
+        let mut scratch = Vec::new();
         let lfd = ctx.listener.as_raw_fd();
         self.pfds.clear();
         self.pfds.push(pfd(lfd, libc::POLLIN));
@@ -86,7 +87,14 @@ impl Engine for PollEngine {
                             }
                         },
                     };
-                    match echo_ready(&mut conns.slots[slot], &mut buf, false, &mut stats) {
+                    match echo_ready(
+                        &mut conns.slots[slot],
+                        &mut buf,
+                        &mut scratch,
+                        ctx.protocol,
+                        false,
+                        &mut stats,
+                    ) {
                         Next::Read => self.pfds[i].events = libc::POLLIN,
                         Next::Write => self.pfds[i].events = libc::POLLOUT,
                         Next::Close => {

@@ -18,6 +18,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::{publish, Conns, Engine, Lookup, LoopCtx, LoopStats};
 use crate::net;
+use crate::protocol::Protocol;
 
 const OP_ACCEPT: u64 = 0;
 const OP_RECV: u64 = 1;
@@ -138,6 +139,7 @@ impl Engine for UringEngine {
         let mut stats = LoopStats::default();
         let mut conns = Conns::default();
         let mut ios: Vec<Io> = Vec::new();
+        let mut scratch: Vec<u8> = Vec::new();
         let lfd = ctx.listener.as_raw_fd();
         let accept = opcode::AcceptMulti::new(types::Fd(lfd))
             .flags(libc::SOCK_CLOEXEC)
@@ -212,11 +214,36 @@ impl Engine for UringEngine {
                     let io = &mut ios[slot];
                     let close = match op {
                         OP_RECV if res > 0 => {
-                            io.len = res as usize;
-                            io.sent = 0;
-                            let e = send_entry(fd, io, key(slot, fd));
-                            self.push(e, &mut stats)?;
-                            false
+                            let mut len = res as usize;
+                            let mut bad = false;
+                            if ctx.protocol == Protocol::Sockperf {
+                                scratch.clear();
+                                bad = conns.slots[slot]
+                                    .filter
+                                    .feed(&io.buf[..len], &mut scratch)
+                                    .is_err();
+                                if !bad {
+                                    if io.buf.len() < scratch.len() {
+                                        io.buf.resize(scratch.len(), 0);
+                                    }
+                                    io.buf[..scratch.len()].copy_from_slice(&scratch);
+                                    len = scratch.len();
+                                }
+                            }
+                            if bad {
+                                stats.protocol_errors += 1;
+                                true
+                            } else {
+                                io.len = len;
+                                io.sent = 0;
+                                let e = if len == 0 {
+                                    recv_entry(fd, io, key(slot, fd))
+                                } else {
+                                    send_entry(fd, io, key(slot, fd))
+                                };
+                                self.push(e, &mut stats)?;
+                                false
+                            }
                         }
                         OP_SEND if res > 0 => {
                             io.sent += res as usize;

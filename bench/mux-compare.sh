@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Side by side on this machine, in one run: commbench's mux servers against a
+# C reference server (poll, epoll, io_uring) and a current-thread tokio
+# server, under the same load; commbench's load generator against a C epoll
+# client; and, with sockperf installed, sockperf's client and server against
+# ours in both directions. Runs in a private network namespace when root.
+#
+#   bash bench/mux-compare.sh [--conns N] [--rounds R] [--size K] [--repeat N]
+#
+# Needs: gcc, liburing-dev (apt-get install liburing-dev), cargo; sockperf
+# (apt-get install sockperf) for the sockperf part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ] && [ -z "${MUX_COMPARE_NS:-}" ]; then
+  exec env MUX_COMPARE_NS=1 unshare --net -- bash "$0" "$@"
+fi
+if [ -n "${MUX_COMPARE_NS:-}" ]; then
+  ip link set lo up
+  echo 65535 > /proc/sys/net/core/somaxconn
+  echo "1024 65535" > /proc/sys/net/ipv4/ip_local_port_range
+fi
+out=target/mux-compare
+mkdir -p "$out"
+cargo build --release -q -p commbench
+gcc -O2 -DHAVE_URING -o "$out/c_echo" bench/mux/c_echo.c -luring
+gcc -O2 -o "$out/c_client" bench/mux/c_client.c
+cargo build --release -q --manifest-path bench/mux/tokio-echo/Cargo.toml
+python3 bench/mux/compare.py \
+  --commbench target/release/commbench \
+  --c-echo "$out/c_echo" --c-client "$out/c_client" \
+  --tokio bench/mux/tokio-echo/target/release/tokio-echo "$@"
+if command -v sockperf >/dev/null && [ -z "${MUX_COMPARE_NO_SOCKPERF:-}" ]; then
+  python3 bench/mux/sockperf_compare.py --commbench target/release/commbench "$@"
+fi

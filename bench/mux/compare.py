@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Side-by-side server and load-generator comparison for the mux lab.
+
+Every server runs pinned to one CPU and is measured the same way from the
+outside (utime/stime in /proc/PID/stat before it accepts and after the load
+closed its connections: server CPU per round trip including accept and
+close); the load runs pinned to the other CPU. Servers are interleaved
+(A B C A B C) over the repeats and summarised as medians with min-max.
+
+Servers: C reference (poll, epoll LT with index, io_uring via liburing),
+commbench mux serve (each engine, index lookup), a current-thread tokio
+server. Loads: commbench mux load (verifies every byte) and the C epoll
+client, each against the C epoll server and commbench's epoll server.
+
+Called by bench/mux-compare.sh, which builds the programs first.
+"""
+import argparse, json, os, socket, statistics, subprocess, sys, time
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / HZ, int(fields[12]) / HZ  # utime, stime
+
+
+def wait_port(port, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+def start_server(cmd, port):
+    p = subprocess.Popen(["taskset", "-c", SERVER_CPU] + cmd, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    time.sleep(0.1)
+    return p
+
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def run_load(kind, port, a):
+    if kind == "commbench":
+        out = subprocess.run(
+            ["taskset", "-c", LOAD_CPU, a.commbench, "mux", "load", "--target", f"127.0.0.1:{port}",
+             "--control", "none", "--conns", str(a.conns), "--rounds", str(a.rounds),
+             "--size", str(a.size), "--format", "json"],
+            capture_output=True, text=True, check=True).stdout
+        m = json.loads(out)["records"][0]["metrics"]
+        rt = m["round_trips"]
+        return {"rt": rt, "rt_per_s": m["rt_per_s"], "client_us": m["client_cpu_us_per_rt"]}
+    out = subprocess.run(
+        ["taskset", "-c", LOAD_CPU, a.c_client, "127.0.0.1", str(port), str(a.conns),
+         str(a.rounds), str(a.size)], capture_output=True, text=True, check=True).stdout
+    kv = dict(x.split("=") for x in out.split())
+    rt = int(kv["rt"])
+    return {"rt": rt, "rt_per_s": rt / float(kv["wall_s"]),
+            "client_us": (float(kv["user_s"]) + float(kv["sys_s"])) * 1e6 / rt}
+
+
+def measure(server_cmd, port, load, a):
+    p = start_server(server_cmd, port)
+    try:
+        u0, s0 = cpu_of(p.pid)
+        r = run_load(load, port, a)
+        time.sleep(0.3)  # let the server see every close
+        u1, s1 = cpu_of(p.pid)
+    finally:
+        stop(p)
+    rt = r["rt"]
+    r["server_us"] = (u1 - u0 + s1 - s0) * 1e6 / rt
+    r["server_user_us"] = (u1 - u0) * 1e6 / rt
+    return r
+
+
+def main():
+    global SERVER_CPU, LOAD_CPU
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--commbench", required=True)
+    ap.add_argument("--c-echo", required=True)
+    ap.add_argument("--c-client", required=True)
+    ap.add_argument("--tokio", required=True)
+    ap.add_argument("--conns", type=int, default=5000)
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--server-cpu", default="1")
+    ap.add_argument("--load-cpu", default="0")
+    a = ap.parse_args()
+    SERVER_CPU, LOAD_CPU = a.server_cpu, a.load_cpu
+    port = 9100
+    servers = [
+        ("C poll", [a.c_echo, "poll", str(port)]),
+        ("C epoll-lt index", [a.c_echo, "epoll", str(port)]),
+        ("C io_uring", [a.c_echo, "uring", str(port)]),
+        ("commbench poll", [a.commbench, "mux", "serve", "--engine", "poll", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
+        ("commbench epoll-lt index", [a.commbench, "mux", "serve", "--engine", "epoll-lt", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
+        ("commbench epoll-et index", [a.commbench, "mux", "serve", "--engine", "epoll-et", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
+        ("commbench io-uring index", [a.commbench, "mux", "serve", "--engine", "io-uring", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
+        ("tokio current-thread", [a.tokio, str(port)]),
+    ]
+    loads = [("commbench load", "commbench"), ("C epoll client", "c")]
+    load_servers = ["C epoll-lt index", "commbench epoll-lt index"]
+    res = {}
+    t0 = time.time()
+    load0 = os.getloadavg()[0]
+    for rep in range(a.repeat):
+        for name, cmd in servers:
+            r = measure(cmd, port, "commbench", a)
+            res.setdefault(("commbench load", name), []).append(r)
+            print(f"[rep {rep+1}] {name:26s} server {r['server_us']:6.2f} us/rt (user {r['server_user_us']:.2f})  "
+                  f"{r['rt_per_s']:9.0f} rt/s", file=sys.stderr, flush=True)
+        for sname in load_servers:
+            cmd = dict(servers)[sname]
+            r = measure(cmd, port, "c", a)
+            res.setdefault(("C epoll client", sname), []).append(r)
+            print(f"[rep {rep+1}] C client -> {sname:26s} client {r['client_us']:6.2f} us/rt",
+                  file=sys.stderr, flush=True)
+    load1 = os.getloadavg()[0]
+
+    def med(rs, k):
+        v = [r[k] for r in rs]
+        return statistics.median(v), min(v), max(v)
+
+    print(f"# mux-compare: N={a.conns} R={a.rounds} K={a.size}, {a.repeat} interleaved repeats, "
+          f"server on CPU {SERVER_CPU}, load on CPU {LOAD_CPU}, load average {load0:.2f} -> {load1:.2f}, "
+          f"{time.time()-t0:.0f} s")
+    print(f"{'load':16s} {'server':26s} {'srv us/rt':>10s} {'(min-max)':>13s} {'user us/rt':>10s} "
+          f"{'cli us/rt':>9s} {'rt/s':>9s}")
+    for (lname, sname), rs in res.items():
+        s, smin, smax = med(rs, "server_us")
+        print(f"{lname:16s} {sname:26s} {s:10.2f} {smin:6.2f}-{smax:<6.2f} {med(rs, 'server_user_us')[0]:10.2f} "
+              f"{med(rs, 'client_us')[0]:9.2f} {med(rs, 'rt_per_s')[0]:9.0f}")
+    ref = {"poll": "C poll", "epoll-lt index": "C epoll-lt index", "epoll-et index": "C epoll-lt index",
+           "io-uring index": "C io_uring"}
+    print("\n# commbench server CPU per round trip / C reference (same load, medians):")
+    for k, c in ref.items():
+        ours = res.get(("commbench load", f"commbench {k}"))
+        theirs = res.get(("commbench load", c))
+        if ours and theirs:
+            print(f"  {k:16s} {med(ours, 'server_us')[0] / med(theirs, 'server_us')[0]:.3f} (vs {c})")
+    tok = res.get(("commbench load", "tokio current-thread"))
+    ours = res.get(("commbench load", "commbench epoll-lt index"))
+    if tok and ours:
+        print(f"  epoll-lt index / tokio: {med(ours, 'server_us')[0] / med(tok, 'server_us')[0]:.3f}")
+    cl = res.get(("commbench load", "C epoll-lt index"))
+    cc = res.get(("C epoll client", "C epoll-lt index"))
+    if cl and cc:
+        print(f"  load generator client CPU per rt, commbench / C client (vs C epoll server): "
+              f"{med(cl, 'client_us')[0]:.2f} / {med(cc, 'client_us')[0]:.2f} = "
+              f"{med(cl, 'client_us')[0] / med(cc, 'client_us')[0]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
