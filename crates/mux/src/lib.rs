@@ -40,6 +40,40 @@ pub use load::ClientsKind;
 pub use protocol::Protocol;
 pub use server::{ServeConfig, ServerStats};
 
+/// Whether every connection of a record did rounds (the seed's figures).
+fn all_active(r: &commbench_core::Record) -> bool {
+    r.params.get("active") == r.params.get("conns")
+}
+
+/// The figures this lab declares for the report: the seed's figures 6–8
+/// (server CPU per round trip over rounds, per engine and lookup) and the
+/// round-trip rate over rounds.
+pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
+    use commbench_core::figure::FigureSpec;
+    vec![
+        FigureSpec {
+            lab: "mux",
+            test: "echo",
+            title: "mux: server CPU per round trip vs rounds",
+            caption: "Does the epoll server that scans its state array lose to poll as the rounds grow, and does indexing fix it? Lower is better; every connection active.",
+            x: "rounds",
+            y: "server_cpu_us_per_rt",
+            series: &["engine", "lookup", "conns"],
+            filter: Some(all_active),
+        },
+        FigureSpec {
+            lab: "mux",
+            test: "echo",
+            title: "mux: round trips per second vs rounds",
+            caption: "Wall-clock rate (moves with the machine's load; the CPU figure above does not).",
+            x: "rounds",
+            y: "rt_per_s",
+            series: &["engine", "lookup", "conns"],
+            filter: Some(all_active),
+        },
+    ]
+}
+
 /// The subcommand (after the executable) that starts a server process.
 pub const SERVE_SUBCOMMAND: [&str; 2] = ["mux", "serve"];
 

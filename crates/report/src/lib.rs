@@ -16,6 +16,7 @@
 //! name the series, and the lab's headline metric is the y axis; every
 //! latency summary (p50…max) becomes a percentile-ladder plot.
 
+use commbench_core::figure::FigureSpec;
 use commbench_core::record::Record;
 use serde::Serialize;
 use serde_json::Value;
@@ -285,6 +286,48 @@ pub fn headline_metric(records: &[Record]) -> Option<String> {
 pub struct Figure {
     pub title: String,
     pub svg: String,
+    /// What the figure answers (declared figures only).
+    pub caption: String,
+}
+
+/// Draws the declared figures of a lab that its records can fill (at
+/// least one series with two points).
+pub fn declared_figures(
+    lab: &str,
+    records: &[&Record],
+    specs: &[FigureSpec],
+) -> Result<Vec<Figure>, ReportError> {
+    let mut figs = Vec::new();
+    for spec in specs.iter().filter(|s| s.lab == lab) {
+        let mut series: Vec<Series> = Vec::new();
+        for r in records.iter().filter(|r| spec.accepts(r)) {
+            let (Some(x), Some(y)) = (r.params.get(spec.x).and_then(num), r.metric_f64(spec.y))
+            else {
+                continue;
+            };
+            let name = spec.series_name(r);
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push((x, y)),
+                None => series.push(Series {
+                    name,
+                    points: vec![(x, y)],
+                }),
+            }
+        }
+        series.retain(|s| s.points.len() >= 2);
+        if series.is_empty() {
+            continue;
+        }
+        for s in &mut series {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        figs.push(Figure {
+            svg: line_svg(spec.title, spec.x, spec.y, &series)?,
+            title: spec.title.to_owned(),
+            caption: spec.caption.to_owned(),
+        });
+    }
+    Ok(figs)
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -334,9 +377,16 @@ fn series_name(r: &Record, vary: &[String], tests_differ: bool, skip: &str) -> S
     }
 }
 
-/// Plots of one lab's records (see the module docs for how they are chosen).
-pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, ReportError> {
-    let mut figs = Vec::new();
+/// Plots of one lab's records: the lab's declared figures, or, when it
+/// declares none that its records fill, a line plot guessed from the
+/// records; then the latency percentile ladders.
+pub fn figures_for_lab(
+    lab: &str,
+    records: &[&Record],
+    specs: &[FigureSpec],
+) -> Result<Vec<Figure>, ReportError> {
+    let mut figs = declared_figures(lab, records, specs)?;
+    let declared = !figs.is_empty();
     let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
     let (vary, tests_differ) = varying(records);
     // Line plots: group by metric set shape (records that share a headline).
@@ -364,7 +414,7 @@ pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, Re
         vals.dedup();
         vals.len() >= 2
     });
-    if let (Some(x_key), Some(y_key)) = (x_key, headline_metric(&owned)) {
+    if let (false, Some(x_key), Some(y_key)) = (declared, x_key, headline_metric(&owned)) {
         let mut series: Vec<Series> = Vec::new();
         for r in records {
             let (Some(x), Some(y)) = (r.params.get(x_key).and_then(num), r.metric_f64(&y_key))
@@ -390,6 +440,7 @@ pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, Re
             figs.push(Figure {
                 svg: line_svg(&title, x_key, &y_key, &series)?,
                 title,
+                caption: String::new(),
             });
         }
     }
@@ -423,6 +474,7 @@ pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, Re
         figs.push(Figure {
             svg: ladder_svg(&title, &ladders)?,
             title,
+            caption: String::new(),
         });
     }
     Ok(figs)
@@ -482,7 +534,11 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
 const TEMPLATE: &str = include_str!("templates/report.html");
 
 /// Renders a self-contained HTML page (no external resources) for the runs.
-pub fn render_html(runs: &[Loaded], title: &str) -> Result<String, ReportError> {
+pub fn render_html(
+    runs: &[Loaded],
+    title: &str,
+    specs: &[FigureSpec],
+) -> Result<String, ReportError> {
     let mut labs: Vec<String> = Vec::new();
     let all: Vec<&Record> = runs.iter().flat_map(|l| l.records.iter()).collect();
     for r in &all {
@@ -495,7 +551,7 @@ pub fn render_html(runs: &[Loaded], title: &str) -> Result<String, ReportError> 
         let recs: Vec<&Record> = all.iter().copied().filter(|r| r.lab == lab).collect();
         let (columns, rows) = table(&recs);
         sections.push(LabSection {
-            figures: figures_for_lab(&lab, &recs)?,
+            figures: figures_for_lab(&lab, &recs, specs)?,
             lab,
             columns,
             rows,
@@ -587,12 +643,38 @@ mod tests {
                 .collect(),
             environment: Some(serde_json::json!({"cpu_model": "Test CPU"})),
         };
-        let html = render_html(&[run], "t").unwrap();
+        let html = render_html(&[run], "t", &[]).unwrap();
         assert!(html.contains("<svg"), "no svg");
         assert!(html.contains("msgs_per_s vs sessions"));
         assert!(html.contains("latency percentiles"));
         assert!(html.contains("Test CPU"));
         assert!(!html.contains("src=\"http"), "must be self-contained");
+    }
+
+    #[test]
+    fn declared_figures_replace_the_guessed_plot() {
+        let spec = FigureSpec {
+            lab: "ipc",
+            test: "reqres",
+            title: "declared: rate over sessions",
+            caption: "what it answers",
+            x: "sessions",
+            y: "msgs_per_s",
+            series: &["transport"],
+            filter: Some(|r| r.params.get("sessions").and_then(|v| v.as_u64()) != Some(99)),
+        };
+        let recs: Vec<Record> = (1..=4)
+            .map(|s| rec("reqres", s, 1000.0 * s as f64))
+            .collect();
+        let refs: Vec<&Record> = recs.iter().collect();
+        let figs = figures_for_lab("ipc", &refs, &[spec]).unwrap();
+        assert_eq!(figs[0].title, "declared: rate over sessions");
+        assert_eq!(figs[0].caption, "what it answers");
+        assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
+        // A spec the records cannot fill leaves the guessed plot.
+        let other = FigureSpec { x: "nothing", ..spec };
+        let figs = figures_for_lab("ipc", &refs, &[other]).unwrap();
+        assert!(figs.iter().any(|f| f.title.contains("vs sessions")));
     }
 
     #[test]

@@ -24,8 +24,15 @@ pub fn write(results: &[PathBuf], output: &Path, title: &str) -> Result<()> {
         .iter()
         .map(|p| load(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let html = render_html(&runs, title)?;
+    let html = render_html(&runs, title, &figures())?;
     std::fs::write(output, html).with_context(|| format!("cannot write {}", output.display()))
+}
+
+/// Every lab's declared figures.
+pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
+    let mut f = Vec::new();
+    f.extend(commbench_mux::figures());
+    f
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
