@@ -672,7 +672,10 @@ mod tests {
         assert_eq!(figs[0].caption, "what it answers");
         assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
         // A spec the records cannot fill leaves the guessed plot.
-        let other = FigureSpec { x: "nothing", ..spec };
+        let other = FigureSpec {
+            x: "nothing",
+            ..spec
+        };
         let figs = figures_for_lab("ipc", &refs, &[other]).unwrap();
         assert!(figs.iter().any(|f| f.title.contains("vs sessions")));
     }
