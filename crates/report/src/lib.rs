@@ -299,18 +299,28 @@ pub fn declared_figures(
 ) -> Result<Vec<Figure>, ReportError> {
     let mut figs = Vec::new();
     for spec in specs.iter().filter(|s| s.lab == lab) {
-        let mut series: Vec<Series> = Vec::new();
+        // (series, x) -> y samples (repeats, several runs): the median is drawn.
+        let mut samples: Vec<(String, f64, Vec<f64>)> = Vec::new();
         for r in records.iter().filter(|r| spec.accepts(r)) {
             let (Some(x), Some(y)) = (r.params.get(spec.x).and_then(num), r.metric_f64(spec.y))
             else {
                 continue;
             };
             let name = spec.series_name(r);
+            match samples.iter_mut().find(|(n, px, _)| *n == name && *px == x) {
+                Some((_, _, v)) => v.push(y),
+                None => samples.push((name, x, vec![y])),
+            }
+        }
+        let mut series: Vec<Series> = Vec::new();
+        for (name, x, mut ys) in samples {
+            ys.sort_by(f64::total_cmp);
+            let med = commbench_core::stats::percentile_sorted(&ys, 0.5);
             match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((x, y)),
+                Some(s) => s.points.push((x, med)),
                 None => series.push(Series {
                     name,
-                    points: vec![(x, y)],
+                    points: vec![(x, med)],
                 }),
             }
         }
