@@ -717,6 +717,102 @@ pub fn record(r: &RunResult) -> Record {
     rec
 }
 
+/// Cost of one Toeplitz hash and the balance of `flows` generated flows
+/// over `queues`: byte table vs bitwise, IPv4/IPv6, 2- and 4-tuple. One
+/// record per (implementation, input); ticks per hash are medians over
+/// batches of 1024 hashes of distinct inputs.
+pub fn rss_bench(
+    queues: usize,
+    flows: usize,
+    rec: &mut Recorder,
+) -> Result<Vec<Record>, PipelineError> {
+    if !(1..=rss::RETA_SIZE).contains(&queues) {
+        return Err(bad(format!("--queues {queues} is outside 1..=128")));
+    }
+    if !(1..=1_000_000).contains(&flows) {
+        return Err(bad(format!("--flows {flows} is outside 1..=1000000")));
+    }
+    let table = rss::Toeplitz::new(&STANDARD_KEY);
+    let mut out = Vec::new();
+    let inputs: Vec<(&str, bool, HashFields)> = vec![
+        ("ipv4-l4", false, HashFields::L4),
+        ("ipv4-l3", false, HashFields::L3),
+        ("ipv6-l4", true, HashFields::L4),
+        ("ipv6-l3", true, HashFields::L3),
+    ];
+    const N: usize = 1024;
+    for (name, v6, fields) in inputs {
+        let bufs: Vec<([u8; rss::MAX_INPUT], usize)> = (0..N)
+            .map(|i| {
+                let mut b = [0u8; rss::MAX_INPUT];
+                let n = gen::flow_tuple(i, v6).hash_input(fields, &mut b);
+                (b, n)
+            })
+            .collect();
+        for imp in ["table", "bitwise"] {
+            rec.progress(&format!("pipeline rss: {imp} {name}"));
+            let batches = if imp == "table" { 400 } else { 40 };
+            let mut t = commbench_core::timer::SectionTimer::new(1, batches);
+            let mut sink = 0u32;
+            for _ in 0..batches {
+                let t0 = commbench_core::clock::rdtsc_fenced();
+                for (b, n) in &bufs {
+                    let input = std::hint::black_box(&b[..*n]);
+                    sink ^= if imp == "table" {
+                        if *n == 12 {
+                            let mut b12 = [0u8; 12];
+                            b12.copy_from_slice(input);
+                            table.hash_v4_l4(&b12)
+                        } else {
+                            table.hash(input)
+                        }
+                    } else {
+                        rss::toeplitz_bitwise(&STANDARD_KEY, input)
+                    };
+                }
+                let t1 = commbench_core::clock::rdtsc_fenced();
+                t.record_batch_ticks(t1 - t0, N as u32);
+            }
+            std::hint::black_box(sink);
+            let k = commbench_core::clock::tsc().hz() / 1e9;
+            let ticks: Vec<f64> = t.per_op_ns().iter().map(|ns| ns * k).collect();
+            let s = Summary::from_samples(&ticks);
+            out.push(
+                Record::new("pipeline", "rss-hash")
+                    .param("impl", imp)
+                    .param("input", name)
+                    .param("input_bytes", bufs[0].1)
+                    .metric("ticks_per_hash", s.median)
+                    .metric("ticks_p99", s.p99)
+                    .metric("batches", s.n),
+            );
+        }
+    }
+    for symmetric in [false, true] {
+        let key = if symmetric {
+            &SYMMETRIC_KEY
+        } else {
+            &STANDARD_KEY
+        };
+        let rss = Rss::new(key, HashFields::L4, queues);
+        let g = Generator::new(flows, 128, IpMix::Mix, rss, RssAt::Nic);
+        let mut counts = vec![0u64; queues];
+        for q in g.flow_queues() {
+            counts[q] += 1;
+        }
+        let b = Balance::from_counts(counts);
+        out.push(
+            Record::new("pipeline", "rss-balance")
+                .param("queues", queues)
+                .param("flows", flows)
+                .param("symmetric", symmetric)
+                .metric("flows_per_queue", join(b.per_queue.iter().copied()))
+                .metric("max_over_mean", b.max_over_mean),
+        );
+    }
+    Ok(out)
+}
+
 fn join(v: impl Iterator<Item = u64>) -> String {
     v.map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
 }

@@ -290,3 +290,21 @@ fn records_carry_the_split_budget_and_conservation() {
     assert_eq!(r.metrics["generated"], 4096);
     assert_eq!(r.metrics["partial"], false);
 }
+
+#[test]
+fn rss_bench_times_both_implementations_and_reports_balance() {
+    let v = rss_bench(4, 1000, &mut Recorder::new()).unwrap();
+    assert_eq!(v.iter().filter(|r| r.test == "rss-hash").count(), 8);
+    let bal: Vec<_> = v.iter().filter(|r| r.test == "rss-balance").collect();
+    assert_eq!(bal.len(), 2);
+    for r in bal {
+        let total: u64 = r.metrics["flows_per_queue"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .map(|x| x.parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(total, 1000);
+    }
+    assert!(rss_bench(0, 10, &mut Recorder::new()).is_err());
+}

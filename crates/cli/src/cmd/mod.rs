@@ -7,6 +7,7 @@ pub mod env;
 pub mod ipc;
 pub mod openflow;
 pub mod pcap;
+pub mod pipeline;
 pub mod report;
 pub mod suite;
 pub mod timer;

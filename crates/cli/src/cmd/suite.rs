@@ -35,6 +35,7 @@ pub fn steps() -> Vec<Step> {
         ("ipc", super::ipc::suite_step),
         ("openflow", super::openflow::suite_step),
         ("pcap", pcap_step),
+        ("pipeline", super::pipeline::suite_step),
     ]
 }
 
