@@ -336,6 +336,9 @@ fn series_name(r: &Record, vary: &[String], tests_differ: bool, skip: &str) -> S
 
 /// Plots of one lab's records (see the module docs for how they are chosen).
 pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, ReportError> {
+    if lab == "pipeline" {
+        return pipeline_figures(records);
+    }
     let mut figs = Vec::new();
     let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
     let (vary, tests_differ) = varying(records);
@@ -422,6 +425,80 @@ pub fn figures_for_lab(lab: &str, records: &[&Record]) -> Result<Vec<Figure>, Re
         let title = format!("{lab}: latency percentiles");
         figs.push(Figure {
             svg: ladder_svg(&title, &ladders)?,
+            title,
+        });
+    }
+    Ok(figs)
+}
+
+/// The pipeline lab's declared figures: one per sweep it ran — the seed's
+/// TxBuffer study (Mpps vs tx bulk), its RSS study (Mpps vs queues) and the
+/// delay injection (Mpps vs injected ns). x is the swept parameter, one
+/// series per (mode, frame size), the median Mpps over repeats.
+const PIPELINE_FIGURES: [(&str, &str, &str); 3] = [
+    (
+        "sweep-tx-bulk",
+        "tx_bulk",
+        "Mpps vs tx bulk size (TxBuffer)",
+    ),
+    ("sweep-queues", "queues", "Mpps vs RSS queues"),
+    (
+        "sweep-delay",
+        "delay_ns",
+        "Mpps vs injected delay per packet (ns)",
+    ),
+];
+
+fn pipeline_figures(records: &[&Record]) -> Result<Vec<Figure>, ReportError> {
+    let mut figs = Vec::new();
+    for (test, x_key, caption) in PIPELINE_FIGURES {
+        // (series, x) -> Mpps samples over repeats.
+        let mut points: Vec<(String, f64, Vec<f64>)> = Vec::new();
+        for r in records.iter().filter(|r| r.test == test) {
+            let (Some(x), Some(y)) = (r.params.get(x_key).and_then(num), r.metric_f64("mpps"))
+            else {
+                continue;
+            };
+            let p = |k: &str| {
+                r.params
+                    .get(k)
+                    .map(|v| v.to_string().trim_matches('"').to_owned())
+                    .unwrap_or_default()
+            };
+            let name = format!("{} {} B work={}", p("mode"), p("size"), p("work"));
+            let name = if test == "sweep-delay" {
+                format!("{} {} B", p("mode"), p("size"))
+            } else {
+                name
+            };
+            match points.iter_mut().find(|(n, px, _)| *n == name && *px == x) {
+                Some((_, _, v)) => v.push(y),
+                None => points.push((name, x, vec![y])),
+            }
+        }
+        let mut series: Vec<Series> = Vec::new();
+        for (name, x, mut ys) in points {
+            ys.sort_by(f64::total_cmp);
+            let med = commbench_core::stats::percentile_sorted(&ys, 0.5);
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push((x, med)),
+                None => series.push(Series {
+                    name,
+                    points: vec![(x, med)],
+                }),
+            }
+        }
+        series.retain(|s| s.points.len() >= 2);
+        series.truncate(10);
+        if series.is_empty() {
+            continue;
+        }
+        for s in &mut series {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let title = format!("pipeline: {caption}");
+        figs.push(Figure {
+            svg: line_svg(&title, x_key, "mpps", &series)?,
             title,
         });
     }
@@ -606,5 +683,38 @@ mod tests {
         std::fs::write(&p, "").unwrap();
         assert!(load(&p).unwrap_err().to_string().contains("empty"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pipeline_sweeps_get_their_declared_figures() {
+        let mut recs = Vec::new();
+        for (test, key) in [("sweep-tx-bulk", "tx_bulk"), ("sweep-queues", "queues")] {
+            for x in [1u64, 2, 4] {
+                for rep in 0..3u64 {
+                    recs.push(
+                        Record::new("pipeline", test)
+                            .param("mode", "rtc")
+                            .param("size", 64)
+                            .param("work", "swap")
+                            .param(key, x)
+                            .param("repeat", rep)
+                            .metric("mpps", (x * 10 + rep) as f64),
+                    );
+                }
+            }
+        }
+        // A plain run adds no figure of its own.
+        recs.push(Record::new("pipeline", "run").metric("mpps", 1.0));
+        let refs: Vec<&Record> = recs.iter().collect();
+        let figs = figures_for_lab("pipeline", &refs).unwrap();
+        let titles: Vec<&str> = figs.iter().map(|f| f.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            vec![
+                "pipeline: Mpps vs tx bulk size (TxBuffer)",
+                "pipeline: Mpps vs RSS queues"
+            ]
+        );
+        assert!(figs[0].svg.contains("<svg"));
     }
 }
