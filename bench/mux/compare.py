@@ -58,13 +58,18 @@ def run_load(kind, port, a):
             ["taskset", "-c", LOAD_CPU, a.commbench, "mux", "load", "--target", f"127.0.0.1:{port}",
              "--control", "none", "--conns", str(a.conns), "--rounds", str(a.rounds),
              "--size", str(a.size), "--format", "json"],
-            capture_output=True, text=True, check=True).stdout
-        m = json.loads(out)["records"][0]["metrics"]
+            capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"commbench mux load failed: {out.stderr[-2000:]}")
+        m = json.loads(out.stdout)["records"][0]["metrics"]
         rt = m["round_trips"]
         return {"rt": rt, "rt_per_s": m["rt_per_s"], "client_us": m["client_cpu_us_per_rt"]}
     out = subprocess.run(
         ["taskset", "-c", LOAD_CPU, a.c_client, "127.0.0.1", str(port), str(a.conns),
-         str(a.rounds), str(a.size)], capture_output=True, text=True, check=True).stdout
+         str(a.rounds), str(a.size)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"c_client failed: {out.stderr[-2000:]}")
+    out = out.stdout
     kv = dict(x.split("=") for x in out.split())
     rt = int(kv["rt"])
     return {"rt": rt, "rt_per_s": rt / float(kv["wall_s"]),

@@ -56,6 +56,8 @@ enum Command {
     Openflow(cmd::openflow::OpenflowArgs),
     /// Packet captures: extract header fields, generate captures, benchmark cold vs warm cache.
     Pcap(cmd::pcap::PcapArgs),
+    /// Packet pipeline lab: rx burst, RSS queues, per-packet work, tx buffering (DPDK-style).
+    Pipeline(cmd::pipeline::PipelineArgs),
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -95,6 +97,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Controller(a) => cmd::openflow::run_controller(&a),
         Command::Openflow(a) => cmd::openflow::run_openflow(&a),
         Command::Pcap(a) => cmd::pcap::run(&a),
+        Command::Pipeline(a) => cmd::pipeline::run(&a),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod ipc;
 pub mod mux;
 pub mod openflow;
 pub mod pcap;
+pub mod pipeline;
 pub mod report;
 pub mod suite;
 pub mod timer;

@@ -32,6 +32,7 @@ pub fn write(results: &[PathBuf], output: &Path, title: &str) -> Result<()> {
 pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
     let mut f = Vec::new();
     f.extend(commbench_mux::figures());
+    f.extend(commbench_pipeline::figures());
     f
 }
 

@@ -36,6 +36,7 @@ pub fn steps() -> Vec<Step> {
         ("openflow", super::openflow::suite_step),
         ("mux", super::mux::suite_step),
         ("pcap", pcap_step),
+        ("pipeline", super::pipeline::suite_step),
     ]
 }
 

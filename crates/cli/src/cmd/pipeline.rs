@@ -1,0 +1,284 @@
+//! `commbench pipeline run|rss`: wiring for the pipeline lab
+//! (crates/pipeline). Argument grammar for `--work` and `--sweep` lives
+//! here; notes (oversubscription, untrustworthy delays) go to stderr.
+use crate::output::OutputArgs;
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use commbench_core::placement::CpuList;
+use commbench_core::record::Recorder;
+use commbench_pipeline::{
+    HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, Sweep, Work,
+};
+
+#[derive(Debug, Args)]
+pub struct PipelineArgs {
+    #[command(subcommand)]
+    pub cmd: PipelineCmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PipelineCmd {
+    /// In-memory DPDK-style pipeline: rx burst → RSS queues → work → tx buffer → sink.
+    Run(RunArgs),
+    /// Toeplitz RSS: ticks per hash (byte table vs bitwise) and flow balance over queues.
+    Rss(RssArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ModeArg {
+    /// Run to completion: rx, work and tx on one thread.
+    Rtc,
+    /// An I/O thread (rx, tx completion) and one worker thread per queue.
+    Pipeline,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum IpArg {
+    V4,
+    V6,
+    Mix,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HashArg {
+    /// Addresses only.
+    L3,
+    /// Addresses and ports.
+    L4,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum RssAtArg {
+    /// Hash computed per flow at setup, as a NIC delivers it.
+    Nic,
+    /// Hash computed per packet in the rx path.
+    Cpu,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Packets per rx burst.
+    #[arg(long, default_value_t = 32)]
+    pub burst: usize,
+    /// Packets per tx flush (rte_eth_tx_buffer size).
+    #[arg(long, default_value_t = 32)]
+    pub tx_bulk: usize,
+    /// RSS queues (pipeline mode: one worker thread each).
+    #[arg(long, default_value_t = 1)]
+    pub queues: usize,
+    /// Per-packet work: none, parse, swap (MAC swap) or delay:NS.
+    #[arg(long, default_value = "swap", value_parser = parse_work)]
+    pub work: Work,
+    /// Packets per run.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub packets: u64,
+    /// Frame sizes with FCS, comma-separated (one run each).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    pub sizes: Vec<u32>,
+    #[arg(long, value_enum, default_value = "rtc")]
+    pub mode: ModeArg,
+    /// CPUs, taskset syntax (e.g. 0-1): rtc/io thread on the first, workers round-robin.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Runs per configuration.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Sweep one parameter: tx-bulk=1,2,4,…  queues=1..N  delay=0,10,50,…
+    #[arg(long, value_parser = parse_sweep)]
+    pub sweep: Option<Sweep>,
+    /// Distinct flows the generator cycles through.
+    #[arg(long, default_value_t = 1024)]
+    pub flows: usize,
+    /// IP versions of the flows.
+    #[arg(long, value_enum, default_value = "mix")]
+    pub ip: IpArg,
+    /// RSS hash input.
+    #[arg(long, value_enum, default_value = "l4")]
+    pub hash: HashArg,
+    /// Use the symmetric RSS key (both directions of a flow on one queue).
+    #[arg(long)]
+    pub symmetric: bool,
+    /// Where the RSS hash is computed.
+    #[arg(long, value_enum, default_value = "nic")]
+    pub rss_at: RssAtArg,
+    /// Slots per rx ring (power of two; pipeline mode).
+    #[arg(long, default_value_t = 1024)]
+    pub ring_size: usize,
+    /// Buffers in the pool (0: sized from the other settings).
+    #[arg(long, default_value_t = 0)]
+    pub pool_size: usize,
+    /// Tx buffer drain timeout in µs.
+    #[arg(long, default_value_t = 100)]
+    pub drain_us: u64,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RssArgs {
+    /// Queues for the balance figure.
+    #[arg(long, default_value_t = 4)]
+    pub queues: usize,
+    /// Flows for the balance figure.
+    #[arg(long, default_value_t = 4096)]
+    pub flows: usize,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+fn parse_work(s: &str) -> Result<Work, String> {
+    match s {
+        "none" => Ok(Work::None),
+        "parse" => Ok(Work::Parse),
+        "swap" => Ok(Work::Swap),
+        _ => match s.strip_prefix("delay:") {
+            Some(ns) => ns
+                .parse::<u64>()
+                .map(Work::Delay)
+                .map_err(|_| format!("'{s}': delay needs whole nanoseconds, e.g. delay:100")),
+            None => Err(format!(
+                "'{s}' is not a work kind: use none, parse, swap or delay:NS"
+            )),
+        },
+    }
+}
+
+fn parse_list(s: &str) -> Result<Vec<u64>, String> {
+    if let Some((a, b)) = s.split_once("..") {
+        let a: u64 = a.parse().map_err(|_| format!("'{s}': bad range start"))?;
+        let b: u64 = b.parse().map_err(|_| format!("'{s}': bad range end"))?;
+        if a > b || b - a >= 64 {
+            return Err(format!(
+                "'{s}': a range needs start <= end and at most 64 values"
+            ));
+        }
+        return Ok((a..=b).collect());
+    }
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("'{x}' is not a whole number"))
+        })
+        .collect()
+}
+
+fn parse_sweep(s: &str) -> Result<Sweep, String> {
+    let (name, values) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected NAME=VALUES, e.g. tx-bulk=1,2,4 or queues=1..4"))?;
+    let v = parse_list(values)?;
+    let usize_list = || v.iter().map(|&x| x as usize).collect::<Vec<usize>>();
+    match name {
+        "tx-bulk" => Ok(Sweep::TxBulk(usize_list())),
+        "queues" => Ok(Sweep::Queues(usize_list())),
+        "delay" => Ok(Sweep::Delay(v.clone())),
+        _ => Err(format!(
+            "'{name}' cannot be swept: use tx-bulk, queues or delay"
+        )),
+    }
+}
+
+fn lib_err(e: PipelineError) -> anyhow::Error {
+    match e {
+        PipelineError::Config(_) => crate::usage(e.to_string()),
+    }
+}
+
+/// The library configuration for `args` (usage errors exit 2).
+pub fn config(a: &RunArgs) -> Result<PipelineConfig> {
+    let cpus = match &a.cpus {
+        Some(s) => {
+            Some(CpuList::parse_online(s).map_err(|e| crate::usage(format!("--cpus {s}: {e}")))?)
+        }
+        None => None,
+    };
+    let c = PipelineConfig {
+        mode: match a.mode {
+            ModeArg::Rtc => Mode::Rtc,
+            ModeArg::Pipeline => Mode::Pipeline,
+        },
+        burst: a.burst,
+        tx_bulk: a.tx_bulk,
+        queues: a.queues,
+        work: a.work,
+        packets: a.packets,
+        sizes: a.sizes.clone(),
+        flows: a.flows,
+        ip: match a.ip {
+            IpArg::V4 => IpMix::V4,
+            IpArg::V6 => IpMix::V6,
+            IpArg::Mix => IpMix::Mix,
+        },
+        hash: match a.hash {
+            HashArg::L3 => HashFields::L3,
+            HashArg::L4 => HashFields::L4,
+        },
+        symmetric: a.symmetric,
+        rss_at: match a.rss_at {
+            RssAtArg::Nic => RssAt::Nic,
+            RssAtArg::Cpu => RssAt::Cpu,
+        },
+        ring_size: a.ring_size,
+        pool_size: a.pool_size,
+        drain_us: a.drain_us,
+        cpus,
+        repeat: a.repeat,
+        sweep: a.sweep.clone(),
+    };
+    c.validate().map_err(lib_err)?;
+    Ok(c)
+}
+
+pub fn run(a: &PipelineArgs) -> Result<()> {
+    match &a.cmd {
+        PipelineCmd::Run(r) => run_run(r),
+        PipelineCmd::Rss(r) => {
+            let mut rec = crate::progress::recorder();
+            let v = commbench_pipeline::rss_bench(r.queues, r.flows, &mut rec).map_err(lib_err)?;
+            crate::progress::finish();
+            r.out.emit(&v)
+        }
+    }
+}
+
+fn run_run(a: &RunArgs) -> Result<()> {
+    let c = config(a)?;
+    let mut rec = crate::progress::recorder();
+    let rep = commbench_pipeline::run(&c, &mut rec).map_err(lib_err)?;
+    crate::progress::finish();
+    for n in &rep.notes {
+        eprintln!("commbench pipeline: note: {n}");
+    }
+    let broken = rep.runs.iter().filter(|r| !r.conserved).count();
+    a.out.emit(&rec.take())?;
+    if broken > 0 {
+        anyhow::bail!(
+            "{broken} run(s) lost packets (generated != transmitted + dropped): marked partial"
+        );
+    }
+    Ok(())
+}
+
+/// The quick `suite` step: run to completion and a short pipeline, swap work.
+pub fn suite_step(quick: bool, rec: &mut Recorder) -> Result<()> {
+    let packets = if quick { 200_000 } else { 2_000_000 };
+    for mode in [Mode::Rtc, Mode::Pipeline] {
+        let c = PipelineConfig {
+            mode,
+            packets,
+            ..PipelineConfig::default()
+        };
+        commbench_pipeline::run(&c, rec).map_err(lib_err)?;
+    }
+    let c = PipelineConfig {
+        packets: packets / 4,
+        sweep: Some(Sweep::TxBulk(vec![1, 4, 32])),
+        ..PipelineConfig::default()
+    };
+    commbench_pipeline::run(&c, rec).map_err(lib_err)?;
+    for r in commbench_pipeline::rss_bench(4, 4096, rec).map_err(lib_err)? {
+        rec.push(r);
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! The pipeline lab through the binary: argument errors exit 2, runs and
+//! sweeps write valid records whose counts are conserved. Counts only.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn cb() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+fn schema() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/commbench.schema.json"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&s).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = cb().args(args).args(["--format", "json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    v
+}
+
+fn records(v: &Value) -> Vec<Value> {
+    v["records"].as_array().unwrap().clone()
+}
+
+#[test]
+fn argument_errors_exit_2_with_a_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["pipeline", "run", "--work", "bogus"], "not a work kind"),
+        (
+            &["pipeline", "run", "--work", "delay:x"],
+            "whole nanoseconds",
+        ),
+        (
+            &["pipeline", "run", "--sweep", "speed=1"],
+            "cannot be swept",
+        ),
+        (
+            &["pipeline", "run", "--sweep", "queues=4..1"],
+            "start <= end",
+        ),
+        (&["pipeline", "run", "--sweep", "tx-bulk"], "NAME=VALUES"),
+        (
+            &["pipeline", "run", "--queues", "0"],
+            "--queues 0 is outside",
+        ),
+        (&["pipeline", "run", "--burst", "0"], "--burst 0 is outside"),
+        (&["pipeline", "run", "--sizes", "60"], "frame size 60 B"),
+        (&["pipeline", "run", "--packets", "0"], "--packets 0"),
+        (&["pipeline", "run", "--ring-size", "100"], "power of two"),
+        (&["pipeline", "run", "--cpus", "x"], "--cpus x"),
+        (
+            &["pipeline", "run", "--mode", "warp"],
+            "invalid value 'warp'",
+        ),
+        (&["pipeline", "rss", "--queues", "0"], "--queues 0"),
+    ];
+    for (args, msg) in cases {
+        cb().args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*msg));
+    }
+}
+
+#[test]
+fn a_run_in_each_mode_conserves_packets_and_validates() {
+    for mode in ["rtc", "pipeline"] {
+        let v = json(&[
+            "pipeline",
+            "run",
+            "--mode",
+            mode,
+            "--packets",
+            "30000",
+            "--queues",
+            "2",
+            "--sizes",
+            "64,256",
+            "--work",
+            "parse",
+        ]);
+        let rs = records(&v);
+        assert_eq!(rs.len(), 2);
+        for r in rs {
+            assert_eq!(r["lab"], "pipeline");
+            let m = &r["metrics"];
+            assert_eq!(m["generated"], 30000);
+            assert_eq!(m["conserved"], true);
+            assert_eq!(
+                m["transmitted"].as_u64().unwrap() + m["dropped"].as_u64().unwrap(),
+                30000
+            );
+            let per_q: u64 = m["per_queue_generated"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .map(|x| x.parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(per_q, 30000);
+            assert!(m["ticks_rx"].is_number());
+        }
+    }
+}
+
+#[test]
+fn sweeps_write_one_record_per_point() {
+    let v = json(&[
+        "pipeline",
+        "run",
+        "--packets",
+        "5000",
+        "--sweep",
+        "tx-bulk=1,8,64",
+    ]);
+    let bulks: Vec<u64> = records(&v)
+        .iter()
+        .map(|r| r["params"]["tx_bulk"].as_u64().unwrap())
+        .collect();
+    assert_eq!(bulks, vec![1, 8, 64]);
+    let v = json(&[
+        "pipeline",
+        "run",
+        "--mode",
+        "pipeline",
+        "--packets",
+        "5000",
+        "--sweep",
+        "queues=1..3",
+    ]);
+    let rs = records(&v);
+    assert_eq!(rs.len(), 3);
+    assert!(rs.iter().all(|r| r["test"] == "sweep-queues"));
+    let out = cb()
+        .args([
+            "pipeline",
+            "run",
+            "--packets",
+            "2000",
+            "--sweep",
+            "delay=0,10,200",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("delay 10 ns"), "{err}");
+    assert!(err.contains("not trustworthy"), "{err}");
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(csv.lines().next().unwrap().contains("delay_trustworthy"));
+}
+
+#[test]
+fn rss_reports_both_implementations() {
+    let v = json(&["pipeline", "rss", "--queues", "3", "--flows", "300"]);
+    let rs = records(&v);
+    assert!(rs
+        .iter()
+        .any(|r| r["test"] == "rss-hash" && r["params"]["impl"] == "bitwise"));
+    assert!(rs
+        .iter()
+        .any(|r| r["test"] == "rss-balance" && r["params"]["queues"] == 3));
+}
