@@ -17,7 +17,10 @@ fi
 if [ -n "${MUX_COMPARE_NS:-}" ]; then
   ip link set lo up
   echo 65535 > /proc/sys/net/core/somaxconn
-  echo "1024 65535" > /proc/sys/net/ipv4/ip_local_port_range
+  # Ephemeral ports above the fixed listen ports (9100, 9300) the scripts use:
+  # a connect to a port inside the range can connect to itself before the
+  # server listens (TCP simultaneous open).
+  echo "10000 65535" > /proc/sys/net/ipv4/ip_local_port_range
 fi
 out=target/mux-compare
 mkdir -p "$out"

@@ -36,6 +36,17 @@ def wait_port(port, timeout=20):
     raise RuntimeError(f"nothing listening on {port}")
 
 
+_port = [9100]
+
+
+def next_port():
+    """A fresh port per server: a stopped io_uring server's listener can
+    outlive its process for a moment (the ring is torn down asynchronously),
+    so the next server must not need the same port."""
+    _port[0] = 9100 + (_port[0] - 9100 + 2) % 800
+    return _port[0]
+
+
 def start_server(cmd, port):
     p = subprocess.Popen(["taskset", "-c", SERVER_CPU] + cmd, stderr=subprocess.DEVNULL)
     wait_port(port)
@@ -76,8 +87,9 @@ def run_load(kind, port, a):
             "client_us": (float(kv["user_s"]) + float(kv["sys_s"])) * 1e6 / rt}
 
 
-def measure(server_cmd, port, load, a):
-    p = start_server(server_cmd, port)
+def measure(make_cmd, load, a):
+    port = next_port()
+    p = start_server(make_cmd(port), port)
     try:
         u0, s0 = cpu_of(p.pid)
         r = run_load(load, port, a)
@@ -106,16 +118,19 @@ def main():
     ap.add_argument("--load-cpu", default="0")
     a = ap.parse_args()
     SERVER_CPU, LOAD_CPU = a.server_cpu, a.load_cpu
-    port = 9100
+    def ours(engine):
+        return lambda port: [a.commbench, "mux", "serve", "--engine", engine, "--listen",
+                             f"127.0.0.1:{port}", "--control", f"127.0.0.1:{port + 1}",
+                             "--max-conns", str(a.conns)]
     servers = [
-        ("C poll", [a.c_echo, "poll", str(port)]),
-        ("C epoll-lt index", [a.c_echo, "epoll", str(port)]),
-        ("C io_uring", [a.c_echo, "uring", str(port)]),
-        ("commbench poll", [a.commbench, "mux", "serve", "--engine", "poll", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
-        ("commbench epoll-lt index", [a.commbench, "mux", "serve", "--engine", "epoll-lt", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
-        ("commbench epoll-et index", [a.commbench, "mux", "serve", "--engine", "epoll-et", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
-        ("commbench io-uring index", [a.commbench, "mux", "serve", "--engine", "io-uring", "--listen", f"127.0.0.1:{port}", "--max-conns", str(a.conns)]),
-        ("tokio current-thread", [a.tokio, str(port)]),
+        ("C poll", lambda port: [a.c_echo, "poll", str(port)]),
+        ("C epoll-lt index", lambda port: [a.c_echo, "epoll", str(port)]),
+        ("C io_uring", lambda port: [a.c_echo, "uring", str(port)]),
+        ("commbench poll", ours("poll")),
+        ("commbench epoll-lt index", ours("epoll-lt")),
+        ("commbench epoll-et index", ours("epoll-et")),
+        ("commbench io-uring index", ours("io-uring")),
+        ("tokio current-thread", lambda port: [a.tokio, str(port)]),
     ]
     loads = [("commbench load", "commbench"), ("C epoll client", "c")]
     load_servers = ["C epoll-lt index", "commbench epoll-lt index"]
@@ -124,13 +139,13 @@ def main():
     load0 = os.getloadavg()[0]
     for rep in range(a.repeat):
         for name, cmd in servers:
-            r = measure(cmd, port, "commbench", a)
+            r = measure(cmd, "commbench", a)
             res.setdefault(("commbench load", name), []).append(r)
             print(f"[rep {rep+1}] {name:26s} server {r['server_us']:6.2f} us/rt (user {r['server_user_us']:.2f})  "
                   f"{r['rt_per_s']:9.0f} rt/s", file=sys.stderr, flush=True)
         for sname in load_servers:
             cmd = dict(servers)[sname]
-            r = measure(cmd, port, "c", a)
+            r = measure(cmd, "c", a)
             res.setdefault(("C epoll client", sname), []).append(r)
             print(f"[rep {rep+1}] C client -> {sname:26s} client {r['client_us']:6.2f} us/rt",
                   file=sys.stderr, flush=True)

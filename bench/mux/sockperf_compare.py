@@ -68,7 +68,7 @@ def our_client(port, conns, a, rounds):
     out = subprocess.run(
         ["taskset", "-c", a.load_cpu, a.commbench, "mux", "load", "--target", f"127.0.0.1:{port}",
          "--control", "none", "--protocol", "sockperf", "--conns", str(conns), "--rounds", str(rounds),
-         "--warmup-rounds", "1", "--size", str(a.size), "--format", "json"],
+         "--warmup-rounds", "1", "--connect-window", "4", "--timeout", "300", "--size", str(a.size), "--format", "json"],
         capture_output=True, text=True, check=True).stdout
     m = json.loads(out)["records"][0]["metrics"]
     return {"rt": m["round_trips"], "rt_per_s": m["rt_per_s"], "client_us": m["client_cpu_us_per_rt"]}
@@ -91,7 +91,8 @@ def server(kind, port, a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commbench", required=True)
-    ap.add_argument("--sp-conns", type=int, default=1000, help="connections (sockperf's server takes at most 1023 per port)")
+    ap.add_argument("--sp-conns", type=int, default=500,
+                    help="connections (sockperf's server takes at most 1023 per port and accepts ~15 per second)")
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=3, help="sockperf client run time")
@@ -101,11 +102,15 @@ def main():
     a.size = max(a.size, 14)
     port = 9300
     res = {}
+    k = 0
     load0 = os.getloadavg()[0]
     for rep in range(a.repeat):
         for conns in (2, a.sp_conns):
             for sk in ("commbench server", "sockperf server"):
                 for lk in ("sockperf client", "commbench load"):
+                    # A fresh port pair per server (see compare.py's next_port).
+                    k += 1
+                    port = 9300 + (k * 2) % 600
                     p = server(sk, port, a)
                     try:
                         c0 = cpu_of(p.pid)

@@ -11,8 +11,10 @@ pub enum MuxError {
     /// An engine this kernel or process cannot use.
     #[error("{0}")]
     Unavailable(String),
+    /// (The io::Error is part of the message, not a `source`, so that
+    /// anyhow's chain does not print it twice.)
     #[error("{0}: {1}")]
-    Io(String, #[source] io::Error),
+    Io(String, io::Error),
     /// The server closed or reset a connection mid-run (it died or failed).
     #[error("server failure: {0}")]
     ServerClosed(String),

@@ -304,6 +304,7 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         sources: limits::sources_for(cfg.conns, target)?,
         timeout: cfg.timeout,
         cpus: cfg.client_cpus.clone(),
+        connect_window: cfg.connect_window,
     };
     if let Some(c) = &cfg.client_cpus {
         // The connect phase and the control thread run here too.

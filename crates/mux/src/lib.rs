@@ -105,6 +105,8 @@ pub struct MuxConfig {
     pub client_cpus: Option<CpuList>,
     /// Bound on each phase of each run (connect, rounds, close).
     pub timeout: Duration,
+    /// Connects in progress at once.
+    pub connect_window: usize,
     /// Report a run with fewer connections than asked instead of failing.
     pub allow_partial: bool,
     /// Run in a private network namespace (root).
@@ -142,6 +144,7 @@ impl Default for MuxConfig {
             server_cpus: None,
             client_cpus: None,
             timeout: Duration::from_secs(300),
+            connect_window: load::CONNECT_WINDOW,
             allow_partial: false,
             netns: false,
             remote: None,
@@ -202,6 +205,12 @@ impl MuxConfig {
         }
         if !(1..=100).contains(&self.repeat) {
             return bad(format!("--repeat must be 1..=100, got {}", self.repeat));
+        }
+        if !(1..=65535).contains(&self.connect_window) {
+            return bad(format!(
+                "--connect-window must be 1..=65535, got {}",
+                self.connect_window
+            ));
         }
         if self.timeout.is_zero() {
             return bad("--timeout must be positive".into());

@@ -101,7 +101,7 @@ pub fn pick_listen_port(ip: Ipv4Addr) -> u16 {
 
 /// Moves this thread (and every thread and process it starts afterwards)
 /// into a new, private network namespace with loopback up, somaxconn
-/// 65535 and the widest port range. Needs root (CAP_SYS_ADMIN). The
+/// 65535 and ephemeral ports 10000–65535 (listen ports stay below them). Needs root (CAP_SYS_ADMIN). The
 /// namespace disappears when its last process exits.
 pub fn enter_private_netns() -> Result<()> {
     // SAFETY: unshare with a flag, no pointers.
@@ -115,7 +115,7 @@ pub fn enter_private_netns() -> Result<()> {
     // Per-namespace settings; failures only lose headroom, so they are warnings.
     for (path, v) in [
         ("/proc/sys/net/core/somaxconn", "65535"),
-        ("/proc/sys/net/ipv4/ip_local_port_range", "1024 65535"),
+        ("/proc/sys/net/ipv4/ip_local_port_range", "10000 65535"),
         ("/proc/sys/net/ipv4/tcp_max_syn_backlog", "65535"),
         ("/proc/sys/net/ipv4/tcp_tw_reuse", "1"),
     ] {

@@ -64,6 +64,8 @@ pub struct LoadConfig {
     /// Bound on each phase.
     pub timeout: Duration,
     pub cpus: Option<CpuList>,
+    /// Connects in progress at once (see [`CONNECT_WINDOW`]).
+    pub connect_window: usize,
 }
 
 /// Connections made.
@@ -92,12 +94,15 @@ impl Connected {
     }
 }
 
-/// Connects outstanding at once (keeps the listen backlog from overflowing,
-/// which would turn into 1 s SYN retransmits).
-const CONNECT_WINDOW: usize = 256;
+/// Default connects outstanding at once: keeps a listen backlog of a few
+/// hundred from overflowing, which would turn into SYN retransmits. A
+/// server with a tiny backlog (sockperf's is 10) needs a smaller window:
+/// an overflowing accept queue drops handshakes the client already counts
+/// as connected.
+pub const CONNECT_WINDOW: usize = 256;
 
 /// Opens `cfg.conns` connections with non-blocking connects, at most
-/// [`CONNECT_WINDOW`] in progress at a time.
+/// `cfg.connect_window` in progress at a time.
 pub fn connect_all(cfg: &LoadConfig) -> Result<Connected> {
     let ep = Epoll::new().map_err(|e| MuxError::Io("epoll_create".into(), e))?;
     let mut events = sys::new_events(1024);
@@ -118,7 +123,7 @@ pub fn connect_all(cfg: &LoadConfig) -> Result<Connected> {
         }
     };
     while out.fds.len() + (out.failures as usize) < cfg.conns {
-        while next < cfg.conns && pending.len() < CONNECT_WINDOW {
+        while next < cfg.conns && pending.len() < cfg.connect_window.max(1) {
             let src = if cfg.sources.is_empty() {
                 None
             } else {

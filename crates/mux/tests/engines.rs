@@ -63,6 +63,7 @@ fn echo_with(
         sources: Vec::new(),
         timeout: Duration::from_secs(120),
         cpus: None,
+        connect_window: load::CONNECT_WINDOW,
     };
     let mut c = load::connect_all(&cfg).unwrap();
     assert_eq!(c.fds.len(), conns, "{:?}", c.first_error);
@@ -166,6 +167,7 @@ fn several_server_threads_share_the_port() {
         sources: Vec::new(),
         timeout: Duration::from_secs(60),
         cpus: None,
+        connect_window: load::CONNECT_WINDOW,
     };
     let c = load::connect_all(&cfg).unwrap();
     let r = load::run_rounds(&cfg, &c.fds).unwrap();
@@ -202,6 +204,7 @@ fn thread_per_connection_clients_echo_too() {
         sources: Vec::new(),
         timeout: Duration::from_secs(60),
         cpus: None,
+        connect_window: load::CONNECT_WINDOW,
     };
     let c = load::connect_all(&cfg).unwrap();
     let r = load::run_rounds(&cfg, &c.fds).unwrap();

@@ -135,6 +135,9 @@ pub struct LoadOpts {
     /// Bound on each phase of a run (connect, rounds), seconds.
     #[arg(long, default_value_t = 300.0)]
     pub timeout: f64,
+    /// Connects in progress at once (lower it for servers with a tiny listen backlog, e.g. 8 for sockperf's 10).
+    #[arg(long, default_value_t = 256)]
+    pub connect_window: usize,
     /// Measure with fewer connections than asked when some fail (marked partial) instead of failing.
     #[arg(long)]
     pub allow_partial: bool,
@@ -245,6 +248,7 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         client_cpus,
         timeout: Duration::from_secs_f64(o.timeout),
         allow_partial: o.allow_partial,
+        connect_window: o.connect_window,
         ..MuxConfig::default()
     })
 }
