@@ -291,7 +291,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
             for p in &points {
                 println!(
                     "N={} R={} K={} active={}",
-                    plan.conns, p.rounds, plan.size, p.active
+                    p.conns, p.rounds, plan.size, p.active
                 );
                 let rep = commbench_mux::MuxReport {
                     results: p.results.clone(),
