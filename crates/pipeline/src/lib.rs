@@ -23,9 +23,11 @@
 // rings and tx buffers as one pointer, never copied.
 #![allow(clippy::vec_box)]
 
+pub mod afpacket;
 pub mod engine;
 pub mod gen;
 pub mod mbuf;
+pub mod netns;
 pub mod rss;
 pub mod txbuf;
 pub mod wire;
