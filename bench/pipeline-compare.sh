@@ -6,8 +6,8 @@
 #   C      bench/pipeline-baseline/rtc.c, the same loop in plain C (gcc -O2)
 #   dpdk   dpdk-testpmd macswap between two net_null vdevs (package dpdk-dev),
 #          its own "CPU cycles/packet" (includes preempted time), if installed
-#   rss    commbench pipeline rss: byte-table Toeplitz ticks per IPv4 4-tuple
-#          vs the bitwise definition
+#   rss    commbench pipeline rss: byte-table Toeplitz ticks per IPv4 4-tuple,
+#          vs DPDK's rte_softrss (bench/pipeline-baseline/softrss.c, dpdk-dev)
 # Usage: bench/pipeline-compare.sh [ROUNDS] [PACKETS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,11 @@ cargo build --release -q -p commbench
 CB=$PWD/target/release/commbench
 gcc -O2 -march=native -o "$OUT/rtc-c" bench/pipeline-baseline/rtc.c
 TESTPMD=$(command -v dpdk-testpmd || true)
+SOFTRSS=
+if pkg-config --exists libdpdk 2>/dev/null &&
+  gcc -O2 $(pkg-config --cflags libdpdk) -o "$OUT/softrss" bench/pipeline-baseline/softrss.c; then
+  SOFTRSS=$OUT/softrss
+fi
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f %.2f %.2f\n", m, a[1], a[NR]}'; }
 
@@ -38,13 +43,22 @@ testpmd() {
 
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-: > "$OUT/ours"; : > "$OUT/c"; : > "$OUT/dpdk"
+rss_ours() {
+  "$CB" pipeline rss --format jsonl 2>/dev/null | python3 -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    if r["test"] == "rss-hash" and r["params"]["impl"] == "table" and r["params"]["input"] == "ipv4-l4":
+        print(r["metrics"]["ticks_per_hash"])'
+}
+: > "$OUT/ours"; : > "$OUT/c"; : > "$OUT/dpdk"; : > "$OUT/rss"; : > "$OUT/softrss"
 for r in $(seq "$ROUNDS"); do
   ours >> "$OUT/ours"
   cloop >> "$OUT/c"
   if [ -n "$TESTPMD" ]; then testpmd >> "$OUT/dpdk"; fi
+  rss_ours >> "$OUT/rss"
+  if [ -n "$SOFTRSS" ]; then "$SOFTRSS" | awk '{print $4}' >> "$OUT/softrss"; fi
 done
-"$CB" pipeline rss --format jsonl 2>/dev/null > "$OUT/rss.jsonl"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 read -r om omin omax < <(median < "$OUT/ours")
 read -r cm cmin cmax < <(median < "$OUT/c")
@@ -59,13 +73,14 @@ if [ -s "$OUT/dpdk" ]; then
 else
   echo "| dpdk-testpmd | not installed (apt-get install dpdk-dev) | |"
 fi
-python3 - "$OUT/rss.jsonl" <<'EOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-t = {(r["params"].get("impl"), r["params"].get("input")): r["metrics"].get("ticks_per_hash") for r in rows if r["test"] == "rss-hash"}
-a, b = t.get(("table", "ipv4-l4")), t.get(("bitwise", "ipv4-l4"))
-print(f"| Toeplitz IPv4 4-tuple, byte table | {a:.2f} | bitwise {b:.2f}, {b / a:.1f}x |")
-EOF
+read -r rm rmin rmax < <(median < "$OUT/rss")
+echo "| Toeplitz IPv4 4-tuple, commbench byte table (ticks per hash) | $rm | $rmin..$rmax |"
+if [ -s "$OUT/softrss" ]; then
+  read -r sm smin smax < <(median < "$OUT/softrss")
+  echo "| Toeplitz IPv4 4-tuple, DPDK rte_softrss | $sm | $smin..$smax |"
+  echo
+  echo "rte_softrss / ours: $(awk -v a="$sm" -v b="$rm" 'BEGIN {printf "%.1f", a / b}')x"
+fi
 echo
 echo "ratio ours / C: $(awk -v a="$om" -v b="$cm" 'BEGIN {printf "%.2f", a / b}')"
 echo "command: bench/pipeline-compare.sh $ROUNDS $PACKETS"

@@ -447,7 +447,7 @@ fn run_run(a: &RunArgs) -> Result<()> {
 
 /// The quick `suite` step: run to completion and a short pipeline, swap work.
 pub fn suite_step(quick: bool, rec: &mut Recorder) -> Result<()> {
-    let packets = if quick { 200_000 } else { 2_000_000 };
+    let packets = if quick { 2_000_000 } else { 20_000_000 };
     for mode in [Mode::Rtc, Mode::Pipeline] {
         let c = PipelineConfig {
             mode,
