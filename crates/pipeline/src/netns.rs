@@ -4,7 +4,7 @@
 //! `setns`, all on AF_PACKET (TPACKET_V3 rx rings, `sendmmsg` tx with
 //! PACKET_QDISC_BYPASS).
 //!
-//! Names carry the owner's pid (`cbpl-<pid>-gen`, veths `cb<pid>g`...), so
+//! Names carry the owner's pid (`cbpl-<pid>-<n>-gen`, veths `cb<pid>x<n>g`...), so
 //! [`clean_leftovers`] can tell a dead run's namespaces from a live one's.
 //! [`Lab`] removes its namespaces (and with them the veths) when dropped:
 //! at the end, on error, and after Ctrl-C (a SIGINT handler only sets a
@@ -15,7 +15,7 @@
 //! are counted apart as foreign), and each socket's PACKET_STATISTICS
 //! gives its ring drops, so losses are attributed per hop.
 
-use crate::afpacket::{PacketSocket, RxRing};
+use crate::afpacket::{PacketSocket, RxRing, TxRing};
 use crate::wire::{swap_macs, FlowRepr, FCS, PROTO_UDP};
 use commbench_core::clock::rdtsc;
 use commbench_core::record::Record;
@@ -98,15 +98,19 @@ impl Lab {
                 "network namespaces and veth links need root: run as root (or with CAP_NET_ADMIN and CAP_SYS_ADMIN)",
             ));
         }
+        // pid + a per-process serial: unique even for labs set up one after
+        // another (or at once) in one process; interface names stay <= 15 B.
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
         let pid = std::process::id();
+        let n = SERIAL.fetch_add(1, Ordering::Relaxed) % 100;
         let mut lab = Lab {
-            gen_ns: format!("{NS_PREFIX}{pid}-gen"),
-            fwd_ns: format!("{NS_PREFIX}{pid}-fwd"),
-            sink_ns: format!("{NS_PREFIX}{pid}-sink"),
-            gen_if: format!("cb{pid}g"),
-            fwd_in: format!("cb{pid}fi"),
-            fwd_out: format!("cb{pid}fo"),
-            sink_if: format!("cb{pid}s"),
+            gen_ns: format!("{NS_PREFIX}{pid}-{n}-gen"),
+            fwd_ns: format!("{NS_PREFIX}{pid}-{n}-fwd"),
+            sink_ns: format!("{NS_PREFIX}{pid}-{n}-sink"),
+            gen_if: format!("cb{pid}x{n}g"),
+            fwd_in: format!("cb{pid}x{n}i"),
+            fwd_out: format!("cb{pid}x{n}o"),
+            sink_if: format!("cb{pid}x{n}s"),
             created: Vec::new(),
         };
         for ns in [lab.gen_ns.clone(), lab.fwd_ns.clone(), lab.sink_ns.clone()] {
@@ -240,6 +244,28 @@ pub struct NetnsConfig {
     pub window: u64,
     /// Give up after this long.
     pub timeout: Duration,
+    /// How the generator transmits.
+    pub tx: TxMethod,
+}
+
+/// AF_PACKET transmit paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxMethod {
+    /// One `sendmmsg` per burst.
+    Sendmmsg,
+    /// PACKET_TX_RING (TPACKET_V2): frames written into the mapped ring,
+    /// one `send` per burst.
+    TxRing,
+}
+
+impl TxMethod {
+    pub fn name(&self) -> &'static str {
+        match self {
+            TxMethod::Sendmmsg => "sendmmsg",
+            TxMethod::TxRing => "tx-ring",
+        }
+    }
 }
 
 impl Default for NetnsConfig {
@@ -250,6 +276,7 @@ impl Default for NetnsConfig {
             burst: 32,
             window: 0,
             timeout: Duration::from_secs(60),
+            tx: TxMethod::Sendmmsg,
         }
     }
 }
@@ -308,8 +335,18 @@ pub fn gen_role(
     sink_seen: &AtomicU64,
     stop: &AtomicBool,
 ) -> io::Result<(u64, f64, f64)> {
-    let sock = PacketSocket::open(iface, false)?;
-    let _ = sock.qdisc_bypass();
+    enum Tx {
+        Mmsg(PacketSocket),
+        Ring(Box<TxRing>),
+    }
+    let mut tx = match cfg.tx {
+        TxMethod::Sendmmsg => {
+            let s = PacketSocket::open(iface, false)?;
+            let _ = s.qdisc_bypass();
+            Tx::Mmsg(s)
+        }
+        TxMethod::TxRing => Tx::Ring(Box::new(TxRing::open(iface, 1024)?)),
+    };
     let frames: Vec<Vec<u8>> = (0..cfg.burst.max(1) as u64)
         .map(|i| frame(cfg.size, i))
         .collect();
@@ -337,11 +374,19 @@ pub fn gen_role(
             f[PAYLOAD_OFF + 4..PAYLOAD_OFF + 12].copy_from_slice(&(sent + i as u64).to_be_bytes());
         }
         let refs: Vec<&[u8]> = frames[..n].iter().map(|f| f.as_slice()).collect();
-        let k = sock.send_batch(&refs)?;
+        let k = match &mut tx {
+            Tx::Mmsg(s) => s.send_batch(&refs)?,
+            Tx::Ring(r) => r.send_batch(&refs)?,
+        };
         if k == 0 {
             std::thread::yield_now();
         }
         sent += k as u64;
+    }
+    if let Tx::Ring(r) = &mut tx {
+        // Frames the kernel rejected were never sent.
+        let rejected = r.drain(Duration::from_secs(1));
+        sent = sent.saturating_sub(rejected);
     }
     let wall = t0.elapsed().as_secs_f64();
     let cpu = Usage::thread().since(&cpu0).cpu_s();
@@ -591,8 +636,9 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
 }
 
 /// The record of a netns run.
-pub fn netns_record(r: &NetnsReport, window: u64, burst: usize) -> Record {
+pub fn netns_record(r: &NetnsReport, window: u64, burst: usize, tx: TxMethod) -> Record {
     Record::new("pipeline", "netns-af-packet")
+        .param("tx", tx.name())
         .param("frames", r.frames)
         .param("size", r.size)
         .param("burst", burst)
@@ -624,12 +670,19 @@ mod tests {
             eprintln!("skipped: netns test needs root");
             return;
         }
+        for tx in [TxMethod::Sendmmsg, TxMethod::TxRing] {
+            exact_run(tx);
+        }
+    }
+
+    fn exact_run(tx: TxMethod) {
         let cfg = NetnsConfig {
             frames: 3000,
             size: 128,
             burst: 32,
             window: 64,
             timeout: Duration::from_secs(60),
+            tx,
         };
         let r = run_netns(&cfg).unwrap();
         assert_eq!(r.sent, 3000, "{r:?}");
@@ -639,7 +692,15 @@ mod tests {
         assert_eq!(r.fwd_ring_drops + r.sink_ring_drops, 0, "{r:?}");
         assert!(!r.partial);
         let pid = std::process::id();
-        assert!(!std::path::Path::new(&format!("/run/netns/{NS_PREFIX}{pid}-gen")).exists());
+        let left: Vec<String> = std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&format!("{NS_PREFIX}{pid}-")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -45,11 +45,31 @@ pub struct NetnsArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 60)]
     pub timeout_s: u64,
+    /// Generator transmit path.
+    #[arg(long, value_enum, default_value = "sendmmsg")]
+    pub tx: TxArg,
     /// Runs.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TxArg {
+    /// One sendmmsg per burst.
+    Sendmmsg,
+    /// PACKET_TX_RING: frames written into the mapped ring, one send per burst.
+    TxRing,
+}
+
+impl From<TxArg> for commbench_pipeline::netns::TxMethod {
+    fn from(t: TxArg) -> Self {
+        match t {
+            TxArg::Sendmmsg => commbench_pipeline::netns::TxMethod::Sendmmsg,
+            TxArg::TxRing => commbench_pipeline::netns::TxMethod::TxRing,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -80,6 +100,9 @@ pub struct IoArgs {
     /// gen: frames to send.
     #[arg(long, default_value_t = 1_000_000)]
     pub frames: u64,
+    /// gen: transmit path.
+    #[arg(long, value_enum, default_value = "sendmmsg")]
+    pub tx: TxArg,
     #[arg(long, default_value_t = 64)]
     pub size: u32,
     #[arg(long, default_value_t = 32)]
@@ -342,11 +365,12 @@ fn run_netns(a: &NetnsArgs) -> Result<()> {
         burst: a.burst,
         window: a.window,
         timeout: std::time::Duration::from_secs(a.timeout_s),
+        tx: a.tx.into(),
     };
     let mut v = Vec::new();
     for _ in 0..a.repeat {
         let r = netns::run_netns(&cfg)?;
-        v.push(netns::netns_record(&r, a.window, a.burst));
+        v.push(netns::netns_record(&r, a.window, a.burst, a.tx.into()));
         if netns::interrupted() {
             break;
         }
@@ -377,6 +401,7 @@ fn run_io(a: &IoArgs) -> Result<()> {
                 burst: a.burst,
                 window: 0,
                 timeout: Duration::from_secs(a.duration_s),
+                tx: a.tx.into(),
             };
             let (sent, wall, cpu) =
                 netns::gen_role(&a.iface, &cfg, &seen, &AtomicBool::new(false))?;
@@ -385,6 +410,7 @@ fn run_io(a: &IoArgs) -> Result<()> {
                 .param("iface", &a.iface)
                 .param("size", a.size)
                 .param("burst", a.burst)
+                .param("tx", commbench_pipeline::netns::TxMethod::from(a.tx).name())
                 .metric("sent", sent)
                 .metric("pps", sent as f64 / wall)
                 .metric("cpu_s", cpu)
