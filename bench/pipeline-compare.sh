@@ -21,8 +21,8 @@ gcc -O2 -march=native -o "$OUT/rtc-c" bench/pipeline-baseline/rtc.c
 TESTPMD=$(command -v dpdk-testpmd || true)
 SOFTRSS=
 if pkg-config --exists libdpdk 2>/dev/null &&
-  gcc -O2 $(pkg-config --cflags libdpdk) -o "$OUT/softrss" bench/pipeline-baseline/softrss.c; then
-  SOFTRSS=$OUT/softrss
+  gcc -O2 $(pkg-config --cflags libdpdk) -o "$OUT/softrss-bin" bench/pipeline-baseline/softrss.c; then
+  SOFTRSS=$OUT/softrss-bin
 fi
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f %.2f %.2f\n", m, a[1], a[NR]}'; }
