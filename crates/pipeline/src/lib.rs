@@ -24,6 +24,7 @@
 #![allow(clippy::vec_box)]
 
 pub mod afpacket;
+pub mod afxdp;
 pub mod engine;
 pub mod gen;
 pub mod mbuf;

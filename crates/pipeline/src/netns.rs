@@ -257,6 +257,8 @@ pub enum TxMethod {
     /// PACKET_TX_RING (TPACKET_V2): frames written into the mapped ring,
     /// one `send` per burst.
     TxRing,
+    /// AF_XDP in copy mode (xdpilone), transmit only.
+    AfXdp,
 }
 
 impl TxMethod {
@@ -264,6 +266,7 @@ impl TxMethod {
         match self {
             TxMethod::Sendmmsg => "sendmmsg",
             TxMethod::TxRing => "tx-ring",
+            TxMethod::AfXdp => "af-xdp",
         }
     }
 }
@@ -338,6 +341,7 @@ pub fn gen_role(
     enum Tx {
         Mmsg(PacketSocket),
         Ring(Box<TxRing>),
+        Xdp(Box<crate::afxdp::XdpTx>),
     }
     let mut tx = match cfg.tx {
         TxMethod::Sendmmsg => {
@@ -346,6 +350,10 @@ pub fn gen_role(
             Tx::Mmsg(s)
         }
         TxMethod::TxRing => Tx::Ring(Box::new(TxRing::open(iface, 1024)?)),
+        TxMethod::AfXdp => {
+            let fs: Vec<Vec<u8>> = (0..64).map(|i| frame(cfg.size, i)).collect();
+            Tx::Xdp(Box::new(crate::afxdp::XdpTx::open(iface, &fs)?))
+        }
     };
     let frames: Vec<Vec<u8>> = (0..cfg.burst.max(1) as u64)
         .map(|i| frame(cfg.size, i))
@@ -377,6 +385,11 @@ pub fn gen_role(
         let k = match &mut tx {
             Tx::Mmsg(s) => s.send_batch(&refs)?,
             Tx::Ring(r) => r.send_batch(&refs)?,
+            Tx::Xdp(x) => {
+                let posted = u64::from(x.in_flight());
+                let n = (n as u64).min(cfg.frames - sent - posted.min(cfg.frames - sent));
+                x.send(n as u32) as usize
+            }
         };
         if k == 0 {
             std::thread::yield_now();
@@ -387,6 +400,9 @@ pub fn gen_role(
         // Frames the kernel rejected were never sent.
         let rejected = r.drain(Duration::from_secs(1));
         sent = sent.saturating_sub(rejected);
+    }
+    if let Tx::Xdp(x) = &mut tx {
+        sent += u64::from(x.finish(Duration::from_secs(1)));
     }
     let wall = t0.elapsed().as_secs_f64();
     let cpu = Usage::thread().since(&cpu0).cpu_s();
@@ -670,7 +686,7 @@ mod tests {
             eprintln!("skipped: netns test needs root");
             return;
         }
-        for tx in [TxMethod::Sendmmsg, TxMethod::TxRing] {
+        for tx in [TxMethod::Sendmmsg, TxMethod::TxRing, TxMethod::AfXdp] {
             exact_run(tx);
         }
     }

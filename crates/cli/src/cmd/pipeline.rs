@@ -61,6 +61,8 @@ pub enum TxArg {
     Sendmmsg,
     /// PACKET_TX_RING: frames written into the mapped ring, one send per burst.
     TxRing,
+    /// AF_XDP, copy mode (veth has no zero-copy), transmit only.
+    AfXdp,
 }
 
 impl From<TxArg> for commbench_pipeline::netns::TxMethod {
@@ -68,6 +70,7 @@ impl From<TxArg> for commbench_pipeline::netns::TxMethod {
         match t {
             TxArg::Sendmmsg => commbench_pipeline::netns::TxMethod::Sendmmsg,
             TxArg::TxRing => commbench_pipeline::netns::TxMethod::TxRing,
+            TxArg::AfXdp => commbench_pipeline::netns::TxMethod::AfXdp,
         }
     }
 }
