@@ -174,7 +174,7 @@ impl Generator {
     }
 
     /// Fills `m` with the next flow's packet and sets its hash and queue.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, m: &mut Mbuf) {
         let f = &self.flows[self.next];
         self.next += 1;
