@@ -412,6 +412,7 @@ pub fn gen_role(
 /// Forwarder role: receives on `in_if`, swaps MACs, sends on `out_if`.
 /// Stops once `upstream_done` is set and nothing arrived for `idle`.
 /// Returns (rx ours, tx, foreign, ring drops, ticks per packet median).
+#[allow(clippy::too_many_arguments)] // one role, its plumbing spelled out
 pub fn fwd_role(
     in_if: &str,
     out_if: &str,
@@ -420,9 +421,15 @@ pub fn fwd_role(
     fwd_seen: &AtomicU64,
     idle: Duration,
     deadline: Instant,
+    ready: Option<&std::sync::Barrier>,
 ) -> io::Result<(u64, u64, u64, u64, f64)> {
-    let mut ring = RxRing::open(in_if, 1 << 20, 16, 1)?;
-    let out = PacketSocket::open(out_if, false)?;
+    let opened = RxRing::open(in_if, 1 << 20, 16, 1)
+        .and_then(|r| PacketSocket::open(out_if, false).map(|o| (r, o)));
+    // Ready only once the ring exists, so no frame arrives before it.
+    if let Some(b) = ready {
+        b.wait();
+    }
+    let (mut ring, out) = opened?;
     let _ = out.qdisc_bypass();
     let _ = ring.socket().stats(); // reset counters
                                    // Staging buffers allocated once: a frame is copied out of the ring
@@ -511,8 +518,13 @@ pub fn sink_role(
     seen: &AtomicU64,
     idle: Duration,
     deadline: Instant,
+    ready: Option<&std::sync::Barrier>,
 ) -> io::Result<(u64, u64, u64, f64)> {
-    let mut ring = RxRing::open(iface, 1 << 20, 16, 1)?;
+    let opened = RxRing::open(iface, 1 << 20, 16, 1);
+    if let Some(b) = ready {
+        b.wait();
+    }
+    let mut ring = opened?;
     let _ = ring.socket().stats();
     let (mut rx, mut foreign) = (0u64, 0u64);
     let mut first: Option<Instant> = None;
@@ -568,16 +580,23 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
     let idle = Duration::from_millis(100);
     let ready = std::sync::Barrier::new(3);
     let res = std::thread::scope(|s| {
-        let sink = s.spawn(|| {
-            let entered = enter(&lab.sink_ns);
-            ready.wait();
-            entered.and_then(|_| sink_role(&lab.sink_if, &fwd_done, &sink_seen, idle, deadline))
+        let sink = s.spawn(|| match enter(&lab.sink_ns) {
+            Ok(()) => sink_role(
+                &lab.sink_if,
+                &fwd_done,
+                &sink_seen,
+                idle,
+                deadline,
+                Some(&ready),
+            ),
+            Err(e) => {
+                ready.wait();
+                Err(e)
+            }
         });
         let fwd = s.spawn(|| {
-            let entered = enter(&lab.fwd_ns);
-            ready.wait();
-            let r = entered.and_then(|_| {
-                fwd_role(
+            let r = match enter(&lab.fwd_ns) {
+                Ok(()) => fwd_role(
                     &lab.fwd_in,
                     &lab.fwd_out,
                     cfg.burst,
@@ -585,8 +604,13 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
                     &fwd_seen,
                     idle,
                     deadline,
-                )
-            });
+                    Some(&ready),
+                ),
+                Err(e) => {
+                    ready.wait();
+                    Err(e)
+                }
+            };
             fwd_done.store(true, Ordering::Release);
             r
         });
@@ -594,9 +618,7 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
             let entered = enter(&lab.gen_ns);
             ready.wait();
             let r = entered.and_then(|_| {
-                // The receivers open their rings after the barrier too;
-                // give them a moment so the first frames find a ring.
-                std::thread::sleep(Duration::from_millis(50));
+                // Both receivers' rings exist once the barrier opened.
                 gen_role(&lab.gen_if, cfg, &sink_seen, &stop)
             });
             gen_done.store(true, Ordering::Release);

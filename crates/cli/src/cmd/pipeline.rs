@@ -423,7 +423,7 @@ fn run_io(a: &IoArgs) -> Result<()> {
         RoleArg::Fwd => {
             let out = a.out_iface.clone().unwrap_or_else(|| a.iface.clone());
             let (rx, tx, foreign, drops, ticks) =
-                netns::fwd_role(&a.iface, &out, a.burst, &done, &seen, idle, deadline)?;
+                netns::fwd_role(&a.iface, &out, a.burst, &done, &seen, idle, deadline, None)?;
             Record::new("pipeline", "io-fwd")
                 .param("engine", "af-packet")
                 .param("iface", &a.iface)
@@ -436,7 +436,7 @@ fn run_io(a: &IoArgs) -> Result<()> {
         }
         RoleArg::Sink => {
             let (rx, foreign, drops, wall) =
-                netns::sink_role(&a.iface, &done, &seen, idle, deadline)?;
+                netns::sink_role(&a.iface, &done, &seen, idle, deadline, None)?;
             Record::new("pipeline", "io-sink")
                 .param("engine", "af-packet")
                 .param("iface", &a.iface)
