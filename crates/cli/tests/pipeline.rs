@@ -66,6 +66,22 @@ fn argument_errors_exit_2_with_a_message() {
             "invalid value 'warp'",
         ),
         (&["pipeline", "rss", "--queues", "0"], "--queues 0"),
+        (
+            &["pipeline", "netns", "--size", "10"],
+            "--size 10 is outside",
+        ),
+        (
+            &[
+                "pipeline", "io", "--mode", "gen", "--iface", "lo", "--burst", "0",
+            ],
+            "--burst 0",
+        ),
+        (
+            &[
+                "pipeline", "io", "--engine", "dpdk", "--mode", "gen", "--iface", "lo",
+            ],
+            "invalid value 'dpdk'",
+        ),
     ];
     for (args, msg) in cases {
         cb().args(*args)
@@ -175,4 +191,85 @@ fn rss_reports_both_implementations() {
     assert!(rs
         .iter()
         .any(|r| r["test"] == "rss-balance" && r["params"]["queues"] == 3));
+}
+
+#[test]
+fn io_on_a_missing_interface_is_a_run_error_naming_it() {
+    cb().args([
+        "pipeline",
+        "io",
+        "--mode",
+        "sink",
+        "--iface",
+        "cbnope0",
+        "--duration-s",
+        "1",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("cbnope0"));
+}
+
+#[test]
+fn netns_run_through_the_binary_counts_every_frame() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: pipeline netns needs root");
+        return;
+    }
+    let v = json(&[
+        "pipeline", "netns", "--frames", "2000", "--window", "64", "--size", "256",
+    ]);
+    let m = &records(&v)[0]["metrics"];
+    for k in ["sent", "fwd_rx", "fwd_tx", "sink_rx"] {
+        assert_eq!(m[k], 2000, "{k}: {m}");
+    }
+    assert_eq!(m["partial"], false);
+}
+
+#[test]
+fn ctrl_c_during_netns_removes_the_namespaces() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: pipeline netns needs root");
+        return;
+    }
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args([
+            "pipeline",
+            "netns",
+            "--frames",
+            "1000000000",
+            "--timeout-s",
+            "60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("cbpl-{}-", child.id());
+    let ours = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Wait (bounded) for the lab to exist, then interrupt it.
+    let start = std::time::Instant::now();
+    while ours().len() < 3 && start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ours().len(), 3, "namespaces never appeared");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(ours().is_empty(), "left behind: {:?}", ours());
 }

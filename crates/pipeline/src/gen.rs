@@ -40,8 +40,8 @@ pub enum RssAt {
 const HDR_SLOT: usize = 80;
 
 struct FlowEntry {
+    /// Headers, zero-padded to the slot.
     hdr: [u8; HDR_SLOT],
-    hdr_len: u8,
     rss: u32,
     queue: u16,
 }
@@ -142,7 +142,6 @@ impl Generator {
             let h = rss.hash(&repr.tuple);
             v.push(FlowEntry {
                 hdr,
-                hdr_len: hdr_len as u8,
                 rss: h,
                 queue: rss.queue_of(h) as u16,
             });
@@ -175,15 +174,21 @@ impl Generator {
     }
 
     /// Fills `m` with the next flow's packet and sets its hash and queue.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, m: &mut Mbuf) {
         let f = &self.flows[self.next];
         self.next += 1;
         if self.next == self.flows.len() {
             self.next = 0;
         }
-        let n = usize::from(f.hdr_len);
-        m.data[..n].copy_from_slice(&f.hdr[..n]);
+        // A fixed-size copy of the whole header slot compiles to a few
+        // vector moves; a copy of exactly `hdr_len` bytes is a memcpy call
+        // (rtc swap at 64 B: 22 rx ticks per packet before). Bytes past the header
+        // are the template's zeros, inside the 2 KiB buffer.
+        let dst: &mut [u8; HDR_SLOT] = (&mut m.data[..HDR_SLOT])
+            .try_into()
+            .expect("MBUF_DATA > HDR_SLOT");
+        *dst = f.hdr;
         m.len = self.frame_len;
         match self.rss_at {
             RssAt::Nic => {

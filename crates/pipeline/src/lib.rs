@@ -23,10 +23,13 @@
 // rings and tx buffers as one pointer, never copied.
 #![allow(clippy::vec_box)]
 
+pub mod afpacket;
+pub mod afxdp;
 pub mod engine;
 pub mod figures;
 pub mod gen;
 pub mod mbuf;
+pub mod netns;
 pub mod rss;
 pub mod txbuf;
 pub mod wire;
@@ -758,19 +761,21 @@ pub fn rss_bench(
             let mut sink = 0u32;
             for _ in 0..batches {
                 let t0 = commbench_core::clock::rdtsc_fenced();
-                for (b, n) in &bufs {
-                    let input = std::hint::black_box(&b[..*n]);
-                    sink ^= if imp == "table" {
-                        if *n == 12 {
-                            let mut b12 = [0u8; 12];
-                            b12.copy_from_slice(input);
-                            table.hash_v4_l4(&b12)
-                        } else {
-                            table.hash(input)
-                        }
-                    } else {
-                        rss::toeplitz_bitwise(&STANDARD_KEY, input)
-                    };
+                // One loop per implementation: no per-hash dispatch.
+                if imp == "bitwise" {
+                    for (b, n) in &bufs {
+                        sink ^=
+                            rss::toeplitz_bitwise(&STANDARD_KEY, std::hint::black_box(&b[..*n]));
+                    }
+                } else if bufs[0].1 == 12 {
+                    for (b, _) in &bufs {
+                        let b12: &[u8; 12] = b[..12].try_into().expect("12 bytes");
+                        sink ^= table.hash_v4_l4(std::hint::black_box(b12));
+                    }
+                } else {
+                    for (b, n) in &bufs {
+                        sink ^= table.hash(std::hint::black_box(&b[..*n]));
+                    }
                 }
                 let t1 = commbench_core::clock::rdtsc_fenced();
                 t.record_batch_ticks(t1 - t0, N as u32);

@@ -25,12 +25,12 @@ pub struct Mbuf {
 
 impl Mbuf {
     /// The frame bytes.
-    #[inline]
+    #[inline(always)]
     pub fn frame(&self) -> &[u8] {
         &self.data[..usize::from(self.len)]
     }
     /// The frame bytes, writable.
-    #[inline]
+    #[inline(always)]
     pub fn frame_mut(&mut self) -> &mut [u8] {
         &mut self.data[..usize::from(self.len)]
     }
@@ -58,21 +58,21 @@ impl Pool {
     }
 
     /// A free buffer, if any is left.
-    #[inline]
+    #[inline(always)]
     pub fn get(&mut self) -> Option<Box<Mbuf>> {
         self.free.pop()
     }
 
     /// Returns a buffer. The free list was sized for every buffer, so this
     /// never allocates.
-    #[inline]
+    #[inline(always)]
     pub fn put(&mut self, m: Box<Mbuf>) {
         debug_assert!(self.free.len() < self.size);
         self.free.push(m);
     }
 
     /// Free buffers.
-    #[inline]
+    #[inline(always)]
     pub fn available(&self) -> usize {
         self.free.len()
     }

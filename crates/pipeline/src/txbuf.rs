@@ -49,7 +49,7 @@ impl TxBuffer {
 
     /// Adds a packet at time `now`; sends the burst through `send` when it
     /// reaches `bulk`. `send` must take every packet out of the vector.
-    #[inline]
+    #[inline(always)]
     pub fn buffer<F: FnMut(&mut Vec<Box<Mbuf>>)>(&mut self, m: Box<Mbuf>, now: u64, send: &mut F) {
         if self.pkts.is_empty() {
             self.oldest = now;
@@ -64,7 +64,7 @@ impl TxBuffer {
 
     /// Flushes when the oldest packet has waited `drain_ticks` by `now`;
     /// returns whether it did.
-    #[inline]
+    #[inline(always)]
     pub fn drain_if_due<F: FnMut(&mut Vec<Box<Mbuf>>)>(
         &mut self,
         now: u64,

@@ -1,5 +1,6 @@
 //! `commbench clean`: remove what dead runs left in /dev/shm and the temp
-//! dir (named by `commbench_core::artifact::name`); live runs are left alone.
+//! dir (named by `commbench_core::artifact::name`) and the network
+//! namespaces of `pipeline netns` runs; live runs are left alone.
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
@@ -17,7 +18,7 @@ pub struct CleanArgs {
 
 pub fn run(a: &CleanArgs) -> Result<()> {
     let entries = artifact::clean(a.dry_run);
-    let records: Vec<Record> = entries
+    let mut records: Vec<Record> = entries
         .iter()
         .map(|e| {
             Record::new("clean", "artifact")
@@ -27,12 +28,23 @@ pub fn run(a: &CleanArgs) -> Result<()> {
                 .metric("action", &e.action)
         })
         .collect();
-    let removed = entries.iter().filter(|e| e.action == "removed").count();
-    let live = entries.iter().filter(|e| e.action == "live").count();
-    let errors = entries
+    // Network namespaces (and their veths) of dead `pipeline netns` runs.
+    let netns = commbench_pipeline::netns::clean_leftovers(a.dry_run);
+    records.extend(netns.iter().map(|e| {
+        Record::new("clean", "netns")
+            .param("path", &e.name)
+            .param("lab", "pipeline")
+            .param("pid", e.pid)
+            .metric("action", &e.action)
+    }));
+    let actions: Vec<&str> = entries
         .iter()
-        .filter(|e| e.action.starts_with("error"))
-        .count();
+        .map(|e| e.action.as_str())
+        .chain(netns.iter().map(|e| e.action.as_str()))
+        .collect();
+    let removed = actions.iter().filter(|a| **a == "removed").count();
+    let live = actions.iter().filter(|a| **a == "live").count();
+    let errors = actions.iter().filter(|a| a.starts_with("error")).count();
     eprintln!(
         "commbench clean: {removed} removed, {live} of live runs left alone, {errors} errors"
     );

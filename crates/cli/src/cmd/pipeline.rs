@@ -22,6 +22,102 @@ pub enum PipelineCmd {
     Run(RunArgs),
     /// Toeplitz RSS: ticks per hash (byte table vs bitwise) and flow balance over queues.
     Rss(RssArgs),
+    /// (root) gen → l2fwd → sink over veth pairs between namespaces it creates, AF_PACKET.
+    Netns(NetnsArgs),
+    /// Run one role (gen, fwd, sink) on an existing interface, AF_PACKET.
+    Io(IoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NetnsArgs {
+    /// Frames the generator sends.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub frames: u64,
+    /// Frame size with FCS (64..=1518).
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+    /// Frames per sendmmsg.
+    #[arg(long, default_value_t = 32)]
+    pub burst: usize,
+    /// Most frames in flight before the generator waits (0: unpaced, drops expected).
+    #[arg(long, default_value_t = 0)]
+    pub window: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60)]
+    pub timeout_s: u64,
+    /// Generator transmit path.
+    #[arg(long, value_enum, default_value = "sendmmsg")]
+    pub tx: TxArg,
+    /// Runs.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TxArg {
+    /// One sendmmsg per burst.
+    Sendmmsg,
+    /// PACKET_TX_RING: frames written into the mapped ring, one send per burst.
+    TxRing,
+    /// AF_XDP, copy mode (veth has no zero-copy), transmit only.
+    AfXdp,
+}
+
+impl From<TxArg> for commbench_pipeline::netns::TxMethod {
+    fn from(t: TxArg) -> Self {
+        match t {
+            TxArg::Sendmmsg => commbench_pipeline::netns::TxMethod::Sendmmsg,
+            TxArg::TxRing => commbench_pipeline::netns::TxMethod::TxRing,
+            TxArg::AfXdp => commbench_pipeline::netns::TxMethod::AfXdp,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EngineArg {
+    /// AF_PACKET: TPACKET_V3 rx ring, sendmmsg tx with PACKET_QDISC_BYPASS.
+    AfPacket,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum RoleArg {
+    Gen,
+    Fwd,
+    Sink,
+}
+
+#[derive(Debug, Args)]
+pub struct IoArgs {
+    #[arg(long, value_enum, default_value = "af-packet")]
+    pub engine: EngineArg,
+    #[arg(long, value_enum)]
+    pub mode: RoleArg,
+    /// Interface to send on (gen) or receive from (fwd, sink).
+    #[arg(long)]
+    pub iface: String,
+    /// fwd: interface to send the forwarded frames on (default: --iface).
+    #[arg(long)]
+    pub out_iface: Option<String>,
+    /// gen: frames to send.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub frames: u64,
+    /// gen: transmit path.
+    #[arg(long, value_enum, default_value = "sendmmsg")]
+    pub tx: TxArg,
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+    #[arg(long, default_value_t = 32)]
+    pub burst: usize,
+    /// Stop after this many seconds.
+    #[arg(long, default_value_t = 60)]
+    pub duration_s: u64,
+    /// fwd, sink: stop after this long without a frame.
+    #[arg(long, default_value_t = 2000)]
+    pub idle_ms: u64,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -239,7 +335,125 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             crate::progress::finish();
             r.out.emit(&v)
         }
+        PipelineCmd::Netns(n) => run_netns(n),
+        PipelineCmd::Io(i) => run_io(i),
     }
+}
+
+fn check_io_args(size: u32, burst: usize) -> Result<()> {
+    if !(64..=1518).contains(&size) {
+        return Err(crate::usage(format!("--size {size} is outside 64..=1518")));
+    }
+    if !(1..=1024).contains(&burst) {
+        return Err(crate::usage(format!("--burst {burst} is outside 1..=1024")));
+    }
+    Ok(())
+}
+
+fn run_netns(a: &NetnsArgs) -> Result<()> {
+    use commbench_pipeline::netns;
+    check_io_args(a.size, a.burst)?;
+    if a.frames == 0 || !(1..=100).contains(&a.repeat) || a.timeout_s == 0 {
+        return Err(crate::usage(
+            "--frames, --repeat (1..=100) and --timeout-s must be at least 1",
+        ));
+    }
+    if !netns::is_root() {
+        anyhow::bail!("pipeline netns creates network namespaces and veth links: run it as root");
+    }
+    netns::catch_sigint();
+    let cfg = netns::NetnsConfig {
+        frames: a.frames,
+        size: a.size,
+        burst: a.burst,
+        window: a.window,
+        timeout: std::time::Duration::from_secs(a.timeout_s),
+        tx: a.tx.into(),
+    };
+    let mut v = Vec::new();
+    for _ in 0..a.repeat {
+        let r = netns::run_netns(&cfg)?;
+        v.push(netns::netns_record(&r, a.window, a.burst, a.tx.into()));
+        if netns::interrupted() {
+            break;
+        }
+    }
+    a.out.emit(&v)?;
+    if netns::interrupted() {
+        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
+    }
+    Ok(())
+}
+
+fn run_io(a: &IoArgs) -> Result<()> {
+    use commbench_core::record::Record;
+    use commbench_pipeline::netns;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    use std::time::{Duration, Instant};
+    check_io_args(a.size, a.burst)?;
+    netns::catch_sigint();
+    let deadline = Instant::now() + Duration::from_secs(a.duration_s);
+    let idle = Duration::from_millis(a.idle_ms);
+    let done = AtomicBool::new(true);
+    let seen = AtomicU64::new(0);
+    let rec = match a.mode {
+        RoleArg::Gen => {
+            let cfg = netns::NetnsConfig {
+                frames: a.frames,
+                size: a.size,
+                burst: a.burst,
+                window: 0,
+                timeout: Duration::from_secs(a.duration_s),
+                tx: a.tx.into(),
+            };
+            let (sent, wall, cpu) =
+                netns::gen_role(&a.iface, &cfg, &seen, &AtomicBool::new(false))?;
+            Record::new("pipeline", "io-gen")
+                .param("engine", "af-packet")
+                .param("iface", &a.iface)
+                .param("size", a.size)
+                .param("burst", a.burst)
+                .param("tx", commbench_pipeline::netns::TxMethod::from(a.tx).name())
+                .metric("sent", sent)
+                .metric("pps", sent as f64 / wall)
+                .metric("cpu_s", cpu)
+                .metric("pps_per_cpu_s", sent as f64 / cpu)
+                .metric("partial", sent < a.frames)
+        }
+        RoleArg::Fwd => {
+            let out = a.out_iface.clone().unwrap_or_else(|| a.iface.clone());
+            let (rx, tx, foreign, drops, ticks) =
+                netns::fwd_role(&a.iface, &out, a.burst, &done, &seen, idle, deadline, None)?;
+            Record::new("pipeline", "io-fwd")
+                .param("engine", "af-packet")
+                .param("iface", &a.iface)
+                .param("out_iface", &out)
+                .metric("rx", rx)
+                .metric("tx", tx)
+                .metric("foreign", foreign)
+                .metric("ring_drops", drops)
+                .metric("ticks_per_packet", ticks)
+        }
+        RoleArg::Sink => {
+            let (rx, foreign, drops, wall) =
+                netns::sink_role(&a.iface, &done, &seen, idle, deadline, None)?;
+            Record::new("pipeline", "io-sink")
+                .param("engine", "af-packet")
+                .param("iface", &a.iface)
+                .metric("rx", rx)
+                .metric("foreign", foreign)
+                .metric("ring_drops", drops)
+                .metric(
+                    "pps",
+                    if wall > 0.0 {
+                        rx as f64 / wall
+                    } else {
+                        f64::NAN
+                    },
+                )
+        }
+    };
+    a.out.emit(&[rec])
 }
 
 fn run_run(a: &RunArgs) -> Result<()> {
@@ -262,7 +476,7 @@ fn run_run(a: &RunArgs) -> Result<()> {
 
 /// The quick `suite` step: run to completion and a short pipeline, swap work.
 pub fn suite_step(quick: bool, rec: &mut Recorder) -> Result<()> {
-    let packets = if quick { 200_000 } else { 2_000_000 };
+    let packets = if quick { 2_000_000 } else { 20_000_000 };
     for mode in [Mode::Rtc, Mode::Pipeline] {
         let c = PipelineConfig {
             mode,

@@ -1,0 +1,758 @@
+//! Real packet I/O between network namespaces (root): three namespaces
+//! joined by two veth pairs, a generator → an l2fwd-style forwarder (MAC
+//! swap) → a sink, each a thread that has joined its namespace with
+//! `setns`, all on AF_PACKET (TPACKET_V3 rx rings, `sendmmsg` tx with
+//! PACKET_QDISC_BYPASS).
+//!
+//! Names carry the owner's pid (`cbpl-<pid>-<n>-gen`, veths `cb<pid>x<n>g`...), so
+//! [`clean_leftovers`] can tell a dead run's namespaces from a live one's.
+//! [`Lab`] removes its namespaces (and with them the veths) when dropped:
+//! at the end, on error, and after Ctrl-C (a SIGINT handler only sets a
+//! flag the loops check).
+//!
+//! Counting: generated frames carry a magic and a sequence number; the
+//! forwarder and the sink count only those (a kernel's own stray frames
+//! are counted apart as foreign), and each socket's PACKET_STATISTICS
+//! gives its ring drops, so losses are attributed per hop.
+
+use crate::afpacket::{PacketSocket, RxRing, TxRing};
+use crate::wire::{swap_macs, FlowRepr, FCS, PROTO_UDP};
+use commbench_core::clock::rdtsc;
+use commbench_core::record::Record;
+use commbench_core::rusage::Usage;
+use commbench_core::stats::Summary;
+use serde::Serialize;
+use std::io;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Prefix of every namespace this lab creates.
+pub const NS_PREFIX: &str = "cbpl-";
+/// Bytes after the headers that mark a generated frame.
+pub const MAGIC: [u8; 4] = *b"CBPL";
+const PAYLOAD_OFF: usize = 14 + 20 + 8;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes Ctrl-C set a flag instead of killing the process, so the lab
+/// tears down its namespaces.
+pub fn catch_sigint() {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn ip(args: &[&str]) -> io::Result<()> {
+    let out = Command::new("ip").args(args).output().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot run 'ip' (iproute2): {e}; install iproute2"),
+        )
+    })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// Three namespaces and two veth pairs; removed on drop.
+pub struct Lab {
+    pub gen_ns: String,
+    pub fwd_ns: String,
+    pub sink_ns: String,
+    pub gen_if: String,
+    pub fwd_in: String,
+    pub fwd_out: String,
+    pub sink_if: String,
+    created: Vec<String>,
+}
+
+impl Lab {
+    /// Creates the namespaces and links (root). On failure, whatever was
+    /// created is removed before the error returns.
+    pub fn setup() -> io::Result<Lab> {
+        if !is_root() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "network namespaces and veth links need root: run as root (or with CAP_NET_ADMIN and CAP_SYS_ADMIN)",
+            ));
+        }
+        // pid + a per-process serial: unique even for labs set up one after
+        // another (or at once) in one process; interface names stay <= 15 B.
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
+        let pid = std::process::id();
+        let n = SERIAL.fetch_add(1, Ordering::Relaxed) % 100;
+        let mut lab = Lab {
+            gen_ns: format!("{NS_PREFIX}{pid}-{n}-gen"),
+            fwd_ns: format!("{NS_PREFIX}{pid}-{n}-fwd"),
+            sink_ns: format!("{NS_PREFIX}{pid}-{n}-sink"),
+            gen_if: format!("cb{pid}x{n}g"),
+            fwd_in: format!("cb{pid}x{n}i"),
+            fwd_out: format!("cb{pid}x{n}o"),
+            sink_if: format!("cb{pid}x{n}s"),
+            created: Vec::new(),
+        };
+        for ns in [lab.gen_ns.clone(), lab.fwd_ns.clone(), lab.sink_ns.clone()] {
+            ip(&["netns", "add", &ns])?;
+            lab.created.push(ns.clone());
+            // No IPv6 router/MLD chatter on the links (best effort).
+            let _ = Command::new("ip")
+                .args(["netns", "exec", &ns, "sysctl", "-qw"])
+                .args([
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ])
+                .output();
+        }
+        ip(&[
+            "link",
+            "add",
+            &lab.gen_if,
+            "netns",
+            &lab.gen_ns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &lab.fwd_in,
+            "netns",
+            &lab.fwd_ns,
+        ])?;
+        ip(&[
+            "link",
+            "add",
+            &lab.fwd_out,
+            "netns",
+            &lab.fwd_ns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &lab.sink_if,
+            "netns",
+            &lab.sink_ns,
+        ])?;
+        for (ns, ifc) in [
+            (&lab.gen_ns, &lab.gen_if),
+            (&lab.fwd_ns, &lab.fwd_in),
+            (&lab.fwd_ns, &lab.fwd_out),
+            (&lab.sink_ns, &lab.sink_if),
+        ] {
+            ip(&["-n", ns, "link", "set", ifc, "up"])?;
+        }
+        Ok(lab)
+    }
+
+    /// Names of the namespaces still present.
+    pub fn namespaces(&self) -> &[String] {
+        &self.created
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes the veth ends in it (and so the pairs).
+        for ns in self.created.drain(..) {
+            let _ = ip(&["netns", "del", &ns]);
+        }
+    }
+}
+
+/// Moves the calling thread into namespace `ns`.
+pub fn enter(ns: &str) -> io::Result<()> {
+    let path = format!("/run/netns/{ns}");
+    let f = std::fs::File::open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: f is an open namespace file.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One leftover namespace and what was done with it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Leftover {
+    pub name: String,
+    pub pid: u32,
+    pub action: String,
+}
+
+/// Removes namespaces named by this lab whose owning process is gone.
+pub fn clean_leftovers(dry_run: bool) -> Vec<Leftover> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/run/netns") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(NS_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        let action = if alive {
+            "live".to_owned()
+        } else if dry_run {
+            "would remove".to_owned()
+        } else {
+            match ip(&["netns", "del", &name]) {
+                Ok(()) => "removed".to_owned(),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        out.push(Leftover { name, pid, action });
+    }
+    out
+}
+
+/// What a netns run is asked to do.
+#[derive(Debug, Clone)]
+pub struct NetnsConfig {
+    /// Frames the generator sends.
+    pub frames: u64,
+    /// Frame size with FCS.
+    pub size: u32,
+    /// Frames per `sendmmsg`.
+    pub burst: usize,
+    /// At most this many frames in flight (sent, not yet at the sink);
+    /// 0 sends as fast as the generator can (drops expected).
+    pub window: u64,
+    /// Give up after this long.
+    pub timeout: Duration,
+    /// How the generator transmits.
+    pub tx: TxMethod,
+}
+
+/// AF_PACKET transmit paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxMethod {
+    /// One `sendmmsg` per burst.
+    Sendmmsg,
+    /// PACKET_TX_RING (TPACKET_V2): frames written into the mapped ring,
+    /// one `send` per burst.
+    TxRing,
+    /// AF_XDP in copy mode (xdpilone), transmit only.
+    AfXdp,
+}
+
+impl TxMethod {
+    pub fn name(&self) -> &'static str {
+        match self {
+            TxMethod::Sendmmsg => "sendmmsg",
+            TxMethod::TxRing => "tx-ring",
+            TxMethod::AfXdp => "af-xdp",
+        }
+    }
+}
+
+impl Default for NetnsConfig {
+    fn default() -> Self {
+        NetnsConfig {
+            frames: 1_000_000,
+            size: 64,
+            burst: 32,
+            window: 0,
+            timeout: Duration::from_secs(60),
+            tx: TxMethod::Sendmmsg,
+        }
+    }
+}
+
+/// Counts and rates of one gen → fwd → sink run.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetnsReport {
+    pub frames: u64,
+    pub size: u32,
+    pub sent: u64,
+    pub fwd_rx: u64,
+    pub fwd_tx: u64,
+    pub fwd_ring_drops: u64,
+    pub sink_rx: u64,
+    pub sink_ring_drops: u64,
+    pub foreign: u64,
+    /// Frames lost between generator and forwarder (veth backlog, ring).
+    pub lost_gen_fwd: u64,
+    pub lost_fwd_sink: u64,
+    pub gen_wall_s: f64,
+    pub gen_cpu_s: f64,
+    pub gen_pps: f64,
+    pub gen_pps_per_cpu_s: f64,
+    pub fwd_ticks_per_packet: f64,
+    pub sink_pps: f64,
+    /// The run ended before every frame was accounted for (timeout or
+    /// Ctrl-C).
+    pub partial: bool,
+}
+
+fn frame(size: u32, seq: u64) -> Vec<u8> {
+    let len = (size as usize - FCS).max(PAYLOAD_OFF + 12);
+    let mut b = vec![0u8; len];
+    let f = FlowRepr {
+        src_mac: [0x02, 0xcb, 0, 0, 0, 1],
+        dst_mac: [0x02, 0xcb, 0, 0, 0, 2],
+        tuple: crate::gen::flow_tuple(seq as usize % 1024, false),
+        proto: PROTO_UDP,
+    };
+    let _ = f.emit(&mut b, len);
+    b[PAYLOAD_OFF..PAYLOAD_OFF + 4].copy_from_slice(&MAGIC);
+    b[PAYLOAD_OFF + 4..PAYLOAD_OFF + 12].copy_from_slice(&seq.to_be_bytes());
+    b
+}
+
+fn ours(f: &[u8]) -> bool {
+    f.len() >= PAYLOAD_OFF + 12 && f[PAYLOAD_OFF..PAYLOAD_OFF + 4] == MAGIC
+}
+
+/// Generator role: sends `cfg.frames` frames on `iface` in bursts;
+/// `in_flight` (frames sent minus frames the sink saw) paces it when
+/// `cfg.window` > 0. Returns (sent, wall s, thread CPU s).
+pub fn gen_role(
+    iface: &str,
+    cfg: &NetnsConfig,
+    sink_seen: &AtomicU64,
+    stop: &AtomicBool,
+) -> io::Result<(u64, f64, f64)> {
+    enum Tx {
+        Mmsg(PacketSocket),
+        Ring(Box<TxRing>),
+        Xdp(Box<crate::afxdp::XdpTx>),
+    }
+    let mut tx = match cfg.tx {
+        TxMethod::Sendmmsg => {
+            let s = PacketSocket::open(iface, false)?;
+            let _ = s.qdisc_bypass();
+            Tx::Mmsg(s)
+        }
+        TxMethod::TxRing => Tx::Ring(Box::new(TxRing::open(iface, 1024)?)),
+        TxMethod::AfXdp => {
+            let fs: Vec<Vec<u8>> = (0..64).map(|i| frame(cfg.size, i)).collect();
+            Tx::Xdp(Box::new(crate::afxdp::XdpTx::open(iface, &fs)?))
+        }
+    };
+    let frames: Vec<Vec<u8>> = (0..cfg.burst.max(1) as u64)
+        .map(|i| frame(cfg.size, i))
+        .collect();
+    let mut frames = frames;
+    let deadline = Instant::now() + cfg.timeout;
+    let cpu0 = Usage::thread();
+    let t0 = Instant::now();
+    let mut sent = 0u64;
+    while sent < cfg.frames && !stop.load(Ordering::Relaxed) && !interrupted() {
+        if Instant::now() > deadline {
+            break;
+        }
+        let mut n = (cfg.frames - sent).min(cfg.burst as u64) as usize;
+        if cfg.window > 0 {
+            let room = cfg
+                .window
+                .saturating_sub(sent - sink_seen.load(Ordering::Acquire));
+            if room == 0 {
+                std::thread::sleep(Duration::from_micros(50));
+                continue;
+            }
+            n = n.min(room as usize);
+        }
+        for (i, f) in frames.iter_mut().take(n).enumerate() {
+            f[PAYLOAD_OFF + 4..PAYLOAD_OFF + 12].copy_from_slice(&(sent + i as u64).to_be_bytes());
+        }
+        let refs: Vec<&[u8]> = frames[..n].iter().map(|f| f.as_slice()).collect();
+        let k = match &mut tx {
+            Tx::Mmsg(s) => s.send_batch(&refs)?,
+            Tx::Ring(r) => r.send_batch(&refs)?,
+            Tx::Xdp(x) => {
+                let posted = u64::from(x.in_flight());
+                let n = (n as u64).min(cfg.frames - sent - posted.min(cfg.frames - sent));
+                x.send(n as u32) as usize
+            }
+        };
+        if k == 0 {
+            std::thread::yield_now();
+        }
+        sent += k as u64;
+    }
+    if let Tx::Ring(r) = &mut tx {
+        // Frames the kernel rejected were never sent.
+        let rejected = r.drain(Duration::from_secs(1));
+        sent = sent.saturating_sub(rejected);
+    }
+    if let Tx::Xdp(x) = &mut tx {
+        sent += u64::from(x.finish(Duration::from_secs(1)));
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = Usage::thread().since(&cpu0).cpu_s();
+    Ok((sent, wall, cpu))
+}
+
+/// Forwarder role: receives on `in_if`, swaps MACs, sends on `out_if`.
+/// Stops once `upstream_done` is set and nothing arrived for `idle`.
+/// Returns (rx ours, tx, foreign, ring drops, ticks per packet median).
+#[allow(clippy::too_many_arguments)] // one role, its plumbing spelled out
+pub fn fwd_role(
+    in_if: &str,
+    out_if: &str,
+    burst: usize,
+    upstream_done: &AtomicBool,
+    fwd_seen: &AtomicU64,
+    idle: Duration,
+    deadline: Instant,
+    ready: Option<&std::sync::Barrier>,
+) -> io::Result<(u64, u64, u64, u64, f64)> {
+    let opened = RxRing::open(in_if, 1 << 20, 16, 1)
+        .and_then(|r| PacketSocket::open(out_if, false).map(|o| (r, o)));
+    // Ready only once the ring exists, so no frame arrives before it.
+    if let Some(b) = ready {
+        b.wait();
+    }
+    let (mut ring, out) = opened?;
+    let _ = out.qdisc_bypass();
+    let _ = ring.socket().stats(); // reset counters
+                                   // Staging buffers allocated once: a frame is copied out of the ring
+                                   // (the block goes back to the kernel at once) and sent from here.
+    let mut stage: Vec<[u8; 2048]> = vec![[0u8; 2048]; burst];
+    let mut lens: Vec<usize> = Vec::with_capacity(burst);
+    let (mut rx, mut tx, mut foreign, mut drops) = (0u64, 0u64, 0u64, 0u64);
+    let mut per_pkt: Vec<f64> = Vec::with_capacity(1 << 16);
+    let mut last = Instant::now();
+    let flush = |stage: &[[u8; 2048]], lens: &mut Vec<usize>| -> io::Result<u64> {
+        let refs: Vec<&[u8]> = lens.iter().zip(stage).map(|(&l, b)| &b[..l]).collect();
+        lens.clear();
+        send_all(&out, &refs)
+    };
+    loop {
+        if interrupted() || Instant::now() > deadline {
+            break;
+        }
+        let t0 = rdtsc();
+        let mut got = 0u64;
+        let mut err = None;
+        let n = ring.next_block(|f| {
+            if !ours(f) {
+                foreign += 1;
+                return;
+            }
+            swap_macs(f);
+            let l = f.len().min(2048);
+            stage[lens.len()][..l].copy_from_slice(&f[..l]);
+            lens.push(l);
+            got += 1;
+            if lens.len() >= burst {
+                match flush(&stage, &mut lens) {
+                    Ok(k) => tx += k,
+                    Err(e) => err = Some(e),
+                }
+            }
+        })?;
+        if !lens.is_empty() {
+            tx += flush(&stage, &mut lens)?;
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if n > 0 {
+            rx += got;
+            fwd_seen.store(rx, Ordering::Release);
+            if per_pkt.len() < per_pkt.capacity() {
+                per_pkt.push((rdtsc() - t0) as f64 / n as f64);
+            }
+            last = Instant::now();
+            continue;
+        }
+        if upstream_done.load(Ordering::Acquire) && last.elapsed() > idle {
+            break;
+        }
+        ring.wait(5)?;
+    }
+    let (_, d) = ring.socket().stats()?;
+    drops += d;
+    let ticks = Summary::from_samples(&per_pkt).median;
+    Ok((rx, tx, foreign, drops, ticks))
+}
+
+/// Sends every frame, retrying a full tx queue briefly; returns how many
+/// went out.
+fn send_all(sock: &PacketSocket, frames: &[&[u8]]) -> io::Result<u64> {
+    let mut off = 0;
+    let mut tries = 0;
+    while off < frames.len() && tries < 1000 {
+        let k = sock.send_batch(&frames[off..])?;
+        if k == 0 {
+            tries += 1;
+            std::thread::yield_now();
+        }
+        off += k;
+    }
+    Ok(off as u64)
+}
+
+/// Sink role: counts our frames on `iface` until `upstream_done` and idle.
+/// Returns (rx ours, foreign, ring drops, first-to-last wall s).
+pub fn sink_role(
+    iface: &str,
+    upstream_done: &AtomicBool,
+    seen: &AtomicU64,
+    idle: Duration,
+    deadline: Instant,
+    ready: Option<&std::sync::Barrier>,
+) -> io::Result<(u64, u64, u64, f64)> {
+    let opened = RxRing::open(iface, 1 << 20, 16, 1);
+    if let Some(b) = ready {
+        b.wait();
+    }
+    let mut ring = opened?;
+    let _ = ring.socket().stats();
+    let (mut rx, mut foreign) = (0u64, 0u64);
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    let mut last_rx = Instant::now();
+    loop {
+        if interrupted() || Instant::now() > deadline {
+            break;
+        }
+        let mut got = 0u64;
+        let n = ring.next_block(|f| {
+            if ours(f) {
+                got += 1;
+            } else {
+                foreign += 1;
+            }
+        })?;
+        if n > 0 {
+            if got > 0 {
+                first.get_or_insert_with(Instant::now);
+                last_rx = Instant::now();
+            }
+            rx += got;
+            seen.store(rx, Ordering::Release);
+            last = Instant::now();
+            continue;
+        }
+        if upstream_done.load(Ordering::Acquire) && last.elapsed() > idle {
+            break;
+        }
+        ring.wait(5)?;
+    }
+    let (_, drops) = ring.socket().stats()?;
+    let wall = first.map_or(0.0, |f| last_rx.duration_since(f).as_secs_f64());
+    Ok((rx, foreign, drops, wall))
+}
+
+/// Sets up the lab, runs gen → fwd → sink once, tears down.
+pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
+    if !(64..=1518).contains(&cfg.size) || cfg.burst == 0 || cfg.burst > 1024 || cfg.frames == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "netns: size must be 64..=1518, burst 1..=1024, frames >= 1",
+        ));
+    }
+    let lab = Lab::setup()?;
+    let gen_done = AtomicBool::new(false);
+    let fwd_done = AtomicBool::new(false);
+    let sink_seen = AtomicU64::new(0);
+    let fwd_seen = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let deadline = Instant::now() + cfg.timeout;
+    let idle = Duration::from_millis(100);
+    let ready = std::sync::Barrier::new(3);
+    let res = std::thread::scope(|s| {
+        let sink = s.spawn(|| match enter(&lab.sink_ns) {
+            Ok(()) => sink_role(
+                &lab.sink_if,
+                &fwd_done,
+                &sink_seen,
+                idle,
+                deadline,
+                Some(&ready),
+            ),
+            Err(e) => {
+                ready.wait();
+                Err(e)
+            }
+        });
+        let fwd = s.spawn(|| {
+            let r = match enter(&lab.fwd_ns) {
+                Ok(()) => fwd_role(
+                    &lab.fwd_in,
+                    &lab.fwd_out,
+                    cfg.burst,
+                    &gen_done,
+                    &fwd_seen,
+                    idle,
+                    deadline,
+                    Some(&ready),
+                ),
+                Err(e) => {
+                    ready.wait();
+                    Err(e)
+                }
+            };
+            fwd_done.store(true, Ordering::Release);
+            r
+        });
+        let gen = s.spawn(|| {
+            let entered = enter(&lab.gen_ns);
+            ready.wait();
+            let r = entered.and_then(|_| {
+                // Both receivers' rings exist once the barrier opened.
+                gen_role(&lab.gen_if, cfg, &sink_seen, &stop)
+            });
+            gen_done.store(true, Ordering::Release);
+            r
+        });
+        let g = gen.join();
+        let f = fwd.join();
+        let k = sink.join();
+        match (g, f, k) {
+            (Ok(g), Ok(f), Ok(k)) => Ok((g?, f?, k?)),
+            _ => Err(io::Error::other("a netns role thread panicked")),
+        }
+    });
+    drop(lab);
+    let (
+        (sent, gen_wall, gen_cpu),
+        (fwd_rx, fwd_tx, foreign_f, fwd_drops, ticks),
+        (sink_rx, foreign_s, sink_drops, sink_wall),
+    ) = res?;
+    let partial = interrupted() || sent < cfg.frames;
+    Ok(NetnsReport {
+        frames: cfg.frames,
+        size: cfg.size,
+        sent,
+        fwd_rx,
+        fwd_tx,
+        fwd_ring_drops: fwd_drops,
+        sink_rx,
+        sink_ring_drops: sink_drops,
+        foreign: foreign_f + foreign_s,
+        lost_gen_fwd: sent.saturating_sub(fwd_rx),
+        lost_fwd_sink: fwd_tx.saturating_sub(sink_rx),
+        gen_wall_s: gen_wall,
+        gen_cpu_s: gen_cpu,
+        gen_pps: if gen_wall > 0.0 {
+            sent as f64 / gen_wall
+        } else {
+            f64::NAN
+        },
+        gen_pps_per_cpu_s: if gen_cpu > 0.0 {
+            sent as f64 / gen_cpu
+        } else {
+            f64::NAN
+        },
+        fwd_ticks_per_packet: ticks,
+        sink_pps: if sink_wall > 0.0 {
+            sink_rx as f64 / sink_wall
+        } else {
+            f64::NAN
+        },
+        partial,
+    })
+}
+
+/// The record of a netns run.
+pub fn netns_record(r: &NetnsReport, window: u64, burst: usize, tx: TxMethod) -> Record {
+    Record::new("pipeline", "netns-af-packet")
+        .param("tx", tx.name())
+        .param("frames", r.frames)
+        .param("size", r.size)
+        .param("burst", burst)
+        .param("window", window)
+        .metric("sent", r.sent)
+        .metric("fwd_rx", r.fwd_rx)
+        .metric("fwd_tx", r.fwd_tx)
+        .metric("sink_rx", r.sink_rx)
+        .metric("lost_gen_fwd", r.lost_gen_fwd)
+        .metric("fwd_ring_drops", r.fwd_ring_drops)
+        .metric("lost_fwd_sink", r.lost_fwd_sink)
+        .metric("sink_ring_drops", r.sink_ring_drops)
+        .metric("foreign", r.foreign)
+        .metric("pps", r.gen_pps)
+        .metric("gen_cpu_s", r.gen_cpu_s)
+        .metric("pps_per_cpu_s", r.gen_pps_per_cpu_s)
+        .metric("sink_pps", r.sink_pps)
+        .metric("fwd_ticks_per_packet", r.fwd_ticks_per_packet)
+        .metric("partial", r.partial)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netns_gen_fwd_sink_delivers_exact_counts_and_cleans_up() {
+        if !is_root() {
+            eprintln!("skipped: netns test needs root");
+            return;
+        }
+        for tx in [TxMethod::Sendmmsg, TxMethod::TxRing, TxMethod::AfXdp] {
+            exact_run(tx);
+        }
+    }
+
+    fn exact_run(tx: TxMethod) {
+        let cfg = NetnsConfig {
+            frames: 3000,
+            size: 128,
+            burst: 32,
+            window: 64,
+            timeout: Duration::from_secs(60),
+            tx,
+        };
+        let r = run_netns(&cfg).unwrap();
+        assert_eq!(r.sent, 3000, "{r:?}");
+        assert_eq!(r.fwd_rx, 3000, "{r:?}");
+        assert_eq!(r.fwd_tx, 3000, "{r:?}");
+        assert_eq!(r.sink_rx, 3000, "{r:?}");
+        assert_eq!(r.fwd_ring_drops + r.sink_ring_drops, 0, "{r:?}");
+        assert!(!r.partial);
+        let pid = std::process::id();
+        let left: Vec<String> = std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&format!("{NS_PREFIX}{pid}-")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn clean_removes_a_dead_runs_namespace_only() {
+        if !is_root() {
+            eprintln!("skipped: clean test needs root");
+            return;
+        }
+        // A pid above pid_max cannot be alive.
+        let dead = format!("{NS_PREFIX}4194305-gen");
+        ip(&["netns", "add", &dead]).unwrap();
+        let v = clean_leftovers(false);
+        let e = v.iter().find(|l| l.name == dead).unwrap();
+        assert_eq!(e.action, "removed");
+        assert!(!std::path::Path::new(&format!("/run/netns/{dead}")).exists());
+    }
+}
