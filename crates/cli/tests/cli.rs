@@ -387,3 +387,20 @@ fn report_writes_self_contained_html_with_plots() {
     assert!(!text.contains("<script src") && !text.contains("href=\"http"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn budget_rejects_links_and_clocks_out_of_range_with_short_messages() {
+    for args in [
+        vec!["budget", "--link", "18446744073709551616G"],
+        vec!["budget", "--link", "0.5M"],
+        vec!["budget", "--ghz", "1e-300"],
+        vec!["budget", "--ghz", "1e308"],
+        vec!["budget", "--ghz", "0"],
+    ] {
+        let out = cb().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.len() < 600, "message too long: {err}");
+        assert!(!err.contains("00000000000000000000"), "{err}");
+    }
+}

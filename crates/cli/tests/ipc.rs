@@ -351,3 +351,57 @@ fn after_sigkill_clean_removes_the_dead_run_and_keeps_the_live_one() {
     wait_exit(&mut live);
     assert!(shm_files_of(lp).is_empty());
 }
+
+fn leftovers_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("commbench-ipc-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn ring_above_the_limit_exits_2_without_leftovers() {
+    for ring in ["9223372036854775808", "4611686018427387904", "2048M"] {
+        let child = std::process::Command::new(bin_path())
+            .args(["ipc", "stream", "--ring", ring, "--count", "10"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--ring {ring}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("above the limit of 1024 MiB"), "{err}");
+        assert!(leftovers_of(pid).is_empty());
+    }
+}
+
+#[test]
+fn ring_larger_than_free_dev_shm_is_a_usage_error_before_anything_is_created() {
+    let child = std::process::Command::new(bin_path())
+        .args([
+            "ipc",
+            "stream",
+            "--ring",
+            "1024M",
+            "--sessions",
+            "64",
+            "--count",
+            "10",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MiB free: use --ring"), "{err}");
+    assert!(leftovers_of(pid).is_empty());
+}

@@ -372,3 +372,21 @@ fn openflow_bench_quick_runs_side_by_side() {
         assert!(r["metrics"]["controller_cpu_s"].as_f64().unwrap() > 0.0);
     }
 }
+
+#[test]
+fn cbench_switch_count_above_the_descriptor_limit_exits_2_without_allocating() {
+    for s in ["99999999", "4294967296"] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 8000000; exec {} cbench -p 1 -s {s} -l 3 -m 1",
+                assert_cmd::cargo::cargo_bin("commbench").display()
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "-s {s}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("one file descriptor each"), "{err}");
+        assert!(!err.contains("memory allocation"), "{err}");
+    }
+}

@@ -21,9 +21,16 @@ pub enum LineRateError {
         "bad link speed '{0}': give bits per second with a unit, e.g. 1G, 10G, 25G, 100G, 400M"
     )]
     Link(String),
+    #[error("link speed '{0}' is outside 1M..=10T (1 Mbit/s to 10 Tbit/s)")]
+    LinkRange(String),
     #[error("frame size {0} B is outside 64..=9216 (an Ethernet frame with FCS is 64-1518 B, jumbo up to 9216 B)")]
     Size(u32),
 }
+
+/// Slowest link `budget` accepts: 1 Mbit/s.
+pub const MIN_LINK_BPS: f64 = 1e6;
+/// Fastest link `budget` accepts: 10 Tbit/s.
+pub const MAX_LINK_BPS: f64 = 1e13;
 
 /// Parses a link speed: `10G`, `10GbE`, `10Gbps`, `400M`, `2.5G`; returns bits/s.
 pub fn parse_link(s: &str) -> Result<f64, LineRateError> {
@@ -42,7 +49,11 @@ pub fn parse_link(s: &str) -> Result<f64, LineRateError> {
     if !(v.is_finite() && v > 0.0) {
         return Err(LineRateError::Link(s.to_owned()));
     }
-    Ok(v * unit)
+    let bps = v * unit;
+    if !(MIN_LINK_BPS..=MAX_LINK_BPS).contains(&bps) {
+        return Err(LineRateError::LinkRange(s.to_owned()));
+    }
+    Ok(bps)
 }
 
 /// Budget of one (link, frame size) pair.
@@ -106,6 +117,12 @@ mod tests {
     #[test]
     fn size_bounds() {
         assert_eq!(budget(10e9, 63, 2e9), Err(LineRateError::Size(63)));
+        assert_eq!(
+            parse_link("18446744073709551616G"),
+            Err(LineRateError::LinkRange("18446744073709551616G".into()))
+        );
+        assert!(parse_link("0.5M").is_err());
+        assert!(parse_link("10T").is_ok());
         assert!(budget(10e9, 9216, 2e9).is_ok());
         assert!(budget(10e9, 9217, 2e9).is_err());
     }

@@ -241,3 +241,44 @@ pub fn nofile_limits() -> (u64, u64) {
     }
     (r.rlim_cur, r.rlim_max)
 }
+
+/// Why a process cannot have the descriptors it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NofileShortage {
+    /// The soft limit in force after trying.
+    pub soft: u64,
+    pub hard: u64,
+    /// `fs.nr_open`: how far root could raise the hard limit.
+    pub nr_open: u64,
+}
+
+/// Makes room for `need` descriptors in this process (and the children it
+/// starts afterwards): raises the soft RLIMIT_NOFILE to the hard limit and,
+/// when that is not enough and the process may (root), the hard limit
+/// itself up to `fs.nr_open`. Returns the soft limit now in force.
+pub fn ensure_nofile(need: u64) -> Result<u64, NofileShortage> {
+    let soft = raise_nofile();
+    if soft >= need {
+        return Ok(soft);
+    }
+    let (_, hard) = nofile_limits();
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(hard);
+    if need <= nr_open {
+        let r = libc::rlimit {
+            rlim_cur: need,
+            rlim_max: need.max(hard),
+        };
+        // SAFETY: setrlimit with a valid, live rlimit struct.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0 {
+            return Ok(need);
+        }
+    }
+    Err(NofileShortage {
+        soft,
+        hard,
+        nr_open,
+    })
+}

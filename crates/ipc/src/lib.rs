@@ -137,6 +137,16 @@ impl IpcConfig {
                 self.ring_bytes
             )));
         }
+        if self.ring_bytes > shm::MAX_RING_BYTES {
+            return Err(IpcError::Usage(format!(
+                "ring size {} is above the limit of {} MiB per direction",
+                self.ring_bytes,
+                shm::MAX_RING_BYTES >> 20
+            )));
+        }
+        if self.transport == TransportKind::Shm {
+            shm::check_space(self.sessions, self.ring_bytes)?;
+        }
         Ok(())
     }
 

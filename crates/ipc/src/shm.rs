@@ -136,6 +136,57 @@ fn segment_len(sessions: u32, ring_bytes: usize) -> usize {
     SEG_HEADER_BYTES + 2 * sessions as usize * (RING_HEADER_BYTES + ring_bytes)
 }
 
+/// Largest ring per direction (`--ring`): 1 GiB.
+pub const MAX_RING_BYTES: usize = 1 << 30;
+
+/// Bytes free for an unprivileged writer in the file system holding `dir`.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: zeroed statvfs is a valid value; statvfs fills it from a
+    // NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Checks, before anything is created, that a segment for `sessions` ×
+/// two rings of `ring_bytes` fits in the free space of /dev/shm (with a
+/// margin): a tmpfs that runs out under a mapping kills the process with
+/// SIGBUS, so this must be a usage error instead.
+pub fn check_space(sessions: u32, ring_bytes: usize) -> Result<()> {
+    let need = (ring_bytes as u64 + RING_HEADER_BYTES as u64)
+        .saturating_mul(2 * sessions as u64)
+        .saturating_add(SEG_HEADER_BYTES as u64);
+    let dir = crate::artifacts::shm_path("x");
+    let dir = dir.parent().unwrap_or(std::path::Path::new("/dev/shm"));
+    if let Some(free) = free_bytes(dir) {
+        // Leave a quarter of what is free to everybody else.
+        let usable = free / 4 * 3;
+        if need > usable {
+            let per_ring = (usable / (2 * sessions as u64))
+                .saturating_sub(RING_HEADER_BYTES as u64)
+                .max(1);
+            let fit = 1u64 << (63 - per_ring.leading_zeros());
+            return Err(IpcError::Usage(format!(
+                "{sessions} sessions x 2 rings of {ring_bytes} bytes need {} MiB in {}, which has {} MiB free: use --ring {} or less (or fewer sessions)",
+                need >> 20,
+                dir.display(),
+                free >> 20,
+                if fit >= 1 << 20 {
+                    format!("{}M", fit >> 20)
+                } else if fit >= 4096 {
+                    format!("{}K", fit >> 10)
+                } else {
+                    "4K (not enough space even for that)".into()
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> RingRef {
     let h = view.header();
     let ring_bytes = view.ring_bytes;
@@ -212,8 +263,20 @@ impl ShmTransport {
             let _ = std::fs::remove_file(&path);
             e
         };
-        file.set_len(len as u64)
-            .map_err(|e| remove(IpcError::io(format!("size {}", path.display()), e)))?;
+        // Reserve the pages now: a tmpfs that fills up later would kill the
+        // process with SIGBUS on first touch; here it is an error (ENOSPC).
+        // SAFETY: fallocate on a file we just created and own.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+        if rc != 0 {
+            return Err(remove(IpcError::io(
+                format!(
+                    "reserve {} MiB for {} (is /dev/shm full?)",
+                    len >> 20,
+                    path.display()
+                ),
+                std::io::Error::from_raw_os_error(rc),
+            )));
+        }
         let whole = Mapping::map(&file, len).map_err(remove)?;
         let map = Arc::new(View {
             header: whole.ptr as *const SegHeader,

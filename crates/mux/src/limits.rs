@@ -19,32 +19,17 @@ pub const FD_RESERVE: u64 = 64;
 /// which inherits the limit); returns the soft limit now in force.
 pub fn ensure_nofile(conns: usize) -> Result<u64> {
     let need = conns as u64 + FD_RESERVE;
-    let soft = commbench_core::sys::raise_nofile();
-    if soft >= need {
-        return Ok(soft);
-    }
-    let (_, hard) = commbench_core::sys::nofile_limits();
-    // Root may raise the hard limit itself, up to fs.nr_open.
-    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(hard);
-    if need <= nr_open {
-        let r = libc::rlimit {
-            rlim_cur: need,
-            rlim_max: need.max(hard),
-        };
-        // SAFETY: a live rlimit struct.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0 {
-            return Ok(need);
-        }
-    }
-    Err(MuxError::Usage(format!(
-        "{conns} connections need {need} file descriptors in one process, but RLIMIT_NOFILE allows {soft} (hard limit {hard}), \
-         so at most {} connections fit here: lower --conns, or raise the hard limit (as root: `ulimit -Hn {need}`, \
-         or run commbench as root, which raises it itself up to fs.nr_open = {nr_open})",
-        soft.saturating_sub(FD_RESERVE)
-    )))
+    commbench_core::sys::ensure_nofile(need).map_err(|s| {
+        MuxError::Usage(format!(
+            "{conns} connections need {need} file descriptors in one process, but RLIMIT_NOFILE allows {} (hard limit {}), \
+             so at most {} connections fit here: lower --conns, or raise the hard limit (as root: `ulimit -Hn {need}`, \
+             or run commbench as root, which raises it itself up to fs.nr_open = {})",
+            s.soft,
+            s.hard,
+            s.soft.saturating_sub(FD_RESERVE),
+            s.nr_open
+        ))
+    })
 }
 
 /// The kernel's ephemeral port range (`net.ipv4.ip_local_port_range`).

@@ -8,26 +8,37 @@ use commbench_core::record::Record;
 
 #[derive(Debug, Args)]
 pub struct BudgetArgs {
-    /// Link speed, e.g. 1G, 10G, 25G, 40G, 100G, 400M.
+    /// Link speed, e.g. 1G, 10G, 25G, 40G, 100G, 400M (1M..=10T).
     #[arg(long)]
     pub link: Option<String>,
     /// Frame size in bytes including FCS (64..=9216).
     #[arg(long)]
     pub size: Option<u32>,
-    /// CPU clock in GHz for the cycle budget (default: the measured TSC rate).
-    #[arg(long)]
+    /// CPU clock in GHz for the cycle budget, 0.1..=10 (default: the measured TSC rate).
+    #[arg(long, value_parser = parse_ghz)]
     pub ghz: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
 
+/// A CPU clock in GHz, 0.1..=10; the message repeats what was given, not a
+/// 309-digit rendering of it.
+fn parse_ghz(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(g) if g.is_finite() && (0.1..=10.0).contains(&g) => Ok(g),
+        _ => Err(format!(
+            "'{s}' is not a CPU clock in GHz between 0.1 and 10 (e.g. 2.0)"
+        )),
+    }
+}
+
 pub fn records(link: Option<&str>, size: Option<u32>, ghz: Option<f64>) -> Result<Vec<Record>> {
     let (hz, hz_source) = match ghz {
-        Some(g) if g.is_finite() && g > 0.0 && g < 100.0 => (g * 1e9, "given"),
-        Some(g) => {
-            return Err(crate::usage(format!(
-                "--ghz {g} is not a CPU clock: give GHz, e.g. --ghz 2.0"
-            )))
+        Some(g) if g.is_finite() && (0.1..=10.0).contains(&g) => (g * 1e9, "given"),
+        Some(_) => {
+            return Err(crate::usage(
+                "--ghz is not a CPU clock between 0.1 and 10 GHz: give GHz, e.g. --ghz 2.0",
+            ))
         }
         None => (tsc().hz(), "tsc"),
     };

@@ -72,6 +72,28 @@ fn header(c: &CbenchConfig) -> String {
     )
 }
 
+/// One TCP connection (one descriptor) per emulated switch: a count the
+/// process cannot hold is a usage error before any per-switch state exists.
+fn check_switch_count(n: usize) -> Result<()> {
+    const RESERVE: u64 = 64;
+    let need = (n as u64).saturating_add(RESERVE);
+    commbench_core::sys::ensure_nofile(need).map_err(|s| {
+        crate::usage(format!(
+            "cbench: -s {n} needs {n} connections, one file descriptor each, but this process may hold {} \
+             (RLIMIT_NOFILE hard limit {}{}): use -s {} or fewer, or raise the limit",
+            s.soft,
+            s.hard,
+            if s.nr_open < need {
+                format!(", and the kernel's fs.nr_open is {}", s.nr_open)
+            } else {
+                String::new()
+            },
+            s.soft.saturating_sub(RESERVE)
+        ))
+    })?;
+    Ok(())
+}
+
 pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
     let parsed = cbench_args::parse(&a.args).map_err(|e| crate::usage(e.0))?;
     if parsed.help {
@@ -83,6 +105,7 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
         Some(f) => f.parse().map_err(crate::usage)?,
     };
     let cfg = parsed.config;
+    check_switch_count(cfg.switches)?;
     let table = format == Format::Table;
     eprintln!("{}", header(&cfg));
     let stdout = std::io::stdout();
