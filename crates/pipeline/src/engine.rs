@@ -115,6 +115,19 @@ pub struct LoopSpec {
     /// Idle iterations spent spinning before yielding (0 when
     /// oversubscribed).
     pub spin_limit: u32,
+    /// What the I/O thread does when a queue's rx ring is full.
+    pub rx_full: RxFull,
+}
+
+/// Full rx ring policy (pipeline mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RxFull {
+    /// Wait for room (backpressure): the generator never outruns the
+    /// workers, which keeps rates meaningful when threads share CPUs.
+    Wait,
+    /// Drop, as a NIC does when software does not keep up (imissed).
+    Drop,
 }
 
 /// Counts of one queue.
@@ -523,9 +536,6 @@ fn io_loop(
     let mut sink_acc = Acc::<1>::new();
     let mut backoff = Backoff::new(spec.spin_limit);
     let mut remaining = spec.packets;
-    if remaining == 0 {
-        gen_done.store(true, Ordering::Release);
-    }
     let start = Instant::now();
     loop {
         let mut progressed = false;
@@ -552,7 +562,21 @@ fn io_loop(
                 sink_t.record_batch_ticks(a, p);
             }
         }
-        if remaining > 0 {
+        // Packets of an earlier burst still waiting for room (backpressure).
+        let mut pending = false;
+        if spec.rx_full == RxFull::Wait {
+            for (st, p) in staged.iter_mut().zip(rx_prod.iter_mut()) {
+                let fit = p.slots().min(st.len());
+                if fit > 0 {
+                    progressed = true;
+                    if let Ok(chunk) = p.write_chunk_uninit(fit) {
+                        chunk.fill_from_iter(st.drain(..fit));
+                    }
+                }
+                pending |= !st.is_empty();
+            }
+        }
+        if remaining > 0 && !pending {
             let n = (spec.burst as u64)
                 .min(remaining)
                 .min(pool.available() as u64) as usize;
@@ -562,24 +586,27 @@ fn io_loop(
                 for _ in 0..n {
                     if let Some(mut m) = pool.get() {
                         gen.fill(&mut m);
-                        staged[usize::from(m.queue)].push(m);
+                        let qi = usize::from(m.queue);
+                        counts[qi].generated += 1;
+                        staged[qi].push(m);
                     }
                 }
                 for (qi, (st, p)) in staged.iter_mut().zip(rx_prod.iter_mut()).enumerate() {
                     if st.is_empty() {
                         continue;
                     }
-                    counts[qi].generated += st.len() as u64;
                     let fit = p.slots().min(st.len());
                     if fit > 0 {
                         if let Ok(chunk) = p.write_chunk_uninit(fit) {
                             chunk.fill_from_iter(st.drain(..fit));
                         }
                     }
-                    // The queue's ring is full: the NIC drops (imissed).
-                    counts[qi].dropped += st.len() as u64;
-                    for m in st.drain(..) {
-                        pool.put(m);
+                    if spec.rx_full == RxFull::Drop {
+                        // The queue's ring is full: the NIC drops (imissed).
+                        counts[qi].dropped += st.len() as u64;
+                        for m in st.drain(..) {
+                            pool.put(m);
+                        }
                     }
                 }
                 remaining -= n as u64;
@@ -587,13 +614,15 @@ fn io_loop(
                     let ([a], p) = rx_acc.take();
                     rx_t.record_batch_ticks(a, p);
                 }
-                if remaining == 0 {
-                    gen_done.store(true, Ordering::Release);
-                }
             }
-        } else if workers_done.load(Ordering::Acquire) == q && tx_cons.iter().all(|c| c.is_empty())
-        {
-            break;
+        }
+        if remaining == 0 && staged.iter().all(|s| s.is_empty()) {
+            if !gen_done.load(Ordering::Relaxed) {
+                gen_done.store(true, Ordering::Release);
+            }
+            if workers_done.load(Ordering::Acquire) == q && tx_cons.iter().all(|c| c.is_empty()) {
+                break;
+            }
         }
         if progressed {
             backoff.reset();

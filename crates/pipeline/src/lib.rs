@@ -34,7 +34,7 @@ pub mod rss;
 pub mod txbuf;
 pub mod wire;
 
-pub use engine::Work;
+pub use engine::{RxFull, Work};
 pub use figures::figures;
 pub use gen::{IpMix, RssAt};
 pub use rss::HashFields;
@@ -138,6 +138,8 @@ pub struct PipelineConfig {
     pub pool_size: usize,
     /// Tx buffer drain timeout, µs (l2fwd's BURST_TX_DRAIN_US).
     pub drain_us: u64,
+    /// Full rx ring: wait (default) or drop (pipeline mode).
+    pub rx_full: RxFull,
     pub cpus: Option<CpuList>,
     pub repeat: usize,
     pub sweep: Option<Sweep>,
@@ -161,6 +163,7 @@ impl Default for PipelineConfig {
             ring_size: 1024,
             pool_size: 0,
             drain_us: 100,
+            rx_full: RxFull::Wait,
             cpus: None,
             repeat: 1,
             sweep: None,
@@ -393,6 +396,7 @@ pub struct RunResult {
     pub rss_at: RssAt,
     pub hash: HashFields,
     pub symmetric: bool,
+    pub rx_full: RxFull,
     pub pool_size: usize,
     pub generated: u64,
     pub transmitted: u64,
@@ -549,6 +553,7 @@ fn run_one(
         drain_ticks: tsc.ns_to_ticks(c.drain_us as f64 * 1000.0).max(1),
         cpus: c.cpus.clone(),
         spin_limit: if oversubscribed_declared { 0 } else { 256 },
+        rx_full: c.rx_full,
     };
     let mut meter = RunMeter::start();
     let out: Outcome = match c.mode {
@@ -622,6 +627,7 @@ fn run_one(
         rss_at: c.rss_at,
         hash: c.hash,
         symmetric: c.symmetric,
+        rx_full: c.rx_full,
         pool_size: spec.pool_size,
         generated,
         transmitted,
@@ -674,6 +680,7 @@ pub fn record(r: &RunResult) -> Record {
         .param("rss_at", r.rss_at)
         .param("hash", r.hash)
         .param("symmetric", r.symmetric)
+        .param("rx_full", r.rx_full)
         .metric("mpps", r.mpps)
         .metric("ticks_rx", r.ticks.rx.median)
         .metric("ticks_work", r.ticks.work.median)

@@ -106,6 +106,7 @@ fn a_full_rx_ring_drops_and_the_drops_are_counted_per_queue() {
         pool_size: 4096,
         work: Work::Delay(2_000),
         packets: 20_000,
+        rx_full: RxFull::Drop,
         ..PipelineConfig::default()
     };
     let rep = run(&c, &mut Recorder::new()).unwrap();
@@ -154,6 +155,7 @@ fn rtc_sections_chain_into_the_batch_total() {
         drain_ticks: 1_000_000,
         cpus: None,
         spin_limit: 0,
+        rx_full: RxFull::Wait,
     };
     let rss = Rss::new(&STANDARD_KEY, HashFields::L4, 2);
     let gen = Generator::new(512, 64, IpMix::V4, rss, RssAt::Nic);
@@ -307,4 +309,24 @@ fn rss_bench_times_both_implementations_and_reports_balance() {
         assert_eq!(total, 1000);
     }
     assert!(rss_bench(0, 10, &mut Recorder::new()).is_err());
+}
+
+#[test]
+fn backpressure_waits_instead_of_dropping() {
+    // The same slow workers and tiny rings as the drop test: with the
+    // default policy nothing is dropped and everything arrives.
+    let c = PipelineConfig {
+        mode: Mode::Pipeline,
+        queues: 2,
+        ring_size: 16,
+        burst: 8,
+        tx_bulk: 8,
+        work: Work::Delay(2_000),
+        packets: 5_000,
+        ..PipelineConfig::default()
+    };
+    let rep = run(&c, &mut Recorder::new()).unwrap();
+    check(&rep, c.packets);
+    assert_eq!(rep.runs[0].dropped, 0);
+    assert_eq!(rep.runs[0].transmitted, 5_000);
 }

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::record::Recorder;
 use commbench_pipeline::{
-    HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, Sweep, Work,
+    HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, RxFull, Sweep, Work,
 };
 
 #[derive(Debug, Args)]
@@ -144,6 +144,12 @@ pub enum HashArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum RxFullArg {
+    Wait,
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum RssAtArg {
     /// Hash computed per flow at setup, as a NIC delivers it.
     Nic,
@@ -206,6 +212,9 @@ pub struct RunArgs {
     /// Tx buffer drain timeout in µs.
     #[arg(long, default_value_t = 100)]
     pub drain_us: u64,
+    /// Pipeline mode, full rx ring: wait for room (backpressure) or drop like a NIC.
+    #[arg(long, value_enum, default_value = "wait")]
+    pub rx_full: RxFullArg,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -318,6 +327,10 @@ pub fn config(a: &RunArgs) -> Result<PipelineConfig> {
         ring_size: a.ring_size,
         pool_size: a.pool_size,
         drain_us: a.drain_us,
+        rx_full: match a.rx_full {
+            RxFullArg::Wait => RxFull::Wait,
+            RxFullArg::Drop => RxFull::Drop,
+        },
         cpus,
         repeat: a.repeat,
         sweep: a.sweep.clone(),
