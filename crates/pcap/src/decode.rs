@@ -252,7 +252,8 @@ fn decode_ipv4(data: &[u8], f: &mut Fields) -> Step {
             return Ok(());
         }
     }
-    if (ip.total_len() as usize) < ip.header_len() {
+    // Total length 0: a TSO / BIG TCP send, decoded from the captured bytes.
+    if ip.total_len() != 0 && (ip.total_len() as usize) < ip.header_len() {
         return Err(DecodeProblem::Malformed);
     }
     decode_l4(ip.protocol(), ip.payload(), f)
@@ -530,6 +531,42 @@ pub(crate) mod tests {
         assert_eq!((f.ip_version, f.proto, f.ttl), (6, 6, 33));
         assert_eq!((f.src_port, f.dst_port, f.tcp_flags), (22, 40000, 0x18));
         assert_eq!(f.ip_src[0..2], [0x20, 0x01]);
+    }
+
+    #[test]
+    fn ipv4_total_length_0_of_a_tso_send_is_decoded_from_the_captured_bytes() {
+        // tcpdump's ipv4_tcp_http_xml_tso.pcap frame 1: tshark shows
+        // 39556 -> 8080; we used to drop the ports and count malformed_header.
+        let mut p = eth(0x0800);
+        let mut ip = ipv4(6, 20 + 3000, 0, &[]);
+        ip[2..4].copy_from_slice(&0u16.to_be_bytes());
+        p.extend(ip);
+        p.extend(tcp(39556, 8080, 0x018));
+        p.extend(vec![0x41; 3000]);
+        let f = run(linktype::ETHERNET, &p);
+        assert_eq!(f.problem, None);
+        assert_eq!((f.src_port, f.dst_port), (39556, 8080));
+        assert!(f.has(has::TCP_SEQ) && f.has(has::TCP_ACK));
+        assert_eq!(f.ip_len, 0);
+    }
+
+    #[test]
+    fn ipv6_payload_length_0_of_a_jumbogram_is_decoded_from_the_captured_bytes() {
+        // tcpdump's bigtcp-ipv6-hbh.pcap frame 1: hop-by-hop jumbo option,
+        // payload length 0; tshark: proto 6. We used to report proto 0 and
+        // header_cut_short.
+        let mut p = eth(0x86dd);
+        p.extend(ipv6(0, 0));
+        // Hop-by-hop: next header TCP, length 0 (8 bytes), jumbo option
+        // (type 0xC2, length 4, the jumbo payload length).
+        let jumbo = (8 + 20 + 70_000u32).to_be_bytes();
+        p.extend([6, 0, 0xC2, 4, jumbo[0], jumbo[1], jumbo[2], jumbo[3]]);
+        p.extend(tcp(41851, 443, 0x010));
+        p.extend(vec![0u8; 200]);
+        let f = run(linktype::ETHERNET, &p);
+        assert_eq!(f.problem, None);
+        assert_eq!(f.proto, 6);
+        assert_eq!((f.src_port, f.dst_port), (41851, 443));
     }
 
     #[test]

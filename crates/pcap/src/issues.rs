@@ -30,10 +30,13 @@ pub enum IssueKind {
     HeaderCutShort,
     /// A protocol header holds an impossible value (bad IHL, version, ...).
     MalformedHeader,
+    /// A record's sub-second timestamp field is a second or more (µs ≥
+    /// 10^6, ns ≥ 10^9); the excess is carried into the seconds.
+    BadSubsecond,
 }
 
 impl IssueKind {
-    pub const ALL: [IssueKind; 10] = [
+    pub const ALL: [IssueKind; 11] = [
         IssueKind::TruncatedRecord,
         IssueKind::RecordTooLong,
         IssueKind::CaplenOverSnaplen,
@@ -44,6 +47,7 @@ impl IssueKind {
         IssueKind::UnknownLinktype,
         IssueKind::HeaderCutShort,
         IssueKind::MalformedHeader,
+        IssueKind::BadSubsecond,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +62,7 @@ impl IssueKind {
             IssueKind::UnknownLinktype => "unknown_linktype",
             IssueKind::HeaderCutShort => "header_cut_short",
             IssueKind::MalformedHeader => "malformed_header",
+            IssueKind::BadSubsecond => "bad_subsecond",
         }
     }
 
@@ -84,7 +89,7 @@ pub const FIRST_PER_KIND: usize = 3;
 /// Counts per kind plus the first few locations of each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Issues {
-    counts: [u64; 10],
+    counts: [u64; IssueKind::ALL.len()],
     first: Vec<IssueAt>,
 }
 
@@ -142,7 +147,7 @@ impl Issues {
     }
 
     pub fn clear(&mut self) {
-        self.counts = [0; 10];
+        self.counts = [0; IssueKind::ALL.len()];
         self.first.clear();
     }
 }

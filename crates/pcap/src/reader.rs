@@ -602,14 +602,23 @@ fn pcap_record(
     if caplen > MAX_RECORD || data_end > b.len() {
         return None;
     }
-    let mul = if h.nsec { 1 } else { 1000 };
+    let (units, mul) = if h.nsec {
+        (1_000_000_000u64, 1u64)
+    } else {
+        (1_000_000, 1000)
+    };
+    let frac = rd32(b, pos + 4, be) as u64;
     let mut ts_sec = rd32(b, pos, be) as u64;
-    let mut ts_nsec = rd32(b, pos + 4, be).wrapping_mul(mul);
-    if ts_nsec >= 1_000_000_000 {
-        ts_sec += (ts_nsec / 1_000_000_000) as u64;
+    // In 64 bits: a µs field times 1000 does not fit in 32 (it wrapped
+    // silently for any value >= 4,294,968).
+    let mut ts_nsec = frac * mul;
+    let offset = base_offset + pos as u64;
+    if frac >= units {
+        issues.add(IssueKind::BadSubsecond, file, number, offset);
+        ts_sec += ts_nsec / 1_000_000_000;
         ts_nsec %= 1_000_000_000;
     }
-    let offset = base_offset + pos as u64;
+    let ts_nsec = ts_nsec as u32;
     check_lengths(issues, h.snaplen, caplen, len, file, number, offset);
     f(&Packet {
         number,
@@ -1387,6 +1396,32 @@ mod tests {
             assert_eq!(recs[1].data, pkt(2, 1514));
             assert_eq!((recs[2].caplen, recs[2].len, recs[2].number), (20, 1000, 3));
             assert_eq!(recs[2].linktype, 1);
+        }
+    }
+
+    #[test]
+    fn microsecond_timestamps_of_a_second_or_more_do_not_wrap_and_are_counted() {
+        // ts_usec 4,294,968 * 1000 overflows 32 bits (tcpdump's
+        // rx_serviceid_oobr.pcap frame 2 came out as 2.216213376 s).
+        for nsec in [false, true] {
+            let mut b = PcapBuilder::new(false, nsec, false, 65535, 1);
+            let (big, units) = if nsec {
+                (4_000_000_007u32, 1_000_000_000u64)
+            } else {
+                (4_294_968u32, 1_000_000u64)
+            };
+            b.record(10, big, &pkt(1, 60));
+            b.record(11, 5, &pkt(2, 60));
+            let (recs, issues, _) = collect(b.bytes.clone()).unwrap();
+            assert_eq!(recs.len(), 2);
+            let ns = big as u64 * (1_000_000_000 / units);
+            assert_eq!(
+                recs[0].ts,
+                (10 + ns / 1_000_000_000, (ns % 1_000_000_000) as u32),
+                "nsec={nsec}"
+            );
+            assert_eq!(issues.count(IssueKind::BadSubsecond), 1, "nsec={nsec}");
+            assert_eq!(recs[1].ts.0, 11);
         }
     }
 

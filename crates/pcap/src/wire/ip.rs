@@ -82,10 +82,17 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         &self.buffer.as_ref()[Self::MIN_HEADER_LEN..self.header_len()]
     }
     /// The bytes after the header, up to the total length or the capture end.
+    /// The bytes after the header up to the total length. A total length
+    /// of 0 is what captures of TSO / BIG TCP sends show (the NIC or the
+    /// stack fills it in later): then the payload is the rest of the
+    /// captured frame, as tshark takes it.
     pub fn payload(&self) -> &[u8] {
         let b = self.buffer.as_ref();
         let hl = self.header_len();
-        let end = (self.total_len() as usize).clamp(hl, b.len());
+        let end = match self.total_len() {
+            0 => b.len(),
+            n => (n as usize).clamp(hl, b.len()),
+        };
         &b[hl..end]
     }
 }
@@ -171,9 +178,16 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         self.buffer.as_ref()[24..40].try_into().unwrap_or([0; 16])
     }
     /// Bytes after the fixed header, up to the payload length or capture end.
+    /// The bytes after the fixed header up to the payload length. A
+    /// payload length of 0 marks a jumbogram (RFC 2675; BIG TCP's
+    /// hop-by-hop jumbo option): then the payload is the rest of the
+    /// captured frame.
     pub fn payload(&self) -> &[u8] {
         let b = self.buffer.as_ref();
-        let end = (Self::HEADER_LEN + self.payload_len() as usize).min(b.len());
+        let end = match self.payload_len() {
+            0 => b.len(),
+            n => (Self::HEADER_LEN + n as usize).min(b.len()),
+        };
         &b[Self::HEADER_LEN..end]
     }
 
