@@ -186,7 +186,7 @@ fn decode_ethertype(mut et: u16, mut rest: &[u8], f: &mut Fields) -> Step {
     match et {
         ethertype::IPV4 => decode_ipv4(rest, f),
         ethertype::IPV6 => decode_ipv6(rest, f),
-        ethertype::ARP => decode_arp(rest, f),
+        ethertype::ARP | ethertype::RARP => decode_arp(rest, f),
         _ => Ok(()),
     }
 }
@@ -604,6 +604,20 @@ pub(crate) mod tests {
         let f = run(linktype::ETHERNET, &p);
         assert!(f.has(has::ARP) && !f.has(has::IP));
         assert_eq!((f.ethertype, f.arp_op), (0x0806, 1));
+    }
+
+    #[test]
+    fn rarp_operations_are_decoded_like_arp() {
+        // tcpdump's rarp_req_reply.pcapng: tshark gives arp.opcode 3 and 4;
+        // ethertype 0x8035 used to be left undecoded.
+        for op in [3u8, 4] {
+            let mut p = eth(0x8035);
+            p.extend([0, 1, 8, 0, 6, 4, 0, op]);
+            p.extend([0u8; 20]);
+            let f = run(linktype::ETHERNET, &p);
+            assert!(f.has(has::ARP));
+            assert_eq!((f.ethertype, f.arp_op), (0x8035, op as u16));
+        }
     }
 
     #[test]

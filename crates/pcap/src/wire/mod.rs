@@ -34,6 +34,8 @@ pub(crate) fn be32(b: &[u8], at: usize) -> u32 {
 pub mod ethertype {
     pub const IPV4: u16 = 0x0800;
     pub const ARP: u16 = 0x0806;
+    /// Reverse ARP (RFC 903): the ARP packet format, operations 3 and 4.
+    pub const RARP: u16 = 0x8035;
     pub const VLAN: u16 = 0x8100;
     pub const QINQ: u16 = 0x88a8;
     /// Pre-standard QinQ TPID still seen in captures.
