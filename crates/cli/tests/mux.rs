@@ -376,3 +376,29 @@ fn netns_flag_runs_in_a_private_namespace() {
     .success()
     .stdout(predicate::str::contains("\"netns\": true"));
 }
+
+#[test]
+fn load_procs_split_the_connections_and_add_up() {
+    let out = cb()
+        .args([
+            "mux", "--engine", "epoll-et", "--conns", "301", "--rounds", "4",
+            "--warmup-rounds", "1", "--load-procs", "3", "--format", "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["params"]["load_procs"], 3);
+    assert_eq!(r["metrics"]["connected"], 301);
+    assert_eq!(r["metrics"]["round_trips"], 1204);
+    assert_eq!(r["metrics"]["latency_ns"]["n"], 1204);
+    assert_eq!(r["metrics"]["status"], "ok");
+    for bad in ["0", "65"] {
+        cb().args(["mux", "--conns", "10", "--load-procs", bad])
+            .assert()
+            .code(2);
+    }
+}

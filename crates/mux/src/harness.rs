@@ -314,14 +314,18 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
     let s_start = h.stats()?;
     let base_accepted = s_start.as_ref().map_or(0, |s| s.loops.accepted);
     let base_closed = s_start.as_ref().map_or(0, |s| s.loops.closed);
-    let mut conn = load::connect_all(&lcfg)?;
-    let connected = conn.fds.len();
+    let mut conn = if cfg.load_procs > 1 {
+        LoadSide::Procs(crate::procs::Workers::start(cfg, target)?)
+    } else {
+        LoadSide::InProc(load::connect_all(&lcfg)?)
+    };
+    let connected = conn.connected();
     if connected < cfg.conns && !cfg.allow_partial {
         return Err(MuxError::Partial(format!(
             "only {connected} of {} connections could be made ({} failed; first: {}); \
              fix the cause or pass --allow-partial to measure with fewer (marked partial)",
             cfg.conns,
-            conn.failures,
+            conn.failures(),
             conn.first_connect_error_or_unknown()
         )));
     }
@@ -351,30 +355,26 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
     }
     runnable_max = runnable_max.max(runnable_threads());
     if cfg.warmup_rounds > 0 {
-        let warm = LoadConfig {
-            rounds: cfg.warmup_rounds,
-            ..lcfg.clone()
-        };
-        load::run_rounds(&warm, &conn.fds)?;
+        conn.warm(&lcfg, cfg.warmup_rounds)?;
     }
     let s_accepted = if cfg.warmup_rounds > 0 {
         h.stats()?
     } else {
         s_accepted
     };
-    let rounds = load::run_rounds(&lcfg, &conn.fds)?;
+    let rounds = conn.rounds(&lcfg)?;
     runnable_max = runnable_max.max(runnable_threads());
     let s_rounds = h.stats()?;
-    conn.close();
+    conn.close()?;
     let s_closed = wait_for(&mut h, Duration::from_secs(10), |s| {
         s.loops.closed - base_closed >= connected as u64
     })?;
     let s_final = h.finish()?;
     Ok(RunOne {
         connected,
-        connect_failures: conn.failures,
-        first_connect_error: conn.first_error.take(),
-        connect_s: conn.connect_s,
+        connect_failures: conn.failures(),
+        first_connect_error: conn.first_error(),
+        connect_s: conn.connect_s(),
         rounds,
         s_start,
         s_accepted,
@@ -384,11 +384,67 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
     })
 }
 
-impl load::Connected {
+/// The load side of a run: in this process, or split over worker processes.
+enum LoadSide {
+    InProc(load::Connected),
+    Procs(crate::procs::Workers),
+}
+
+impl LoadSide {
+    fn connected(&self) -> usize {
+        match self {
+            LoadSide::InProc(c) => c.fds.len(),
+            LoadSide::Procs(w) => w.connected,
+        }
+    }
+    fn failures(&self) -> u64 {
+        match self {
+            LoadSide::InProc(c) => c.failures,
+            LoadSide::Procs(w) => w.failures,
+        }
+    }
+    fn connect_s(&self) -> f64 {
+        match self {
+            LoadSide::InProc(c) => c.connect_s,
+            LoadSide::Procs(w) => w.connect_s,
+        }
+    }
+    fn first_error(&self) -> Option<String> {
+        match self {
+            LoadSide::InProc(c) => c.first_error.clone(),
+            LoadSide::Procs(w) => w.first_error.clone(),
+        }
+    }
     fn first_connect_error_or_unknown(&self) -> String {
-        self.first_error
-            .clone()
+        self.first_error()
             .unwrap_or_else(|| "no error reported".into())
+    }
+    fn warm(&mut self, lcfg: &LoadConfig, rounds: u64) -> Result<()> {
+        match self {
+            LoadSide::InProc(c) => {
+                let warm = LoadConfig {
+                    rounds,
+                    ..lcfg.clone()
+                };
+                load::run_rounds(&warm, &c.fds).map(|_| ())
+            }
+            LoadSide::Procs(w) => w.warm(),
+        }
+    }
+    fn rounds(&mut self, lcfg: &LoadConfig) -> Result<load::Rounds> {
+        match self {
+            LoadSide::InProc(c) => load::run_rounds(lcfg, &c.fds),
+            LoadSide::Procs(w) => w.rounds(),
+        }
+    }
+    fn close(&mut self) -> Result<()> {
+        match self {
+            LoadSide::InProc(c) => {
+                c.close();
+                Ok(())
+            }
+            LoadSide::Procs(w) => w.close(),
+        }
     }
 }
 
@@ -486,7 +542,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
     }
     let connected = runs.iter().map(|r| r.connected).min().unwrap_or(0);
     let cpus = online_cpus();
-    let busy = cfg.server_threads + cfg.load_threads;
+    let busy = cfg.server_threads + cfg.load_threads * cfg.load_procs;
     ConfigResult {
         engine,
         lookup,
@@ -542,7 +598,13 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
     if cfg.netns {
         limits::enter_private_netns()?;
     }
-    limits::ensure_nofile(cfg.conns)?;
+    // A local server inherits this process's limit and holds every
+    // connection; a remote run needs room for one worker's share here.
+    limits::ensure_nofile(if cfg.remote.is_some() {
+        cfg.conns.div_ceil(cfg.load_procs)
+    } else {
+        cfg.conns
+    })?;
     let load_start = load_average()[0];
     let mut configs: Vec<(EngineKind, Lookup)> = Vec::new();
     let mut skipped = Vec::new();
@@ -648,6 +710,7 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
         .param("clients", cfg.clients.as_str())
         .param("server_threads", cfg.server_threads)
         .param("load_threads", cfg.load_threads)
+        .param("load_procs", cfg.load_procs)
         .param("repeat", cfg.repeat)
         .param("netns", cfg.netns)
         .param(

@@ -23,6 +23,7 @@ pub mod harness;
 pub mod limits;
 pub mod load;
 mod net;
+pub mod procs;
 pub mod protocol;
 pub mod seed;
 pub mod server;
@@ -100,6 +101,8 @@ pub struct MuxConfig {
     pub clients: ClientsKind,
     pub server_threads: usize,
     pub load_threads: usize,
+    /// Load worker processes (1: the load runs in this process).
+    pub load_procs: usize,
     pub repeat: u32,
     pub server_cpus: Option<CpuList>,
     pub client_cpus: Option<CpuList>,
@@ -140,6 +143,7 @@ impl Default for MuxConfig {
             clients: ClientsKind::Loop,
             server_threads: 1,
             load_threads: 1,
+            load_procs: 1,
             repeat: 1,
             server_cpus: None,
             client_cpus: None,
@@ -202,6 +206,13 @@ impl MuxConfig {
         }
         if !(1..=64).contains(&self.server_threads) || !(1..=64).contains(&self.load_threads) {
             return bad("--server-threads and --load-threads must be 1..=64".into());
+        }
+        if !(1..=64).contains(&self.load_procs) || self.load_procs > self.active() {
+            return bad(format!(
+                "--load-procs must be 1..=64 and at most the active connections ({}), got {}",
+                self.active(),
+                self.load_procs
+            ));
         }
         if !(1..=100).contains(&self.repeat) {
             return bad(format!("--repeat must be 1..=100, got {}", self.repeat));

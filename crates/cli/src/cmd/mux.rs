@@ -126,6 +126,9 @@ pub struct LoadOpts {
     /// Load event loops (threads), 1..=64.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
+    /// Load worker processes, 1..=64: splits the connections (for more than one process's descriptors).
+    #[arg(long, default_value_t = 1)]
+    pub load_procs: usize,
     /// Runs per configuration, interleaved (A B C A B C), 1..=100.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -186,6 +189,9 @@ pub struct LoadArgs {
     pub load: LoadOpts,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Internal: one worker process of a --load-procs run.
+    #[arg(long, hide = true)]
+    pub worker: bool,
 }
 
 fn lib_err(e: MuxError) -> anyhow::Error {
@@ -243,6 +249,7 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
             ClientsArg::Threads => ClientsKind::Threads,
         },
         load_threads: o.load_threads,
+        load_procs: o.load_procs,
         repeat: o.repeat,
         server_cpus,
         client_cpus,
@@ -264,7 +271,11 @@ fn emit(out: &OutputArgs, report: &commbench_mux::MuxReport, rec: &Recorder) -> 
 
 /// The server process a local run starts (its stderr is the parent's).
 pub fn is_harness_child(a: &MuxArgs) -> bool {
-    matches!(&a.cmd, Some(MuxCmd::Serve(s)) if s.control.as_deref() == Some("stdio"))
+    match &a.cmd {
+        Some(MuxCmd::Serve(s)) => s.control.as_deref() == Some("stdio"),
+        Some(MuxCmd::Load(l)) => l.worker,
+        None => false,
+    }
 }
 
 pub fn run(a: &MuxArgs) -> Result<()> {
@@ -382,6 +393,9 @@ fn serve(s: &ServeArgs) -> Result<()> {
 
 fn load(l: &LoadArgs) -> Result<()> {
     let mut cfg = base_config(&l.load)?;
+    if l.worker {
+        return worker(&cfg, l.target);
+    }
     let control = match l.control.as_deref() {
         Some("none") => None,
         Some(a) => Some(
@@ -406,6 +420,25 @@ fn load(l: &LoadArgs) -> Result<()> {
     let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
     crate::progress::finish();
     emit(&l.output, &report?, &rec)
+}
+
+/// One worker process of a --load-procs run (stdin/stdout speak to the parent).
+fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
+    let lcfg = commbench_mux::load::LoadConfig {
+        target,
+        conns: cfg.conns,
+        active: cfg.active(),
+        rounds: cfg.rounds,
+        size: cfg.size,
+        protocol: cfg.protocol,
+        clients: cfg.clients,
+        load_threads: cfg.load_threads,
+        sources: commbench_mux::limits::sources_for(cfg.conns, target).map_err(lib_err)?,
+        timeout: cfg.timeout,
+        cpus: cfg.client_cpus.clone(),
+        connect_window: cfg.connect_window,
+    };
+    commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(lib_err)
 }
 
 /// The suite's quick mux step: every engine, both lookups, N=1000, R=20.

@@ -1,0 +1,330 @@
+//! `--load-procs P`: the load split over P worker processes (`commbench
+//! mux load --worker`), for connection counts one process cannot hold
+//! (RLIMIT_NOFILE) or one load loop cannot drive. The parent keeps the
+//! phases in step: every worker connects and says so, then (after an
+//! optional warm-up that every worker finishes first) all start their
+//! rounds at the parent's word, report their figures as one JSON line, and
+//! close at the parent's word. The rounds phase spans the earliest start to
+//! the latest end (CLOCK_MONOTONIC is one clock for every process here).
+//!
+//! Worker lines are bounded (64 KiB) and parsed as JSON; a worker that dies
+//! or says something else ends the run with an error naming it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use commbench_core::clock;
+use commbench_core::rusage::Usage;
+use commbench_core::stats::LatencyHistogram;
+
+use crate::load::{self, LoadConfig, Rounds};
+use crate::{MuxConfig, MuxError, Result};
+
+/// What a worker says after connecting.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct WorkerConnected {
+    pub connected: usize,
+    pub failures: u64,
+    pub connect_s: f64,
+    pub first_error: Option<String>,
+}
+
+/// What a worker says after its rounds.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct WorkerRounds {
+    pub round_trips: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub waits: u64,
+    pub events: u64,
+    pub bytes: u64,
+    /// (value ns, count) pairs of the latency histogram.
+    pub latency: Vec<(u64, u64)>,
+}
+
+fn line_out<T: serde::Serialize>(v: &T) -> Result<()> {
+    let s = serde_json::to_string(v).map_err(|e| MuxError::Load(e.to_string()))?;
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "{s}")
+        .and_then(|_| o.flush())
+        .map_err(|e| MuxError::Io("worker output".into(), e))
+}
+
+fn line_in(input: &mut impl BufRead) -> Result<String> {
+    let mut l = String::new();
+    let n = std::io::Read::take(&mut *input, 64)
+        .read_line(&mut l)
+        .map_err(|e| MuxError::Io("worker input".into(), e))?;
+    if n == 0 {
+        return Err(MuxError::Load(
+            "the parent closed the worker's input".into(),
+        ));
+    }
+    Ok(l.trim().to_owned())
+}
+
+/// The worker process: connect, report, wait for WARM/GO, run, report,
+/// wait for CLOSE.
+pub fn worker_main(lcfg: &LoadConfig, warmup_rounds: u64) -> Result<()> {
+    crate::limits::ensure_nofile(lcfg.conns)?;
+    let mut conn = load::connect_all(lcfg)?;
+    line_out(&WorkerConnected {
+        connected: conn.fds.len(),
+        failures: conn.failures,
+        connect_s: conn.connect_s,
+        first_error: conn.first_error.clone(),
+    })?;
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    loop {
+        match line_in(&mut input)?.as_str() {
+            "WARM" => {
+                if warmup_rounds > 0 {
+                    let warm = LoadConfig {
+                        rounds: warmup_rounds,
+                        ..lcfg.clone()
+                    };
+                    load::run_rounds(&warm, &conn.fds)?;
+                }
+                line_out(&"WARMED")?;
+            }
+            "GO" => {
+                let start_ns = clock::monotonic_ns();
+                let r = load::run_rounds(lcfg, &conn.fds)?;
+                let end_ns = clock::monotonic_ns();
+                line_out(&WorkerRounds {
+                    round_trips: r.round_trips,
+                    start_ns,
+                    end_ns,
+                    user_s: r.usage.user_s,
+                    sys_s: r.usage.sys_s,
+                    waits: r.waits,
+                    events: r.events,
+                    bytes: r.bytes,
+                    latency: r.latency.recorded(),
+                })?;
+            }
+            "CLOSE" => {
+                conn.close();
+                return Ok(());
+            }
+            other => {
+                return Err(MuxError::Load(format!(
+                    "worker: unexpected command {other:?}"
+                )))
+            }
+        }
+    }
+}
+
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+/// The parent's handle on P workers.
+pub struct Workers {
+    workers: Vec<Worker>,
+    pub connected: usize,
+    pub failures: u64,
+    pub connect_s: f64,
+    pub first_error: Option<String>,
+    timeout: Duration,
+}
+
+fn split(total: usize, parts: usize, i: usize) -> usize {
+    total / parts + usize::from(i < total % parts)
+}
+
+impl Workers {
+    /// Starts the workers and waits until each has connected.
+    pub fn start(cfg: &MuxConfig, target: SocketAddr) -> Result<Workers> {
+        let exe = match &cfg.server_exe {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| MuxError::Io("cannot find this executable".into(), e))?,
+        };
+        let p = cfg.load_procs;
+        let mut workers = Vec::with_capacity(p);
+        for i in 0..p {
+            let conns = split(cfg.conns, p, i);
+            let active = split(cfg.active(), p, i).max(1).min(conns);
+            let mut cmd = Command::new(&exe);
+            cmd.args(["mux", "load", "--worker", "--control", "none", "--target"])
+                .arg(target.to_string())
+                .args(["--conns", &conns.to_string()])
+                .args(["--active", &active.to_string()])
+                .args(["--rounds", &cfg.rounds.to_string()])
+                .args(["--warmup-rounds", &cfg.warmup_rounds.to_string()])
+                .args(["--size", &cfg.size.to_string()])
+                .args(["--protocol", cfg.protocol.as_str()])
+                .args(["--clients", cfg.clients.as_str()])
+                .args(["--load-threads", &cfg.load_threads.to_string()])
+                .args(["--timeout", &cfg.timeout.as_secs_f64().to_string()])
+                .args(["--connect-window", &cfg.connect_window.to_string()]);
+            if let Some(c) = &cfg.client_cpus {
+                cmd.arg("--cpus").arg(format!("client={c}"));
+            }
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            #[allow(unsafe_code)]
+            // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| MuxError::Io("cannot start a load worker".into(), e))?;
+            let stdin = child.stdin.take();
+            let stdout = child.stdout.take().expect("piped stdout");
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stdout);
+                loop {
+                    let mut l = String::new();
+                    match std::io::Read::take(&mut r, 64 << 20).read_line(&mut l) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if tx.send(l).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            });
+            workers.push(Worker {
+                child,
+                stdin,
+                lines: rx,
+            });
+        }
+        let mut w = Workers {
+            workers,
+            connected: 0,
+            failures: 0,
+            connect_s: 0.0,
+            first_error: None,
+            timeout: cfg.timeout + Duration::from_secs(30),
+        };
+        for i in 0..w.workers.len() {
+            let c: WorkerConnected = w.read(i)?;
+            w.connected += c.connected;
+            w.failures += c.failures;
+            w.connect_s = w.connect_s.max(c.connect_s);
+            if w.first_error.is_none() {
+                w.first_error = c.first_error;
+            }
+        }
+        Ok(w)
+    }
+
+    fn read<T: serde::de::DeserializeOwned>(&mut self, i: usize) -> Result<T> {
+        let w = &mut self.workers[i];
+        match w.lines.recv_timeout(self.timeout) {
+            Ok(l) => serde_json::from_str(&l)
+                .map_err(|e| MuxError::Load(format!("load worker {i} said {:?}: {e}", l.trim()))),
+            Err(RecvTimeoutError::Timeout) => Err(MuxError::Stalled(format!(
+                "load worker {i} did not answer in {:?}",
+                self.timeout
+            ))),
+            Err(RecvTimeoutError::Disconnected) => {
+                let st = w.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                Err(MuxError::Load(format!(
+                    "load worker {i} ended ({st}); its error is above"
+                )))
+            }
+        }
+    }
+
+    fn tell(&mut self, cmd: &str) -> Result<()> {
+        for (i, w) in self.workers.iter_mut().enumerate() {
+            let Some(s) = w.stdin.as_mut() else {
+                return Err(MuxError::Load(format!("load worker {i} has no input")));
+            };
+            s.write_all(cmd.as_bytes())
+                .and_then(|_| s.write_all(b"\n"))
+                .and_then(|_| s.flush())
+                .map_err(|e| MuxError::Load(format!("load worker {i}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Every worker runs its warm-up rounds; returns when all are done.
+    pub fn warm(&mut self) -> Result<()> {
+        self.tell("WARM")?;
+        for i in 0..self.workers.len() {
+            let _: String = self.read(i)?;
+        }
+        Ok(())
+    }
+
+    /// Every worker runs its rounds; the merged figures.
+    pub fn rounds(&mut self) -> Result<Rounds> {
+        self.tell("GO")?;
+        let mut out = Rounds {
+            round_trips: 0,
+            wall_s: 0.0,
+            latency: LatencyHistogram::new(),
+            usage: Usage::default(),
+            waits: 0,
+            events: 0,
+            bytes: 0,
+        };
+        let (mut start, mut end) = (u64::MAX, 0u64);
+        for i in 0..self.workers.len() {
+            let r: WorkerRounds = self.read(i)?;
+            out.round_trips += r.round_trips;
+            out.waits += r.waits;
+            out.events += r.events;
+            out.bytes += r.bytes;
+            out.usage.user_s += r.user_s;
+            out.usage.sys_s += r.sys_s;
+            for (v, c) in r.latency {
+                out.latency.record_n_ns(v, c);
+            }
+            start = start.min(r.start_ns);
+            end = end.max(r.end_ns);
+        }
+        out.wall_s = end.saturating_sub(start) as f64 / 1e9;
+        Ok(out)
+    }
+
+    /// Every worker closes its connections and exits.
+    pub fn close(&mut self) -> Result<()> {
+        let r = self.tell("CLOSE");
+        for (i, w) in self.workers.iter_mut().enumerate() {
+            drop(w.stdin.take());
+            let st = w
+                .child
+                .wait()
+                .map_err(|e| MuxError::Io(format!("wait for load worker {i}"), e))?;
+            if !st.success() {
+                return Err(MuxError::Load(format!("load worker {i} ended: {st}")));
+            }
+        }
+        r
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            drop(w.stdin.take());
+            if matches!(w.child.try_wait(), Ok(None)) {
+                let _ = w.child.kill();
+            }
+            let _ = w.child.wait();
+        }
+    }
+}
