@@ -381,8 +381,19 @@ fn netns_flag_runs_in_a_private_namespace() {
 fn load_procs_split_the_connections_and_add_up() {
     let out = cb()
         .args([
-            "mux", "--engine", "epoll-et", "--conns", "301", "--rounds", "4",
-            "--warmup-rounds", "1", "--load-procs", "3", "--format", "json",
+            "mux",
+            "--engine",
+            "epoll-et",
+            "--conns",
+            "301",
+            "--rounds",
+            "4",
+            "--warmup-rounds",
+            "1",
+            "--load-procs",
+            "3",
+            "--format",
+            "json",
         ])
         .assert()
         .success()

@@ -109,6 +109,11 @@ impl Field {
         let mut v = Vec::new();
         for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match Field::ALL.iter().find(|f| f.name() == name) {
+                Some(f) if v.contains(f) => {
+                    return Err(format!(
+                        "field '{name}' is listed twice in --fields; give each field once"
+                    ))
+                }
                 Some(f) => v.push(*f),
                 None => {
                     return Err(format!(
@@ -1039,5 +1044,9 @@ mod tests {
         );
         assert!(Field::parse_list("ts,bogus").unwrap_err().contains("bogus"));
         assert!(Field::parse_list("").is_err());
+        // Regression: `--fields ts,ts,ts` used to exit 0 with three ts columns.
+        assert!(Field::parse_list("ts,ts,ts")
+            .unwrap_err()
+            .contains("listed twice"));
     }
 }
