@@ -247,3 +247,38 @@ fn extract_parquet_file() {
         .code(2)
         .stderr(predicate::str::contains("--output FILE"));
 }
+
+#[test]
+fn extract_from_a_fifo_without_writer_says_it_waits_and_stops_on_ctrl_c() {
+    let dir = std::env::temp_dir().join(format!("cbfifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("in.pcap");
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: mkfifo unavailable");
+        return;
+    }
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args(["pcap", "extract"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Ctrl-C.
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("waiting for data on FIFO"), "{err}");
+}

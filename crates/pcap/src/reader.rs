@@ -101,6 +101,7 @@ pub fn open_with(path: &str, mmap: bool) -> Result<Input, PcapError> {
     if path == "-" {
         return open_reader(path, Box::new(io::stdin()), None);
     }
+    let waiting = fifo_notice(path);
     let f = File::open(path).map_err(|e| io_err(path, e))?;
     let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
     let map = match size {
@@ -109,11 +110,41 @@ pub fn open_with(path: &str, mmap: bool) -> Result<Input, PcapError> {
         }
         _ => None,
     };
-    let mut input = open_reader(path, Box::new(f), size)?;
+    let input = open_reader(path, Box::new(f), size);
+    if let Some(w) = waiting {
+        w.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut input = input?;
     if input.compression == Compression::None {
         input.map = map;
     }
     Ok(input)
+}
+
+/// For a named pipe: opening it blocks until a writer comes, and reading
+/// until it writes. Says so on stderr after a second (instead of a silent
+/// hang); Ctrl-C ends the wait as usual. Returns the flag that, once set,
+/// cancels the notice.
+fn fifo_notice(path: &str) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+    use std::os::unix::fs::FileTypeExt;
+    let is_fifo = std::fs::metadata(path)
+        .map(|m| m.file_type().is_fifo())
+        .unwrap_or(false);
+    if !is_fifo {
+        return None;
+    }
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    let name = path.to_owned();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        if !d.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "commbench pcap: waiting for data on FIFO {name} (nothing written yet; Ctrl-C to stop)"
+            );
+        }
+    });
+    Some(done)
 }
 
 /// Like `open` over any reader.
