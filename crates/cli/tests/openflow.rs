@@ -390,3 +390,97 @@ fn cbench_switch_count_above_the_descriptor_limit_exits_2_without_allocating() {
         assert!(!err.contains("memory allocation"), "{err}");
     }
 }
+
+/// A fake OpenFlow 1.0 controller: HELLO + FEATURES_REQUEST to each switch,
+/// then `after_handshake` (close mid-message, or read and never answer).
+fn fake_controller(close_mid_message: bool) -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let h = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut held = Vec::new();
+        while std::time::Instant::now() < deadline {
+            match l.accept() {
+                Ok((mut s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    let hello = [1u8, 0, 0, 8, 0, 0, 0, 1];
+                    let feat = [1u8, 5, 0, 8, 0, 0, 0, 2];
+                    let _ = s.write_all(&hello);
+                    let _ = s.write_all(&feat);
+                    if close_mid_message {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        // Half an OpenFlow header, then close.
+                        let _ = s.write_all(&[1u8, 14, 0]);
+                        drop(s);
+                    } else {
+                        // Read and discard everything, answer nothing.
+                        std::thread::spawn(move || {
+                            let mut buf = [0u8; 65536];
+                            while let Ok(n) = s.read(&mut buf) {
+                                if n == 0 {
+                                    break;
+                                }
+                            }
+                        });
+                        held.push(());
+                    }
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn cbench_against_a_controller_that_closes_mid_message_fails_with_the_reason() {
+    let (port, _h) = fake_controller(true);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args([
+            "cbench",
+            "-p",
+            &port.to_string(),
+            "-s",
+            "2",
+            "-l",
+            "2",
+            "-m",
+            "300",
+            "-w",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("closed all 2 connections") || err.contains("no probe"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cbench_against_a_controller_that_stalls_after_the_handshake_fails() {
+    let (port, _h) = fake_controller(false);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args([
+            "cbench",
+            "-p",
+            &port.to_string(),
+            "-s",
+            "2",
+            "-l",
+            "2",
+            "-m",
+            "300",
+            "-w",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answered no probe"), "{err}");
+}

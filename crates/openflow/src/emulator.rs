@@ -597,7 +597,9 @@ fn run_round(
             .unwrap()
             .first()
             .cloned()
-            .unwrap_or_default();
+            .unwrap_or_else(|| {
+                "every connection ended before the OpenFlow handshake (the controller accepted and closed them, or reset them)".into()
+            });
         stop_workers(handles);
         return Err(EmulatorError::NoConnection {
             addr: addr.to_string(),

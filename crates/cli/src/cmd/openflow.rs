@@ -205,6 +205,38 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
             }
         }
     }
+    failed_run(&report)
+}
+
+/// A run that measured nothing is a failure (exit 1), not a 0.00
+/// responses/s result: every connection closed by the controller, or no
+/// response in any kept window.
+fn failed_run(report: &emulator::CbenchReport) -> Result<()> {
+    for round in &report.rounds {
+        let n = round.switches_connected;
+        if n > 0 && round.closed.len() >= n {
+            let why = round
+                .closed
+                .first()
+                .map(|c| c.reason.clone())
+                .unwrap_or_default();
+            anyhow::bail!(
+                "the controller closed all {n} connections (first: {why}); the figures above measure nothing"
+            );
+        }
+        let kept: u64 = round
+            .windows
+            .iter()
+            .filter(|w| w.kept)
+            .map(|w| w.counts.iter().sum::<u64>())
+            .sum();
+        if kept == 0 {
+            anyhow::bail!(
+                "the controller answered no probe in any kept window ({} switches, 0 responses): it stalled after the handshake or does not answer packet_in with flow_mod/packet_out",
+                round.switches
+            );
+        }
+    }
     Ok(())
 }
 
