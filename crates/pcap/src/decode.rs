@@ -276,6 +276,11 @@ fn decode_ipv6(data: &[u8], f: &mut Fields) -> Step {
     if chain.truncated {
         return Err(DecodeProblem::Cut);
     }
+    if chain.too_many {
+        // Fields seen so far (the fragment flag) stay; the packet counts as
+        // malformed.
+        return Err(DecodeProblem::Malformed);
+    }
     match chain.l4 {
         Some(l4) => decode_l4(chain.protocol, l4, f),
         None => Ok(()),

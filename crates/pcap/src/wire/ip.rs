@@ -144,6 +144,10 @@ pub struct Ipv6Chain<'a> {
     pub truncated: bool,
     /// Number of extension headers walked.
     pub ext_headers: u8,
+    /// More than [`MAX_EXT_HEADERS`] extension headers: the walk stopped;
+    /// `protocol` is the next header where it stopped (what was seen, such
+    /// as a fragment header, is kept).
+    pub too_many: bool,
 }
 
 impl<T: AsRef<[u8]>> Ipv6Packet<T> {
@@ -207,6 +211,7 @@ pub fn walk_ipv6_chain(mut nh: u8, mut rest: &[u8]) -> Result<Ipv6Chain<'_>, Wir
         frag_offset: 0,
         truncated: false,
         ext_headers: 0,
+        too_many: false,
     };
     for _ in 0..MAX_EXT_HEADERS {
         let len = match nh {
@@ -260,7 +265,9 @@ pub fn walk_ipv6_chain(mut nh: u8, mut rest: &[u8]) -> Result<Ipv6Chain<'_>, Wir
             return Ok(out);
         }
     }
-    Err(WireError::Malformed)
+    out.protocol = nh;
+    out.too_many = true;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -396,6 +403,24 @@ mod tests {
         for _ in 0..40 {
             rest.extend_from_slice(&[60, 0, 0, 0, 0, 0, 0, 0]);
         }
-        assert_eq!(walk_ipv6_chain(60, &rest), Err(WireError::Malformed));
+        let c = walk_ipv6_chain(60, &rest).unwrap();
+        assert!(c.too_many && c.l4.is_none());
+        assert_eq!(c.ext_headers as usize, MAX_EXT_HEADERS);
+    }
+
+    #[test]
+    fn more_than_16_extension_headers_keep_the_fragment_seen() {
+        // tcpdump's ipv6_ext_headers.pcap: a fragment header among more
+        // than 16 extension headers used to give frag=0 and no protocol.
+        // Destination options whose next header is a fragment header
+        // (offset 0, more fragments), then destination options on and on.
+        let mut rest = vec![44, 0, 0, 0, 0, 0, 0, 0];
+        rest.extend_from_slice(&[60, 0, 0, 1, 0, 0, 0, 7]);
+        for _ in 0..30 {
+            rest.extend_from_slice(&[60, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        let c = walk_ipv6_chain(60, &rest).unwrap();
+        assert!(c.too_many && c.fragment);
+        assert_eq!(c.protocol, 60);
     }
 }
