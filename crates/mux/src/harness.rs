@@ -10,7 +10,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -79,41 +79,11 @@ impl ServerHandle {
         if let Some(c) = &cfg.server_cpus {
             cmd.arg("--cpus").arg(c.to_string());
         }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        // The server dies with this process (no orphan holding ports).
-        #[allow(unsafe_code)]
-        // SAFETY: prctl is async-signal-safe; nothing else runs in the child before exec.
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| MuxError::Io("cannot start the server process".into(), e))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(l).is_err() {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-        });
+        let p = crate::child::spawn_piped(&mut cmd, "the server process")?;
         let mut h = ServerHandle::Child {
-            child,
-            stdin,
-            lines: rx,
+            child: p.child,
+            stdin: p.stdin,
+            lines: p.lines,
         };
         let line = h.next_line(Duration::from_secs(30))?;
         let port = line
@@ -292,20 +262,7 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         }
         Some(r) => (ServerHandle::remote(r.control)?, r.target),
     };
-    let lcfg = LoadConfig {
-        target,
-        conns: cfg.conns,
-        active: cfg.active(),
-        rounds: cfg.rounds,
-        size: cfg.size,
-        protocol: cfg.protocol,
-        clients: cfg.clients,
-        load_threads: cfg.load_threads,
-        sources: limits::sources_for(cfg.conns, target)?,
-        timeout: cfg.timeout,
-        cpus: cfg.client_cpus.clone(),
-        connect_window: cfg.connect_window,
-    };
+    let lcfg = cfg.load_config(target)?;
     if let Some(c) = &cfg.client_cpus {
         // The connect phase and the control thread run here too.
         let _ = c.pin_current_thread();

@@ -17,6 +17,7 @@
 //! [`limits`] (descriptors, ports, private namespace), [`seed`] (the
 //! article's grid and its verdict), `net` (socket calls).
 
+mod child;
 pub mod engine;
 pub mod error;
 pub mod harness;
@@ -161,6 +162,24 @@ impl MuxConfig {
     /// Connections doing rounds.
     pub fn active(&self) -> usize {
         self.active.unwrap_or(self.conns).min(self.conns)
+    }
+
+    /// The load side's settings against `target`.
+    pub fn load_config(&self, target: SocketAddr) -> Result<load::LoadConfig> {
+        Ok(load::LoadConfig {
+            target,
+            conns: self.conns,
+            active: self.active(),
+            rounds: self.rounds,
+            size: self.size,
+            protocol: self.protocol,
+            clients: self.clients,
+            load_threads: self.load_threads,
+            sources: limits::sources_for(self.conns, target)?,
+            timeout: self.timeout,
+            cpus: self.client_cpus.clone(),
+            connect_window: self.connect_window,
+        })
     }
 
     /// Checks what can be checked before anything starts (usage errors).

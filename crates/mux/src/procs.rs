@@ -10,9 +10,9 @@
 //! Worker lines are bounded (64 KiB) and parsed as JSON; a worker that dies
 //! or says something else ends the run with an error naming it.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::net::SocketAddr;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -171,42 +171,11 @@ impl Workers {
             if let Some(c) = &cfg.client_cpus {
                 cmd.arg("--cpus").arg(format!("client={c}"));
             }
-            cmd.stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit());
-            #[allow(unsafe_code)]
-            // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
-            unsafe {
-                use std::os::unix::process::CommandExt;
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| MuxError::Io("cannot start a load worker".into(), e))?;
-            let stdin = child.stdin.take();
-            let stdout = child.stdout.take().expect("piped stdout");
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(stdout);
-                loop {
-                    let mut l = String::new();
-                    match std::io::Read::take(&mut r, 64 << 20).read_line(&mut l) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            if tx.send(l).is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-            });
+            let p = crate::child::spawn_piped(&mut cmd, &format!("load worker {i}"))?;
             workers.push(Worker {
-                child,
-                stdin,
-                lines: rx,
+                child: p.child,
+                stdin: p.stdin,
+                lines: p.lines,
             });
         }
         let mut w = Workers {

@@ -424,20 +424,7 @@ fn load(l: &LoadArgs) -> Result<()> {
 
 /// One worker process of a --load-procs run (stdin/stdout speak to the parent).
 fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
-    let lcfg = commbench_mux::load::LoadConfig {
-        target,
-        conns: cfg.conns,
-        active: cfg.active(),
-        rounds: cfg.rounds,
-        size: cfg.size,
-        protocol: cfg.protocol,
-        clients: cfg.clients,
-        load_threads: cfg.load_threads,
-        sources: commbench_mux::limits::sources_for(cfg.conns, target).map_err(lib_err)?,
-        timeout: cfg.timeout,
-        cpus: cfg.client_cpus.clone(),
-        connect_window: cfg.connect_window,
-    };
+    let lcfg = cfg.load_config(target).map_err(lib_err)?;
     commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(lib_err)
 }
 
