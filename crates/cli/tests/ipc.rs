@@ -352,6 +352,24 @@ fn after_sigkill_clean_removes_the_dead_run_and_keeps_the_live_one() {
     assert!(shm_files_of(lp).is_empty());
 }
 
+/// Runs `commbench ARGS`; returns its exit code, stderr and the shm files
+/// left with its pid.
+fn run_ipc(args: &[&str]) -> (Option<i32>, String, Vec<String>) {
+    let child = std::process::Command::new(bin_path())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        leftovers_of(pid),
+    )
+}
+
 fn leftovers_of(pid: u32) -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .map(|d| {
@@ -366,42 +384,26 @@ fn leftovers_of(pid: u32) -> Vec<String> {
 #[test]
 fn ring_above_the_limit_exits_2_without_leftovers() {
     for ring in ["9223372036854775808", "4611686018427387904", "2048M"] {
-        let child = std::process::Command::new(bin_path())
-            .args(["ipc", "stream", "--ring", ring, "--count", "10"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "--ring {ring}: {out:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, err, left) = run_ipc(&["ipc", "stream", "--ring", ring, "--count", "10"]);
+        assert_eq!(code, Some(2), "--ring {ring}: {err}");
         assert!(err.contains("above the limit of 1024 MiB"), "{err}");
-        assert!(leftovers_of(pid).is_empty());
+        assert!(left.is_empty());
     }
 }
 
 #[test]
 fn ring_larger_than_free_dev_shm_is_a_usage_error_before_anything_is_created() {
-    let child = std::process::Command::new(bin_path())
-        .args([
-            "ipc",
-            "stream",
-            "--ring",
-            "1024M",
-            "--sessions",
-            "64",
-            "--count",
-            "10",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err, left) = run_ipc(&[
+        "ipc",
+        "stream",
+        "--ring",
+        "1024M",
+        "--sessions",
+        "64",
+        "--count",
+        "10",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("MiB free: use --ring"), "{err}");
-    assert!(leftovers_of(pid).is_empty());
+    assert!(left.is_empty());
 }

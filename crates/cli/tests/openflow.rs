@@ -434,27 +434,23 @@ fn fake_controller(close_mid_message: bool) -> (u16, std::thread::JoinHandle<()>
     (port, h)
 }
 
-#[test]
-fn cbench_against_a_controller_that_closes_mid_message_fails_with_the_reason() {
-    let (port, _h) = fake_controller(true);
+/// Runs a short cbench against `port`; expects exit 1 and returns stderr.
+fn cbench_fails_against(port: u16) -> String {
+    let port = port.to_string();
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
         .args([
-            "cbench",
-            "-p",
-            &port.to_string(),
-            "-s",
-            "2",
-            "-l",
-            "2",
-            "-m",
-            "300",
-            "-w",
-            "0",
+            "cbench", "-p", &port, "-s", "2", "-l", "2", "-m", "300", "-w", "0",
         ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn cbench_against_a_controller_that_closes_mid_message_fails_with_the_reason() {
+    let (port, _h) = fake_controller(true);
+    let err = cbench_fails_against(port);
     assert!(
         err.contains("closed all 2 connections") || err.contains("no probe"),
         "{err}"
@@ -464,23 +460,6 @@ fn cbench_against_a_controller_that_closes_mid_message_fails_with_the_reason() {
 #[test]
 fn cbench_against_a_controller_that_stalls_after_the_handshake_fails() {
     let (port, _h) = fake_controller(false);
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
-        .args([
-            "cbench",
-            "-p",
-            &port.to_string(),
-            "-s",
-            "2",
-            "-l",
-            "2",
-            "-m",
-            "300",
-            "-w",
-            "0",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = cbench_fails_against(port);
     assert!(err.contains("answered no probe"), "{err}");
 }
