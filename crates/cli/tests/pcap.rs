@@ -282,3 +282,43 @@ fn extract_from_a_fifo_without_writer_says_it_waits_and_stops_on_ctrl_c() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("waiting for data on FIFO"), "{err}");
 }
+
+#[test]
+fn undecoded_link_types_are_said_once_not_counted_as_bad_input() {
+    // An 802.11 capture (link type 105): valid input we do not decode.
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&[0u8; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&105u32.to_le_bytes());
+    for i in 0..3u32 {
+        for v in [1000 + i, 0, 30, 30] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&[0x80u8; 30]);
+    }
+    let dir = std::env::temp_dir().join(format!("cbwlan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("wlan.pcap");
+    std::fs::write(&f, &b).unwrap();
+    for strict in [false, true] {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"));
+        cmd.args(["pcap", "extract"])
+            .arg(&f)
+            .args(["-o", "/dev/null"]);
+        if strict {
+            cmd.arg("--strict");
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("link type 105 not decoded: 3 records, fields after caplen left empty"),
+            "{err}"
+        );
+        assert!(!err.contains("bad input"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -203,9 +203,9 @@ impl<'a, E: Encoder> PacketSink<'a, E> {
                 DecodeProblem::Malformed => {
                     dec.add(IssueKind::MalformedHeader, file, p.number, p.offset)
                 }
-                DecodeProblem::UnknownLinktype => {
-                    dec.add(IssueKind::UnknownLinktype, file, p.number, p.offset)
-                }
+                // Valid input we do not decode: listed, counted once per
+                // link type, not bad input.
+                DecodeProblem::UnknownLinktype => dec.add_undecoded(p.linktype, 1),
             }
         }
         self.enc.encode(p.number, f, self.out);

@@ -24,8 +24,6 @@ pub enum IssueKind {
     UnknownInterface,
     /// Bytes skipped while looking for the next plausible pcap record.
     Resync,
-    /// The link type is not one we decode (the record is still listed).
-    UnknownLinktype,
     /// A protocol header is cut short although the whole frame was captured.
     HeaderCutShort,
     /// A protocol header holds an impossible value (bad IHL, version, ...).
@@ -36,7 +34,7 @@ pub enum IssueKind {
 }
 
 impl IssueKind {
-    pub const ALL: [IssueKind; 11] = [
+    pub const ALL: [IssueKind; 10] = [
         IssueKind::TruncatedRecord,
         IssueKind::RecordTooLong,
         IssueKind::CaplenOverSnaplen,
@@ -44,7 +42,6 @@ impl IssueKind {
         IssueKind::BadBlockLength,
         IssueKind::UnknownInterface,
         IssueKind::Resync,
-        IssueKind::UnknownLinktype,
         IssueKind::HeaderCutShort,
         IssueKind::MalformedHeader,
         IssueKind::BadSubsecond,
@@ -59,7 +56,6 @@ impl IssueKind {
             IssueKind::BadBlockLength => "bad_block_length",
             IssueKind::UnknownInterface => "unknown_interface",
             IssueKind::Resync => "resync",
-            IssueKind::UnknownLinktype => "unknown_linktype",
             IssueKind::HeaderCutShort => "header_cut_short",
             IssueKind::MalformedHeader => "malformed_header",
             IssueKind::BadSubsecond => "bad_subsecond",
@@ -86,11 +82,18 @@ pub struct IssueAt {
 /// How many of each kind keep their location.
 pub const FIRST_PER_KIND: usize = 3;
 
-/// Counts per kind plus the first few locations of each.
+/// Distinct undecoded link types remembered (more are counted under the
+/// last entry's neighbour `u32::MAX`).
+pub const MAX_UNDECODED_LINKTYPES: usize = 16;
+
+/// Counts per kind plus the first few locations of each, and the records of
+/// link types we do not decode (valid input, not bad input: they are listed
+/// with their capture fields only).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Issues {
     counts: [u64; IssueKind::ALL.len()],
     first: Vec<IssueAt>,
+    undecoded: Vec<(u32, u64)>,
 }
 
 impl Issues {
@@ -107,8 +110,31 @@ impl Issues {
         self.counts[i] += 1;
     }
 
+    /// Counts `n` records of a link type we do not decode.
+    pub fn add_undecoded(&mut self, linktype: u32, n: u64) {
+        if let Some(e) = self.undecoded.iter_mut().find(|e| e.0 == linktype) {
+            e.1 += n;
+        } else if self.undecoded.len() < MAX_UNDECODED_LINKTYPES {
+            self.undecoded.push((linktype, n));
+        } else if let Some(e) = self.undecoded.iter_mut().find(|e| e.0 == u32::MAX) {
+            e.1 += n;
+        } else if let Some(last) = self.undecoded.last_mut() {
+            // Full: fold into a catch-all entry.
+            *last = (u32::MAX, last.1 + n);
+        }
+    }
+
+    /// (link type, records) of every link type seen that we do not decode
+    /// (`u32::MAX`: several beyond the first 16).
+    pub fn undecoded(&self) -> &[(u32, u64)] {
+        &self.undecoded
+    }
+
     /// Appends `later` (which comes after `self` in the stream).
     pub fn merge(&mut self, later: &Issues) {
+        for &(lt, n) in &later.undecoded {
+            self.add_undecoded(lt, n);
+        }
         for at in &later.first {
             let kept = self.first.iter().filter(|x| x.kind == at.kind).count();
             if kept < FIRST_PER_KIND {
@@ -149,6 +175,7 @@ impl Issues {
     pub fn clear(&mut self) {
         self.counts = [0; IssueKind::ALL.len()];
         self.first.clear();
+        self.undecoded.clear();
     }
 }
 

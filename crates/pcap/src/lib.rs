@@ -74,7 +74,15 @@ pub fn measure_extract(
         .metric("mb_s", rep.stream_bytes as f64 / 1e6 / u.wall_s)
         .metric("pkt_s", rep.packets as f64 / u.wall_s)
         .metric("cpu_mb_s", rep.stream_bytes as f64 / 1e6 / u.cpu_s())
-        .metric("bad_input", rep.issues.total());
+        .metric("bad_input", rep.issues.total())
+        .metric(
+            "undecoded_linktypes",
+            rep.issues
+                .undecoded()
+                .iter()
+                .map(|(lt, n)| serde_json::json!({"linktype": lt, "records": n}))
+                .collect::<Vec<_>>(),
+        );
     u.add_to(&mut r);
     rec.push(r);
     Ok(rep)

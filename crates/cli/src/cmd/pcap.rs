@@ -303,6 +303,17 @@ fn print_summary(cfg: &ExtractConfig, r: &ExtractReport, secs: f64) {
             String::new()
         }
     );
+    for (lt, n) in r.issues.undecoded() {
+        let lt = if *lt == u32::MAX {
+            "(several others)".to_string()
+        } else {
+            lt.to_string()
+        };
+        let _ = writeln!(
+            e,
+            "link type {lt} not decoded: {n} records, fields after caplen left empty"
+        );
+    }
     if r.issues.is_empty() {
         return;
     }
