@@ -217,14 +217,20 @@ fn netns_run_through_the_binary_counts_every_frame() {
         eprintln!("skipped: pipeline netns needs root");
         return;
     }
-    let v = json(&[
-        "pipeline", "netns", "--frames", "2000", "--window", "64", "--size", "256",
-    ]);
-    let m = &records(&v)[0]["metrics"];
-    for k in ["sent", "fwd_rx", "fwd_tx", "sink_rx"] {
-        assert_eq!(m[k], 2000, "{k}: {m}");
+    for rx in ["af-packet", "af-xdp"] {
+        let v = json(&[
+            "pipeline", "netns", "--frames", "2000", "--window", "64", "--size", "256", "--rx", rx,
+        ]);
+        let r = &records(&v)[0];
+        let m = &r["metrics"];
+        for k in ["sent", "fwd_rx", "fwd_tx", "sink_rx"] {
+            assert_eq!(m[k], 2000, "{rx} {k}: {m}");
+        }
+        assert_eq!(m["partial"], false);
+        assert_eq!(r["params"]["rx"], rx);
+        let mode = if rx == "af-xdp" { "native" } else { "-" };
+        assert_eq!(r["params"]["xdp_mode"], mode, "{r}");
     }
-    assert_eq!(m["partial"], false);
 }
 
 #[test]

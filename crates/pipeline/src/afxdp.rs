@@ -1,24 +1,29 @@
-//! AF_XDP transmission in copy mode (veth has no zero-copy support: the
-//! kernel copies each frame from the UMEM into an skb). Transmit-only, so no
-//! XDP program is needed: frames written once into the UMEM are posted as
+//! AF_XDP in copy mode (veth has no zero-copy support: the kernel copies
+//! each frame between the UMEM and an skb).
+//!
+//! Transmit ([`XdpTx`]): frames written once into the UMEM are posted as
 //! descriptors on the tx ring, the kernel is woken when it asks for it, and
-//! completions hand the descriptors back.
+//! completions hand the descriptors back. No XDP program is involved.
+//!
+//! Receive ([`XdpRx`]): our redirect program ([`crate::xdpprog`]) sends
+//! frames carrying commbench's mark to the socket bound to their rx queue;
+//! the fill ring is kept stocked with UMEM frames, received descriptors
+//! point into the UMEM, and each frame goes back on the fill ring once
+//! handled.
 //!
 //! Crate choice: `xdpilone` maps the UMEM and the four rings itself in pure
-//! Rust (no libbpf / libxdp C libraries to build or install), which is all a
-//! transmit-only socket needs; receiving would also need an XDP redirect
-//! program and a loader (aya or libbpf), not built here.
+//! Rust (no libbpf / libxdp C libraries to build or install); the program
+//! is loaded with the bpf(2) syscall (see `xdpprog` for why).
 
 use std::io;
 use std::num::NonZeroU32;
 use std::ptr::NonNull;
 use xdpilone::xdp::XdpDesc;
-use xdpilone::{BufIdx, DeviceQueue, IfInfo, RingTx, Socket, SocketConfig, Umem, UmemConfig};
+use xdpilone::{
+    BufIdx, DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig,
+};
 
 const UMEM_BYTES: usize = 1 << 22;
-
-#[repr(C, align(4096))]
-struct Area([u8; UMEM_BYTES]);
 
 fn err(what: &str, e: xdpilone::Errno) -> io::Error {
     io::Error::other(format!(
@@ -48,15 +53,9 @@ impl XdpTx {
     /// Opens the socket on `iface` (copy mode) with `frames` as the frames it
     /// will send, each written once into its own UMEM slot.
     pub fn open(iface: &str, frames: &[Vec<u8>]) -> io::Result<Self> {
-        // Zeroed on the heap directly (a 4 MiB array must not pass the stack).
-        let layout = std::alloc::Layout::new::<Area>();
-        // SAFETY: Area has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Area;
-        let area =
-            NonNull::new(raw).ok_or_else(|| io::Error::other("out of memory for the UMEM"))?;
         // Freed by the guard, on error too.
-        let guard = AreaGuard(area);
-        let mem: NonNull<[u8]> = NonNull::slice_from_raw_parts(area.cast::<u8>(), UMEM_BYTES);
+        let guard = AreaGuard::new(UMEM_BYTES)?;
+        let mem = guard.slice();
         let built = (|| -> io::Result<(Umem, DeviceQueue, RingTx, Vec<XdpDesc>)> {
             // SAFETY: the area is page aligned and outlives the UMEM (Drop
             // order above).
@@ -173,16 +172,208 @@ impl XdpTx {
     }
 }
 
-/// Owns the UMEM memory; declared last in [`XdpTx`], so it is freed after
-/// the rings and the UMEM registration (fields drop in declaration order).
-struct AreaGuard(NonNull<Area>);
+/// Owns the UMEM memory (zeroed, page aligned); declared last in the
+/// socket structs, so it is freed after the rings and the UMEM
+/// registration (fields drop in declaration order).
+struct AreaGuard {
+    ptr: NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+impl AreaGuard {
+    fn new(bytes: usize) -> io::Result<Self> {
+        let layout = std::alloc::Layout::from_size_align(bytes.max(4096), 4096)
+            .map_err(|_| io::Error::other("UMEM size"))?;
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr =
+            NonNull::new(raw).ok_or_else(|| io::Error::other("out of memory for the UMEM"))?;
+        Ok(AreaGuard { ptr, layout })
+    }
+
+    fn slice(&self) -> NonNull<[u8]> {
+        NonNull::slice_from_raw_parts(self.ptr, self.layout.size())
+    }
+}
 
 impl Drop for AreaGuard {
     fn drop(&mut self) {
-        // SAFETY: allocated with the global allocator for an Area (the layout
-        // Box uses); nothing uses it after
-        // the socket fields (dropped before this one) are gone; the kernel
-        // keeps its own references to pages it still holds.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        // SAFETY: allocated above with this layout; the socket fields that
+        // point into it are dropped before this one; the kernel keeps its
+        // own references to pages it still holds.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// UMEM frames of the receiver: a full fill ring plus a full rx ring.
+const RX_RING: u32 = 4096;
+const RX_FRAME: u32 = 2048;
+
+/// Counters of an AF_XDP receiver.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct XdpRxStats {
+    /// Dropped by the kernel for lack of room (rx ring full, no fill
+    /// buffer): the socket's own drops.
+    pub dropped: u64,
+    pub rx_ring_full: u64,
+    pub fill_ring_empty: u64,
+}
+
+/// An AF_XDP receiver on one rx queue of an interface, with the redirect
+/// program attached (it is detached when this is dropped).
+pub struct XdpRx {
+    // Drop order: program and rings, then the UMEM, then its memory.
+    prog: crate::xdpprog::XdpRedirect,
+    rx: RingRx,
+    device: DeviceQueue,
+    user: xdpilone::User,
+    _umem: Umem,
+    recycle: Vec<u64>,
+    base: NonNull<u8>,
+    area_len: usize,
+    _area: AreaGuard,
+}
+
+// SAFETY: as XdpTx: one thread at a time, the memory is owned.
+unsafe impl Send for XdpRx {}
+
+impl XdpRx {
+    /// Attaches the redirect program to `iface` and opens a copy-mode
+    /// socket on rx queue `queue` (`queues` is the interface's rx queue
+    /// count, the size of the program's socket map).
+    pub fn open(iface: &str, queue: u32, queues: u32) -> io::Result<Self> {
+        let frames = RX_RING * 2;
+        let guard = AreaGuard::new((frames * RX_FRAME) as usize)?;
+        let mem = guard.slice();
+        let cfg = UmemConfig {
+            fill_size: RX_RING,
+            complete_size: RX_RING,
+            frame_size: RX_FRAME,
+            headroom: 0,
+            flags: 0,
+        };
+        // SAFETY: the area is page aligned and outlives the UMEM (Drop
+        // order above).
+        let umem = unsafe { Umem::new(cfg, mem) }.map_err(|e| err("umem", e))?;
+        let name = std::ffi::CString::new(iface)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
+        let mut info = IfInfo::invalid();
+        info.from_name(&name)
+            .map_err(|e| err(&format!("interface '{iface}'"), e))?;
+        info.set_queue(queue);
+        let sock = Socket::with_shared(&info, &umem).map_err(|e| err("socket", e))?;
+        let mut device = umem
+            .fq_cq(&sock)
+            .map_err(|e| err("fill/completion rings", e))?;
+        let user = umem
+            .rx_tx(
+                &sock,
+                &SocketConfig {
+                    rx_size: NonZeroU32::new(RX_RING),
+                    tx_size: None,
+                    bind_flags: SocketConfig::XDP_BIND_NEED_WAKEUP | SocketConfig::XDP_BIND_COPY,
+                },
+            )
+            .map_err(|e| err("rx ring", e))?;
+        let rx = user.map_rx().map_err(|e| err("rx ring map", e))?;
+        umem.bind(&user).map_err(|e| err("bind (copy mode)", e))?;
+        // Stock the fill ring before any frame is redirected here.
+        {
+            let mut w = device.fill(RX_RING);
+            let offsets: Vec<u64> = (0..RX_RING)
+                .filter_map(|i| umem.frame(BufIdx(i)).map(|c| c.offset))
+                .collect();
+            w.insert(offsets.into_iter());
+            w.commit();
+        }
+        let ifindex = info.ifindex();
+        let prog = crate::xdpprog::XdpRedirect::attach(ifindex, queues)?;
+        prog.insert(queue, rx.as_raw_fd())?;
+        let base = guard.ptr;
+        let area_len = guard.layout.size();
+        Ok(XdpRx {
+            prog,
+            rx,
+            device,
+            user,
+            _umem: umem,
+            recycle: Vec::with_capacity(RX_RING as usize),
+            base,
+            area_len,
+            _area: guard,
+        })
+    }
+
+    /// Native (in the driver) or generic XDP.
+    pub fn mode(&self) -> crate::xdpprog::XdpMode {
+        self.prog.mode
+    }
+
+    /// Hands up to `max` received frames to `f` (writable, in place in the
+    /// UMEM), gives their buffers back to the fill ring, and returns how
+    /// many there were (0: nothing ready).
+    pub fn recv<F: FnMut(&mut [u8])>(&mut self, max: u32, mut f: F) -> usize {
+        let mut n = 0;
+        {
+            let mut r = self.rx.receive(max);
+            while let Some(d) = r.read() {
+                let start = d.addr as usize;
+                let end = start.saturating_add(d.len as usize);
+                if end <= self.area_len {
+                    // SAFETY: the kernel handed this frame to us (it is not
+                    // on the fill ring until we recycle it below) and it
+                    // lies inside the UMEM, checked just above.
+                    let frame = unsafe {
+                        std::slice::from_raw_parts_mut(self.base.as_ptr().add(start), end - start)
+                    };
+                    f(frame);
+                }
+                self.recycle.push(d.addr & !u64::from(RX_FRAME - 1));
+                n += 1;
+            }
+            r.release();
+        }
+        if !self.recycle.is_empty() {
+            let mut w = self.device.fill(self.recycle.len() as u32);
+            let k = w.insert(self.recycle.iter().copied()) as usize;
+            w.commit();
+            self.recycle.drain(..k);
+        }
+        if self.device.needs_wakeup() {
+            self.device.wake();
+        }
+        n
+    }
+
+    /// Waits up to `timeout_ms` for frames.
+    pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
+        let mut p = libc::pollfd {
+            fd: self.rx.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        Ok(r > 0)
+    }
+
+    /// The socket's drop counters (XDP_STATISTICS).
+    pub fn stats(&self) -> io::Result<XdpRxStats> {
+        let s = self
+            .user
+            .statistics_v2()
+            .map_err(|e| err("statistics", e))?;
+        Ok(XdpRxStats {
+            dropped: s.rx_dropped,
+            rx_ring_full: s.rx_ring_full,
+            fill_ring_empty: s.rx_fill_ring_empty_descs,
+        })
     }
 }

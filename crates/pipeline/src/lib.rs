@@ -33,6 +33,7 @@ pub mod netns;
 pub mod rss;
 pub mod txbuf;
 pub mod wire;
+pub mod xdpprog;
 
 pub use engine::{RxFull, Work};
 pub use figures::figures;

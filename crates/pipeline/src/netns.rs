@@ -246,6 +246,103 @@ pub struct NetnsConfig {
     pub timeout: Duration,
     /// How the generator transmits.
     pub tx: TxMethod,
+    /// How the forwarder and the sink receive.
+    pub rx: RxMethod,
+}
+
+/// Receive paths of the forwarder and the sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RxMethod {
+    /// AF_PACKET TPACKET_V3 ring.
+    AfPacket,
+    /// AF_XDP in copy mode behind our redirect program.
+    AfXdp,
+}
+
+impl RxMethod {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RxMethod::AfPacket => "af-packet",
+            RxMethod::AfXdp => "af-xdp",
+        }
+    }
+}
+
+/// Rx queues of an interface (from sysfs; 1 when it cannot tell).
+pub fn rx_queues(iface: &str) -> u32 {
+    std::fs::read_dir(format!("/sys/class/net/{iface}/queues"))
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// A receive path: a TPACKET_V3 ring or an AF_XDP socket on queue 0.
+pub enum RxPath {
+    Ring(RxRing),
+    Xdp(Box<crate::afxdp::XdpRx>),
+}
+
+impl RxPath {
+    /// Opens `method` on `iface`. AF_XDP binds rx queue 0; frames the
+    /// interface steers to other queues reach the kernel stack, not us,
+    /// which a note on stderr says when there are several.
+    pub fn open(iface: &str, method: RxMethod) -> io::Result<RxPath> {
+        match method {
+            RxMethod::AfPacket => {
+                let r = RxRing::open(iface, 1 << 20, 16, 1)?;
+                let _ = r.socket().stats(); // reset counters
+                Ok(RxPath::Ring(r))
+            }
+            RxMethod::AfXdp => {
+                let q = rx_queues(iface);
+                if q > 1 {
+                    eprintln!(
+                        "commbench pipeline: note: {iface} has {q} rx queues and AF_XDP listens on queue 0 only; \
+                         steer the traffic there (ethtool -L {iface} combined 1, or an ntuple rule)"
+                    );
+                }
+                Ok(RxPath::Xdp(Box::new(crate::afxdp::XdpRx::open(
+                    iface, 0, q,
+                )?)))
+            }
+        }
+    }
+
+    /// Native or generic XDP, for AF_XDP.
+    pub fn xdp_mode(&self) -> Option<&'static str> {
+        match self {
+            RxPath::Ring(_) => None,
+            RxPath::Xdp(x) => Some(x.mode().name()),
+        }
+    }
+
+    /// Hands the frames ready now to `f`; returns how many (0: none).
+    pub fn next<F: FnMut(&mut [u8])>(&mut self, f: F) -> io::Result<usize> {
+        match self {
+            RxPath::Ring(r) => r.next_block(f),
+            RxPath::Xdp(x) => Ok(x.recv(256, f)),
+        }
+    }
+
+    pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
+        match self {
+            RxPath::Ring(r) => r.wait(timeout_ms),
+            RxPath::Xdp(x) => x.wait(timeout_ms),
+        }
+    }
+
+    /// Frames the kernel dropped at this receiver since it opened.
+    pub fn drops(&self) -> io::Result<u64> {
+        match self {
+            RxPath::Ring(r) => r.socket().stats().map(|(_, d)| d),
+            RxPath::Xdp(x) => x.stats().map(|s| s.dropped + s.rx_ring_full),
+        }
+    }
 }
 
 /// AF_PACKET transmit paths.
@@ -280,6 +377,7 @@ impl Default for NetnsConfig {
             window: 0,
             timeout: Duration::from_secs(60),
             tx: TxMethod::Sendmmsg,
+            rx: RxMethod::AfPacket,
         }
     }
 }
@@ -308,6 +406,35 @@ pub struct NetnsReport {
     /// The run ended before every frame was accounted for (timeout or
     /// Ctrl-C).
     pub partial: bool,
+    /// With AF_XDP receive: "native" (in the veth driver) or "generic".
+    pub xdp_mode: Option<String>,
+}
+
+/// What the forwarder did.
+#[derive(Debug, Clone)]
+pub struct FwdStats {
+    /// Our frames received.
+    pub rx: u64,
+    pub tx: u64,
+    /// Frames without our mark (the kernel's own).
+    pub foreign: u64,
+    /// Drops at the receiver (ring or socket).
+    pub drops: u64,
+    /// Median TSC ticks per packet from rx to sent.
+    pub ticks: f64,
+    /// With AF_XDP: native or generic XDP.
+    pub xdp_mode: Option<&'static str>,
+}
+
+/// What the sink did.
+#[derive(Debug, Clone)]
+pub struct SinkStats {
+    pub rx: u64,
+    pub foreign: u64,
+    pub drops: u64,
+    /// First to last frame of ours.
+    pub wall_s: f64,
+    pub xdp_mode: Option<&'static str>,
 }
 
 fn frame(size: u32, seq: u64) -> Vec<u8> {
@@ -416,14 +543,15 @@ pub fn gen_role(
 pub fn fwd_role(
     in_if: &str,
     out_if: &str,
+    rx_method: RxMethod,
     burst: usize,
     upstream_done: &AtomicBool,
     fwd_seen: &AtomicU64,
     idle: Duration,
     deadline: Instant,
     ready: Option<&std::sync::Barrier>,
-) -> io::Result<(u64, u64, u64, u64, f64)> {
-    let opened = RxRing::open(in_if, 1 << 20, 16, 1)
+) -> io::Result<FwdStats> {
+    let opened = RxPath::open(in_if, rx_method)
         .and_then(|r| PacketSocket::open(out_if, false).map(|o| (r, o)));
     // Ready only once the ring exists, so no frame arrives before it.
     if let Some(b) = ready {
@@ -431,9 +559,8 @@ pub fn fwd_role(
     }
     let (mut ring, out) = opened?;
     let _ = out.qdisc_bypass();
-    let _ = ring.socket().stats(); // reset counters
-                                   // Staging buffers allocated once: a frame is copied out of the ring
-                                   // (the block goes back to the kernel at once) and sent from here.
+    // Staging buffers allocated once: a frame is copied out of the ring
+    // (its slot goes back to the kernel at once) and sent from here.
     let mut stage: Vec<[u8; 2048]> = vec![[0u8; 2048]; burst];
     let mut lens: Vec<usize> = Vec::with_capacity(burst);
     let (mut rx, mut tx, mut foreign, mut drops) = (0u64, 0u64, 0u64, 0u64);
@@ -451,7 +578,7 @@ pub fn fwd_role(
         let t0 = rdtsc();
         let mut got = 0u64;
         let mut err = None;
-        let n = ring.next_block(|f| {
+        let n = ring.next(|f| {
             if !ours(f) {
                 foreign += 1;
                 return;
@@ -488,10 +615,16 @@ pub fn fwd_role(
         }
         ring.wait(5)?;
     }
-    let (_, d) = ring.socket().stats()?;
-    drops += d;
+    drops += ring.drops()?;
     let ticks = Summary::from_samples(&per_pkt).median;
-    Ok((rx, tx, foreign, drops, ticks))
+    Ok(FwdStats {
+        rx,
+        tx,
+        foreign,
+        drops,
+        ticks,
+        xdp_mode: ring.xdp_mode(),
+    })
 }
 
 /// Sends every frame, retrying a full tx queue briefly; returns how many
@@ -514,18 +647,18 @@ fn send_all(sock: &PacketSocket, frames: &[&[u8]]) -> io::Result<u64> {
 /// Returns (rx ours, foreign, ring drops, first-to-last wall s).
 pub fn sink_role(
     iface: &str,
+    rx_method: RxMethod,
     upstream_done: &AtomicBool,
     seen: &AtomicU64,
     idle: Duration,
     deadline: Instant,
     ready: Option<&std::sync::Barrier>,
-) -> io::Result<(u64, u64, u64, f64)> {
-    let opened = RxRing::open(iface, 1 << 20, 16, 1);
+) -> io::Result<SinkStats> {
+    let opened = RxPath::open(iface, rx_method);
     if let Some(b) = ready {
         b.wait();
     }
     let mut ring = opened?;
-    let _ = ring.socket().stats();
     let (mut rx, mut foreign) = (0u64, 0u64);
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
@@ -535,7 +668,7 @@ pub fn sink_role(
             break;
         }
         let mut got = 0u64;
-        let n = ring.next_block(|f| {
+        let n = ring.next(|f| {
             if ours(f) {
                 got += 1;
             } else {
@@ -557,9 +690,15 @@ pub fn sink_role(
         }
         ring.wait(5)?;
     }
-    let (_, drops) = ring.socket().stats()?;
+    let drops = ring.drops()?;
     let wall = first.map_or(0.0, |f| last_rx.duration_since(f).as_secs_f64());
-    Ok((rx, foreign, drops, wall))
+    Ok(SinkStats {
+        rx,
+        foreign,
+        drops,
+        wall_s: wall,
+        xdp_mode: ring.xdp_mode(),
+    })
 }
 
 /// Sets up the lab, runs gen → fwd → sink once, tears down.
@@ -583,6 +722,7 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
         let sink = s.spawn(|| match enter(&lab.sink_ns) {
             Ok(()) => sink_role(
                 &lab.sink_if,
+                cfg.rx,
                 &fwd_done,
                 &sink_seen,
                 idle,
@@ -599,6 +739,7 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
                 Ok(()) => fwd_role(
                     &lab.fwd_in,
                     &lab.fwd_out,
+                    cfg.rx,
                     cfg.burst,
                     &gen_done,
                     &fwd_seen,
@@ -635,8 +776,21 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
     drop(lab);
     let (
         (sent, gen_wall, gen_cpu),
-        (fwd_rx, fwd_tx, foreign_f, fwd_drops, ticks),
-        (sink_rx, foreign_s, sink_drops, sink_wall),
+        FwdStats {
+            rx: fwd_rx,
+            tx: fwd_tx,
+            foreign: foreign_f,
+            drops: fwd_drops,
+            ticks,
+            xdp_mode,
+        },
+        SinkStats {
+            rx: sink_rx,
+            foreign: foreign_s,
+            drops: sink_drops,
+            wall_s: sink_wall,
+            ..
+        },
     ) = res?;
     let partial = interrupted() || sent < cfg.frames;
     Ok(NetnsReport {
@@ -670,13 +824,21 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
             f64::NAN
         },
         partial,
+        xdp_mode: xdp_mode.map(str::to_owned),
     })
 }
 
 /// The record of a netns run.
-pub fn netns_record(r: &NetnsReport, window: u64, burst: usize, tx: TxMethod) -> Record {
+pub fn netns_record(
+    r: &NetnsReport,
+    window: u64,
+    burst: usize,
+    tx: TxMethod,
+    rx: RxMethod,
+) -> Record {
     Record::new("pipeline", "netns-af-packet")
         .param("tx", tx.name())
+        .param("rx", rx.name())
         .param("frames", r.frames)
         .param("size", r.size)
         .param("burst", burst)
@@ -696,6 +858,7 @@ pub fn netns_record(r: &NetnsReport, window: u64, burst: usize, tx: TxMethod) ->
         .metric("sink_pps", r.sink_pps)
         .metric("fwd_ticks_per_packet", r.fwd_ticks_per_packet)
         .metric("partial", r.partial)
+        .param("xdp_mode", r.xdp_mode.as_deref().unwrap_or("-"))
 }
 
 #[cfg(test)]
@@ -709,11 +872,23 @@ mod tests {
             return;
         }
         for tx in [TxMethod::Sendmmsg, TxMethod::TxRing, TxMethod::AfXdp] {
-            exact_run(tx);
+            exact_run(tx, RxMethod::AfPacket);
         }
     }
 
-    fn exact_run(tx: TxMethod) {
+    #[test]
+    fn af_xdp_receive_behind_our_redirect_program_counts_every_frame() {
+        if !is_root() {
+            eprintln!("skipped: netns test needs root");
+            return;
+        }
+        let r = exact_run(TxMethod::Sendmmsg, RxMethod::AfXdp);
+        // veth has native XDP: the program runs in the driver.
+        assert_eq!(r.xdp_mode.as_deref(), Some("native"), "{r:?}");
+        exact_run(TxMethod::AfXdp, RxMethod::AfXdp);
+    }
+
+    fn exact_run(tx: TxMethod, rx: RxMethod) -> NetnsReport {
         let cfg = NetnsConfig {
             frames: 3000,
             size: 128,
@@ -721,6 +896,7 @@ mod tests {
             window: 64,
             timeout: Duration::from_secs(60),
             tx,
+            rx,
         };
         let r = run_netns(&cfg).unwrap();
         assert_eq!(r.sent, 3000, "{r:?}");
@@ -739,6 +915,7 @@ mod tests {
             })
             .unwrap_or_default();
         assert!(left.is_empty(), "{left:?}");
+        r
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub struct NetnsArgs {
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
     pub tx: TxArg,
+    /// Forwarder and sink receive path (af-xdp: copy mode behind commbench's own XDP redirect program).
+    #[arg(long, value_enum, default_value = "af-packet")]
+    pub rx: EngineArg,
     /// Runs.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
@@ -79,6 +82,19 @@ impl From<TxArg> for commbench_pipeline::netns::TxMethod {
 pub enum EngineArg {
     /// AF_PACKET: TPACKET_V3 rx ring, sendmmsg tx with PACKET_QDISC_BYPASS.
     AfPacket,
+    /// AF_XDP in copy mode: receive behind commbench's XDP redirect program
+    /// (only frames carrying commbench's mark are taken; the rest go to the
+    /// kernel), rx queue 0.
+    AfXdp,
+}
+
+impl From<EngineArg> for commbench_pipeline::netns::RxMethod {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::AfPacket => commbench_pipeline::netns::RxMethod::AfPacket,
+            EngineArg::AfXdp => commbench_pipeline::netns::RxMethod::AfXdp,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -382,11 +398,18 @@ fn run_netns(a: &NetnsArgs) -> Result<()> {
         window: a.window,
         timeout: std::time::Duration::from_secs(a.timeout_s),
         tx: a.tx.into(),
+        rx: a.rx.into(),
     };
     let mut v = Vec::new();
     for _ in 0..a.repeat {
         let r = netns::run_netns(&cfg)?;
-        v.push(netns::netns_record(&r, a.window, a.burst, a.tx.into()));
+        v.push(netns::netns_record(
+            &r,
+            a.window,
+            a.burst,
+            a.tx.into(),
+            a.rx.into(),
+        ));
         if netns::interrupted() {
             break;
         }
@@ -409,24 +432,31 @@ fn run_io(a: &IoArgs) -> Result<()> {
     let idle = Duration::from_millis(a.idle_ms);
     let done = AtomicBool::new(true);
     let seen = AtomicU64::new(0);
+    let engine = netns::RxMethod::from(a.engine);
     let rec = match a.mode {
         RoleArg::Gen => {
+            // --engine af-xdp transmits with AF_XDP; otherwise --tx says how.
+            let tx = match a.engine {
+                EngineArg::AfXdp => netns::TxMethod::AfXdp,
+                EngineArg::AfPacket => a.tx.into(),
+            };
             let cfg = netns::NetnsConfig {
                 frames: a.frames,
                 size: a.size,
                 burst: a.burst,
                 window: 0,
                 timeout: Duration::from_secs(a.duration_s),
-                tx: a.tx.into(),
+                tx,
+                rx: engine,
             };
             let (sent, wall, cpu) =
                 netns::gen_role(&a.iface, &cfg, &seen, &AtomicBool::new(false))?;
             Record::new("pipeline", "io-gen")
-                .param("engine", "af-packet")
+                .param("engine", engine.name())
                 .param("iface", &a.iface)
                 .param("size", a.size)
                 .param("burst", a.burst)
-                .param("tx", commbench_pipeline::netns::TxMethod::from(a.tx).name())
+                .param("tx", tx.name())
                 .metric("sent", sent)
                 .metric("pps", sent as f64 / wall)
                 .metric("cpu_s", cpu)
@@ -435,31 +465,33 @@ fn run_io(a: &IoArgs) -> Result<()> {
         }
         RoleArg::Fwd => {
             let out = a.out_iface.clone().unwrap_or_else(|| a.iface.clone());
-            let (rx, tx, foreign, drops, ticks) =
-                netns::fwd_role(&a.iface, &out, a.burst, &done, &seen, idle, deadline, None)?;
+            let f = netns::fwd_role(
+                &a.iface, &out, engine, a.burst, &done, &seen, idle, deadline, None,
+            )?;
             Record::new("pipeline", "io-fwd")
-                .param("engine", "af-packet")
+                .param("engine", engine.name())
+                .param("xdp_mode", f.xdp_mode.unwrap_or("-"))
                 .param("iface", &a.iface)
                 .param("out_iface", &out)
-                .metric("rx", rx)
-                .metric("tx", tx)
-                .metric("foreign", foreign)
-                .metric("ring_drops", drops)
-                .metric("ticks_per_packet", ticks)
+                .metric("rx", f.rx)
+                .metric("tx", f.tx)
+                .metric("foreign", f.foreign)
+                .metric("ring_drops", f.drops)
+                .metric("ticks_per_packet", f.ticks)
         }
         RoleArg::Sink => {
-            let (rx, foreign, drops, wall) =
-                netns::sink_role(&a.iface, &done, &seen, idle, deadline, None)?;
+            let k = netns::sink_role(&a.iface, engine, &done, &seen, idle, deadline, None)?;
             Record::new("pipeline", "io-sink")
-                .param("engine", "af-packet")
+                .param("engine", engine.name())
+                .param("xdp_mode", k.xdp_mode.unwrap_or("-"))
                 .param("iface", &a.iface)
-                .metric("rx", rx)
-                .metric("foreign", foreign)
-                .metric("ring_drops", drops)
+                .metric("rx", k.rx)
+                .metric("foreign", k.foreign)
+                .metric("ring_drops", k.drops)
                 .metric(
                     "pps",
-                    if wall > 0.0 {
-                        rx as f64 / wall
+                    if k.wall_s > 0.0 {
+                        k.rx as f64 / k.wall_s
                     } else {
                         f64::NAN
                     },
