@@ -132,6 +132,43 @@ fn a_run_in_each_mode_conserves_packets_and_validates() {
 }
 
 #[test]
+fn rtc_timing_total_reports_the_total_without_a_split_and_software_rss_counts_per_queue() {
+    for (timing, rss_at) in [("total", "nic"), ("split", "cpu"), ("total", "cpu")] {
+        let v = json(&[
+            "pipeline",
+            "run",
+            "--mode",
+            "rtc",
+            "--packets",
+            "20000",
+            "--queues",
+            "3",
+            "--work",
+            "swap",
+            "--timing",
+            timing,
+            "--rss-at",
+            rss_at,
+        ]);
+        let r = &records(&v)[0];
+        let m = &r["metrics"];
+        assert_eq!(r["params"]["timing"], timing);
+        assert_eq!(m["conserved"], true, "{m}");
+        assert!(m["ticks_total"].as_f64().unwrap() > 0.0, "{m}");
+        assert!(m["ticks_gen"].as_f64().unwrap() > 0.0, "{m}");
+        assert_eq!(m["ticks_rx"].is_number(), timing == "split", "{m}");
+        let per_q: Vec<u64> = m["per_queue_generated"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .map(|x| x.parse::<u64>().unwrap())
+            .collect();
+        assert_eq!(per_q.len(), 3);
+        assert_eq!(per_q.iter().sum::<u64>(), 20000);
+    }
+}
+
+#[test]
 fn sweeps_write_one_record_per_point() {
     let v = json(&[
         "pipeline",

@@ -60,6 +60,9 @@ pub struct Generator {
     /// Frames the CPU-side RSS could not parse (never, for our own frames;
     /// counted rather than assumed).
     pub parse_errors: u64,
+    /// Frames written per queue (with `RssAt::Nic`: the NIC's own per-queue
+    /// rx counters; kept here, outside the loop's timed sections).
+    pub emitted: Vec<u64>,
 }
 
 /// Deterministic 64-bit mixer (splitmix64) so flows differ in every byte.
@@ -155,6 +158,7 @@ impl Generator {
             v6_downgraded: downgraded,
             v6_flows,
             parse_errors: 0,
+            emitted: Vec::new(),
         }
     }
 
@@ -173,7 +177,9 @@ impl Generator {
         self.flows.iter().map(|f| usize::from(f.queue))
     }
 
-    /// Fills `m` with the next flow's packet and sets its hash and queue.
+    /// Fills `m` with the next flow's packet — what the NIC's DMA does —
+    /// and, with [`RssAt::Nic`], sets its hash and queue from the flow
+    /// table (the rx descriptor) and counts it on that queue.
     #[inline(always)]
     pub fn fill(&mut self, m: &mut Mbuf) {
         let f = &self.flows[self.next];
@@ -190,23 +196,47 @@ impl Generator {
             .expect("MBUF_DATA > HDR_SLOT");
         *dst = f.hdr;
         m.len = self.frame_len;
-        match self.rss_at {
-            RssAt::Nic => {
-                m.rss = f.rss;
-                m.queue = f.queue;
-            }
-            RssAt::Cpu => {
-                let h = match Frame::new_checked(m.frame()).and_then(|fr| fr.flow_tuple()) {
-                    Ok(t) => self.rss.hash(&t),
-                    Err(_) => {
-                        self.parse_errors += 1;
-                        0
-                    }
-                };
-                m.rss = h;
-                m.queue = self.rss.queue_of(h) as u16;
+        if self.rss_at == RssAt::Nic {
+            m.rss = f.rss;
+            m.queue = f.queue;
+            if let Some(c) = self.emitted.get_mut(usize::from(f.queue)) {
+                *c += 1;
             }
         }
+    }
+
+    /// The rx path's part with [`RssAt::Cpu`]: parse the frame, compute the
+    /// Toeplitz hash, pick the queue, count it there (software RSS). A
+    /// no-op with [`RssAt::Nic`].
+    #[inline(always)]
+    pub fn classify(&mut self, m: &mut Mbuf) {
+        if self.rss_at == RssAt::Cpu {
+            let h = match Frame::new_checked(m.frame()).and_then(|fr| fr.flow_tuple()) {
+                Ok(t) => self.rss.hash(&t),
+                Err(_) => {
+                    self.parse_errors += 1;
+                    0
+                }
+            };
+            m.rss = h;
+            m.queue = self.rss.queue_of(h) as u16;
+            if let Some(c) = self.emitted.get_mut(usize::from(m.queue)) {
+                *c += 1;
+            }
+        }
+    }
+
+    /// Starts the per-queue counts for `queues` queues.
+    pub fn count_queues(&mut self, queues: usize) {
+        self.emitted = vec![0; queues];
+    }
+
+    /// Fills and classifies (both halves, for callers that do not time
+    /// them apart).
+    #[inline(always)]
+    pub fn fill_and_classify(&mut self, m: &mut Mbuf) {
+        self.fill(m);
+        self.classify(m);
     }
 }
 
@@ -226,8 +256,8 @@ mod tests {
             let mut a = pool.get().unwrap();
             let mut b = pool.get().unwrap();
             for _ in 0..200 {
-                nic.fill(&mut a);
-                cpu.fill(&mut b);
+                nic.fill_and_classify(&mut a);
+                cpu.fill_and_classify(&mut b);
                 assert_eq!(a.len, 124);
                 assert_eq!(a.rss, b.rss);
                 assert_eq!(a.queue, b.queue);

@@ -71,6 +71,23 @@ impl Pool {
         self.free.push(m);
     }
 
+    /// Moves up to `n` free buffers to the end of `into` (one copy of
+    /// pointers, as `rte_mempool_get_bulk`); returns how many.
+    #[inline(always)]
+    pub fn get_bulk(&mut self, n: usize, into: &mut Vec<Box<Mbuf>>) -> usize {
+        let k = n.min(self.free.len());
+        let from = self.free.len() - k;
+        into.extend(self.free.drain(from..));
+        k
+    }
+
+    /// Returns every buffer of `from` (emptying it).
+    #[inline(always)]
+    pub fn put_bulk(&mut self, from: &mut Vec<Box<Mbuf>>) {
+        debug_assert!(self.free.len() + from.len() <= self.size);
+        self.free.append(from);
+    }
+
     /// Free buffers.
     #[inline(always)]
     pub fn available(&self) -> usize {
@@ -102,5 +119,13 @@ mod tests {
         let again = p.get().unwrap();
         assert_eq!(&*again as *const Mbuf, pa);
         assert_eq!(p.size(), 2);
+        // Bulk: as many as are free, then all back.
+        let mut v = vec![again];
+        assert_eq!(p.get_bulk(5, &mut v), 1);
+        assert_eq!(v.len(), 2);
+        assert_eq!(p.available(), 0);
+        p.put_bulk(&mut v);
+        assert!(v.is_empty());
+        assert_eq!(p.available(), 2);
     }
 }

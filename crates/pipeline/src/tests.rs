@@ -156,6 +156,7 @@ fn rtc_sections_chain_into_the_batch_total() {
         cpus: None,
         spin_limit: 0,
         rx_full: RxFull::Wait,
+        split: true,
     };
     let rss = Rss::new(&STANDARD_KEY, HashFields::L4, 2);
     let gen = Generator::new(512, 64, IpMix::V4, rss, RssAt::Nic);

@@ -121,11 +121,18 @@ fn ports(proto: u8, l4: Option<&[u8]>) -> Option<(u16, u16)> {
 
 /// l2fwd's work: swap source and destination MAC. Frames shorter than 12 B
 /// are left alone.
-#[inline]
+#[inline(always)]
 pub fn swap_macs(frame: &mut [u8]) {
-    if frame.len() >= 12 {
-        let (dst, rest) = frame.split_at_mut(6);
-        dst.swap_with_slice(&mut rest[..6]);
+    // One 8-byte and one 4-byte load, shifts, two stores (little-endian
+    // lanes: bytes 6..12 move to 0..6 and 0..6 to 6..12).
+    if let Some(h) = frame.first_chunk_mut::<12>() {
+        let (lo, hi) = h.split_at_mut(8);
+        let a = u64::from_le_bytes(lo.try_into().unwrap_or([0; 8]));
+        let b = u32::from_le_bytes(hi.try_into().unwrap_or([0; 4]));
+        let na = (a >> 48) | (u64::from(b) << 16) | (a << 48);
+        let nb = (a >> 16) as u32;
+        lo.copy_from_slice(&na.to_le_bytes());
+        hi.copy_from_slice(&nb.to_le_bytes());
     }
 }
 

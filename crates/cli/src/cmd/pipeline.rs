@@ -231,8 +231,17 @@ pub struct RunArgs {
     /// Pipeline mode, full rx ring: wait for room (backpressure) or drop like a NIC.
     #[arg(long, value_enum, default_value = "wait")]
     pub rx_full: RxFullArg,
+    /// rtc: time each section (split: rx, work, tx) or only whole bursts (total: two TSC reads per burst, what a plain C loop pays; no split reported).
+    #[arg(long, value_enum, default_value = "split")]
+    pub timing: TimingArg,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TimingArg {
+    Split,
+    Total,
 }
 
 #[derive(Debug, Args)]
@@ -347,6 +356,7 @@ pub fn config(a: &RunArgs) -> Result<PipelineConfig> {
             RxFullArg::Wait => RxFull::Wait,
             RxFullArg::Drop => RxFull::Drop,
         },
+        split: a.timing == TimingArg::Split,
         cpus,
         repeat: a.repeat,
         sweep: a.sweep.clone(),
