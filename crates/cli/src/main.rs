@@ -5,6 +5,7 @@
 mod cmd;
 mod output;
 mod progress;
+mod summary;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

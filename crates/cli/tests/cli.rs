@@ -71,7 +71,15 @@ fn bad_arguments_exit_2_with_a_message() {
         ),
         (&["timer", "--batches", "1"], "invalid value '1'"),
         (&["env", "--format", "xml"], "invalid value 'xml'"),
-        (&["suite", "--only", "nope"], "--only nope: no such step"),
+        (
+            &["suite", "--only", "nope"],
+            "--only/--skip nope: no such step",
+        ),
+        (
+            &["suite", "--skip", "nope"],
+            "--only/--skip nope: no such step",
+        ),
+        (&["suite", "--quick", "--full"], "cannot be used with"),
     ];
     for (args, msg) in cases {
         cb().args(*args)
@@ -254,7 +262,8 @@ fn suite_writes_results_jsonl() {
         .arg(&dir)
         .assert()
         .success()
-        .stdout(predicate::str::contains("results:"));
+        .stdout(predicate::str::contains("all records:"))
+        .stdout(predicate::str::contains("how exactly can a loop wait"));
     let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.len() >= 5);
@@ -263,6 +272,58 @@ fn suite_writes_results_jsonl() {
         assert_valid(&serde_json::from_str(l).unwrap());
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn suite_steps(dir: &std::path::Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["lab"] == "suite")
+        .map(|r| {
+            (
+                r["params"]["step"].as_str().unwrap().to_owned(),
+                r["metrics"]["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn suite_skip_leaves_steps_out_and_resume_keeps_finished_steps() {
+    let dir = tempfile_dir("suite-resume");
+    cb().args([
+        "suite",
+        "--quick",
+        "--skip",
+        "ipc,openflow,mux,pcap,pipeline",
+        "--out",
+    ])
+    .arg(&dir)
+    .assert()
+    .success();
+    assert_eq!(
+        suite_steps(&dir),
+        vec![("core".to_owned(), "ok".to_owned())]
+    );
+    // Resuming with pipeline added keeps core's records and runs pipeline.
+    cb().args(["suite", "--quick", "--only", "core,pipeline", "--resume"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("core: kept from"))
+        .stdout(predicate::str::contains("ticks per packet"));
+    let steps = suite_steps(&dir);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(steps.iter().all(|(_, s)| s == "ok"), "{steps:?}");
+    let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    assert!(text.contains("\"lab\":\"delay\"") && text.contains("\"lab\":\"pipeline\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+    // A folder that holds no suite run is a usage error.
+    cb().args(["suite", "--resume", "/nonexistent-commbench-dir"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--resume"));
 }
 
 #[test]

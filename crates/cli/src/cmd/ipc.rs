@@ -429,6 +429,10 @@ pub fn run_client(a: &SeedArgs) -> i32 {
 }
 
 /// Suite step.
-pub fn suite_step(quick: bool, rec: &mut commbench_core::Recorder) -> Result<()> {
-    commbench_ipc::suite(quick, rec).map_err(lib_err)
+pub fn suite_step(
+    ctx: &super::suite::StepCtx,
+    rec: &mut commbench_core::Recorder,
+) -> Result<super::suite::StepOutcome> {
+    commbench_ipc::suite(ctx.quick(), rec).map_err(lib_err)?;
+    Ok(super::suite::StepOutcome::default())
 }

@@ -429,15 +429,26 @@ fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
 }
 
 /// The suite's quick mux step: every engine, both lookups, N=1000, R=20.
-pub fn suite_step(quick: bool, rec: &mut Recorder) -> Result<()> {
-    let cfg = MuxConfig {
-        engines: EngineKind::ALL.to_vec(),
-        lookups: vec![Lookup::Scan, Lookup::Index],
-        conns: 1000,
-        rounds: if quick { 10 } else { 20 },
-        timeout: Duration::from_secs(60),
-        ..MuxConfig::default()
-    };
-    commbench_mux::run(&cfg, rec).map_err(lib_err)?;
-    Ok(())
+pub fn suite_step(
+    ctx: &super::suite::StepCtx,
+    rec: &mut Recorder,
+) -> Result<super::suite::StepOutcome> {
+    // One engine at a time, so the budget is checked between engines.
+    let mut out = super::suite::StepOutcome::default();
+    for engine in EngineKind::ALL {
+        if ctx.over() && !ctx.full() {
+            out.cut_short.push(format!("mux {}", engine.as_str()));
+            continue;
+        }
+        let cfg = MuxConfig {
+            engines: vec![engine],
+            lookups: vec![Lookup::Scan, Lookup::Index],
+            conns: if ctx.full() { 10_000 } else { 1000 },
+            rounds: if ctx.quick() { 10 } else { 20 },
+            timeout: Duration::from_secs(60),
+            ..MuxConfig::default()
+        };
+        commbench_mux::run(&cfg, rec).map_err(lib_err)?;
+    }
+    Ok(out)
 }

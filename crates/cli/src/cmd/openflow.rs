@@ -496,6 +496,7 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         emulator_threads: a.emulator_threads as usize,
         controller_cpus: a.controller_cpus.clone(),
         emulator_cpus: a.emulator_cpus.clone(),
+        deadline: None,
     };
     let mut rec = crate::progress::recorder();
     let report = bench::run(&cfg, &mut rec);
@@ -518,7 +519,19 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
 }
 
 /// The suite step.
-pub fn suite_step(quick: bool, rec: &mut commbench_core::record::Recorder) -> Result<()> {
-    bench::suite(quick, rec)?;
-    Ok(())
+pub fn suite_step(
+    ctx: &super::suite::StepCtx,
+    rec: &mut commbench_core::record::Recorder,
+) -> Result<super::suite::StepOutcome> {
+    let deadline = (!ctx.full()).then_some(ctx.deadline);
+    let r = bench::suite(ctx.quick(), deadline, rec)?;
+    for row in r.rows.iter().filter(|r| r.switches_connected < r.switches) {
+        eprintln!(
+            "suite: openflow: {} switches asked, {} completed the handshake ({}, {}): recorded as partial",
+            row.switches, row.switches_connected, row.mode, row.variant
+        );
+    }
+    Ok(super::suite::StepOutcome {
+        cut_short: r.skipped,
+    })
 }

@@ -1,62 +1,175 @@
-//! `commbench suite`: a quick pass over every lab that exists, with
-//! progress on stderr, a summary table on stdout and `results.jsonl` plus
-//! `report.html` in an output folder. Labs plug in by adding a step to [`steps`].
+//! `commbench suite`: one pass over every lab within a time budget, with
+//! progress on stderr, a summary on stdout that answers each lab's
+//! question in a line, and `results.jsonl` plus `report.html` in an output
+//! folder. Labs plug in by adding a step to [`steps`] and a line to
+//! [`crate::summary`].
+//!
+//! Budgets: each step gets a share of the preset's total and starts no new
+//! configuration once its share is spent; what it left out is recorded
+//! (`cut_short`) and shown, never passed off as the full run. A failed step
+//! is recorded and the suite goes on; the exit code is 1 at the end.
+//! `--resume DIR` keeps the steps a previous run of that folder finished
+//! and runs the rest.
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use commbench_core::delay::DelayMethod;
 use commbench_core::env::{now_utc, Fingerprint};
 use commbench_core::record::{export, Format, Record, Recorder};
-use std::path::PathBuf;
-use std::time::Instant;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
-    /// Shorter runs everywhere (seconds rather than minutes).
-    #[arg(long)]
+    /// About a minute: short runs everywhere.
+    #[arg(long, conflicts_with = "full")]
     pub quick: bool,
-    /// Folder for results.jsonl (default: commbench-results-<UTC time>).
-    #[arg(long, value_name = "DIR")]
+    /// The long, thorough preset (minutes per lab, no time budget).
+    #[arg(long)]
+    pub full: bool,
+    /// Folder for results.jsonl and report.html (default: commbench-results-<UTC time>).
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     pub out: Option<PathBuf>,
-    /// Run only these steps (comma-separated: core, and each lab's name).
+    /// Run only these steps (comma-separated: core, ipc, openflow, mux, pcap, pipeline).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Leave these steps out (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub skip: Vec<String>,
+    /// Continue an interrupted suite in DIR: steps it finished are kept, the others run.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
-/// A suite step: a name and a function adding records.
-pub type Step = (&'static str, fn(bool, &mut Recorder) -> Result<()>);
+/// How long and thorough the suite is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    Quick,
+    Default,
+    Full,
+}
 
-/// Every step, in order. Labs add theirs here.
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Quick => "quick",
+            Preset::Default => "default",
+            Preset::Full => "full",
+        }
+    }
+}
+
+/// What a step is given: the preset and the instant its budget ends.
+pub struct StepCtx {
+    pub preset: Preset,
+    pub deadline: Instant,
+}
+
+impl StepCtx {
+    /// Short runs (the quick preset).
+    pub fn quick(&self) -> bool {
+        self.preset == Preset::Quick
+    }
+    pub fn full(&self) -> bool {
+        self.preset == Preset::Full
+    }
+    /// The budget is spent: start nothing new.
+    pub fn over(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+}
+
+/// What a step did besides its records: what it left out, if anything.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    /// Configurations not run because the budget was spent.
+    pub cut_short: Vec<String>,
+}
+
+type StepFn = fn(&StepCtx, &mut Recorder) -> Result<StepOutcome>;
+
+/// A suite step: its name, the labs its records carry, its budget in
+/// seconds (quick, default), and the function.
+pub struct Step {
+    pub name: &'static str,
+    pub labs: &'static [&'static str],
+    pub budget_s: (u64, u64),
+    pub run: StepFn,
+}
+
+/// Every step, in order. Labs add theirs here. Budgets add up to 55 s
+/// (quick) and 170 s (default), on two loaded cores.
 pub fn steps() -> Vec<Step> {
     vec![
-        ("core", core_step),
-        ("ipc", super::ipc::suite_step),
-        ("openflow", super::openflow::suite_step),
-        ("mux", super::mux::suite_step),
-        ("pcap", pcap_step),
-        ("pipeline", super::pipeline::suite_step),
+        Step {
+            name: "core",
+            labs: &["timer", "budget", "delay"],
+            budget_s: (4, 10),
+            run: core_step,
+        },
+        Step {
+            name: "ipc",
+            labs: &["ipc"],
+            budget_s: (8, 25),
+            run: super::ipc::suite_step,
+        },
+        Step {
+            name: "openflow",
+            labs: &["openflow"],
+            budget_s: (15, 55),
+            run: super::openflow::suite_step,
+        },
+        Step {
+            name: "mux",
+            labs: &["mux"],
+            budget_s: (10, 30),
+            run: super::mux::suite_step,
+        },
+        Step {
+            name: "pcap",
+            labs: &["pcap"],
+            budget_s: (9, 25),
+            run: pcap_step,
+        },
+        Step {
+            name: "pipeline",
+            labs: &["pipeline"],
+            budget_s: (9, 25),
+            run: super::pipeline::suite_step,
+        },
     ]
 }
 
-fn core_step(quick: bool, rec: &mut Recorder) -> Result<()> {
+fn core_step(ctx: &StepCtx, rec: &mut Recorder) -> Result<StepOutcome> {
     rec.progress("core: timer");
-    for r in super::timer::records(if quick { 200 } else { 2000 }) {
+    for r in super::timer::records(if ctx.quick() { 200 } else { 2000 }) {
         rec.push(r);
     }
     for r in super::budget::records(Some("10G"), Some(64), None)? {
         rec.push(r);
     }
     let requests = [100, 1_000, 10_000];
-    let samples = if quick { Some(500) } else { None };
+    let samples = if ctx.quick() { Some(500) } else { None };
     for r in super::delay::records(&[DelayMethod::TscSpin], &requests, samples, rec)? {
         rec.push(r);
+    }
+    let mut out = StepOutcome::default();
+    if ctx.over() {
+        out.cut_short.push("delay nanosleep".into());
+        return Ok(out);
     }
     for r in super::delay::records(&[DelayMethod::Nanosleep], &[10_000], Some(50), rec)? {
         rec.push(r);
     }
-    Ok(())
+    Ok(out)
+}
+
+fn pcap_step(ctx: &StepCtx, rec: &mut Recorder) -> Result<StepOutcome> {
+    commbench_pcap::suite(ctx.quick(), rec)?;
+    Ok(StepOutcome::default())
 }
 
 fn default_dir() -> PathBuf {
@@ -68,69 +181,188 @@ fn default_dir() -> PathBuf {
     PathBuf::from(format!("commbench-results-{t}Z"))
 }
 
-fn headline(r: &Record) -> String {
-    let params: Vec<String> = r
-        .params
+/// Records of a previous run in `dir` and the steps it finished.
+fn resumed(dir: &Path, all: &[Step]) -> Result<(Vec<Record>, Vec<String>)> {
+    let path = dir.join("results.jsonl");
+    let loaded = commbench_report::load(&path).map_err(|e| {
+        crate::usage(format!(
+            "--resume {}: {e} (give the folder of a suite run)",
+            dir.display()
+        ))
+    })?;
+    let done: Vec<String> = loaded
+        .records
         .iter()
-        .take(4)
-        .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
-        .collect();
-    let metrics: Vec<String> = r
-        .metrics
-        .iter()
-        .filter(|(_, v)| v.is_number())
-        .take(3)
-        .map(|(k, v)| {
-            format!(
-                "{k}={}",
-                commbench_core::record::human_number(v.as_f64().unwrap_or(f64::NAN))
-            )
+        .filter(|r| r.lab == "suite" && r.test == "step")
+        .filter(|r| r.metrics.get("status").and_then(|v| v.as_str()) == Some("ok"))
+        .filter_map(|r| {
+            r.params
+                .get("step")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
         })
         .collect();
-    format!("{} | {}", params.join(" "), metrics.join(" "))
+    let keep_lab = |lab: &str| {
+        all.iter()
+            .any(|s| done.iter().any(|d| d == s.name) && s.labs.contains(&lab))
+    };
+    let kept = loaded
+        .records
+        .into_iter()
+        .filter(|r| {
+            if r.lab == "suite" {
+                r.params
+                    .get("step")
+                    .and_then(|v| v.as_str())
+                    .is_some_and(|s| done.iter().any(|d| d == s))
+            } else {
+                keep_lab(&r.lab)
+            }
+        })
+        .collect();
+    Ok((kept, done))
+}
+
+/// Progress: a bar weighted by the steps' budgets with an ETA on a
+/// terminal, one line per step otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(total_s: u64, rec: &mut Recorder) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let pb = indicatif::ProgressBar::new(total_s.max(1));
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:24} ETA {eta:>4} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        pb.enable_steady_tick(Duration::from_millis(150));
+        let sink = pb.clone();
+        rec.set_progress_sink(Box::new(move |m: &str| sink.set_message(m.to_owned())));
+        Progress { bar: Some(pb) }
+    }
+
+    fn start(&self, i: usize, n: usize, name: &str, budget_s: u64) {
+        match &self.bar {
+            Some(pb) => pb.set_message(format!("[{i}/{n}] {name}")),
+            None => eprintln!("suite: [{i}/{n}] {name} (budget {budget_s} s)"),
+        }
+    }
+
+    fn done(&self, name: &str, secs: f64, status: &str, budget_s: u64) {
+        match &self.bar {
+            Some(pb) => {
+                pb.inc(budget_s);
+                pb.println(format!("  {name}: {status} in {secs:.1} s"));
+            }
+            None => eprintln!("suite: {name}: {status} in {secs:.1} s"),
+        }
+    }
+
+    fn finish(self) {
+        if let Some(pb) = self.bar {
+            pb.finish_and_clear();
+        }
+    }
 }
 
 pub fn run(a: &SuiteArgs) -> Result<()> {
     let all = steps();
-    for o in &a.only {
-        if !all.iter().any(|(n, _)| n == o) {
+    let names = || all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    for o in a.only.iter().chain(&a.skip) {
+        if !all.iter().any(|s| s.name == o) {
             return Err(crate::usage(format!(
-                "--only {o}: no such step (steps: {})",
-                all.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                "--only/--skip {o}: no such step (steps: {})",
+                names()
             )));
         }
     }
-    let dir = a.out.clone().unwrap_or_else(default_dir);
+    let preset = if a.quick {
+        Preset::Quick
+    } else if a.full {
+        Preset::Full
+    } else {
+        Preset::Default
+    };
+    let (dir, mut kept, done) = match &a.resume {
+        Some(d) => {
+            let (k, done) = resumed(d, &all)?;
+            (d.clone(), k, done)
+        }
+        None => (
+            a.out.clone().unwrap_or_else(default_dir),
+            Vec::new(),
+            Vec::new(),
+        ),
+    };
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create output folder {}", dir.display()))?;
+    let chosen: Vec<&Step> = all
+        .iter()
+        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s.name))
+        .filter(|s| !a.skip.iter().any(|o| o == s.name))
+        .collect();
+    let todo: Vec<&Step> = chosen
+        .iter()
+        .copied()
+        .filter(|s| !done.iter().any(|d| d == s.name))
+        .collect();
+    for s in chosen.iter().filter(|s| done.iter().any(|d| d == s.name)) {
+        eprintln!("suite: {}: kept from {}", s.name, dir.display());
+    }
+    let budget = |s: &Step| match preset {
+        Preset::Quick => s.budget_s.0,
+        Preset::Default => s.budget_s.1,
+        Preset::Full => s.budget_s.1 * 20,
+    };
     let fp = Fingerprint::collect();
-    let mut rec = crate::progress::recorder();
-    let mut summary = Vec::new();
+    let mut rec = Recorder::new();
+    let progress = Progress::new(todo.iter().map(|s| budget(s)).sum(), &mut rec);
     let mut failed = Vec::new();
-    for (name, step) in all {
-        if !a.only.is_empty() && !a.only.iter().any(|o| o == name) {
-            continue;
-        }
-        rec.progress(&format!("{name}: starting"));
+    for (i, step) in todo.iter().enumerate() {
+        let b = budget(step);
+        progress.start(i + 1, todo.len(), step.name, b);
         let t0 = Instant::now();
-        let before = rec.records().len();
-        let res = step(a.quick, &mut rec);
+        let ctx = StepCtx {
+            preset,
+            deadline: t0 + Duration::from_secs(b),
+        };
+        let res = (step.run)(&ctx, &mut rec);
         let secs = t0.elapsed().as_secs_f64();
         let mut s = Record::new("suite", "step")
-            .param("step", name)
-            .metric("records", rec.records().len() - before)
-            .metric("seconds", secs);
-        match res {
-            Ok(()) => s.push_metric("status", "ok"),
+            .param("step", step.name)
+            .param("preset", preset.name())
+            .metric("seconds", secs)
+            .metric("budget_s", b);
+        let status = match res {
+            Ok(out) => {
+                if !out.cut_short.is_empty() {
+                    s.push_metric("cut_short", out.cut_short.join("; "));
+                }
+                s.push_metric("status", "ok");
+                if out.cut_short.is_empty() {
+                    "ok".to_owned()
+                } else {
+                    format!("ok, cut short by its budget: {}", out.cut_short.join("; "))
+                }
+            }
             Err(e) => {
                 s.push_metric("status", format!("failed: {e:#}"));
-                failed.push(name);
+                failed.push(step.name);
+                format!("FAILED: {e:#}")
             }
-        }
-        summary.push(s);
+        };
+        progress.done(step.name, secs, &status, b);
+        rec.push(s);
     }
-    crate::progress::finish();
-    let records = rec.take();
+    progress.finish();
+    kept.extend(rec.take());
+    let records = kept;
     let path = dir.join("results.jsonl");
     let mut f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
@@ -140,14 +372,9 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     super::report::write(std::slice::from_ref(&path), &report, "commbench suite")?;
 
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
-        println!("{:<8} {:<14} result", "lab", "test");
-        for r in &records {
-            println!("{:<8} {:<14} {}", r.lab, r.test, headline(r));
-        }
-        println!();
-        a.output.emit_with(&summary, &fp)?;
+        print!("{}", crate::summary::render(&records, &fp.to_value()));
         println!(
-            "\nresults: {}\nreport:  {}",
+            "\nall records: {}\nreport:      {}",
             path.display(),
             report.display()
         );
@@ -155,12 +382,11 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
         a.output.emit_with(&records, &fp)?;
     }
     if !failed.is_empty() {
-        anyhow::bail!("suite steps failed: {}", failed.join(", "));
+        anyhow::bail!(
+            "suite steps failed: {} (the others ran; `commbench suite --resume {}` reruns the failed ones)",
+            failed.join(", "),
+            dir.display()
+        );
     }
-    Ok(())
-}
-
-fn pcap_step(quick: bool, rec: &mut Recorder) -> Result<()> {
-    commbench_pcap::suite(quick, rec)?;
     Ok(())
 }
