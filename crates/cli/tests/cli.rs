@@ -444,7 +444,10 @@ fn report_writes_self_contained_html_with_plots() {
         .assert()
         .success();
     let text = std::fs::read_to_string(&html).unwrap();
-    assert!(text.contains("<svg") && text.contains("median_ns vs requested_ns"));
+    assert!(
+        text.contains("<svg")
+            && text.contains("delay: measured median vs requested (TSC spin, ns)")
+    );
     assert!(!text.contains("<script src") && !text.contains("href=\"http"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,15 +6,29 @@
 
 use crate::record::Record;
 
+/// How a figure is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FigureKind {
+    /// y against a numeric x, one line per series.
+    Line,
+    /// One bar per (x value, series): for categorical x (transports,
+    /// variants, engines) — never a line through categories.
+    Bar,
+    /// One bar per x value, stacked from these metrics (`y` unused): parts
+    /// of a whole (rx + work + tx ticks, user + sys seconds).
+    Stacked(&'static [&'static str]),
+}
+
 /// One declared figure.
 #[derive(Debug, Clone, Copy)]
 pub struct FigureSpec {
+    pub kind: FigureKind,
     pub lab: &'static str,
     pub test: &'static str,
     pub title: &'static str,
     /// What the figure answers, shown under it.
     pub caption: &'static str,
-    /// A numeric parameter.
+    /// A parameter: numeric for lines, any for bars.
     pub x: &'static str,
     /// A metric path (`latency_ns.p50`).
     pub y: &'static str,

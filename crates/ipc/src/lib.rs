@@ -23,6 +23,7 @@ mod bench;
 pub mod child;
 pub mod compat;
 pub mod error;
+pub mod figures;
 pub mod frame;
 pub mod futex;
 pub mod pipe;
@@ -390,3 +391,5 @@ pub fn suite(quick: bool, rec: &mut Recorder) -> Result<()> {
     run_interleaved(&stream, 3, rec)?;
     Ok(())
 }
+
+pub use figures::figures;

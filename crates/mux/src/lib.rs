@@ -51,9 +51,21 @@ fn all_active(r: &commbench_core::Record) -> bool {
 /// (server CPU per round trip over rounds, per engine and lookup) and the
 /// round-trip rate over rounds.
 pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
-    use commbench_core::figure::FigureSpec;
+    use commbench_core::figure::{FigureKind, FigureSpec};
     vec![
         FigureSpec {
+            kind: FigureKind::Bar,
+            lab: "mux",
+            test: "echo",
+            title: "mux: server CPU per round trip by engine (µs)",
+            caption: "Who wins at this connection count, and what the per-descriptor lookup costs: one bar per lookup (scan = the seed's linear search, index = the slot the event carries). Lower is better.",
+            x: "engine",
+            y: "server_cpu_us_per_rt",
+            series: &["lookup", "conns", "active"],
+            filter: None,
+        },
+        FigureSpec {
+            kind: FigureKind::Line,
             lab: "mux",
             test: "echo",
             title: "mux: server CPU per round trip vs rounds",
@@ -64,6 +76,7 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             filter: Some(all_active),
         },
         FigureSpec {
+            kind: FigureKind::Line,
             lab: "mux",
             test: "echo",
             title: "mux: round trips per second vs rounds",

@@ -10,8 +10,11 @@
 pub mod cbench_args;
 pub mod controller;
 pub mod emulator;
+pub mod figures;
 mod sys;
 
 pub use sys::stop_on_signal;
 pub mod bench;
 pub mod wire;
+
+pub use figures::figures;

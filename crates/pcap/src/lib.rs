@@ -15,6 +15,7 @@ pub mod bench;
 pub mod cache;
 pub mod decode;
 pub mod extract;
+pub mod figures;
 pub mod format;
 pub mod gen;
 pub mod issues;
@@ -156,3 +157,5 @@ pub fn suite(quick: bool, rec: &mut Recorder) -> Result<(), PcapError> {
     }
     Ok(())
 }
+
+pub use figures::figures;

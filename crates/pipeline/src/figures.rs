@@ -3,11 +3,34 @@
 //! bulk size (TxBuffer), over RSS queues, over injected delay per packet —
 //! one series per mode, frame size and work, the median over repeats.
 
-use commbench_core::figure::FigureSpec;
+use commbench_core::figure::{FigureKind, FigureSpec};
 
 pub fn figures() -> Vec<FigureSpec> {
     vec![
         FigureSpec {
+            kind: FigureKind::Stacked(&["ticks_rx", "ticks_work", "ticks_tx"]),
+            lab: "pipeline",
+            test: "run",
+            title: "pipeline: TSC ticks per packet, rx burst + work + tx",
+            caption: "What each part of a DPDK-style loop costs per packet (the seed's three parts); compare with the ticks a link speed allows per packet.",
+            x: "mode",
+            y: "",
+            series: &["size", "work"],
+            filter: None,
+        },
+        FigureSpec {
+            kind: FigureKind::Bar,
+            lab: "pipeline",
+            test: "rss-hash",
+            title: "pipeline: Toeplitz ticks per hash, byte table vs bitwise",
+            caption: "The RSS hash in software: the byte-table form against the bit-by-bit definition, per input kind. Lower is better.",
+            x: "input",
+            y: "ticks_per_hash",
+            series: &["impl"],
+            filter: None,
+        },
+        FigureSpec {
+            kind: FigureKind::Line,
             lab: "pipeline",
             test: "sweep-tx-bulk",
             title: "pipeline: Mpps vs tx bulk size (TxBuffer)",
@@ -18,6 +41,7 @@ pub fn figures() -> Vec<FigureSpec> {
             filter: None,
         },
         FigureSpec {
+            kind: FigureKind::Line,
             lab: "pipeline",
             test: "sweep-queues",
             title: "pipeline: Mpps vs RSS queues",
@@ -28,6 +52,7 @@ pub fn figures() -> Vec<FigureSpec> {
             filter: None,
         },
         FigureSpec {
+            kind: FigureKind::Line,
             lab: "pipeline",
             test: "sweep-delay",
             title: "pipeline: Mpps vs injected delay per packet (ns)",
@@ -54,7 +79,11 @@ mod tests {
             .param("work", "swap")
             .param("queues", 2);
         assert!(f.iter().any(|s| s.accepts(&r) && s.x == "queues"));
-        assert_eq!(f[1].series_name(&r), "rtc 64 swap");
-        assert!(!f.iter().any(|s| s.accepts(&Record::new("pipeline", "run"))));
+        assert!(f
+            .iter()
+            .any(|s| s.accepts(&r) && s.series_name(&r) == "rtc 64 swap"));
+        assert!(!f
+            .iter()
+            .any(|s| s.kind == FigureKind::Line && s.accepts(&Record::new("pipeline", "run"))));
     }
 }

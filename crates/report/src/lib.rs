@@ -16,7 +16,7 @@
 //! name the series, and the lab's headline metric is the y axis; every
 //! latency summary (p50…max) becomes a percentile-ladder plot.
 
-use commbench_core::figure::FigureSpec;
+use commbench_core::figure::{FigureKind, FigureSpec};
 use commbench_core::record::Record;
 use serde::Serialize;
 use serde_json::Value;
@@ -299,45 +299,157 @@ pub fn declared_figures(
 ) -> Result<Vec<Figure>, ReportError> {
     let mut figs = Vec::new();
     for spec in specs.iter().filter(|s| s.lab == lab) {
-        // (series, x) -> y samples (repeats, several runs): the median is drawn.
-        let mut samples: Vec<(String, f64, Vec<f64>)> = Vec::new();
-        for r in records.iter().filter(|r| spec.accepts(r)) {
-            let (Some(x), Some(y)) = (r.params.get(spec.x).and_then(num), r.metric_f64(spec.y))
-            else {
-                continue;
-            };
-            let name = spec.series_name(r);
-            match samples.iter_mut().find(|(n, px, _)| *n == name && *px == x) {
-                Some((_, _, v)) => v.push(y),
-                None => samples.push((name, x, vec![y])),
-            }
-        }
-        let mut series: Vec<Series> = Vec::new();
-        for (name, x, mut ys) in samples {
-            ys.sort_by(f64::total_cmp);
-            let med = commbench_core::stats::percentile_sorted(&ys, 0.5);
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((x, med)),
-                None => series.push(Series {
-                    name,
-                    points: vec![(x, med)],
-                }),
-            }
-        }
-        series.retain(|s| s.points.len() >= 2);
-        if series.is_empty() {
-            continue;
-        }
-        for s in &mut series {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
-        figs.push(Figure {
-            svg: line_svg(spec.title, spec.x, spec.y, &series)?,
-            title: spec.title.to_owned(),
-            caption: spec.caption.to_owned(),
-        });
+        let fig = match spec.kind {
+            FigureKind::Line => line_figure(spec, records)?,
+            FigureKind::Bar => bar_figure(spec, records, &[spec.y], false)?,
+            FigureKind::Stacked(parts) => bar_figure(spec, records, parts, true)?,
+        };
+        figs.extend(fig);
     }
     Ok(figs)
+}
+
+/// A series name with the run it came from when several runs are overlaid.
+fn run_series(spec: &FigureSpec, r: &Record) -> String {
+    let name = spec.series_name(r);
+    match r.params.get(RUN_PARAM).and_then(Value::as_str) {
+        Some(run) => format!("{run}: {name}"),
+        None => name,
+    }
+}
+
+/// The parameter the report adds to records when it overlays several runs.
+pub const RUN_PARAM: &str = "run";
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    commbench_core::stats::percentile_sorted(&v, 0.5)
+}
+
+fn text_of(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}
+
+/// Bars: categories are the values of `spec.x`; grouped bars are one per
+/// series (y = `metrics[0]`), stacked bars one per category and series
+/// with `metrics` as the parts; medians over repeats.
+fn bar_figure(
+    spec: &FigureSpec,
+    records: &[&Record],
+    metrics: &[&str],
+    stacked: bool,
+) -> Result<Option<Figure>, ReportError> {
+    let mut cats: Vec<String> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    // (category, series name, metric) -> samples
+    let mut samples: Vec<(usize, usize, usize, Vec<f64>)> = Vec::new();
+    for r in records.iter().filter(|r| spec.accepts(r)) {
+        let Some(x) = r.params.get(spec.x) else {
+            continue;
+        };
+        let (cat_name, series) = if stacked {
+            let s = run_series(spec, r);
+            let c = if spec.series.is_empty() && r.params.get(RUN_PARAM).is_none() {
+                text_of(x)
+            } else {
+                format!("{} {s}", text_of(x))
+            };
+            (c, None)
+        } else {
+            (text_of(x), Some(run_series(spec, r)))
+        };
+        for (mi, m) in metrics.iter().enumerate() {
+            let Some(y) = r.metric_f64(m).filter(|y| y.is_finite()) else {
+                continue;
+            };
+            let ci = match cats.iter().position(|c| *c == cat_name) {
+                Some(i) => i,
+                None => {
+                    cats.push(cat_name.clone());
+                    cats.len() - 1
+                }
+            };
+            let sname = series.clone().unwrap_or_else(|| (*m).to_owned());
+            let si = match names.iter().position(|n| *n == sname) {
+                Some(i) => i,
+                None => {
+                    names.push(sname);
+                    names.len() - 1
+                }
+            };
+            match samples
+                .iter_mut()
+                .find(|(c, s, k, _)| *c == ci && *s == si && *k == mi)
+            {
+                Some((.., v)) => v.push(y),
+                None => samples.push((ci, si, mi, vec![y])),
+            }
+        }
+    }
+    if cats.is_empty() || names.is_empty() {
+        return Ok(None);
+    }
+    cats.truncate(24);
+    names.truncate(12);
+    let series: Vec<(String, Vec<Option<f64>>)> = names
+        .iter()
+        .enumerate()
+        .map(|(si, n)| {
+            let vals = (0..cats.len())
+                .map(|ci| {
+                    samples
+                        .iter()
+                        .find(|(c, s, _, _)| *c == ci && *s == si)
+                        .map(|(.., v)| median_of(v.clone()))
+                })
+                .collect();
+            (n.clone(), vals)
+        })
+        .collect();
+    let y_desc = if stacked { "" } else { spec.y };
+    Ok(Some(Figure {
+        svg: plot::bar_svg(spec.title, y_desc, &cats, &series, stacked)?,
+        title: spec.title.to_owned(),
+        caption: spec.caption.to_owned(),
+    }))
+}
+
+fn line_figure(spec: &FigureSpec, records: &[&Record]) -> Result<Option<Figure>, ReportError> {
+    // (series, x) -> y samples (repeats, several runs): the median is drawn.
+    let mut samples: Vec<(String, f64, Vec<f64>)> = Vec::new();
+    for r in records.iter().filter(|r| spec.accepts(r)) {
+        let (Some(x), Some(y)) = (r.params.get(spec.x).and_then(num), r.metric_f64(spec.y)) else {
+            continue;
+        };
+        let name = run_series(spec, r);
+        match samples.iter_mut().find(|(n, px, _)| *n == name && *px == x) {
+            Some((_, _, v)) => v.push(y),
+            None => samples.push((name, x, vec![y])),
+        }
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for (name, x, ys) in samples {
+        let med = median_of(ys);
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((x, med)),
+            None => series.push(Series {
+                name,
+                points: vec![(x, med)],
+            }),
+        }
+    }
+    series.retain(|s| s.points.len() >= 2);
+    if series.is_empty() {
+        return Ok(None);
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Ok(Some(Figure {
+        svg: line_svg(spec.title, spec.x, spec.y, &series)?,
+        title: spec.title.to_owned(),
+        caption: spec.caption.to_owned(),
+    }))
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -396,7 +508,9 @@ pub fn figures_for_lab(
     specs: &[FigureSpec],
 ) -> Result<Vec<Figure>, ReportError> {
     let mut figs = declared_figures(lab, records, specs)?;
-    let declared = !figs.is_empty();
+    // A lab that declares figures gets those only: no line guessed
+    // through its categories.
+    let declared = !figs.is_empty() || specs.iter().any(|s| s.lab == lab);
     let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
     let (vary, tests_differ) = varying(records);
     // Line plots: group by metric set shape (records that share a headline).
@@ -543,14 +657,91 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 
+/// One line of the summary at the top of the page (see the CLI's suite
+/// summary: a lab's question and the answer its records give).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryLine {
+    pub lab: String,
+    pub question: String,
+    pub answer: String,
+    pub flags: String,
+}
+
+/// A short label for a run: host and start time, else the file name.
+fn run_label(l: &Loaded) -> String {
+    let env = l.environment.as_ref();
+    let get = |k: &str| env.and_then(|e| e.get(k)).and_then(Value::as_str);
+    match (get("hostname"), get("started_utc")) {
+        (Some(h), Some(t)) => format!("{h} {}", t.get(..16).unwrap_or(t)),
+        _ => Path::new(&l.path)
+            .file_name()
+            .map_or_else(|| l.path.clone(), |f| f.to_string_lossy().into_owned()),
+    }
+}
+
+/// The machine in one line: CPU, cores, kernel, load, build.
+fn machine_line(runs: &[Loaded], all: &[&Record]) -> String {
+    let Some(env) = runs.iter().find_map(|l| l.environment.as_ref()) else {
+        return String::new();
+    };
+    let g = |k: &str| {
+        env.get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_else(|| "?".into())
+    };
+    let load = env
+        .get("load_average")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_f64)
+        .map_or("?".into(), |l| format!("{l:.1}"));
+    let over = all
+        .iter()
+        .any(|r| matches!(r.metrics.get("oversubscribed"), Some(Value::Bool(true))));
+    format!(
+        "{} · {} logical CPUs · kernel {} · load {load} at start · {} build · {}",
+        g("cpu_model"),
+        g("logical_cpus"),
+        g("kernel"),
+        g("build_profile"),
+        if over {
+            "some runs had more busy threads than CPUs (oversubscribed)"
+        } else {
+            "not oversubscribed"
+        }
+    )
+}
+
 /// Renders a self-contained HTML page (no external resources) for the runs.
+/// Several runs are overlaid in the same figures, their series named by
+/// host and start time.
 pub fn render_html(
     runs: &[Loaded],
     title: &str,
     specs: &[FigureSpec],
+    summary: &[SummaryLine],
 ) -> Result<String, ReportError> {
     let mut labs: Vec<String> = Vec::new();
-    let all: Vec<&Record> = runs.iter().flat_map(|l| l.records.iter()).collect();
+    let labelled: Vec<Record> = if runs.len() > 1 {
+        runs.iter()
+            .flat_map(|l| {
+                let label = run_label(l);
+                l.records.iter().map(move |r| {
+                    let mut r = r.clone();
+                    r.params
+                        .insert(RUN_PARAM.to_owned(), Value::from(label.clone()));
+                    r
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let all: Vec<&Record> = if runs.len() > 1 {
+        labelled.iter().collect()
+    } else {
+        runs.iter().flat_map(|l| l.records.iter()).collect()
+    };
     for r in &all {
         if !labs.contains(&r.lab) {
             labs.push(r.lab.clone());
@@ -558,7 +749,14 @@ pub fn render_html(
     }
     let mut sections = Vec::new();
     for lab in labs {
-        let recs: Vec<&Record> = all.iter().copied().filter(|r| r.lab == lab).collect();
+        let recs: Vec<&Record> = all
+            .iter()
+            .copied()
+            .filter(|r| r.lab == lab && r.lab != "suite")
+            .collect();
+        if recs.is_empty() {
+            continue;
+        }
         let (columns, rows) = table(&recs);
         sections.push(LabSection {
             figures: figures_for_lab(&lab, &recs, specs)?,
@@ -590,6 +788,8 @@ pub fn render_html(
     tmpl.render(minijinja::context! {
         title => title,
         generated => commbench_core::env::now_utc(),
+        machine => machine_line(runs, &all),
+        summary => summary,
         sections => sections,
         environments => envs,
         sources => runs.iter().map(|l| l.path.clone()).collect::<Vec<_>>(),
@@ -653,7 +853,7 @@ mod tests {
                 .collect(),
             environment: Some(serde_json::json!({"cpu_model": "Test CPU"})),
         };
-        let html = render_html(&[run], "t", &[]).unwrap();
+        let html = render_html(&[run], "t", &[], &[]).unwrap();
         assert!(html.contains("<svg"), "no svg");
         assert!(html.contains("msgs_per_s vs sessions"));
         assert!(html.contains("latency percentiles"));
@@ -664,6 +864,7 @@ mod tests {
     #[test]
     fn declared_figures_replace_the_guessed_plot() {
         let spec = FigureSpec {
+            kind: FigureKind::Line,
             lab: "ipc",
             test: "reqres",
             title: "declared: rate over sessions",
@@ -681,13 +882,66 @@ mod tests {
         assert_eq!(figs[0].title, "declared: rate over sessions");
         assert_eq!(figs[0].caption, "what it answers");
         assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
-        // A spec the records cannot fill leaves the guessed plot.
+        // A lab that declares figures gets no guessed line, even when its
+        // records fill none of them; a lab that declares none does.
         let other = FigureSpec {
             x: "nothing",
             ..spec
         };
         let figs = figures_for_lab("ipc", &refs, &[other]).unwrap();
+        assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
+        let figs = figures_for_lab("ipc", &refs, &[]).unwrap();
         assert!(figs.iter().any(|f| f.title.contains("vs sessions")));
+    }
+
+    #[test]
+    fn categorical_x_draws_bars_and_stacked_parts_add_up() {
+        let bar = FigureSpec {
+            kind: FigureKind::Bar,
+            lab: "ipc",
+            test: "reqres",
+            title: "bars",
+            caption: "",
+            x: "transport",
+            y: "msgs_per_s",
+            series: &[],
+            filter: None,
+        };
+        let recs: Vec<Record> = ["shm", "uds", "shm"]
+            .iter()
+            .zip([100.0, 50.0, 300.0])
+            .map(|(t, v)| {
+                Record::new("ipc", "reqres")
+                    .param("transport", *t)
+                    .metric("msgs_per_s", v)
+                    .metric("cpu_a", 1.0)
+                    .metric("cpu_b", 2.0)
+            })
+            .collect();
+        let refs: Vec<&Record> = recs.iter().collect();
+        let figs = declared_figures("ipc", &refs, &[bar]).unwrap();
+        assert_eq!(figs.len(), 1);
+        // Two categories, two bars, no line through them; labels drawn.
+        let svg = &figs[0].svg;
+        let texts: Vec<String> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                t.split_once('>')
+                    .map(|(_, rest)| rest.split('<').next().unwrap_or("").trim().to_owned())
+            })
+            .collect();
+        assert!(
+            texts.iter().any(|t| t == "shm") && texts.iter().any(|t| t == "uds"),
+            "{texts:?}"
+        );
+        assert!(svg.matches("<rect").count() >= 3, "{svg}");
+        let stacked = FigureSpec {
+            kind: FigureKind::Stacked(&["cpu_a", "cpu_b"]),
+            ..bar
+        };
+        let figs = declared_figures("ipc", &refs, &[stacked]).unwrap();
+        assert!(figs[0].svg.contains("cpu_a") && figs[0].svg.contains("cpu_b"));
     }
 
     #[test]

@@ -185,3 +185,124 @@ pub fn ladder_svg(title: &str, series: &[Series]) -> Result<String, ReportError>
         true,
     )
 }
+
+/// Bars over categories: `values[s][c]` is series `s` at category `c`
+/// (None: no bar). Grouped side by side, or stacked when `stacked` (the
+/// series are then the parts of each bar). Log y when the values span more
+/// than 100× (grouped only).
+pub fn bar_svg(
+    title: &str,
+    y_desc: &str,
+    cats: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+    stacked: bool,
+) -> Result<String, ReportError> {
+    let ncat = cats.len().max(1);
+    let tops: Vec<f64> = if stacked {
+        (0..ncat)
+            .map(|c| {
+                series
+                    .iter()
+                    .filter_map(|(_, v)| v.get(c).copied().flatten())
+                    .filter(|x| x.is_finite() && *x > 0.0)
+                    .sum()
+            })
+            .collect()
+    } else {
+        series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten().copied())
+            .collect()
+    };
+    let (lo, hi) = bounds(tops.iter().copied());
+    let log = !stacked && wants_log(lo, hi);
+    let (ylo, yhi) = if log {
+        (lo * 0.5, hi * 1.6)
+    } else {
+        (0.0, hi.max(0.0) * 1.15 + f64::MIN_POSITIVE)
+    };
+    let label = |x: &f64| {
+        let r = x.round();
+        if (x - r).abs() < 1e-6 && r >= 0.0 {
+            cats.get(r as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let mut buf = String::new();
+    {
+        let root: DrawingArea<SVGBackend, Shift> =
+            SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        let xr = -0.5..(ncat as f64 - 0.5);
+        let k = series.len().max(1) as f64;
+        let w = 0.8 / if stacked { 1.0 } else { k };
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart.map_err(perr)?;
+                chart
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .x_labels(ncat + 1)
+                    .x_label_formatter(&label)
+                    .y_desc(y_desc)
+                    .label_style(("sans-serif", 11))
+                    .y_label_formatter(&si)
+                    .draw()
+                    .map_err(perr)?;
+                let mut base = vec![if log { ylo } else { 0.0 }; ncat];
+                for (j, (name, vals)) in series.iter().enumerate() {
+                    let color = Palette99::pick(j).to_rgba();
+                    let mut rects = Vec::new();
+                    for (c, v) in vals.iter().enumerate().take(ncat) {
+                        let Some(v) = v.filter(|v| v.is_finite() && (!log || *v > 0.0)) else {
+                            continue;
+                        };
+                        let (x0, y0, y1) = if stacked {
+                            let y0 = base[c];
+                            base[c] += v.max(0.0);
+                            (c as f64 - w / 2.0, y0, base[c])
+                        } else {
+                            (
+                                c as f64 - 0.4 + j as f64 * w,
+                                if log { ylo } else { 0.0 },
+                                v,
+                            )
+                        };
+                        rects.push(Rectangle::new(
+                            [(x0, y0), (x0 + w * 0.92, y1)],
+                            color.filled(),
+                        ));
+                    }
+                    chart
+                        .draw_series(rects)
+                        .map_err(perr)?
+                        .label(name.clone())
+                        .legend(move |(x, y)| {
+                            Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                        });
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .label_font(("sans-serif", 12))
+                    .position(SeriesLabelPosition::UpperRight)
+                    .draw()
+                    .map_err(perr)?;
+            }};
+        }
+        if log {
+            draw!(b.build_cartesian_2d(xr, (ylo..yhi).log_scale()))
+        } else {
+            draw!(b.build_cartesian_2d(xr, ylo..yhi))
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(buf)
+}
