@@ -570,3 +570,48 @@ fn tcp_ack_without_ack_flag_matches_tshark() {
     assert_eq!(acks, ["0", "777", "555", "99", "5", "2000"]);
     drop(tmp);
 }
+
+/// Regression (issue 13, item 5): a TCP header cut short by the IP total
+/// length (the frame, with a trailer, fully captured) or by the snaplen,
+/// at every length from 2 to 19 bytes: the fields we keep are the ones
+/// tshark shows (ports from 4 bytes, seq/ack/flags/window from 16).
+#[test]
+fn tcp_header_cut_short_matches_tshark() {
+    if !require_tshark() {
+        return;
+    }
+    let tmp = tmpdir("tcpcut");
+    let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+    for (i, tcp_bytes) in (2..20usize).enumerate() {
+        // Cut by the IP length: total length 20 + tcp_bytes, 6 bytes of
+        // Ethernet trailer after the whole TCP header.
+        let mut p = tcp_frame(0x18, 5000 + i as u32);
+        let total = (20 + tcp_bytes) as u16;
+        p[16..18].copy_from_slice(&total.to_be_bytes());
+        p[24..26].copy_from_slice(&[0, 0]);
+        let sum = p[14..34]
+            .chunks(2)
+            .map(|w| u16::from_be_bytes([w[0], w[1]]) as u32)
+            .sum::<u32>();
+        let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
+        p[24..26].copy_from_slice(&sum.to_be_bytes());
+        p.extend([0u8; 6]);
+        b.record(1_700_000_000, i as u32, &p);
+        // Cut by the snaplen.
+        let p = tcp_frame(0x12, 7000 + i as u32);
+        b.record_raw(
+            1_700_000_001,
+            i as u32,
+            (34 + tcp_bytes) as u32,
+            p.len() as u32,
+            &p[..34 + tcp_bytes],
+        );
+    }
+    let p = tmp.path().join("tcpcut.pcap");
+    std::fs::write(&p, &b.bytes).unwrap();
+    check(std::slice::from_ref(&p));
+    let rows = ours(&p);
+    // Frame 29 is cut by the IP length at 16 bytes: flags and window kept.
+    assert_eq!(rows[28][18..22], ["0x018", "1000", "5014", "512"]);
+    drop(tmp);
+}
