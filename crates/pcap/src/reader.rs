@@ -432,7 +432,8 @@ pub struct Chunk {
     pub base_offset: u64,
     /// Number (1-based) of the first record in the chunk.
     pub base_record: u64,
-    /// Records in the chunk.
+    /// Packet records in the chunk (pcapng custom blocks are numbered,
+    /// as tshark numbers them, but not counted here).
     pub records: u64,
     /// Problems found while framing this part of the stream.
     pub issues: Issues,
@@ -551,6 +552,13 @@ impl Chunk {
                         }
                     }
                     (0, None, caplen, len, 12)
+                }
+                // tshark numbers custom blocks as frames (with no packet
+                // fields): so do we, to keep `number` equal to its
+                // frame.number; they are not packets.
+                BT_CUSTOM | BT_CUSTOM_NOCOPY => {
+                    number += 1;
+                    continue;
                 }
                 _ => continue,
             };
@@ -720,6 +728,9 @@ pub struct Splitter {
     ng_resync: Option<u64>,
     /// Length of the stream when known (a plain regular file).
     stream_len: Option<u64>,
+    /// pcapng custom blocks numbered so far (numbered records that are
+    /// not packets).
+    custom_frames: u64,
     eof: bool,
     done: bool,
     /// Mapped file and the offset of the next unframed byte.
@@ -783,6 +794,7 @@ impl Splitter {
             skip: 0,
             ng_resync: None,
             stream_len,
+            custom_frames: 0,
             eof: false,
             done: false,
             map: input.map,
@@ -911,6 +923,7 @@ impl Splitter {
         let filled = self.read_fill(&mut buf, carried, &mut issues)?;
         let base_offset = self.offset;
         let base_record = self.next_record;
+        let base_custom = self.custom_frames;
         let visited = V::VISITS && matches!(self.framing, Framing::Pcap { .. });
         let (start, end, tail_from, format) = match &mut self.framing {
             Framing::Pcap { .. } => {
@@ -918,7 +931,7 @@ impl Splitter {
             }
             Framing::Pcapng(_) => self.frame_pcapng(&buf[..filled], base_offset, &mut issues),
         };
-        let records = self.next_record - base_record;
+        let records = self.next_record - base_record - (self.custom_frames - base_custom);
         self.tail.extend_from_slice(&buf[tail_from..filled]);
         self.offset = base_offset + tail_from as u64;
         if self.eof && !self.done && tail_from == filled && self.skip == 0 {
@@ -970,6 +983,7 @@ impl Splitter {
             to = to.min(map.len());
         }
         let base_record = self.next_record;
+        let base_custom = self.custom_frames;
         let slice = &map[from..to];
         let (start, end, tail_from, format) = match &self.framing {
             Framing::Pcap { .. } => self.frame_pcap(slice, from as u64, &mut issues, &mut NoVisit),
@@ -988,7 +1002,7 @@ impl Splitter {
             end: from + end,
             base_offset: 0,
             base_record,
-            records: self.next_record - base_record,
+            records: self.next_record - base_record - (self.custom_frames - base_custom),
             issues,
             stream_pos: self.offset,
             visited: false,
@@ -1222,6 +1236,9 @@ impl Splitter {
                         base + pos as u64,
                     );
                     self.next_record += 1;
+                } else if matches!(bt, BT_CUSTOM | BT_CUSTOM_NOCOPY) {
+                    self.next_record += 1;
+                    self.custom_frames += 1;
                 }
                 // Skip the block by streaming; it never enters a buffer.
                 cut = true;
@@ -1268,6 +1285,10 @@ impl Splitter {
             } else if is_packet {
                 packets += 1;
                 self.next_record += 1;
+            } else if matches!(bt, BT_CUSTOM | BT_CUSTOM_NOCOPY) {
+                // Numbered like a frame, as tshark does (see pcapng_records).
+                self.next_record += 1;
+                self.custom_frames += 1;
             }
             pos += blen;
         }
@@ -1735,15 +1756,16 @@ mod tests {
             .iter()
             .map(|r| (r.number, r.ts, r.caplen, r.len, r.linktype))
             .collect();
+        // The custom block before the first EPB is frame 1, as in tshark.
         assert_eq!(
             got,
             vec![
-                (1, (1_700_000_000, 123_456_000), 60, 60, 1),
-                (2, (1_700_000_000, 123_456_789), 128, 1500, 101),
-                (3, (0, 0), 70, 70, 1),
-                (4, (1, 1000), 42, 42, 1),
-                (5, (105, 500_000_000), 33, 33, 113),
-                (6, (0, 7000), 44, 44, 1),
+                (2, (1_700_000_000, 123_456_000), 60, 60, 1),
+                (3, (1_700_000_000, 123_456_789), 128, 1500, 101),
+                (4, (0, 0), 70, 70, 1),
+                (5, (1, 1000), 42, 42, 1),
+                (6, (105, 500_000_000), 33, 33, 113),
+                (7, (0, 7000), 44, 44, 1),
             ]
         );
         assert_eq!(recs[3].data, pkt(4, 42));
@@ -1796,6 +1818,8 @@ mod tests {
         let (recs, issues, _) = collect(b.bytes).unwrap();
         assert!(issues.is_empty());
         assert_eq!(recs.len(), 1);
+        // Skipped by streaming, the custom block is still frame 1.
+        assert_eq!(recs[0].number, 2);
     }
 
     /// A pcapng of `n` EPBs of varied sizes and the offset of each EPB.
@@ -2101,25 +2125,29 @@ mod tests {
         let (want_a, _, _) = collect(a.clone()).unwrap();
         let ng = ng_image();
         let (want_ng, _, _) = collect(ng.clone()).unwrap();
-        let renumber = |v: &[Rec], from: u64| -> Vec<Row> {
+        // Numbers go on from the previous file's last frame (the pcapng's
+        // custom block is a numbered frame too).
+        let renumber = |v: &[Rec], after: u64| -> Vec<Row> {
             let mut r = rows(v);
-            for (k, x) in r.iter_mut().enumerate() {
-                x.0 = from + k as u64;
+            for x in r.iter_mut() {
+                x.0 += after;
             }
             r
         };
+        let (frames_a, frames_ng) = (4, 7);
+        assert_eq!(want_ng.last().unwrap().number, frames_ng);
         // pcap, then pcapng, then pcap again.
         let (recs, issues, _) = collect([a.clone(), ng.clone(), a.clone()].concat()).unwrap();
         assert!(issues.is_empty(), "{issues:?}");
-        let mut want = renumber(&want_a, 1);
-        want.extend(renumber(&want_ng, 5));
-        want.extend(renumber(&want_a, 5 + want_ng.len() as u64));
+        let mut want = renumber(&want_a, 0);
+        want.extend(renumber(&want_ng, frames_a));
+        want.extend(renumber(&want_a, frames_a + frames_ng));
         assert_eq!(rows(&recs), want);
         // pcapng then pcap, gzip-compressed as two members.
         let (recs, issues, _) = collect([gz(&ng), gz(&a)].concat()).unwrap();
         assert!(issues.is_empty(), "{issues:?}");
-        let mut want = renumber(&want_ng, 1);
-        want.extend(renumber(&want_a, 1 + want_ng.len() as u64));
+        let mut want = renumber(&want_ng, 0);
+        want.extend(renumber(&want_a, frames_ng));
         assert_eq!(rows(&recs), want);
     }
 

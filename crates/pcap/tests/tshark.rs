@@ -302,7 +302,8 @@ fn compare(path: &Path) -> (usize, Vec<String>) {
         .iter()
         .position(|f| *f == "frame.interface_id")
         .unwrap();
-    // tshark lists pcapng custom blocks as frames; we skip them (issue 5).
+    // tshark lists pcapng custom blocks as frames with no packet fields; we
+    // number them too but print no line for them.
     let t: Vec<_> = all
         .into_iter()
         .filter(|r| !(r[proto_col] == ["data"] && r[iface_col].is_empty()))
@@ -613,5 +614,39 @@ fn tcp_header_cut_short_matches_tshark() {
     let rows = ours(&p);
     // Frame 29 is cut by the IP length at 16 bytes: flags and window kept.
     assert_eq!(rows[28][18..22], ["0x018", "1000", "5014", "512"]);
+    drop(tmp);
+}
+
+/// Regression (issue 13, item 5): tshark 4.0 numbers pcapng custom blocks
+/// (0x00000BAD and 0x40000BAD, also one too large to buffer) as frames,
+/// and not the other non-packet blocks (ISB, NRB, DSB, unknown types);
+/// `number` follows it, so a packet's number is its tshark frame.number.
+#[test]
+fn pcapng_custom_blocks_are_numbered_as_tshark_does() {
+    if !require_tshark() {
+        return;
+    }
+    let tmp = tmpdir("custom");
+    let mut b = PcapngBuilder::new();
+    b.shb(false).idb(1, 0, None, None);
+    let pen = 32473u32.to_le_bytes(); // the documentation PEN
+    let body = |n: usize| [&pen[..], &vec![0x42u8; n]].concat();
+    let frame = tcp_frame(0x10, 1);
+    b.epb(0, 1, &frame, frame.len() as u32)
+        .block(0x0000_0bad, &body(12))
+        .epb(0, 2, &frame, frame.len() as u32)
+        .block(0x4000_0bad, &body(12))
+        .epb(0, 3, &frame, frame.len() as u32)
+        .block(5, &[0u8; 12]) // ISB
+        .block(4, &[0u8; 4]) // NRB, end of records only
+        .block(0x0000_0101, b"unknown!")
+        .epb(0, 4, &frame, frame.len() as u32)
+        .block(0x0000_0bad, &body(400 << 10)) // streamed past, not buffered
+        .epb(0, 5, &frame, frame.len() as u32);
+    let p = tmp.path().join("custom.pcapng");
+    std::fs::write(&p, &b.bytes).unwrap();
+    check(std::slice::from_ref(&p));
+    let numbers: Vec<String> = ours(&p).iter().map(|r| r[0].clone()).collect();
+    assert_eq!(numbers, ["1", "3", "5", "6", "8"]);
     drop(tmp);
 }
