@@ -181,6 +181,11 @@ fn decode_ethertype(mut et: u16, mut rest: &[u8], f: &mut Fields) -> Step {
         et = tag.ethertype();
         rest = &rest[VlanTag::<&[u8]>::HEADER_LEN..];
     }
+    if tags > 0 && et < 0x0600 {
+        // An 802.3 length after the tags (LLC follows, as in PVST+ and
+        // MSTP BPDUs): no EtherType, as for an untagged 802.3 frame.
+        return Ok(());
+    }
     f.ethertype = et;
     f.present |= has::ETHERTYPE;
     match et {
@@ -648,6 +653,20 @@ pub(crate) mod tests {
                 assert_eq!((f.tcp_seq, f.tcp_ack, f.tcp_flags), (1000, 2000, 0x018));
             }
         }
+    }
+
+    #[test]
+    fn tagged_802_3_frame_has_no_ethertype() {
+        // Regression (tshark cross-check on tcpdump's MSTP and PVST+
+        // captures): the length after a VLAN tag was reported as the
+        // EtherType (0x0089); tshark has none, as for untagged 802.3.
+        let mut p = eth(0x8100);
+        p.extend([0x00, 0x05, 0x00, 0x89]);
+        p.extend([0x42, 0x42, 0x03, 0, 0, 3, 0]);
+        let f = run(linktype::ETHERNET, &p);
+        assert_eq!(f.problem, None);
+        assert!(f.has(has::VLAN_OUTER) && !f.has(has::ETHERTYPE));
+        assert_eq!(f.vlan_outer, 5);
     }
 
     #[test]
