@@ -322,3 +322,66 @@ fn undecoded_link_types_are_said_once_not_counted_as_bad_input() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A pcapng of Ethernet frames, the offset of each EPB, and the bytes.
+fn ng_capture(n: usize) -> (Vec<u8>, Vec<usize>) {
+    let mut b = commbench_pcap::writer::PcapngBuilder::new();
+    b.shb(false).idb(1, 0, None, None);
+    let mut at = Vec::new();
+    for i in 0..n {
+        at.push(b.bytes.len());
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x88, 0xb5];
+        f.extend(std::iter::repeat_n(i as u8, 50));
+        b.epb(0, 1_700_000_000_000_000 + i as u64, &f, f.len() as u32);
+    }
+    (b.bytes, at)
+}
+
+#[test]
+fn pcapng_bad_block_length_is_skipped_reported_and_strict_stops() {
+    // Regression (issue 13, item 4): one bad block length ended the
+    // extraction with exit 0, saying nothing of what was lost.
+    let guard = tmp("ngresync");
+    let d = guard.path().to_path_buf();
+    let (mut bytes, at) = ng_capture(40);
+    bytes[at[20] + 4..at[20] + 8].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let p = d.join("bad.pcapng");
+    std::fs::write(&p, &bytes).unwrap();
+    let want = format!(
+        "skipped {} bytes at offsets {}..{} after a bad block length",
+        at[21] - at[20],
+        at[20],
+        at[21]
+    );
+    for args in [vec![], vec!["--mmap"], vec!["--threads", "2"]] {
+        let out = bin()
+            .args(["pcap", "extract", "--fields", "number,ts"])
+            .args(&args)
+            .arg(&p)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(want.as_str()))
+            .stderr(predicate::str::contains("bad_block_length=1"))
+            .get_output()
+            .stdout
+            .clone();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1 + 39, "{args:?}");
+        assert!(text.ends_with("39,1700000000.000039000\n"), "{text}");
+    }
+    // The same from standard input (length unknown).
+    bin()
+        .args(["pcap", "extract", "-o", "/dev/null", "-"])
+        .write_stdin(bytes.clone())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("extract: 39 packets"))
+        .stderr(predicate::str::contains(want.as_str()));
+    bin()
+        .args(["pcap", "extract", "--strict", "-o", "/dev/null"])
+        .arg(&p)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad_block_length"));
+    drop(guard);
+}

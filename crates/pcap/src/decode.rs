@@ -181,6 +181,11 @@ fn decode_ethertype(mut et: u16, mut rest: &[u8], f: &mut Fields) -> Step {
         et = tag.ethertype();
         rest = &rest[VlanTag::<&[u8]>::HEADER_LEN..];
     }
+    if tags > 0 && et < 0x0600 {
+        // An 802.3 length after the tags (LLC follows, as in PVST+ and
+        // MSTP BPDUs): no EtherType, as for an untagged 802.3 frame.
+        return Ok(());
+    }
     f.ethertype = et;
     f.present |= has::ETHERTYPE;
     match et {
@@ -347,10 +352,21 @@ fn partial_ports(l4: &[u8], f: &mut Fields) {
     }
 }
 
-/// The TCP fields of a header cut short: the ports only, as tshark shows
-/// them (it reads the rest of the fixed header before adding any of it).
+/// The TCP fields of a header cut short, by the snaplen or by the IP
+/// length, as tshark 4.0 shows them: the ports from 4 bytes on; sequence,
+/// acknowledgment, flags and window once the 16 bytes that hold them are
+/// there (it reads all four before it adds any, and the missing checksum
+/// and urgent pointer do not stop it).
 fn partial_tcp(l4: &[u8], f: &mut Fields) {
     partial_ports(l4, f);
+    if l4.len() >= 16 {
+        let w32 = |at: usize| u32::from_be_bytes([l4[at], l4[at + 1], l4[at + 2], l4[at + 3]]);
+        f.tcp_seq = w32(4);
+        f.tcp_ack = w32(8);
+        f.tcp_flags = u16::from_be_bytes([l4[12], l4[13]]) & 0x0fff;
+        f.tcp_win = u16::from_be_bytes([l4[14], l4[15]]);
+        f.present |= has::TCP_SEQ | has::TCP_ACK | has::TCP_FLAGS | has::TCP_WIN;
+    }
 }
 
 fn decode_arp(data: &[u8], f: &mut Fields) -> Step {
@@ -591,7 +607,8 @@ pub(crate) mod tests {
         p.extend(ipv4(6, 20, 0, &[]));
         p.extend(tcp(1234, 80, 0x012));
         // Regression (tshark cross-check): a TCP header cut by the snaplen
-        // still shows its ports, and nothing else, as in tshark.
+        // inside its first 16 bytes shows its ports, and nothing else, as
+        // in tshark.
         let f = run(linktype::ETHERNET, &p[..34 + 13]);
         assert_eq!(f.problem, Some(DecodeProblem::Cut));
         assert_eq!((f.src_port, f.dst_port), (1234, 80));
@@ -599,6 +616,57 @@ pub(crate) mod tests {
         assert!(!f.has(has::TCP_FLAGS) && !f.has(has::TCP_WIN) && !f.has(has::TCP));
         let f = run(linktype::ETHERNET, &p[..34 + 3]);
         assert!(!f.has(has::PORTS));
+        // With the 16 bytes up to the window, tshark shows seq, ack, flags
+        // and window too (checksum and urgent pointer missing).
+        for cut in [16, 19] {
+            let f = run(linktype::ETHERNET, &p[..34 + cut]);
+            assert_eq!(f.problem, Some(DecodeProblem::Cut));
+            assert_eq!((f.tcp_flags, f.tcp_win), (0x012, 0x200), "{cut}");
+            let want = has::PORTS | has::TCP_SEQ | has::TCP_ACK | has::TCP_FLAGS | has::TCP_WIN;
+            assert_eq!(f.present & (want | has::TCP), want, "{cut}");
+        }
+    }
+
+    #[test]
+    fn tcp_cut_short_by_the_ip_length_keeps_the_fields_it_holds() {
+        // Regression (issue 13, item 5): the IP total length ends inside
+        // the TCP header although the whole frame (with a trailer) was
+        // captured. tshark 4.0 gives ports from 4 bytes and seq, ack,
+        // flags and window from 16; we gave the ports only.
+        for (tcp_bytes, full) in [(4, false), (12, false), (15, false), (16, true), (19, true)] {
+            let mut p = eth(0x0800);
+            p.extend(ipv4(6, tcp_bytes, 0, &[]));
+            let mut t = tcp(1234, 80, 0x018);
+            t[4..8].copy_from_slice(&1000u32.to_be_bytes());
+            t[8..12].copy_from_slice(&2000u32.to_be_bytes());
+            p.extend(t);
+            p.extend([0u8; 6]); // Ethernet trailer
+            let f = run(linktype::ETHERNET, &p);
+            assert_eq!(f.problem, Some(DecodeProblem::Cut), "{tcp_bytes}");
+            assert_eq!(f.ip_len as usize, 20 + tcp_bytes);
+            assert_eq!((f.src_port, f.dst_port), (1234, 80), "{tcp_bytes}");
+            assert!(f.has(has::PORTS) && !f.has(has::TCP));
+            for bit in [has::TCP_SEQ, has::TCP_ACK, has::TCP_FLAGS, has::TCP_WIN] {
+                assert_eq!(f.has(bit), full, "{tcp_bytes}: bit {bit:#x}");
+            }
+            if full {
+                assert_eq!((f.tcp_seq, f.tcp_ack, f.tcp_flags), (1000, 2000, 0x018));
+            }
+        }
+    }
+
+    #[test]
+    fn tagged_802_3_frame_has_no_ethertype() {
+        // Regression (tshark cross-check on tcpdump's MSTP and PVST+
+        // captures): the length after a VLAN tag was reported as the
+        // EtherType (0x0089); tshark has none, as for untagged 802.3.
+        let mut p = eth(0x8100);
+        p.extend([0x00, 0x05, 0x00, 0x89]);
+        p.extend([0x42, 0x42, 0x03, 0, 0, 3, 0]);
+        let f = run(linktype::ETHERNET, &p);
+        assert_eq!(f.problem, None);
+        assert!(f.has(has::VLAN_OUTER) && !f.has(has::ETHERTYPE));
+        assert_eq!(f.vlan_outer, 5);
     }
 
     #[test]

@@ -17,8 +17,9 @@ pub enum IssueKind {
     CaplenOverSnaplen,
     /// A record's captured length exceeds its original (wire) length.
     CaplenOverLen,
-    /// A pcapng block length is impossible (too small, unaligned, or the
-    /// trailing copy differs); the rest of that file cannot be framed.
+    /// A pcapng block length is impossible (too small, unaligned, past the
+    /// end of the stream, or the trailing copy differs); the reader skips to
+    /// the next plausible block and reports the bytes skipped.
     BadBlockLength,
     /// A pcapng packet names an interface that was never described.
     UnknownInterface,
@@ -86,14 +87,39 @@ pub const FIRST_PER_KIND: usize = 3;
 /// last entry's neighbour `u32::MAX`).
 pub const MAX_UNDECODED_LINKTYPES: usize = 16;
 
-/// Counts per kind plus the first few locations of each, and the records of
+/// Ranges of abandoned bytes that keep their location (more are counted).
+pub const MAX_SKIPPED_RANGES: usize = 16;
+
+/// Bytes abandoned after a bad pcapng block: from the bad block's first
+/// byte up to the next plausible block (or the end of the stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// Index of the input file in the command line.
+    pub file: u32,
+    /// Stream offset of the first byte skipped.
+    pub from: u64,
+    /// Stream offset just past the last byte skipped.
+    pub to: u64,
+}
+
+impl Skipped {
+    pub fn bytes(&self) -> u64 {
+        self.to - self.from
+    }
+}
+
+/// Counts per kind plus the first few locations of each, the records of
 /// link types we do not decode (valid input, not bad input: they are listed
-/// with their capture fields only).
+/// with their capture fields only), and the byte ranges abandoned while
+/// resynchronising after a bad pcapng block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Issues {
     counts: [u64; IssueKind::ALL.len()],
     first: Vec<IssueAt>,
     undecoded: Vec<(u32, u64)>,
+    skipped: Vec<Skipped>,
+    skipped_ranges: u64,
+    skipped_bytes: u64,
 }
 
 impl Issues {
@@ -130,8 +156,43 @@ impl Issues {
         &self.undecoded
     }
 
+    /// Records that `from..to` of file `file` was abandoned (nothing for an
+    /// empty range).
+    pub fn add_skipped(&mut self, file: u32, from: u64, to: u64) {
+        if to <= from {
+            return;
+        }
+        if self.skipped.len() < MAX_SKIPPED_RANGES {
+            self.skipped.push(Skipped { file, from, to });
+        }
+        self.skipped_ranges += 1;
+        self.skipped_bytes += to - from;
+    }
+
+    /// The first `MAX_SKIPPED_RANGES` abandoned ranges, in stream order.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// Abandoned ranges in all (also those beyond the kept ones).
+    pub fn skipped_ranges(&self) -> u64 {
+        self.skipped_ranges
+    }
+
+    /// Abandoned bytes in all.
+    pub fn skipped_bytes(&self) -> u64 {
+        self.skipped_bytes
+    }
+
     /// Appends `later` (which comes after `self` in the stream).
     pub fn merge(&mut self, later: &Issues) {
+        for s in &later.skipped {
+            if self.skipped.len() < MAX_SKIPPED_RANGES {
+                self.skipped.push(*s);
+            }
+        }
+        self.skipped_ranges += later.skipped_ranges;
+        self.skipped_bytes += later.skipped_bytes;
         for &(lt, n) in &later.undecoded {
             self.add_undecoded(lt, n);
         }
@@ -176,6 +237,9 @@ impl Issues {
         self.counts = [0; IssueKind::ALL.len()];
         self.first.clear();
         self.undecoded.clear();
+        self.skipped.clear();
+        self.skipped_ranges = 0;
+        self.skipped_bytes = 0;
     }
 }
 

@@ -83,6 +83,17 @@ pub fn measure_extract(
                 .iter()
                 .map(|(lt, n)| serde_json::json!({"linktype": lt, "records": n}))
                 .collect::<Vec<_>>(),
+        )
+        .metric("skipped_bytes", rep.issues.skipped_bytes())
+        .metric(
+            "skipped",
+            rep.issues
+                .skipped()
+                .iter()
+                .map(|s| {
+                    serde_json::json!({"file": s.file, "from": s.from, "to": s.to, "bytes": s.bytes()})
+                })
+                .collect::<Vec<_>>(),
         );
     u.add_to(&mut r);
     rec.push(r);
@@ -159,3 +170,39 @@ pub fn suite(quick: bool, rec: &mut Recorder) -> Result<(), PcapError> {
 }
 
 pub use figures::figures;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::PcapngBuilder;
+
+    #[test]
+    fn json_record_lists_the_bytes_skipped_after_a_bad_block() {
+        let mut b = PcapngBuilder::new();
+        b.shb(false).idb(1, 0, None, None);
+        let mut at = Vec::new();
+        for i in 0..6u8 {
+            at.push(b.bytes.len());
+            b.epb(0, i as u64, &[i; 60], 60);
+        }
+        b.bytes[at[3] + 4] ^= 0x10; // EPB 4's length: 92 -> 76
+        let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+        let p = tmp.path().join("bad.pcapng");
+        std::fs::write(&p, &b.bytes).unwrap();
+        let cfg = ExtractConfig {
+            inputs: vec![p.display().to_string()],
+            ..Default::default()
+        };
+        let mut rec = Recorder::new();
+        let rep = measure_extract(&cfg, "t", &mut rec).unwrap();
+        assert_eq!(rep.packets, 5);
+        let m = &rec.records()[0].metrics;
+        assert_eq!(m["bad_input"], 1);
+        assert_eq!(m["skipped_bytes"], 92);
+        let (from, to) = (at[3] as u64, at[4] as u64);
+        assert_eq!(
+            m["skipped"],
+            serde_json::json!([{"file": 0, "from": from, "to": to, "bytes": 92}])
+        );
+    }
+}

@@ -17,7 +17,9 @@
 //! read from the file (records above 256 KiB and pcapng blocks above 1 MiB
 //! are skipped by streaming, not buffered); a chunk's records are in file
 //! order and numbered from `base_record`; every problem is counted in
-//! `Issues` and never panics.
+//! `Issues` and never panics. After a pcapng block whose length cannot be
+//! right, the framer scans forward (linearly) for the next plausible block
+//! and reports the bytes it abandoned, as it resynchronises on pcap records.
 
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read};
@@ -47,7 +49,16 @@ const PCAPNG_BOM: u32 = 0x1a2b_3c4d;
 const BT_IDB: u32 = 1;
 const BT_PB: u32 = 2;
 const BT_SPB: u32 = 3;
+const BT_NRB: u32 = 4;
+const BT_ISB: u32 = 5;
 const BT_EPB: u32 = 6;
+const BT_DSB: u32 = 10;
+const BT_CUSTOM: u32 = 0x0000_0bad;
+const BT_CUSTOM_NOCOPY: u32 = 0x4000_0bad;
+/// Largest pcapng block taken as real when it is too large to buffer (it
+/// is then skipped by streaming): far above any block a capture tool
+/// writes, whose snaplens stop at 256 KiB.
+const MAX_BLOCK: usize = 16 << 20;
 
 /// Compression of an input stream, detected by magic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -421,7 +432,8 @@ pub struct Chunk {
     pub base_offset: u64,
     /// Number (1-based) of the first record in the chunk.
     pub base_record: u64,
-    /// Records in the chunk.
+    /// Packet records in the chunk (pcapng custom blocks are numbered,
+    /// as tshark numbers them, but not counted here).
     pub records: u64,
     /// Problems found while framing this part of the stream.
     pub issues: Issues,
@@ -540,6 +552,13 @@ impl Chunk {
                         }
                     }
                     (0, None, caplen, len, 12)
+                }
+                // tshark numbers custom blocks as frames (with no packet
+                // fields): so do we, to keep `number` equal to its
+                // frame.number; they are not packets.
+                BT_CUSTOM | BT_CUSTOM_NOCOPY => {
+                    number += 1;
+                    continue;
                 }
                 _ => continue,
             };
@@ -704,6 +723,14 @@ pub struct Splitter {
     next_record: u64,
     /// Bytes still to discard from the input (an oversized block).
     skip: u64,
+    /// Stream offset of a bad pcapng block: scanning for the next
+    /// plausible one.
+    ng_resync: Option<u64>,
+    /// Length of the stream when known (a plain regular file).
+    stream_len: Option<u64>,
+    /// pcapng custom blocks numbered so far (numbered records that are
+    /// not packets).
+    custom_frames: u64,
     eof: bool,
     done: bool,
     /// Mapped file and the offset of the next unframed byte.
@@ -752,6 +779,10 @@ impl Splitter {
         } else {
             return Err(not_capture(n));
         };
+        let stream_len = match input.compression {
+            Compression::None => input.size,
+            _ => None,
+        };
         Ok(Self {
             input: input.reader,
             name: input.name,
@@ -761,6 +792,9 @@ impl Splitter {
             offset,
             next_record: 1,
             skip: 0,
+            ng_resync: None,
+            stream_len,
+            custom_frames: 0,
             eof: false,
             done: false,
             map: input.map,
@@ -889,6 +923,7 @@ impl Splitter {
         let filled = self.read_fill(&mut buf, carried, &mut issues)?;
         let base_offset = self.offset;
         let base_record = self.next_record;
+        let base_custom = self.custom_frames;
         let visited = V::VISITS && matches!(self.framing, Framing::Pcap { .. });
         let (start, end, tail_from, format) = match &mut self.framing {
             Framing::Pcap { .. } => {
@@ -896,7 +931,7 @@ impl Splitter {
             }
             Framing::Pcapng(_) => self.frame_pcapng(&buf[..filled], base_offset, &mut issues),
         };
-        let records = self.next_record - base_record;
+        let records = self.next_record - base_record - (self.custom_frames - base_custom);
         self.tail.extend_from_slice(&buf[tail_from..filled]);
         self.offset = base_offset + tail_from as u64;
         if self.eof && !self.done && tail_from == filled && self.skip == 0 {
@@ -948,6 +983,7 @@ impl Splitter {
             to = to.min(map.len());
         }
         let base_record = self.next_record;
+        let base_custom = self.custom_frames;
         let slice = &map[from..to];
         let (start, end, tail_from, format) = match &self.framing {
             Framing::Pcap { .. } => self.frame_pcap(slice, from as u64, &mut issues, &mut NoVisit),
@@ -966,7 +1002,7 @@ impl Splitter {
             end: from + end,
             base_offset: 0,
             base_record,
-            records: self.next_record - base_record,
+            records: self.next_record - base_record - (self.custom_frames - base_custom),
             issues,
             stream_pos: self.offset,
             visited: false,
@@ -1093,6 +1129,14 @@ impl Splitter {
     }
 
     /// Returns (start, end, tail_from, format) for a pcapng buffer.
+    ///
+    /// A block whose length cannot be right (too small, unaligned, an SHB
+    /// or IDB too large to buffer, past the end of the stream, a trailing
+    /// copy that differs) is counted as `bad_block_length` and ends the
+    /// chunk; the next calls scan forward byte by byte for the next
+    /// plausible block (`find_ng_block`) and report the bytes abandoned.
+    /// Each offset is probed once in O(1) (twice for the one a buffer
+    /// boundary cuts), so the scan is linear in the bytes skipped.
     fn frame_pcapng(
         &mut self,
         b: &[u8],
@@ -1102,18 +1146,39 @@ impl Splitter {
         let Framing::Pcapng(section) = &mut self.framing else {
             unreachable!("frame_pcapng on pcap")
         };
-        let mut pos = 0;
+        let mut start = 0;
+        if let Some(from) = self.ng_resync {
+            match find_ng_block(b, 0, section.big_endian, self.eof) {
+                NgResync::Found(o) => {
+                    issues.add_skipped(self.file, from, base + o as u64);
+                    self.ng_resync = None;
+                    start = o;
+                }
+                NgResync::NeedMore(o) => return (o, o, o, ChunkFormat::Pcapng(section.clone())),
+                NgResync::Nothing => {
+                    issues.add_skipped(self.file, from, base + b.len() as u64);
+                    self.ng_resync = None;
+                    self.done = true;
+                    let n = b.len();
+                    return (n, n, n, ChunkFormat::Pcapng(section.clone()));
+                }
+            }
+        }
+        let mut pos = start;
         let mut packets = 0u64;
         let mut tail_from = None;
         let mut cut = false;
         // A concatenated pcap file's header at `pos`.
         let mut next_pcap = None;
+        // A block at `pos` whose length is impossible, and for an SHB the
+        // byte order its magic gives (if any).
+        let mut bad: Option<Option<bool>> = None;
         while pos + 12 <= b.len() {
             let mut be = section.big_endian;
             let raw_type = u32::from_be_bytes([b[pos], b[pos + 1], b[pos + 2], b[pos + 3]]);
             let is_shb = raw_type == PCAPNG_SHB;
             if is_shb {
-                if pos > 0 {
+                if pos > start {
                     // A new section always starts a new chunk.
                     cut = true;
                     break;
@@ -1122,19 +1187,14 @@ impl Splitter {
                     v if v == PCAPNG_BOM => false,
                     v if v.swap_bytes() == PCAPNG_BOM => true,
                     _ => {
-                        issues.add(
-                            IssueKind::BadBlockLength,
-                            self.file,
-                            self.next_record,
-                            base + pos as u64,
-                        );
-                        self.done = true;
-                        return (0, pos, b.len(), ChunkFormat::Pcapng(section.clone()));
+                        bad = Some(None);
+                        break;
                     }
                 };
             }
             let bt = if is_shb { PCAPNG_SHB } else { rd32(b, pos, be) };
             let blen = rd32(b, pos + 4, be) as usize;
+            let shb_be = is_shb.then_some(be);
             let is_packet = matches!(bt, BT_EPB | BT_SPB | BT_PB);
             if !is_shb && !is_packet && bt != BT_IDB && maybe_pcap_magic(bt) {
                 match file_header_at(&b[pos..], self.eof) {
@@ -1147,26 +1207,26 @@ impl Splitter {
                     _ => {}
                 }
             }
-            if blen < 12 || !blen.is_multiple_of(4) {
-                issues.add(
-                    IssueKind::BadBlockLength,
-                    self.file,
-                    self.next_record,
-                    base + pos as u64,
-                );
-                self.done = true;
-                return (0, pos, b.len(), ChunkFormat::Pcapng(section.clone()));
+            if blen < 12 || !blen.is_multiple_of(4) || (is_shb && blen < 28) {
+                bad = Some(shb_be);
+                break;
             }
             if blen > MAX_BUFFERED_BLOCK {
-                if is_shb || bt == BT_IDB {
-                    issues.add(
-                        IssueKind::BadBlockLength,
-                        self.file,
-                        self.next_record,
-                        base + pos as u64,
-                    );
-                    self.done = true;
-                    return (0, pos, b.len(), ChunkFormat::Pcapng(section.clone()));
+                // An EPB or PB this large holds a packet above MAX_RECORD
+                // (else its options would fill over 32 KiB: its length is
+                // wrong); the caplen is at offset 20.
+                if matches!(bt, BT_EPB | BT_PB) && pos + 24 > b.len() && !self.eof {
+                    break;
+                }
+                let small_packet = matches!(bt, BT_EPB | BT_PB)
+                    && pos + 24 <= b.len()
+                    && rd32(b, pos + 20, be) <= MAX_RECORD;
+                let past_end = self
+                    .stream_len
+                    .is_some_and(|n| base + (pos + blen) as u64 > n);
+                if is_shb || bt == BT_IDB || small_packet || past_end || blen > MAX_BLOCK {
+                    bad = Some(shb_be);
+                    break;
                 }
                 if is_packet {
                     issues.add(
@@ -1176,6 +1236,9 @@ impl Splitter {
                         base + pos as u64,
                     );
                     self.next_record += 1;
+                } else if matches!(bt, BT_CUSTOM | BT_CUSTOM_NOCOPY) {
+                    self.next_record += 1;
+                    self.custom_frames += 1;
                 }
                 // Skip the block by streaming; it never enters a buffer.
                 cut = true;
@@ -1189,17 +1252,17 @@ impl Splitter {
                 break;
             }
             if pos + blen > b.len() {
+                // At the end of the stream: a length that runs past it is
+                // wrong if a plausible block follows (else the capture was
+                // cut short: truncated_record below).
+                if self.eof && matches!(find_ng_block(b, pos + 1, be, true), NgResync::Found(_)) {
+                    bad = Some(shb_be);
+                }
                 break;
             }
             if rd32(b, pos + blen - 4, be) as usize != blen {
-                issues.add(
-                    IssueKind::BadBlockLength,
-                    self.file,
-                    self.next_record,
-                    base + pos as u64,
-                );
-                self.done = true;
-                return (0, pos, b.len(), ChunkFormat::Pcapng(section.clone()));
+                bad = Some(shb_be);
+                break;
             }
             if is_shb {
                 *section = Arc::new(NgSection {
@@ -1222,8 +1285,32 @@ impl Splitter {
             } else if is_packet {
                 packets += 1;
                 self.next_record += 1;
+            } else if matches!(bt, BT_CUSTOM | BT_CUSTOM_NOCOPY) {
+                // Numbered like a frame, as tshark does (see pcapng_records).
+                self.next_record += 1;
+                self.custom_frames += 1;
             }
             pos += blen;
+        }
+        let format = ChunkFormat::Pcapng(section.clone());
+        if let Some(shb_be) = bad {
+            issues.add(
+                IssueKind::BadBlockLength,
+                self.file,
+                self.next_record,
+                base + pos as u64,
+            );
+            self.ng_resync = Some(base + pos as u64);
+            if raw_type_at(b, pos) == PCAPNG_SHB {
+                // The section it began is gone: its IDBs, found by the
+                // scan, describe a new interface list.
+                *section = Arc::new(NgSection {
+                    big_endian: shb_be.unwrap_or(section.big_endian),
+                    interfaces: Vec::new(),
+                });
+            }
+            // The scan starts one byte further on.
+            return (start, pos, pos + 1, format);
         }
         let end = pos;
         let tail_from = tail_from.unwrap_or(pos);
@@ -1236,18 +1323,122 @@ impl Splitter {
             );
             self.done = true;
         }
-        let format = ChunkFormat::Pcapng(section.clone());
         if let Some(header) = next_pcap {
             self.framing = Framing::Pcap {
                 header,
                 resync: false,
                 last_ts: None,
             };
-            return (0, end, end + PcapHeader::LEN, format);
+            return (start, end, end + PcapHeader::LEN, format);
         }
-        (0, end, tail_from, format)
+        (start, end, tail_from, format)
     }
 }
+
+fn raw_type_at(b: &[u8], pos: usize) -> u32 {
+    u32::from_be_bytes([b[pos], b[pos + 1], b[pos + 2], b[pos + 3]])
+}
+
+/// Smallest length of a block of a type the resynchronising scan accepts:
+/// the block types of the pcapng specification (IDB, PB, SPB, NRB, ISB,
+/// EPB, DSB, custom copiable and not), `None` for any other.
+fn min_block_len(bt: u32) -> Option<usize> {
+    match bt {
+        BT_IDB => Some(20),
+        BT_PB | BT_EPB => Some(32),
+        BT_SPB => Some(16),
+        BT_NRB | BT_ISB | BT_DSB => Some(12),
+        BT_CUSTOM | BT_CUSTOM_NOCOPY => Some(16),
+        _ => None,
+    }
+}
+
+/// Whether a block header of a known type with a possible length starts at
+/// `b[0..]` (at least 8 bytes).
+fn ng_header_ok(b: &[u8], be: bool) -> bool {
+    let blen = rd32(b, 4, be) as usize;
+    min_block_len(rd32(b, 0, be)).is_some_and(|m| blen >= m && blen.is_multiple_of(4))
+}
+
+enum Probe {
+    Yes,
+    No,
+    NeedMore,
+}
+
+/// Whether a plausible pcapng block starts at `b[o..]`, for the scan after
+/// a bad block: an SHB with a byte-order magic, a block of a known type, or
+/// a pcap file header (a concatenated capture); a length that is a multiple
+/// of 4, at least the type's minimum, at most `MAX_BUFFERED_BLOCK` and
+/// within the bytes; a trailing length copy equal to it; and after it the
+/// end of the stream or the header of another such block. O(1).
+fn ng_block_at(b: &[u8], o: usize, be: bool, eof: bool) -> Probe {
+    let more = if eof { Probe::No } else { Probe::NeedMore };
+    let rest = &b[o..];
+    if rest.len() < 12 {
+        return more;
+    }
+    let (blen, be) = match file_header_at(rest, eof) {
+        Some(NextFile::NeedMore) => return Probe::NeedMore,
+        Some(NextFile::Pcap(_)) => return Probe::Yes,
+        Some(NextFile::Pcapng) => {
+            let be = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]) != PCAPNG_BOM;
+            (rd32(rest, 4, be) as usize, be)
+        }
+        None if ng_header_ok(rest, be) => (rd32(rest, 4, be) as usize, be),
+        None => return Probe::No,
+    };
+    if blen > MAX_BUFFERED_BLOCK {
+        return Probe::No;
+    }
+    if rest.len() < blen {
+        return more;
+    }
+    if rd32(rest, blen - 4, be) as usize != blen {
+        return Probe::No;
+    }
+    let next = &rest[blen..];
+    if next.len() < 12 {
+        // The end of the stream (or a cut block, reported as truncated).
+        return if eof { Probe::Yes } else { Probe::NeedMore };
+    }
+    match file_header_at(next, eof) {
+        Some(NextFile::NeedMore) => Probe::NeedMore,
+        Some(_) => Probe::Yes,
+        None if ng_header_ok(next, be) => Probe::Yes,
+        None => Probe::No,
+    }
+}
+
+enum NgResync {
+    /// A plausible block starts at this offset.
+    Found(usize),
+    /// Nothing before this offset; it needs more bytes to decide.
+    NeedMore(usize),
+    /// Nothing up to the end of the stream.
+    Nothing,
+}
+
+/// Scans `b[from..]` for the first plausible pcapng block (`ng_block_at`).
+/// A probe never needs more than `MAX_BUFFERED_BLOCK` + 36 bytes, less
+/// than a chunk, so a scan that starts a buffer always decides its first
+/// offset.
+fn find_ng_block(b: &[u8], from: usize, be: bool, eof: bool) -> NgResync {
+    for o in from..b.len() {
+        match ng_block_at(b, o, be, eof) {
+            Probe::Yes => return NgResync::Found(o),
+            Probe::NeedMore => return NgResync::NeedMore(o),
+            Probe::No => {}
+        }
+    }
+    if eof {
+        NgResync::Nothing
+    } else {
+        NgResync::NeedMore(b.len())
+    }
+}
+
+const _: () = assert!(MAX_BUFFERED_BLOCK + 64 < CHUNK_CAPACITY);
 
 fn parse_idb(blk: &[u8], be: bool) -> NgInterface {
     let mut i = NgInterface {
@@ -1565,15 +1756,16 @@ mod tests {
             .iter()
             .map(|r| (r.number, r.ts, r.caplen, r.len, r.linktype))
             .collect();
+        // The custom block before the first EPB is frame 1, as in tshark.
         assert_eq!(
             got,
             vec![
-                (1, (1_700_000_000, 123_456_000), 60, 60, 1),
-                (2, (1_700_000_000, 123_456_789), 128, 1500, 101),
-                (3, (0, 0), 70, 70, 1),
-                (4, (1, 1000), 42, 42, 1),
-                (5, (105, 500_000_000), 33, 33, 113),
-                (6, (0, 7000), 44, 44, 1),
+                (2, (1_700_000_000, 123_456_000), 60, 60, 1),
+                (3, (1_700_000_000, 123_456_789), 128, 1500, 101),
+                (4, (0, 0), 70, 70, 1),
+                (5, (1, 1000), 42, 42, 1),
+                (6, (105, 500_000_000), 33, 33, 113),
+                (7, (0, 7000), 44, 44, 1),
             ]
         );
         assert_eq!(recs[3].data, pkt(4, 42));
@@ -1626,6 +1818,202 @@ mod tests {
         let (recs, issues, _) = collect(b.bytes).unwrap();
         assert!(issues.is_empty());
         assert_eq!(recs.len(), 1);
+        // Skipped by streaming, the custom block is still frame 1.
+        assert_eq!(recs[0].number, 2);
+    }
+
+    /// A pcapng of `n` EPBs of varied sizes and the offset of each EPB.
+    fn ng_many(n: usize) -> (Vec<u8>, Vec<usize>) {
+        let mut b = PcapngBuilder::new();
+        b.shb(false).idb(1, 0, None, None);
+        let mut at = Vec::new();
+        for i in 0..n {
+            at.push(b.bytes.len());
+            let d = pkt(i, 40 + (i * 37) % 900);
+            b.epb(0, 1000 + i as u64, &d, d.len() as u32);
+        }
+        (b.bytes, at)
+    }
+
+    fn set32(b: &mut [u8], at: usize, v: u32) {
+        b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+
+    #[test]
+    fn pcapng_bad_block_length_skips_to_the_next_block() {
+        // Regression (issue 13, item 4): one corrupted block length in the
+        // middle of a pcapng ended extraction there. Every EPB after it is
+        // extracted; exactly the bad block's bytes are reported skipped.
+        let n = 1500;
+        let (good, at) = ng_many(n);
+        assert!(good.len() > 2 * CHUNK_CAPACITY);
+        // A block just before a read-buffer boundary, so the scan spans two.
+        let near_boundary = at.iter().position(|&o| o + 600 > CHUNK_CAPACITY).unwrap();
+        for k in [1, 100, near_boundary, n - 2, n - 1] {
+            let blen = (at.get(k + 1).copied().unwrap_or(good.len()) - at[k]) as u32;
+            for (what, lead, trail) in [
+                ("longer, aligned", blen + 8, blen),
+                ("unaligned", 0x13, blen),
+                ("below the minimum", 8, blen),
+                ("huge", 0x7fff_fff0, blen),
+                ("large, buffered", 0x0003_0000, blen),
+                ("trailing copy differs", blen, blen ^ 0x40),
+            ] {
+                let mut bad = good.clone();
+                set32(&mut bad, at[k] + 4, lead);
+                set32(&mut bad, at[k] + blen as usize - 4, trail);
+                let (recs, issues, _) = collect(bad).unwrap();
+                let ctx = format!("block {k}, {what}");
+                assert_eq!(recs.len(), n - 1, "{ctx}: {issues:?}");
+                assert_eq!(issues.total(), 1, "{ctx}: {issues:?}");
+                if k == n - 1 && issues.count(IssueKind::TruncatedRecord) == 1 {
+                    // The last block running past the end with nothing
+                    // after it is a capture cut short.
+                    assert!(issues.skipped().is_empty(), "{ctx}");
+                    continue;
+                }
+                assert_eq!(issues.count(IssueKind::BadBlockLength), 1, "{ctx}");
+                let from = at[k] as u64;
+                let to = from + blen as u64;
+                assert_eq!(
+                    issues.skipped(),
+                    [crate::issues::Skipped { file: 0, from, to }],
+                    "{ctx}"
+                );
+                assert_eq!(issues.skipped_bytes(), blen as u64, "{ctx}");
+                // The skipped block gets no number; the rest are all there.
+                for (j, r) in recs.iter().enumerate() {
+                    let i = if j < k { j } else { j + 1 };
+                    assert_eq!(r.number, j as u64 + 1, "{ctx}");
+                    assert_eq!(r.data, pkt(i, 40 + (i * 37) % 900), "{ctx}");
+                }
+            }
+        }
+        // Several bad blocks, read from a gzip stream (unknown length).
+        let mut bad = good.clone();
+        for k in [10, 700, 1400] {
+            set32(&mut bad, at[k] + 4, 0x7fff_fff0);
+        }
+        let (recs, issues, comp) = collect(gz(&bad)).unwrap();
+        assert_eq!(comp, Compression::Gzip);
+        assert_eq!(recs.len(), n - 3);
+        assert_eq!(issues.count(IssueKind::BadBlockLength), 3);
+        assert_eq!(issues.skipped_ranges(), 3);
+        let froms: Vec<u64> = issues.skipped().iter().map(|s| s.from).collect();
+        assert_eq!(froms, [at[10] as u64, at[700] as u64, at[1400] as u64]);
+    }
+
+    #[test]
+    fn pcapng_junk_after_a_bad_block_is_skipped_to_the_next_block() {
+        // 3 MiB of bytes that are no block (repeated EPB headers whose
+        // trailing copy never matches) between two good parts: the scan
+        // goes through them once and resumes at the next block.
+        let (good, at) = ng_many(20);
+        let mut junk = Vec::new();
+        while junk.len() < 3 << 20 {
+            junk.extend_from_slice(&6u32.to_le_bytes());
+            junk.extend_from_slice(&64u32.to_le_bytes());
+            junk.extend_from_slice(&[0x55; 56]);
+        }
+        let mut bytes = good[..at[10]].to_vec();
+        bytes.extend_from_slice(&junk);
+        bytes.extend_from_slice(&good[at[10]..]);
+        let (recs, issues, _) = collect(bytes.clone()).unwrap();
+        assert_eq!(recs.len(), 20, "{issues:?}");
+        assert_eq!(issues.count(IssueKind::BadBlockLength), 1);
+        assert_eq!(
+            issues.skipped(),
+            [crate::issues::Skipped {
+                file: 0,
+                from: at[10] as u64,
+                to: (at[10] + junk.len()) as u64
+            }]
+        );
+        let zs = zstd::stream::encode_all(&bytes[..], 1).unwrap();
+        let (recs, issues2, _) = collect(zs).unwrap();
+        assert_eq!(recs.len(), 20);
+        assert_eq!(issues2, issues);
+        // Junk up to the end of the stream is skipped to the end.
+        let mut tail = good[..at[10]].to_vec();
+        tail.extend_from_slice(&junk);
+        let (recs, issues, _) = collect(tail.clone()).unwrap();
+        assert_eq!(recs.len(), 10);
+        assert_eq!(issues.skipped_bytes(), junk.len() as u64);
+        assert_eq!(issues.count(IssueKind::TruncatedRecord), 0);
+    }
+
+    #[test]
+    fn concatenation_with_a_bad_shb_keeps_what_follows() {
+        // Regression (issue 13, item 4): `cat icmpv6.pcap
+        // shb-option-too-long.pcapng icmpv6.pcap icmpv6.pcap` gave 5
+        // packets of 18. Here the SHB's leading length counts an option
+        // longer than the block (the trailing copy does not).
+        let mut p = PcapBuilder::new(false, false, false, 65535, 1);
+        for i in 0..5 {
+            p.record(1_700_000_000, i, &pkt(i as usize, 70));
+        }
+        let mut g = PcapngBuilder::new();
+        g.shb(false).idb(1, 0, None, None);
+        for i in 0..3 {
+            g.epb(0, 5, &pkt(50 + i, 60), 60);
+        }
+        let mut ng = g.bytes.clone();
+        set32(&mut ng, 4, 28 + 200);
+        let bytes = [
+            p.bytes.clone(),
+            ng.clone(),
+            p.bytes.clone(),
+            p.bytes.clone(),
+        ]
+        .concat();
+        let (recs, issues, _) = collect(bytes).unwrap();
+        assert_eq!(recs.len(), 18, "{issues:?}");
+        let nums: Vec<u64> = recs.iter().map(|r| r.number).collect();
+        assert_eq!(nums, (1..=18).collect::<Vec<_>>());
+        assert_eq!(recs[5].data, pkt(50, 60));
+        assert_eq!(recs[8].linktype, 1);
+        assert_eq!(recs[17].data, pkt(4, 70));
+        assert_eq!(issues.count(IssueKind::BadBlockLength), 1);
+        let from = p.bytes.len() as u64;
+        assert_eq!(
+            issues.skipped(),
+            [crate::issues::Skipped {
+                file: 0,
+                from,
+                to: from + 28
+            }]
+        );
+        // A bad SHB at the start of a file, and one whose byte-order magic
+        // is broken (after a pcap file that is no header: the pcap reader's
+        // record resync handles it).
+        let mut ng2 = g.bytes.clone();
+        ng2[8] ^= 0xff;
+        for first in [ng, ng2] {
+            let (recs, issues, _) = collect([first, p.bytes.clone()].concat()).unwrap();
+            assert_eq!(recs.len(), 8, "{issues:?}");
+            assert_eq!(
+                issues.skipped(),
+                [crate::issues::Skipped {
+                    file: 0,
+                    from: 0,
+                    to: 28
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn pcapng_cut_short_is_still_truncated_not_skipped() {
+        // A capture cut in the middle of its last block: nothing plausible
+        // follows, so it is truncated_record (no bytes reported skipped).
+        let (good, at) = ng_many(30);
+        for cut in [at[29] + 10, good.len() - 4] {
+            let (recs, issues, _) = collect(good[..cut].to_vec()).unwrap();
+            assert_eq!(recs.len(), 29);
+            assert_eq!(issues.count(IssueKind::TruncatedRecord), 1, "{issues:?}");
+            assert_eq!(issues.count(IssueKind::BadBlockLength), 0);
+            assert!(issues.skipped().is_empty());
+        }
     }
 
     #[test]
@@ -1737,25 +2125,29 @@ mod tests {
         let (want_a, _, _) = collect(a.clone()).unwrap();
         let ng = ng_image();
         let (want_ng, _, _) = collect(ng.clone()).unwrap();
-        let renumber = |v: &[Rec], from: u64| -> Vec<Row> {
+        // Numbers go on from the previous file's last frame (the pcapng's
+        // custom block is a numbered frame too).
+        let renumber = |v: &[Rec], after: u64| -> Vec<Row> {
             let mut r = rows(v);
-            for (k, x) in r.iter_mut().enumerate() {
-                x.0 = from + k as u64;
+            for x in r.iter_mut() {
+                x.0 += after;
             }
             r
         };
+        let (frames_a, frames_ng) = (4, 7);
+        assert_eq!(want_ng.last().unwrap().number, frames_ng);
         // pcap, then pcapng, then pcap again.
         let (recs, issues, _) = collect([a.clone(), ng.clone(), a.clone()].concat()).unwrap();
         assert!(issues.is_empty(), "{issues:?}");
-        let mut want = renumber(&want_a, 1);
-        want.extend(renumber(&want_ng, 5));
-        want.extend(renumber(&want_a, 5 + want_ng.len() as u64));
+        let mut want = renumber(&want_a, 0);
+        want.extend(renumber(&want_ng, frames_a));
+        want.extend(renumber(&want_a, frames_a + frames_ng));
         assert_eq!(rows(&recs), want);
         // pcapng then pcap, gzip-compressed as two members.
         let (recs, issues, _) = collect([gz(&ng), gz(&a)].concat()).unwrap();
         assert!(issues.is_empty(), "{issues:?}");
-        let mut want = renumber(&want_ng, 1);
-        want.extend(renumber(&want_a, 1 + want_ng.len() as u64));
+        let mut want = renumber(&want_ng, 0);
+        want.extend(renumber(&want_a, frames_ng));
         assert_eq!(rows(&recs), want);
     }
 
@@ -1918,6 +2310,22 @@ mod fuzz_like {
             let mut b = PcapBuilder::new(false, false, false, 65535, 1);
             for i in 0..40u32 {
                 b.record(i, 0, &vec![i as u8; 60 + i as usize * 7]);
+            }
+            let mut bytes = b.bytes;
+            for (at, v) in flips {
+                let n = bytes.len();
+                bytes[at % n] ^= v;
+            }
+            drain(bytes);
+        }
+
+        #[test]
+        fn flipped_bytes_in_a_valid_pcapng(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..16)) {
+            // Bad block lengths send the reader scanning for the next block.
+            let mut b = PcapngBuilder::new();
+            b.shb(false).idb(1, 0, None, None);
+            for i in 0..40u32 {
+                b.epb(0, i as u64, &vec![i as u8; 60 + i as usize * 7], 60 + i * 7);
             }
             let mut bytes = b.bytes;
             for (at, v) in flips {

@@ -314,6 +314,28 @@ fn print_summary(cfg: &ExtractConfig, r: &ExtractReport, secs: f64) {
             "link type {lt} not decoded: {n} records, fields after caplen left empty"
         );
     }
+    for s in r.issues.skipped() {
+        let _ = writeln!(
+            e,
+            "{}: skipped {} bytes at offsets {}..{} after a bad block length",
+            cfg.inputs
+                .get(s.file as usize)
+                .map(String::as_str)
+                .unwrap_or("?"),
+            s.bytes(),
+            s.from,
+            s.to
+        );
+    }
+    let shown = r.issues.skipped().len() as u64;
+    if r.issues.skipped_ranges() > shown {
+        let _ = writeln!(
+            e,
+            "skipped {} bytes in {} ranges after bad block lengths in all",
+            r.issues.skipped_bytes(),
+            r.issues.skipped_ranges()
+        );
+    }
     if r.issues.is_empty() {
         return;
     }
