@@ -1,0 +1,181 @@
+//! The report in a real browser: a quick suite's report.html is opened in
+//! headless Chromium with a small checking script appended to a copy of
+//! the page; the script measures the laid-out page (every figure has drawn
+//! marks and a title, no table runs past the page edge outside its scroll
+//! box, the summary and the machine line are visible), writes its verdict
+//! into the DOM, and `--dump-dom` hands it back. A screenshot is taken too
+//! and checked for non-blank content. Skipped, with a message, when no
+//! Chromium is installed (`.ci/run` installs Debian's `chromium`).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|b| {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(b))
+                    .find(|f| f.is_file())
+            })
+        })
+}
+
+const CHECK: &str = r#"
+<script>
+window.addEventListener('load', () => {
+  const out = { figures: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth };
+  for (const f of document.querySelectorAll('figure')) {
+    const svg = f.querySelector('svg');
+    const title = (f.querySelector('figcaption b') || {}).textContent || '';
+    const marks = svg ? svg.querySelectorAll('rect, circle, polyline, path, line').length : 0;
+    const box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
+    out.figures.push({ title, marks, w: box.width, h: box.height });
+  }
+  for (const t of document.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect();
+    if (r.right > window.innerWidth + 1) {
+      const s = t.closest('.scroll');
+      const sr = s ? s.getBoundingClientRect() : null;
+      if (!s || sr.right > window.innerWidth + 1 || getComputedStyle(s).overflowX !== 'auto') {
+        out.overflow.push((t.querySelector('th') || {}).textContent || 'table');
+      }
+    }
+  }
+  const visible = (el) => {
+    if (!el) return false;
+    const r = el.getBoundingClientRect();
+    const cs = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && cs.visibility !== 'hidden' && cs.color !== getComputedStyle(document.body).backgroundColor;
+  };
+  out.summary_rows = document.querySelectorAll('table.summary tr').length - 1;
+  out.machine_visible = visible(document.querySelector('p.muted')) && document.querySelector('p.muted').textContent.includes('CPUs');
+  const d = document.querySelector('details');
+  if (d) { d.open = true; out.env_visible = [...d.querySelectorAll('td')].some(visible); }
+  document.body.setAttribute('data-check', JSON.stringify(out));
+});
+</script>
+"#;
+
+/// Runs Chromium; returns what it printed on stdout (through a file, so a
+/// large DOM never fills a pipe nobody reads while we wait).
+fn run_chromium(bin: &Path, args: &[&str], url: &str, out: &Path) -> String {
+    let file = std::fs::File::create(out).expect("stdout file");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1400,1000",
+            "--virtual-time-budget=5000",
+        ])
+        .args(args)
+        .arg(url)
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    // Safety bound only: a hung browser must not hang the test suite.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.wait();
+    std::fs::read_to_string(out).unwrap_or_default()
+}
+
+#[test]
+fn report_in_headless_chromium_draws_every_figure_and_keeps_tables_in_their_boxes() {
+    let Some(bin) = chromium() else {
+        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cbtest-browser-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    Command::cargo_bin("commbench")
+        .unwrap()
+        .args(["suite", "--quick", "--skip", "openflow,mux", "--out"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let checked = dir.join("checked.html");
+    std::fs::write(
+        &checked,
+        page.replace("</body>", &format!("{CHECK}</body>")),
+    )
+    .unwrap();
+    let url = format!("file://{}", checked.display());
+    let dom = run_chromium(&bin, &["--dump-dom"], &url, &dir.join("dom.html"));
+    let attr = dom
+        .split("data-check=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the check script did not run; dom starts: {}",
+                &dom[..dom.len().min(400)]
+            )
+        });
+    let json = attr
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let figs = v["figures"].as_array().unwrap();
+    assert!(figs.len() >= 8, "too few figures: {v}");
+    for f in figs {
+        assert!(
+            !f["title"].as_str().unwrap().is_empty(),
+            "untitled figure: {f}"
+        );
+        assert!(
+            f["marks"].as_u64().unwrap() > 4,
+            "figure without marks: {f}"
+        );
+        assert!(
+            f["w"].as_f64().unwrap() > 100.0 && f["h"].as_f64().unwrap() > 100.0,
+            "{f}"
+        );
+    }
+    assert_eq!(
+        v["overflow"],
+        serde_json::json!([]),
+        "tables past the page edge: {v}"
+    );
+    assert!(v["summary_rows"].as_u64().unwrap() >= 4, "{v}");
+    assert_eq!(v["machine_visible"], true, "{v}");
+    assert_eq!(v["env_visible"], true, "{v}");
+
+    // And the page as drawn is not blank: the screenshot has many colours.
+    let shot = dir.join("shot.png");
+    let arg = format!("--screenshot={}", shot.display());
+    run_chromium(
+        &bin,
+        &[&arg],
+        &format!("file://{}", dir.join("report.html").display()),
+        &dir.join("shot.out"),
+    );
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    // A blank white page compresses to a few KiB; this one has text and plots.
+    assert!(
+        png.len() > 30_000,
+        "screenshot looks blank ({} bytes)",
+        png.len()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
