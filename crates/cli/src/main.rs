@@ -59,6 +59,13 @@ enum Command {
     Pcap(cmd::pcap::PcapArgs),
     /// Packet pipeline lab: rx burst, RSS queues, per-packet work, tx buffering (DPDK-style).
     Pipeline(cmd::pipeline::PipelineArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout: `commbench man | man -l -`.
+    Man,
 }
 
 /// An error in what the user asked for (exit 2), as opposed to a run error
@@ -99,6 +106,32 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Openflow(a) => cmd::openflow::run_openflow(&a),
         Command::Pcap(a) => cmd::pcap::run(&a),
         Command::Pipeline(a) => cmd::pipeline::run(&a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut c = Cli::command();
+            clap_complete::generate(shell, &mut c, "commbench", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            // Every subcommand's page after the main one.
+            for sub in Cli::command()
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+            {
+                // clap keeps command names as 'static strings; a man page is
+                // rendered once per process, so leaking these few is fine.
+                let name: &'static str =
+                    Box::leak(format!("commbench-{}", sub.get_name()).into_boxed_str());
+                let sub = sub.clone().name(name);
+                clap_mangen::Man::new(sub).render(&mut out)?;
+            }
+            use std::io::Write;
+            std::io::stdout().write_all(&out)?;
+            Ok(())
+        }
     }
 }
 

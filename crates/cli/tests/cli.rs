@@ -274,6 +274,29 @@ fn suite_writes_results_jsonl() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn completions_and_man_page_cover_the_subcommands() {
+    let out = cb().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for sub in ["suite", "pipeline", "mux", "pcap", "cbench"] {
+        assert!(text.contains(sub), "bash completion lacks {sub}");
+    }
+    let out = cb().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(".ie") || text.contains(".TH commbench"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    assert!(
+        text.contains("commbench\\-suite") || text.contains("commbench-suite"),
+        "no suite page"
+    );
+    cb().args(["completions", "tcsh"]).assert().code(2);
+}
+
 fn suite_steps(dir: &std::path::Path) -> Vec<(String, String)> {
     std::fs::read_to_string(dir.join("results.jsonl"))
         .unwrap()

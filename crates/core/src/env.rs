@@ -185,7 +185,7 @@ pub const fn is_debug_build() -> bool {
     cfg!(debug_assertions)
 }
 
-/// The loud warning a debug build prints (seed ipc-benchmark: release was
+/// The loud warning a debug build prints (the tateyama IPC benchmark report: release was
 /// 2–5× faster than debug).
 pub const DEBUG_WARNING: &str = "WARNING: this is a DEBUG build of commbench; its numbers are not representative \
 (release builds run 2-5x faster). Build with `cargo build --release` or run `cargo run --release -- ...`.";
