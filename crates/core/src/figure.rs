@@ -7,7 +7,7 @@
 use crate::record::Record;
 
 /// How a figure is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FigureKind {
     /// y against a numeric x, one line per series.
     Line,
@@ -17,6 +17,9 @@ pub enum FigureKind {
     /// One bar per x value, stacked from these metrics (`y` unused): parts
     /// of a whole (rx + work + tx ticks, user + sys seconds).
     Stacked(&'static [&'static str]),
+    /// A latency percentile ladder per record series: (quantile, metric)
+    /// pairs such as (0.99, "rt_p99_ns"); `x` and `y` unused.
+    Ladder(&'static [(f64, &'static str)]),
 }
 
 /// One declared figure.

@@ -41,6 +41,23 @@ pub fn figures() -> Vec<FigureSpec> {
             filter: None,
         },
         FigureSpec {
+            kind: FigureKind::Ladder(&[
+                (0.5, "rt_p50_ns"),
+                (0.9, "rt_p90_ns"),
+                (0.99, "rt_p99_ns"),
+                (0.999, "rt_p999_ns"),
+                (0.9999, "rt_p9999_ns"),
+            ]),
+            lab: "ipc",
+            test: "reqres",
+            title: "ipc: round-trip latency percentiles by transport",
+            caption: "The whole distribution a client sees, p50 to p99.99 (log axes: the tail made visible). Lower is better.",
+            x: "",
+            y: "",
+            series: &["transport", "size"],
+            filter: None,
+        },
+        FigureSpec {
             kind: FigureKind::Bar,
             lab: "ipc",
             test: "stream",

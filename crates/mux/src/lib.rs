@@ -54,6 +54,17 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
     use commbench_core::figure::{FigureKind, FigureSpec};
     vec![
         FigureSpec {
+            kind: FigureKind::Line,
+            lab: "mux",
+            test: "echo",
+            title: "mux: server CPU per round trip vs active connections",
+            caption: "What idle connections cost each engine: poll pays for every descriptor on every call, epoll and io_uring only for the ready ones. Lower is better.",
+            x: "active",
+            y: "server_cpu_us_per_rt",
+            series: &["engine", "lookup", "conns"],
+            filter: None,
+        },
+        FigureSpec {
             kind: FigureKind::Bar,
             lab: "mux",
             test: "echo",

@@ -303,6 +303,7 @@ pub fn declared_figures(
             FigureKind::Line => line_figure(spec, records)?,
             FigureKind::Bar => bar_figure(spec, records, &[spec.y], false)?,
             FigureKind::Stacked(parts) => bar_figure(spec, records, parts, true)?,
+            FigureKind::Ladder(qs) => ladder_figure(spec, records, qs)?,
         };
         figs.extend(fig);
     }
@@ -409,6 +410,53 @@ fn bar_figure(
     let y_desc = if stacked { "" } else { spec.y };
     Ok(Some(Figure {
         svg: plot::bar_svg(spec.title, y_desc, &cats, &series, stacked)?,
+        title: spec.title.to_owned(),
+        caption: spec.caption.to_owned(),
+    }))
+}
+
+/// One percentile ladder per series (the median of each quantile over
+/// repeats).
+fn ladder_figure(
+    spec: &FigureSpec,
+    records: &[&Record],
+    qs: &[(f64, &str)],
+) -> Result<Option<Figure>, ReportError> {
+    let mut by_series: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    for r in records.iter().filter(|r| spec.accepts(r)) {
+        let name = run_series(spec, r);
+        let i = match by_series.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                by_series.push((name, vec![Vec::new(); qs.len()]));
+                by_series.len() - 1
+            }
+        };
+        for (k, (_, m)) in qs.iter().enumerate() {
+            if let Some(v) = r.metric_f64(m).filter(|v| v.is_finite() && *v > 0.0) {
+                by_series[i].1[k].push(v);
+            }
+        }
+    }
+    let series: Vec<Series> = by_series
+        .into_iter()
+        .map(|(name, cols)| Series {
+            name,
+            points: qs
+                .iter()
+                .zip(cols)
+                .filter(|(_, v)| !v.is_empty())
+                .map(|((q, _), v)| (*q, median_of(v)))
+                .collect(),
+        })
+        .filter(|s| s.points.len() >= 3)
+        .take(12)
+        .collect();
+    if series.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Figure {
+        svg: ladder_svg(spec.title, &series)?,
         title: spec.title.to_owned(),
         caption: spec.caption.to_owned(),
     }))
@@ -785,9 +833,41 @@ pub fn render_html(
     let tmpl = env
         .get_template("report")
         .map_err(|e| ReportError::Template(e.to_string()))?;
+    // Several runs: compare's verdicts, first run against each later one,
+    // beyond a 5% noise threshold, the clearest changes first.
+    let mut changes: Vec<(String, Change)> = Vec::new();
+    if let Some((first, rest)) = runs.split_first() {
+        for later in rest {
+            let label = format!("{} → {}", run_label(first), run_label(later));
+            for c in compare(&first.records, &later.records, 0.05, &[])
+                .into_iter()
+                .filter(|c| c.verdict != "no change")
+            {
+                changes.push((label.clone(), c));
+            }
+        }
+    }
+    changes.sort_by(|a, b| b.1.change_pct.abs().total_cmp(&a.1.change_pct.abs()));
+    changes.truncate(60);
+    let changes: Vec<Vec<String>> = changes
+        .into_iter()
+        .map(|(l, c)| {
+            vec![
+                l,
+                format!("{} {}", c.lab, c.test),
+                c.params,
+                c.metric,
+                commbench_core::record::human_number(c.before),
+                commbench_core::record::human_number(c.after),
+                format!("{:.2}×", c.ratio),
+                c.verdict,
+            ]
+        })
+        .collect();
     tmpl.render(minijinja::context! {
         title => title,
         generated => commbench_core::env::now_utc(),
+        changes => changes,
         machine => machine_line(runs, &all),
         summary => summary,
         sections => sections,
@@ -859,6 +939,43 @@ mod tests {
         assert!(html.contains("latency percentiles"));
         assert!(html.contains("Test CPU"));
         assert!(!html.contains("src=\"http"), "must be self-contained");
+    }
+
+    #[test]
+    fn several_runs_overlay_with_series_named_by_host_and_time_and_compare_verdicts() {
+        let run = |host: &str, t: &str, k: f64| Loaded {
+            path: format!("{host}.jsonl"),
+            records: (1..=4)
+                .map(|s| rec("reqres", s, k * 1000.0 * s as f64))
+                .collect(),
+            environment: Some(serde_json::json!({"hostname": host, "started_utc": t})),
+        };
+        let spec = FigureSpec {
+            kind: FigureKind::Line,
+            lab: "ipc",
+            test: "reqres",
+            title: "rate over sessions",
+            caption: "",
+            x: "sessions",
+            y: "msgs_per_s",
+            series: &["transport"],
+            filter: None,
+        };
+        let runs = [
+            run("alpha", "2026-11-24T10:00:00Z", 1.0),
+            run("beta", "2026-11-24T11:00:00Z", 2.0),
+        ];
+        let html = render_html(&runs, "t", &[spec], &[]).unwrap();
+        assert!(
+            html.contains("alpha 2026-11-24T10:00: shm"),
+            "series not named by run"
+        );
+        assert!(html.contains("beta 2026-11-24T11:00: shm"));
+        assert!(html.contains("What changed between the runs"));
+        assert!(
+            html.contains("2.00×"),
+            "the doubled rate is not among the changes"
+        );
     }
 
     #[test]
