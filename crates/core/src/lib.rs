@@ -13,6 +13,7 @@ pub mod linerate;
 pub mod placement;
 pub mod record;
 pub mod rusage;
+pub mod stall;
 pub mod stats;
 pub mod sys;
 pub mod timer;
