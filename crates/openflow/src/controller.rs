@@ -21,7 +21,14 @@
 //! length, a bad version or closes mid-message loses only its own
 //! connection, with one log line.
 //!
+//! Logging is off the packet path: workers queue lines for a logger thread
+//! ([`log`]) and never write to stderr themselves, and repeated per-message
+//! lines are limited per peer, so a peer flooding OFPT_ERROR (or a stderr
+//! nobody reads) cannot stall the workers or shutdown.
+//!
 //! [`Repr`]: crate::wire::of10::Repr
+
+pub mod log;
 
 use crate::sys::{self, Epoll, EventFd};
 use crate::wire::frame::{FlowKey, VLAN_NONE};
@@ -38,6 +45,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use log::{Logger, PeerLog};
 
 /// Which application answers packet_ins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -73,7 +83,9 @@ pub struct ControllerConfig {
     pub threads: usize,
     /// Backpressure threshold per connection, bytes of unsent replies.
     pub max_pending_out: usize,
-    /// Log each connection and disconnection (errors are always logged).
+    /// Log each connection and disconnection, and OFPT_ERROR messages from
+    /// switches (limited per peer). Off (`-q`): only a connection closed
+    /// for an error is logged.
     pub log_connections: bool,
     /// Pin the worker threads to these CPUs (taskset list syntax).
     pub cpus: Option<String>,
@@ -126,6 +138,12 @@ pub struct ControllerStats {
     pub backpressure_pauses: u64,
     /// Largest backlog of unsent replies seen on one connection, bytes.
     pub max_pending_out: u64,
+    /// OFPT_ERROR messages received from switches.
+    pub error_msgs: u64,
+    /// Per-message log lines not printed (beyond each peer's first few).
+    pub log_lines_suppressed: u64,
+    /// Log lines dropped because stderr did not take them.
+    pub log_lines_dropped: u64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
 }
@@ -143,6 +161,9 @@ impl ControllerStats {
         self.bytes_out += o.bytes_out;
         self.backpressure_pauses += o.backpressure_pauses;
         self.max_pending_out = self.max_pending_out.max(o.max_pending_out);
+        self.error_msgs += o.error_msgs;
+        self.log_lines_suppressed += o.log_lines_suppressed;
+        self.log_lines_dropped += o.log_lines_dropped;
         self.cpu_user_s += o.cpu_user_s;
         self.cpu_sys_s += o.cpu_sys_s;
     }
@@ -157,6 +178,7 @@ pub struct Controller {
     stop: Arc<AtomicBool>,
     wakers: Vec<Arc<EventFd>>,
     handles: Vec<JoinHandle<ControllerStats>>,
+    log: Logger,
 }
 
 impl Controller {
@@ -194,6 +216,7 @@ impl Controller {
             .collect::<io::Result<_>>()?;
         let inboxes: Inboxes = Arc::new((0..n).map(|_| Mutex::new(Vec::new())).collect());
         let mut listener = Some(listener);
+        let log = Logger::start()?;
         let mut handles = Vec::new();
         for t in 0..n {
             let w = WorkerCtx {
@@ -204,6 +227,7 @@ impl Controller {
                 wakers: wakers.clone(),
                 inboxes: inboxes.clone(),
                 listener: if t == 0 { listener.take() } else { None },
+                log: log.clone(),
             };
             handles.push(
                 std::thread::Builder::new()
@@ -216,6 +240,7 @@ impl Controller {
             stop,
             wakers,
             handles,
+            log,
         })
     }
 
@@ -237,7 +262,8 @@ impl Controller {
         self.wait()
     }
 
-    /// Wait for the workers to end (after the stop flag is set).
+    /// Wait for the workers to end (after the stop flag is set). The log
+    /// gets a bounded time to reach stderr; what it cannot take is dropped.
     pub fn wait(self) -> ControllerStats {
         let mut s = ControllerStats::default();
         for h in self.handles {
@@ -245,7 +271,13 @@ impl Controller {
                 s.add(&w);
             }
         }
+        s.log_lines_dropped = self.log.close().dropped;
         s
+    }
+
+    /// Queue a line for the controller's log (never blocks on stderr).
+    pub fn log_line(&self, line: String) {
+        self.log.line(line);
     }
 }
 
@@ -264,6 +296,7 @@ struct WorkerCtx {
     wakers: Vec<Arc<EventFd>>,
     inboxes: Inboxes,
     listener: Option<TcpListener>,
+    log: Logger,
 }
 
 struct Conn {
@@ -279,6 +312,7 @@ struct Conn {
     version: u8,
     dpid: Option<u64>,
     macs: HashMap<[u8; 6], u32>,
+    plog: PeerLog,
     open: bool,
 }
 
@@ -312,7 +346,15 @@ struct Worker {
     /// Connections whose read stopped at the budget before EAGAIN; the
     /// loop revisits them so one busy switch cannot starve the others.
     again: Vec<usize>,
+    log: Logger,
+    /// Last sweep over the connections (log summaries).
+    swept: Instant,
+    /// accept(2) errors not yet logged (at most one line per sweep).
+    accept_errors: u64,
 }
+
+/// How often a worker sweeps its connections for due log summaries.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Reads per connection per turn.
 const READ_BUDGET: usize = 4;
@@ -322,14 +364,15 @@ impl WorkerCtx {
     fn run(self) -> ControllerStats {
         if let Some(c) = &self.cpus {
             if let Err(e) = c.pin_current_thread() {
-                eprintln!("controller: cannot pin worker {}: {e}", self.id);
+                self.log
+                    .line(format!("controller: cannot pin worker {}: {e}", self.id));
             }
         }
         let cpu0 = Usage::thread();
         let ep = match Epoll::new() {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("controller: epoll_create1: {e}");
+                self.log.line(format!("controller: epoll_create1: {e}"));
                 return ControllerStats::default();
             }
         };
@@ -389,6 +432,9 @@ impl WorkerCtx {
                 trivial13,
             },
             again: Vec::new(),
+            log: self.log.clone(),
+            swept: Instant::now(),
+            accept_errors: 0,
         };
         let mut events = sys::new_events(1024);
         let mut rr = 0usize;
@@ -401,7 +447,7 @@ impl WorkerCtx {
             let evs = match w.ep.wait(&mut events, timeout) {
                 Ok(e) => e,
                 Err(e) => {
-                    eprintln!("controller: epoll_wait: {e}");
+                    w.log.line(format!("controller: epoll_wait: {e}"));
                     break;
                 }
             };
@@ -425,8 +471,12 @@ impl WorkerCtx {
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) => {
-                                // EMFILE and friends: say so, keep serving.
-                                eprintln!("controller: accept: {e}");
+                                // EMFILE and friends: say so (once per
+                                // sweep, with a count), keep serving.
+                                if w.accept_errors == 0 {
+                                    w.log.line(format!("controller: accept: {e}"));
+                                }
+                                w.accept_errors += 1;
                                 break;
                             }
                         }
@@ -451,6 +501,7 @@ impl WorkerCtx {
             for k in again {
                 w.on_readable(k);
             }
+            w.sweep();
         }
         for k in 0..w.conns.len() {
             if w.conns[k].is_some() {
@@ -479,7 +530,8 @@ impl Worker {
             k as u64,
             sys::IN | sys::OUT | sys::ET | sys::ERR,
         ) {
-            eprintln!("controller: epoll_ctl for {peer}: {e}");
+            self.log
+                .line(format!("controller: epoll_ctl for {peer}: {e}"));
             self.free.push(k);
             return;
         }
@@ -495,6 +547,7 @@ impl Worker {
             version: 0,
             dpid: None,
             macs: HashMap::new(),
+            plog: PeerLog::default(),
             open: true,
         };
         if self.ours == OFP13_VERSION {
@@ -510,7 +563,8 @@ impl Worker {
         }
         self.stats.connections += 1;
         if self.cfg.log_connections {
-            eprintln!("controller: switch connected from {peer}");
+            self.log
+                .line(format!("controller: switch connected from {peer}"));
         }
         self.conns[k] = Some(c);
         self.flush(k);
@@ -518,21 +572,58 @@ impl Worker {
 
     /// Close a connection; `why` is logged (None: orderly shutdown).
     fn drop_conn(&mut self, k: usize, why: Option<String>) {
-        if let Some(c) = self.conns[k].take() {
+        if let Some(mut c) = self.conns[k].take() {
             let _ = self.ep.delete(c.stream.as_raw_fd());
             self.stats.disconnections += 1;
+            self.summarise(&mut c, Instant::now(), true);
             match why {
-                Some(w) => eprintln!(
+                Some(w) => self.log.line(format!(
                     "controller: {}: {w}; connection closed, others continue",
                     c.who()
-                ),
+                )),
                 None => {
                     if self.cfg.log_connections {
-                        eprintln!("controller: {} disconnected", c.who());
+                        self.log
+                            .line(format!("controller: {} disconnected", c.who()));
                     }
                 }
             }
             self.free.push(k);
+        }
+    }
+
+    /// Log how many of a peer's per-message lines were suppressed, when an
+    /// interval has passed or the peer is leaving.
+    fn summarise(&mut self, c: &mut Conn, now: Instant, closing: bool) {
+        if let Some(n) = c.plog.take_summary(now, closing) {
+            self.stats.log_lines_suppressed += n;
+            self.log.line(format!(
+                "controller: peer {}: {n} more OFPT_ERROR messages suppressed",
+                c.who()
+            ));
+        }
+    }
+
+    /// Once per [`SWEEP_EVERY`]: due per-peer summaries, and the count of
+    /// accept errors since the last sweep.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.swept) < SWEEP_EVERY {
+            return;
+        }
+        self.swept = now;
+        if self.accept_errors > 1 {
+            self.log.line(format!(
+                "controller: {} more accept errors",
+                self.accept_errors - 1
+            ));
+        }
+        self.accept_errors = 0;
+        for k in 0..self.conns.len() {
+            if let Some(mut c) = self.conns[k].take() {
+                self.summarise(&mut c, now, false);
+                self.conns[k] = Some(c);
+            }
         }
     }
 
@@ -672,6 +763,11 @@ impl Worker {
                 &mut c.version,
                 &mut c.dpid,
                 &mut c.macs,
+                &mut PeerCtx {
+                    log: &self.log,
+                    plog: &mut c.plog,
+                    peer: c.peer,
+                },
                 msg,
             );
             off += n;
@@ -701,6 +797,7 @@ fn handle(
     version: &mut u8,
     dpid: &mut Option<u64>,
     macs: &mut HashMap<[u8; 6], u32>,
+    pc: &mut PeerCtx,
     msg: &[u8],
 ) -> Result<(), String> {
     let h = Header::new_checked(msg).map_err(|e| format!("malformed message: {e}"))?;
@@ -773,23 +870,36 @@ fn handle(
             if msg.len() >= 16 {
                 *dpid = Some(u64::from_be_bytes(msg[8..16].try_into().unwrap()));
                 if cfg.log_connections {
-                    eprintln!("controller: datapath {:#x} ready", dpid.unwrap());
+                    pc.log.line(format!(
+                        "controller: {}: datapath {:#x} ready",
+                        pc.peer,
+                        dpid.unwrap_or(0)
+                    ));
                 }
             }
             Ok(())
         }
         1 => {
-            if msg.len() >= 12 {
-                eprintln!(
-                    "controller: ERROR type {} code {} from the switch",
+            st.error_msgs += 1;
+            if msg.len() >= 12 && cfg.log_connections && pc.plog.allow() {
+                pc.log.line(format!(
+                    "controller: {}: OFPT_ERROR type {} code {} from the switch",
+                    pc.peer,
                     u16::from_be_bytes([msg[8], msg[9]]),
                     u16::from_be_bytes([msg[10], msg[11]])
-                );
+                ));
             }
             Ok(())
         }
         _ => Ok(()),
     }
+}
+
+/// What `handle` needs to log for one peer.
+struct PeerCtx<'a> {
+    log: &'a Logger,
+    plog: &'a mut PeerLog,
+    peer: SocketAddr,
 }
 
 fn bad(e: crate::wire::WireError) -> String {

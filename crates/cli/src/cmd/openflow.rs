@@ -294,7 +294,8 @@ pub struct ControllerArgs {
     /// Stop reading from a switch whose unsent replies exceed this many bytes.
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     pub max_pending_out: usize,
-    /// Do not log connections (errors are still logged).
+    /// Do not log connections or OFPT_ERROR messages from switches (a
+    /// connection closed for an error is still logged).
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Poll without sleeping (needs --cpus with one CPU per thread, none
@@ -333,7 +334,9 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         commbench_openflow::controller::ControllerError::Config(m) => crate::usage(m),
         e => anyhow::Error::new(e),
     })?;
-    eprintln!(
+    // Through the controller's log queue: from here on nothing in this
+    // process waits on stderr (it may be a pipe nobody reads).
+    ctl.log_line(format!(
         "controller: {} app ({}), OpenFlow {}, listening on {}, {} thread(s); Ctrl-C to stop",
         match cfg.app {
             App::Cbench => "cbench",
@@ -348,7 +351,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         if cfg.of13 { "1.3" } else { "1.0" },
         ctl.local_addr(),
         cfg.threads
-    );
+    ));
     let t0 = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         if let Some(d) = a.duration {
@@ -380,7 +383,10 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
             s.cpu_s() * 1e9 / s.packet_in.max(1) as f64,
         )
         .metric("backpressure_pauses", s.backpressure_pauses)
-        .metric("max_pending_out", s.max_pending_out);
+        .metric("max_pending_out", s.max_pending_out)
+        .metric("error_msgs", s.error_msgs)
+        .metric("log_lines_suppressed", s.log_lines_suppressed)
+        .metric("log_lines_dropped", s.log_lines_dropped);
     a.out.emit(&[rec])
 }
 
