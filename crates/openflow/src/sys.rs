@@ -53,3 +53,13 @@ pub fn write_stderr(buf: &[u8]) -> std::io::Result<usize> {
         Ok(n as usize)
     }
 }
+
+/// Give freed heap memory back to the kernel (glibc keeps freed chunks
+/// below the top of the heap otherwise).
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

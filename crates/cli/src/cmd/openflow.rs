@@ -302,6 +302,16 @@ pub struct ControllerArgs {
     /// shared with the emulator): spares the emulator a wake-up per write.
     #[arg(long)]
     pub busy_poll: bool,
+    /// Close a connection that sent no complete message for this long (0: never).
+    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub idle_timeout: u64,
+    /// Close a connection whose started message is not finished within this.
+    #[arg(long, default_value_t = 10, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub partial_timeout: u64,
+    /// Bound on input bytes held across all connections (started, unfinished
+    /// messages); at the bound new data waits in the kernel, nothing is dropped.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1_048_576..=68_719_476_736))]
+    pub max_buffered_in: u64,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -328,6 +338,9 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         log_connections: !a.quiet,
         cpus: a.cpus.clone(),
         busy_poll: a.busy_poll,
+        idle_timeout: (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout)),
+        partial_timeout: Duration::from_secs(a.partial_timeout),
+        max_buffered_in: usize::try_from(a.max_buffered_in).unwrap_or(usize::MAX),
     };
     let stop = commbench_openflow::stop_on_signal();
     let ctl = Controller::start(&cfg).map_err(|e| match e {
@@ -386,7 +399,11 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         .metric("max_pending_out", s.max_pending_out)
         .metric("error_msgs", s.error_msgs)
         .metric("log_lines_suppressed", s.log_lines_suppressed)
-        .metric("log_lines_dropped", s.log_lines_dropped);
+        .metric("log_lines_dropped", s.log_lines_dropped)
+        .metric("idle_timeouts", s.idle_timeouts)
+        .metric("partial_timeouts", s.partial_timeouts)
+        .metric("max_buffered_in", s.max_buffered_in)
+        .metric("buffered_in_waits", s.buffered_in_waits);
     a.out.emit(&[rec])
 }
 
