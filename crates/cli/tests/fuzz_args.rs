@@ -67,7 +67,10 @@ fn options(text: &str) -> Vec<(String, bool)> {
         .collect()
 }
 
-fn leaves(path: Vec<String>, out: &mut Vec<(Vec<String>, Vec<(String, bool)>)>) {
+/// A leaf command's path and its options.
+type Leaf = (Vec<String>, Vec<(String, bool)>);
+
+fn leaves(path: Vec<String>, out: &mut Vec<Leaf>) {
     if SKIP.contains(&path.join(" ").as_str()) {
         return;
     }
