@@ -836,6 +836,24 @@ impl Worker {
                 {
                     Some(n) => n,
                     None => {
+                        // A peer that left while held is let go now, not at
+                        // its timeout: its buffer is what the others wait for.
+                        let gone = match c.stream.peek(&mut [0u8; 1]) {
+                            Ok(n) => n == 0,
+                            Err(e) => !matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                            ),
+                        };
+                        if gone {
+                            let why = (have > 0).then(|| {
+                                format!(
+                                    "peer closed in the middle of a message ({have} bytes pending)"
+                                )
+                            });
+                            self.drop_conn(k, why);
+                            return;
+                        }
                         // Revisited when the total drops (or the rest arrives).
                         if !c.held {
                             c.held = true;

@@ -203,3 +203,29 @@ fn the_global_input_bound_holds_under_many_peers_and_loses_nothing() {
     assert_eq!(st.echo_request, n as u64, "{st:?}");
     assert_eq!(st.protocol_errors, 0, "{st:?}");
 }
+
+#[test]
+fn peers_that_leave_while_held_at_the_bound_free_their_buffers_at_once() {
+    let bound = MIN_BUFFERED_IN;
+    let c = start(ControllerConfig {
+        max_buffered_in: bound,
+        // Far beyond the safety bound: only noticing the close frees them.
+        partial_timeout: Duration::from_secs(3600),
+        idle_timeout: None,
+        ..Default::default()
+    });
+    let part = 60_000;
+    let peers: Vec<TcpStream> = (0..100u8)
+        .map(|i| {
+            let mut s = peer(&c, false);
+            s.write_all(&big_echo(i)[..part]).unwrap();
+            s
+        })
+        .collect();
+    wait_for("the bound is reached", || c.buffered_in() + 65536 > bound);
+    drop(peers);
+    wait_for("every buffer is given back", || c.buffered_in() == 0);
+    let st = c.stop();
+    assert_eq!(st.disconnections, 100, "{st:?}");
+    assert_eq!(st.partial_timeouts, 0, "{st:?}");
+}
