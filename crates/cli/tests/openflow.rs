@@ -463,3 +463,128 @@ fn cbench_against_a_controller_that_stalls_after_the_handshake_fails() {
     let err = cbench_fails_against(port);
     assert!(err.contains("answered no probe"), "{err}");
 }
+
+/// Waits for a child to exit, polling; `bound` is a safety bound against a
+/// hang, not a speed assertion. Kills the child and panics past it.
+fn wait_bounded(
+    child: &mut Child,
+    bound: std::time::Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t0.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {bound:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_peer_flooding_errors_cannot_stall_the_controller_through_its_log() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    // Not --quiet: every connection and OFPT_ERROR is a log candidate.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args([
+            "controller",
+            "--port",
+            "0",
+            "--duration",
+            "600",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut port: Option<u16> = None;
+    let mut line = String::new();
+    for _ in 0..20 {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            let addr = rest.split(',').next().unwrap();
+            port = Some(addr.rsplit(':').next().unwrap().parse().unwrap());
+            break;
+        }
+    }
+    let addr = format!(
+        "127.0.0.1:{}",
+        port.expect("controller printed its address")
+    );
+    // From here on nobody reads the controller's stderr until it has exited.
+    // Peers that connect and leave: two log lines each, far more than the
+    // pipe holds.
+    for _ in 0..2000 {
+        drop(TcpStream::connect(&addr).unwrap());
+    }
+    // The flooding peer: HELLO, then 100,000 OFPT_ERROR messages.
+    let mut flood = TcpStream::connect(&addr).unwrap();
+    flood
+        .set_write_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    flood.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    let error = [1u8, 1, 0, 12, 0, 0, 0, 7, 0, 1, 0, 2];
+    let batch: Vec<u8> = error.iter().copied().cycle().take(12 * 10_000).collect();
+    for _ in 0..10 {
+        flood
+            .write_all(&batch)
+            .expect("the controller kept reading the flooding peer");
+    }
+    // A second switch still completes the handshake: HELLO and
+    // FEATURES_REQUEST from the controller, our FEATURES_REPLY accepted.
+    let mut sw = TcpStream::connect(&addr).unwrap();
+    sw.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    sw.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    let mut got = [0u8; 16];
+    sw.read_exact(&mut got)
+        .expect("a new switch gets HELLO and FEATURES_REQUEST while stderr is blocked");
+    assert_eq!(got[1], 0, "HELLO");
+    assert_eq!(got[9], 5, "FEATURES_REQUEST");
+    let mut reply = vec![0u8; 32];
+    reply[..8].copy_from_slice(&[1, 6, 0, 32, 0, 0, 0, 2]);
+    reply[15] = 0x42;
+    sw.write_all(&reply).unwrap();
+    // Echo after the handshake: the worker still answers.
+    sw.write_all(&[1, 2, 0, 8, 0, 0, 0, 9]).unwrap();
+    let mut echo = [0u8; 8];
+    sw.read_exact(&mut echo).unwrap();
+    assert_eq!(echo, [1, 3, 0, 8, 0, 0, 0, 9]);
+    // SIGTERM ends it although stderr is still not being read.
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = wait_bounded(
+        &mut child,
+        Duration::from_secs(60),
+        "controller after SIGTERM",
+    );
+    assert!(st.success(), "controller exit {st:?}");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let m = &v["records"][0]["metrics"];
+    assert_eq!(m["error_msgs"], 100_000, "{m}");
+    assert!(m["log_lines_suppressed"].as_u64().unwrap() >= 99_000, "{m}");
+    assert!(m["log_lines_dropped"].as_u64().unwrap() > 0, "{m}");
+    let lines = rest.lines().count();
+    assert!(lines < 10_000, "{lines} stderr lines for 100,000 messages");
+    drop((flood, sw));
+}

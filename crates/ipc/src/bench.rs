@@ -299,12 +299,14 @@ fn run_mt(
         let cpus = placement_for(cfg, s, false);
         let gate = gate.clone();
         let addr = t.client_address(s);
+        let token = t.client_token();
         let abort = abort.clone();
         let events = etx.clone();
         let h = std::thread::Builder::new()
             .name(format!("ipc-client-{s}"))
             .spawn(move || {
-                let ep = pin(&cpus).and_then(|_| transport::connect(kind, &addr, s));
+                let ep =
+                    pin(&cpus).and_then(|_| transport::connect(kind, &addr, s, token.as_deref()));
                 let go = gate.ready_and_wait();
                 let r = match ep {
                     Err(e) => Err(e),
@@ -356,7 +358,13 @@ impl Drop for Children {
     }
 }
 
-fn child_command(cfg: &IpcConfig, kind: TransportKind, addr: &str, s: u32) -> Result<Command> {
+fn child_command(
+    cfg: &IpcConfig,
+    kind: TransportKind,
+    addr: &str,
+    token: Option<&str>,
+    s: u32,
+) -> Result<Command> {
     let exe: PathBuf = match &cfg.client_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe().map_err(|e| IpcError::io("locate own executable", e))?,
@@ -371,6 +379,9 @@ fn child_command(cfg: &IpcConfig, kind: TransportKind, addr: &str, s: u32) -> Re
         .args(["--size", &cfg.size.to_string()])
         .args(["--count", &cfg.count.to_string()])
         .args(["--parent", &std::process::id().to_string()]);
+    if let Some(t) = token {
+        c.env(transport::TOKEN_ENV, t);
+    }
     if spec.verify {
         c.arg("--verify");
     }
@@ -396,7 +407,13 @@ fn run_mp(
     let (etx, erx) = mpsc::channel();
     let mut children = Children(Vec::new());
     for s in 0..cfg.sessions {
-        let mut cmd = child_command(cfg, kind, &t.client_address(s), s)?;
+        let mut cmd = child_command(
+            cfg,
+            kind,
+            &t.client_address(s),
+            t.client_token().as_deref(),
+            s,
+        )?;
         // Children are spawned one at a time from this thread, so only
         // session s's descriptors are inheritable while s is spawned.
         t.share_with_child(s, true);

@@ -97,7 +97,8 @@ fn run(args: &[String]) -> Result<String> {
         c.pin_current_thread()
             .map_err(|e| IpcError::Usage(format!("cannot apply CPU placement: {e}")))?;
     }
-    let ep = transport::connect(a.kind, &a.address, a.spec.session)?;
+    let token = std::env::var(transport::TOKEN_ENV).ok();
+    let ep = transport::connect(a.kind, &a.address, a.spec.session, token.as_deref())?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")
         .and_then(|_| out.flush())

@@ -2,8 +2,13 @@
 //! TCP over loopback (`tcp`, TCP_NODELAY), plus the buffered framing used by
 //! them and by `pipe`.
 //!
-//! A client connects and first sends its session number (4 bytes, LE); the
-//! server accepts (bounded wait) until every session has connected. A frame
+//! A client connects and first sends its session number (4 bytes, LE) and,
+//! over tcp, the run's random token (16 bytes, from /dev/urandom, handed to
+//! the run's own clients only). The server accepts (bounded wait) until
+//! every session has connected; a connection that does not complete that
+//! greeting within [`HANDSHAKE_TIMEOUT`], or presents a wrong token, an
+//! unknown or an already connected session, is dropped and the run goes on
+//! (a stranger on the port cannot fail or hijack a run). A frame
 //! goes out as one `writev` of header + payload; the receiver reads through
 //! a 64 KiB buffer allocated once per connection, and reads large payloads
 //! straight into the destination, so there is no allocation per message.
@@ -20,6 +25,11 @@ use crate::transport::{Endpoint, ListenOptions, MsgRx, MsgTx, Transport, Transpo
 
 /// How long the server waits for every client to connect.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one connection may take to send its greeting.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections waiting for their greeting at most; more are dropped.
+const MAX_PENDING: usize = 256;
+const TOKEN_LEN: usize = 16;
 const RX_BUF: usize = 64 << 10;
 
 /// Sending half over any `Write` (socket or pipe).
@@ -154,6 +164,10 @@ pub struct SocketTransport {
     address: String,
     sessions: u32,
     conns: Vec<Option<Conn>>,
+    /// The greeting's secret (tcp only).
+    token: Option<[u8; TOKEN_LEN]>,
+    /// Connections dropped for a missing or wrong greeting.
+    strangers: u64,
 }
 
 impl SocketTransport {
@@ -169,6 +183,8 @@ impl SocketTransport {
             listener: Listener::Unix(l, dir),
             sessions: opts.sessions,
             conns: Vec::new(),
+            token: None,
+            strangers: 0,
         })
     }
 
@@ -182,7 +198,14 @@ impl SocketTransport {
             listener: Listener::Tcp(l),
             sessions: opts.sessions,
             conns: Vec::new(),
+            token: Some(random_token()?),
+            strangers: 0,
         })
+    }
+
+    /// Connections dropped so far for a missing or wrong greeting.
+    pub fn strangers(&self) -> u64 {
+        self.strangers
     }
 
     fn accept_one(&self) -> std::io::Result<Option<Conn>> {
@@ -198,24 +221,105 @@ impl SocketTransport {
     }
 }
 
-fn read_session_id(c: &mut Conn) -> std::io::Result<u32> {
-    let mut b = [0u8; 4];
-    match c {
-        Conn::Unix(s) => {
-            s.set_nonblocking(false)?;
-            s.set_read_timeout(Some(Duration::from_secs(10)))?;
-            s.read_exact(&mut b)?;
-            s.set_read_timeout(None)?;
-        }
-        Conn::Tcp(s) => {
-            s.set_nonblocking(false)?;
-            s.set_nodelay(true)?;
-            s.set_read_timeout(Some(Duration::from_secs(10)))?;
-            s.read_exact(&mut b)?;
-            s.set_read_timeout(None)?;
+fn random_token() -> Result<[u8; TOKEN_LEN]> {
+    let mut t = [0u8; TOKEN_LEN];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut t))
+        .map_err(|e| IpcError::io("read /dev/urandom for the run's token", e))?;
+    Ok(t)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; TOKEN_LEN]> {
+    let b = s.as_bytes();
+    if b.len() != 2 * TOKEN_LEN {
+        return None;
+    }
+    let mut t = [0u8; TOKEN_LEN];
+    for (i, pair) in b.chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).ok()?;
+        t[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(t)
+}
+
+/// A connection whose greeting has not fully arrived.
+struct Pending {
+    conn: Conn,
+    buf: [u8; 4 + TOKEN_LEN],
+    got: usize,
+    deadline: Instant,
+}
+
+impl Conn {
+    fn prepare(&self) -> std::io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_nonblocking(true),
+            Conn::Tcp(s) => {
+                s.set_nodelay(true)?;
+                s.set_nonblocking(true)
+            }
         }
     }
-    Ok(u32::from_le_bytes(b))
+
+    fn read_some(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(b),
+            Conn::Tcp(s) => s.read(b),
+        }
+    }
+
+    fn into_blocking(self) -> std::io::Result<Conn> {
+        match &self {
+            Conn::Unix(s) => s.set_nonblocking(false)?,
+            Conn::Tcp(s) => s.set_nonblocking(false)?,
+        }
+        Ok(self)
+    }
+}
+
+/// What became of a pending greeting.
+enum Greeting {
+    Waiting,
+    Session(u32),
+    Stranger,
+}
+
+fn advance(
+    p: &mut Pending,
+    need: usize,
+    token: Option<&[u8; TOKEN_LEN]>,
+    now: Instant,
+) -> Greeting {
+    while p.got < need {
+        match p.conn.read_some(&mut p.buf[p.got..need]) {
+            Ok(0) => return Greeting::Stranger,
+            Ok(n) => p.got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return if now > p.deadline {
+                    Greeting::Stranger
+                } else {
+                    Greeting::Waiting
+                };
+            }
+            Err(_) => return Greeting::Stranger,
+        }
+    }
+    if let Some(t) = token {
+        // Compare every byte (no early exit on the first difference).
+        let diff = t
+            .iter()
+            .zip(&p.buf[4..need])
+            .fold(0u8, |d, (a, b)| d | (a ^ b));
+        if diff != 0 {
+            return Greeting::Stranger;
+        }
+    }
+    Greeting::Session(u32::from_le_bytes([p.buf[0], p.buf[1], p.buf[2], p.buf[3]]))
 }
 
 fn endpoint_of(c: &Conn) -> std::io::Result<Endpoint> {
@@ -251,29 +355,56 @@ impl Transport for SocketTransport {
             Listener::Tcp(l) => l.set_nonblocking(true),
         }
         .map_err(|e| IpcError::io("listener", e))?;
+        let need = 4 + if self.token.is_some() { TOKEN_LEN } else { 0 };
         let deadline = Instant::now() + ACCEPT_TIMEOUT;
+        let mut pending: Vec<Pending> = Vec::new();
         let mut got = 0;
         while got < n {
-            match self.accept_one().map_err(|e| IpcError::io("accept", e))? {
-                Some(mut c) => {
-                    let id = read_session_id(&mut c).map_err(|e| IpcError::io("handshake", e))?;
-                    let slot = self.conns.get_mut(id as usize).ok_or_else(|| {
-                        IpcError::Usage(format!("client announced unknown session {id}"))
-                    })?;
-                    if slot.is_some() {
-                        return Err(IpcError::Usage(format!("session {id} connected twice")));
-                    }
-                    *slot = Some(c);
-                    got += 1;
+            let now = Instant::now();
+            while let Some(c) = self.accept_one().map_err(|e| IpcError::io("accept", e))? {
+                if pending.len() >= MAX_PENDING || c.prepare().is_err() {
+                    self.strangers += 1;
+                    continue;
                 }
-                None => {
-                    if Instant::now() > deadline {
-                        return Err(IpcError::Timeout(format!(
-                            "only {got} of {n} clients connected within {ACCEPT_TIMEOUT:?}"
-                        )));
+                pending.push(Pending {
+                    conn: c,
+                    buf: [0u8; 4 + TOKEN_LEN],
+                    got: 0,
+                    deadline: now + HANDSHAKE_TIMEOUT,
+                });
+            }
+            let mut i = 0;
+            while i < pending.len() {
+                match advance(&mut pending[i], need, self.token.as_ref(), now) {
+                    Greeting::Waiting => i += 1,
+                    Greeting::Stranger => {
+                        pending.swap_remove(i);
+                        self.strangers += 1;
                     }
-                    std::thread::sleep(Duration::from_micros(200));
+                    Greeting::Session(id) => {
+                        let p = pending.swap_remove(i);
+                        match self.conns.get_mut(id as usize) {
+                            Some(slot @ None) => {
+                                let c = p
+                                    .conn
+                                    .into_blocking()
+                                    .map_err(|e| IpcError::io("handshake", e))?;
+                                *slot = Some(c);
+                                got += 1;
+                            }
+                            // Unknown or already connected: not ours.
+                            _ => self.strangers += 1,
+                        }
+                    }
                 }
+            }
+            if got < n {
+                if now > deadline {
+                    return Err(IpcError::Timeout(format!(
+                        "only {got} of {n} clients connected within {ACCEPT_TIMEOUT:?}"
+                    )));
+                }
+                std::thread::sleep(Duration::from_micros(200));
             }
         }
         self.conns
@@ -281,6 +412,10 @@ impl Transport for SocketTransport {
             .map(|c| endpoint_of(c.as_ref().expect("all connected")))
             .collect::<std::io::Result<Vec<_>>>()
             .map_err(|e| IpcError::io("clone socket", e))
+    }
+
+    fn client_token(&self) -> Option<String> {
+        self.token.as_ref().map(|t| hex(t))
     }
 
     fn abort_session(&self, session: u32) {
@@ -302,12 +437,23 @@ pub fn connect_uds(path: &str, session: u32) -> Result<Endpoint> {
     endpoint_of(&Conn::Unix(s)).map_err(|e| IpcError::io("clone socket", e))
 }
 
-/// Client side of `tcp`.
-pub fn connect_tcp(addr: &str, session: u32) -> Result<Endpoint> {
+/// Client side of `tcp`: `token` is the run's secret, hex (see
+/// [`crate::transport::TOKEN_ENV`]).
+pub fn connect_tcp(addr: &str, session: u32, token: Option<&str>) -> Result<Endpoint> {
+    let token = token.and_then(unhex).ok_or_else(|| {
+        IpcError::Usage(format!(
+            "tcp client needs the run's token ({} hex digits in {})",
+            2 * TOKEN_LEN,
+            crate::transport::TOKEN_ENV
+        ))
+    })?;
     let mut s = TcpStream::connect(addr).map_err(|e| IpcError::io(format!("connect {addr}"), e))?;
     s.set_nodelay(true)
         .map_err(|e| IpcError::io("TCP_NODELAY", e))?;
-    s.write_all(&session.to_le_bytes())
+    let mut hello = [0u8; 4 + TOKEN_LEN];
+    hello[..4].copy_from_slice(&session.to_le_bytes());
+    hello[4..].copy_from_slice(&token);
+    s.write_all(&hello)
         .map_err(|e| IpcError::io("handshake", e))?;
     endpoint_of(&Conn::Tcp(s)).map_err(|e| IpcError::io("clone socket", e))
 }

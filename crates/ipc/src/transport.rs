@@ -56,7 +56,17 @@ pub trait Transport: Send + Sync {
     fn accept_all(&mut self) -> Result<Vec<Endpoint>>;
     /// A session's client is known dead: make its server end fail promptly.
     fn abort_session(&self, session: u32);
+    /// The run's secret a client must present (tcp), hex; None when the
+    /// transport needs none. Child processes get it in [`TOKEN_ENV`], never
+    /// in their arguments.
+    fn client_token(&self) -> Option<String> {
+        None
+    }
 }
+
+/// Environment variable carrying the run's token to its client processes
+/// (readable only by the same user, unlike arguments).
+pub const TOKEN_ENV: &str = "COMMBENCH_IPC_TOKEN";
 
 /// Options a server needs to open a transport.
 #[derive(Debug, Clone, Copy)]
@@ -138,12 +148,18 @@ pub fn listen(kind: TransportKind, opts: &ListenOptions) -> Result<Box<dyn Trans
     })
 }
 
-/// Connect the client side of `session` to a transport's `address`.
-pub fn connect(kind: TransportKind, address: &str, session: u32) -> Result<Endpoint> {
+/// Connect the client side of `session` to a transport's `address`,
+/// presenting the run's `token` where the transport needs one (tcp).
+pub fn connect(
+    kind: TransportKind,
+    address: &str,
+    session: u32,
+    token: Option<&str>,
+) -> Result<Endpoint> {
     match kind {
         TransportKind::Shm => crate::shm::connect(address, session),
         TransportKind::Uds => crate::stream::connect_uds(address, session),
-        TransportKind::Tcp => crate::stream::connect_tcp(address, session),
+        TransportKind::Tcp => crate::stream::connect_tcp(address, session, token),
         TransportKind::Pipe => crate::pipe::connect(address, session),
     }
 }

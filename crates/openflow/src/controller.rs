@@ -21,7 +21,21 @@
 //! length, a bad version or closes mid-message loses only its own
 //! connection, with one log line.
 //!
+//! Input memory is bounded too: a connection holds only the message it has
+//! started (at most 64 KiB, freed when it completes or the connection
+//! closes), the total held across connections is bounded ([`budget`]), a
+//! message not finished within `partial_timeout` and a connection with no
+//! complete message for `idle_timeout` are closed.
+//!
+//! Logging is off the packet path: workers queue lines for a logger thread
+//! ([`log`]) and never write to stderr themselves, and repeated per-message
+//! lines are limited per peer, so a peer flooding OFPT_ERROR (or a stderr
+//! nobody reads) cannot stall the workers or shutdown.
+//!
 //! [`Repr`]: crate::wire::of10::Repr
+
+mod budget;
+pub mod log;
 
 use crate::sys::{self, Epoll, EventFd};
 use crate::wire::frame::{FlowKey, VLAN_NONE};
@@ -38,6 +52,10 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use budget::InputBudget;
+use log::{Logger, PeerLog};
 
 /// Which application answers packet_ins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -73,7 +91,9 @@ pub struct ControllerConfig {
     pub threads: usize,
     /// Backpressure threshold per connection, bytes of unsent replies.
     pub max_pending_out: usize,
-    /// Log each connection and disconnection (errors are always logged).
+    /// Log each connection and disconnection, and OFPT_ERROR messages from
+    /// switches (limited per peer). Off (`-q`): only a connection closed
+    /// for an error is logged.
     pub log_connections: bool,
     /// Pin the worker threads to these CPUs (taskset list syntax).
     pub cpus: Option<String>,
@@ -82,7 +102,17 @@ pub struct ControllerConfig {
     /// spares its peer the wake-up on every write, which is how the
     /// emulator's own ceiling is measured against `--app trivial`.
     pub busy_poll: bool,
+    /// Close a connection with no complete message for this long (None: never).
+    pub idle_timeout: Option<Duration>,
+    /// Close a connection whose started message is not finished within this.
+    pub partial_timeout: Duration,
+    /// Bound on input bytes held across all connections (started,
+    /// unfinished messages); at the bound, new data waits in the kernel.
+    pub max_buffered_in: usize,
 }
+
+/// Smallest accepted `max_buffered_in`: one largest message and a read.
+pub const MIN_BUFFERED_IN: usize = 1 << 20;
 
 impl Default for ControllerConfig {
     fn default() -> Self {
@@ -96,6 +126,9 @@ impl Default for ControllerConfig {
             log_connections: true,
             cpus: None,
             busy_poll: false,
+            idle_timeout: Some(Duration::from_secs(300)),
+            partial_timeout: Duration::from_secs(10),
+            max_buffered_in: 64 << 20,
         }
     }
 }
@@ -126,6 +159,20 @@ pub struct ControllerStats {
     pub backpressure_pauses: u64,
     /// Largest backlog of unsent replies seen on one connection, bytes.
     pub max_pending_out: u64,
+    /// OFPT_ERROR messages received from switches.
+    pub error_msgs: u64,
+    /// Per-message log lines not printed (beyond each peer's first few).
+    pub log_lines_suppressed: u64,
+    /// Log lines dropped because stderr did not take them.
+    pub log_lines_dropped: u64,
+    /// Connections closed for no complete message within the idle timeout.
+    pub idle_timeouts: u64,
+    /// Connections closed for a message not finished within the partial timeout.
+    pub partial_timeouts: u64,
+    /// Most input bytes held across all connections at once.
+    pub max_buffered_in: u64,
+    /// Times a connection's read waited for room under the global bound.
+    pub buffered_in_waits: u64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
 }
@@ -143,6 +190,13 @@ impl ControllerStats {
         self.bytes_out += o.bytes_out;
         self.backpressure_pauses += o.backpressure_pauses;
         self.max_pending_out = self.max_pending_out.max(o.max_pending_out);
+        self.error_msgs += o.error_msgs;
+        self.log_lines_suppressed += o.log_lines_suppressed;
+        self.log_lines_dropped += o.log_lines_dropped;
+        self.idle_timeouts += o.idle_timeouts;
+        self.partial_timeouts += o.partial_timeouts;
+        self.max_buffered_in = self.max_buffered_in.max(o.max_buffered_in);
+        self.buffered_in_waits += o.buffered_in_waits;
         self.cpu_user_s += o.cpu_user_s;
         self.cpu_sys_s += o.cpu_sys_s;
     }
@@ -157,6 +211,8 @@ pub struct Controller {
     stop: Arc<AtomicBool>,
     wakers: Vec<Arc<EventFd>>,
     handles: Vec<JoinHandle<ControllerStats>>,
+    log: Logger,
+    budget: Arc<InputBudget>,
 }
 
 impl Controller {
@@ -168,6 +224,16 @@ impl Controller {
         if cfg.max_pending_out < 4096 {
             return Err(ControllerError::Config(
                 "max pending output must be at least 4096 bytes".into(),
+            ));
+        }
+        if cfg.max_buffered_in < MIN_BUFFERED_IN {
+            return Err(ControllerError::Config(format!(
+                "max buffered input must be at least {MIN_BUFFERED_IN} bytes"
+            )));
+        }
+        if cfg.partial_timeout.is_zero() || cfg.idle_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(ControllerError::Config(
+                "timeouts must be positive (no idle timeout: None)".into(),
             ));
         }
         let cpus = match &cfg.cpus {
@@ -194,6 +260,8 @@ impl Controller {
             .collect::<io::Result<_>>()?;
         let inboxes: Inboxes = Arc::new((0..n).map(|_| Mutex::new(Vec::new())).collect());
         let mut listener = Some(listener);
+        let log = Logger::start()?;
+        let budget = Arc::new(InputBudget::new(cfg.max_buffered_in));
         let mut handles = Vec::new();
         for t in 0..n {
             let w = WorkerCtx {
@@ -204,6 +272,8 @@ impl Controller {
                 wakers: wakers.clone(),
                 inboxes: inboxes.clone(),
                 listener: if t == 0 { listener.take() } else { None },
+                log: log.clone(),
+                budget: budget.clone(),
             };
             handles.push(
                 std::thread::Builder::new()
@@ -216,6 +286,8 @@ impl Controller {
             stop,
             wakers,
             handles,
+            log,
+            budget,
         })
     }
 
@@ -237,7 +309,8 @@ impl Controller {
         self.wait()
     }
 
-    /// Wait for the workers to end (after the stop flag is set).
+    /// Wait for the workers to end (after the stop flag is set). The log
+    /// gets a bounded time to reach stderr; what it cannot take is dropped.
     pub fn wait(self) -> ControllerStats {
         let mut s = ControllerStats::default();
         for h in self.handles {
@@ -245,7 +318,20 @@ impl Controller {
                 s.add(&w);
             }
         }
+        s.log_lines_dropped = self.log.close().dropped;
+        s.max_buffered_in = self.budget.peak() as u64;
         s
+    }
+
+    /// Input bytes held across all connections now (started, unfinished
+    /// messages; the capacity of their buffers).
+    pub fn buffered_in(&self) -> usize {
+        self.budget.used()
+    }
+
+    /// Queue a line for the controller's log (never blocks on stderr).
+    pub fn log_line(&self, line: String) {
+        self.log.line(line);
     }
 }
 
@@ -254,7 +340,15 @@ type Inboxes = Arc<Vec<Mutex<Vec<(TcpStream, SocketAddr)>>>>;
 
 const TOKEN_LISTENER: u64 = u64::MAX;
 const TOKEN_WAKER: u64 = u64::MAX - 1;
-const INBUF_LEN: usize = 131072;
+/// A worker's read buffer: one connection's started message (at most
+/// 64 KiB) followed by one read.
+const SCRATCH_LEN: usize = 65536 + READ_CHUNK;
+/// A connection's input buffer above this is freed when it empties.
+const KEEP_PARTIAL: usize = 4096;
+/// A connection's output buffer above this is freed when it drains.
+const KEEP_OUT: usize = 65536;
+/// Freed buffer bytes after which a sweep returns heap memory to the kernel.
+const TRIM_AFTER: usize = 1 << 20;
 
 struct WorkerCtx {
     cpus: Option<CpuList>,
@@ -264,13 +358,21 @@ struct WorkerCtx {
     wakers: Vec<Arc<EventFd>>,
     inboxes: Inboxes,
     listener: Option<TcpListener>,
+    log: Logger,
+    budget: Arc<InputBudget>,
 }
 
 struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
-    inbuf: Box<[u8]>,
-    in_len: usize,
+    /// The started, unfinished message (empty between messages).
+    partial: Vec<u8>,
+    /// When `partial` became non-empty.
+    partial_since: Option<Instant>,
+    /// When the last complete message arrived (or the connection opened).
+    last_msg: Instant,
+    /// Waiting for room under the global input bound (in `Worker::held`).
+    held: bool,
     out: Vec<u8>,
     out_pos: usize,
     write_blocked: bool,
@@ -279,6 +381,7 @@ struct Conn {
     version: u8,
     dpid: Option<u64>,
     macs: HashMap<[u8; 6], u32>,
+    plog: PeerLog,
     open: bool,
 }
 
@@ -312,7 +415,23 @@ struct Worker {
     /// Connections whose read stopped at the budget before EAGAIN; the
     /// loop revisits them so one busy switch cannot starve the others.
     again: Vec<usize>,
+    log: Logger,
+    /// Last sweep over the connections (log summaries).
+    swept: Instant,
+    /// accept(2) errors not yet logged (at most one line per sweep).
+    accept_errors: u64,
+    budget: Arc<InputBudget>,
+    /// Where every read lands: the connection's started message is copied
+    /// in front of it, complete messages are handled in place.
+    scratch: Box<[u8]>,
+    /// Connections waiting for room under the global input bound.
+    held: Vec<usize>,
+    /// Buffer bytes freed since the heap was last trimmed.
+    freed: usize,
 }
+
+/// How often a worker sweeps its connections for due log summaries.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
 /// Reads per connection per turn.
 const READ_BUDGET: usize = 4;
@@ -322,14 +441,15 @@ impl WorkerCtx {
     fn run(self) -> ControllerStats {
         if let Some(c) = &self.cpus {
             if let Err(e) = c.pin_current_thread() {
-                eprintln!("controller: cannot pin worker {}: {e}", self.id);
+                self.log
+                    .line(format!("controller: cannot pin worker {}: {e}", self.id));
             }
         }
         let cpu0 = Usage::thread();
         let ep = match Epoll::new() {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("controller: epoll_create1: {e}");
+                self.log.line(format!("controller: epoll_create1: {e}"));
                 return ControllerStats::default();
             }
         };
@@ -389,6 +509,13 @@ impl WorkerCtx {
                 trivial13,
             },
             again: Vec::new(),
+            log: self.log.clone(),
+            swept: Instant::now(),
+            accept_errors: 0,
+            budget: self.budget.clone(),
+            scratch: vec![0u8; SCRATCH_LEN].into_boxed_slice(),
+            held: Vec::new(),
+            freed: 0,
         };
         let mut events = sys::new_events(1024);
         let mut rr = 0usize;
@@ -401,7 +528,7 @@ impl WorkerCtx {
             let evs = match w.ep.wait(&mut events, timeout) {
                 Ok(e) => e,
                 Err(e) => {
-                    eprintln!("controller: epoll_wait: {e}");
+                    w.log.line(format!("controller: epoll_wait: {e}"));
                     break;
                 }
             };
@@ -425,8 +552,12 @@ impl WorkerCtx {
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) => {
-                                // EMFILE and friends: say so, keep serving.
-                                eprintln!("controller: accept: {e}");
+                                // EMFILE and friends: say so (once per
+                                // sweep, with a count), keep serving.
+                                if w.accept_errors == 0 {
+                                    w.log.line(format!("controller: accept: {e}"));
+                                }
+                                w.accept_errors += 1;
                                 break;
                             }
                         }
@@ -451,6 +582,15 @@ impl WorkerCtx {
             for k in again {
                 w.on_readable(k);
             }
+            if !w.held.is_empty() && w.budget.has_room() {
+                for k in std::mem::take(&mut w.held) {
+                    if let Some(c) = w.conns[k].as_mut() {
+                        c.held = false;
+                        w.on_readable(k);
+                    }
+                }
+            }
+            w.sweep();
         }
         for k in 0..w.conns.len() {
             if w.conns[k].is_some() {
@@ -479,22 +619,26 @@ impl Worker {
             k as u64,
             sys::IN | sys::OUT | sys::ET | sys::ERR,
         ) {
-            eprintln!("controller: epoll_ctl for {peer}: {e}");
+            self.log
+                .line(format!("controller: epoll_ctl for {peer}: {e}"));
             self.free.push(k);
             return;
         }
         let mut c = Conn {
             stream: s,
             peer,
-            inbuf: vec![0u8; INBUF_LEN].into_boxed_slice(),
-            in_len: 0,
-            out: Vec::with_capacity(65536),
+            partial: Vec::new(),
+            partial_since: None,
+            last_msg: Instant::now(),
+            held: false,
+            out: Vec::new(),
             out_pos: 0,
             write_blocked: false,
             read_paused: false,
             version: 0,
             dpid: None,
             macs: HashMap::new(),
+            plog: PeerLog::default(),
             open: true,
         };
         if self.ours == OFP13_VERSION {
@@ -510,7 +654,8 @@ impl Worker {
         }
         self.stats.connections += 1;
         if self.cfg.log_connections {
-            eprintln!("controller: switch connected from {peer}");
+            self.log
+                .line(format!("controller: switch connected from {peer}"));
         }
         self.conns[k] = Some(c);
         self.flush(k);
@@ -518,21 +663,87 @@ impl Worker {
 
     /// Close a connection; `why` is logged (None: orderly shutdown).
     fn drop_conn(&mut self, k: usize, why: Option<String>) {
-        if let Some(c) = self.conns[k].take() {
+        if let Some(mut c) = self.conns[k].take() {
             let _ = self.ep.delete(c.stream.as_raw_fd());
             self.stats.disconnections += 1;
+            let held = c.partial.capacity();
+            self.budget.settle(0, 0, held);
+            self.freed += held + c.out.capacity();
+            self.summarise(&mut c, Instant::now(), true);
             match why {
-                Some(w) => eprintln!(
+                Some(w) => self.log.line(format!(
                     "controller: {}: {w}; connection closed, others continue",
                     c.who()
-                ),
+                )),
                 None => {
                     if self.cfg.log_connections {
-                        eprintln!("controller: {} disconnected", c.who());
+                        self.log
+                            .line(format!("controller: {} disconnected", c.who()));
                     }
                 }
             }
             self.free.push(k);
+        }
+    }
+
+    /// Log how many of a peer's per-message lines were suppressed, when an
+    /// interval has passed or the peer is leaving.
+    fn summarise(&mut self, c: &mut Conn, now: Instant, closing: bool) {
+        if let Some(n) = c.plog.take_summary(now, closing) {
+            self.stats.log_lines_suppressed += n;
+            self.log.line(format!(
+                "controller: peer {}: {n} more OFPT_ERROR messages suppressed",
+                c.who()
+            ));
+        }
+    }
+
+    /// Once per [`SWEEP_EVERY`]: due per-peer summaries, and the count of
+    /// accept errors since the last sweep.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.swept) < SWEEP_EVERY {
+            return;
+        }
+        self.swept = now;
+        if self.accept_errors > 1 {
+            self.log.line(format!(
+                "controller: {} more accept errors",
+                self.accept_errors - 1
+            ));
+        }
+        self.accept_errors = 0;
+        for k in 0..self.conns.len() {
+            let Some(mut c) = self.conns[k].take() else {
+                continue;
+            };
+            self.summarise(&mut c, now, false);
+            let started = c.partial_since.map(|t| now.duration_since(t));
+            let idle = now.duration_since(c.last_msg);
+            let why = if started.is_some_and(|d| d >= self.cfg.partial_timeout) {
+                self.stats.partial_timeouts += 1;
+                Some(format!(
+                    "message not finished within {:?} ({} bytes of it received): partial-message timeout",
+                    self.cfg.partial_timeout,
+                    c.partial.len()
+                ))
+            } else if self.cfg.idle_timeout.is_some_and(|t| idle >= t) {
+                self.stats.idle_timeouts += 1;
+                Some(format!(
+                    "no complete message for {}s: idle timeout",
+                    idle.as_secs()
+                ))
+            } else {
+                None
+            };
+            self.conns[k] = Some(c);
+            if why.is_some() {
+                self.drop_conn(k, why);
+            }
+        }
+        if self.freed >= TRIM_AFTER {
+            self.freed = 0;
+            sys::trim_heap();
         }
     }
 
@@ -566,7 +777,13 @@ impl Worker {
             }
         }
         if c.out_pos == c.out.len() {
-            c.out.clear();
+            if c.out.capacity() > KEEP_OUT {
+                // A burst of replies is over: give its memory back.
+                self.freed += c.out.capacity();
+                c.out = Vec::new();
+            } else {
+                c.out.clear();
+            }
             c.out_pos = 0;
         } else if c.out_pos >= 65536 {
             c.out.drain(..c.out_pos);
@@ -604,24 +821,64 @@ impl Worker {
                 self.stats.backpressure_pauses += 1;
                 return;
             }
-            // Read at most READ_CHUNK at a time: finer interleaving of
-            // switches at a negligible syscall cost.
-            let end = (c.in_len + READ_CHUNK).min(c.inbuf.len());
-            match c.stream.read(&mut c.inbuf[c.in_len..end]) {
+            // Read at most READ_CHUNK at a time (finer interleaving of
+            // switches at a negligible syscall cost), and only what the
+            // global input bound has room for; without room, only the rest
+            // of the started message once all of it has arrived (reading it
+            // frees the connection's buffer, never grows it).
+            let have = c.partial.len();
+            let granted = self.budget.reserve(READ_CHUNK);
+            let want = if granted > 0 {
+                granted
+            } else {
+                match rest_of_message(&c.partial)
+                    .filter(|&n| sys::readable_bytes(c.stream.as_raw_fd()) >= n)
+                {
+                    Some(n) => n,
+                    None => {
+                        // A peer that left while held is let go now, not at
+                        // its timeout: its buffer is what the others wait for.
+                        let gone = match c.stream.peek(&mut [0u8; 1]) {
+                            Ok(n) => n == 0,
+                            Err(e) => !matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                            ),
+                        };
+                        if gone {
+                            let why = (have > 0).then(|| {
+                                format!(
+                                    "peer closed in the middle of a message ({have} bytes pending)"
+                                )
+                            });
+                            self.drop_conn(k, why);
+                            return;
+                        }
+                        // Revisited when the total drops (or the rest arrives).
+                        if !c.held {
+                            c.held = true;
+                            self.held.push(k);
+                            self.stats.buffered_in_waits += 1;
+                        }
+                        return;
+                    }
+                }
+            };
+            self.scratch[..have].copy_from_slice(&c.partial);
+            let r = c.stream.read(&mut self.scratch[have..have + want]);
+            match r {
                 Ok(0) => {
-                    let why = (c.in_len > 0).then(|| {
-                        format!(
-                            "peer closed in the middle of a message ({} bytes pending)",
-                            c.in_len
-                        )
+                    self.budget.settle(granted, 0, 0);
+                    let why = (have > 0).then(|| {
+                        format!("peer closed in the middle of a message ({have} bytes pending)")
                     });
                     self.drop_conn(k, why);
                     return;
                 }
                 Ok(n) => {
-                    c.in_len += n;
                     self.stats.bytes_in += n as u64;
-                    if let Err(why) = self.process(k) {
+                    let res = self.process(k, have + n, granted);
+                    if let Err(why) = res {
                         self.stats.protocol_errors += 1;
                         self.flush(k);
                         self.drop_conn(k, Some(why));
@@ -633,9 +890,15 @@ impl Worker {
                             self.stats.max_pending_out.max(c.pending() as u64);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.budget.settle(granted, 0, 0);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.budget.settle(granted, 0, 0);
+                }
                 Err(e) => {
+                    self.budget.settle(granted, 0, 0);
                     let why = (e.kind() != io::ErrorKind::ConnectionReset)
                         .then(|| format!("read error: {e}"));
                     self.drop_conn(k, why);
@@ -646,13 +909,17 @@ impl Worker {
         self.again.push(k);
     }
 
-    /// Handle every complete message buffered on connection `k`.
-    fn process(&mut self, k: usize) -> Result<(), String> {
+    /// Handle every complete message in `scratch[..len]` (connection `k`'s
+    /// started message followed by what was just read), keep the rest as
+    /// the connection's started message, and settle the read's `reserved`
+    /// bytes of the global input bound with what the connection now holds.
+    fn process(&mut self, k: usize, len: usize, reserved: usize) -> Result<(), String> {
         let mut c = self.conns[k].take().expect("open connection");
+        let buf = &self.scratch[..len];
         let mut off = 0;
         let mut res = Ok(());
-        while off < c.in_len {
-            let n = match frame_len(&c.inbuf[off..c.in_len]) {
+        while off < len {
+            let n = match frame_len(&buf[off..]) {
                 Ok(Some(n)) => n,
                 Ok(None) => break,
                 Err(e) => {
@@ -660,9 +927,7 @@ impl Worker {
                     break;
                 }
             };
-            let (head, _) = c.inbuf.split_at(off + n);
-            let msg = &head[off..];
-            // Copy out only the borrow: `handle` needs `c.out` mutably.
+            let msg = &buf[off..off + n];
             let r = handle(
                 &mut self.stats,
                 &self.t,
@@ -672,6 +937,11 @@ impl Worker {
                 &mut c.version,
                 &mut c.dpid,
                 &mut c.macs,
+                &mut PeerCtx {
+                    log: &self.log,
+                    plog: &mut c.plog,
+                    peer: c.peer,
+                },
                 msg,
             );
             off += n;
@@ -681,13 +951,53 @@ impl Worker {
             }
         }
         if off > 0 {
-            c.inbuf.copy_within(off..c.in_len, 0);
-            c.in_len -= off;
+            c.last_msg = Instant::now();
+        }
+        // Keep the rest; a buffer is held only while a message is started.
+        let rest = &buf[off..];
+        let before = c.partial.capacity();
+        if rest.is_empty() {
+            c.partial_since = None;
+            if before > KEEP_PARTIAL {
+                c.partial = Vec::new();
+            } else {
+                c.partial.clear();
+            }
+        } else {
+            if off > 0 || c.partial_since.is_none() {
+                c.partial_since = Some(Instant::now());
+            }
+            if before > KEEP_PARTIAL && rest.len() < before / 4 {
+                c.partial = Vec::with_capacity(rest.len());
+            } else {
+                c.partial.clear();
+                c.partial.reserve_exact(rest.len());
+            }
+            c.partial.extend_from_slice(rest);
+        }
+        let after = c.partial.capacity();
+        self.budget.settle(
+            reserved,
+            after.saturating_sub(before),
+            before.saturating_sub(after),
+        );
+        if after < before {
+            self.freed += before - after;
         }
         c.open = res.is_ok();
         self.conns[k] = Some(c);
         res
     }
+}
+
+/// Bytes still missing from a started message whose length is known (its
+/// header is complete); None when the header itself is not.
+fn rest_of_message(partial: &[u8]) -> Option<usize> {
+    if partial.len() < crate::wire::HEADER_LEN {
+        return None;
+    }
+    let len = u16::from_be_bytes([partial[2], partial[3]]) as usize;
+    len.checked_sub(partial.len()).filter(|&n| n > 0)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -701,6 +1011,7 @@ fn handle(
     version: &mut u8,
     dpid: &mut Option<u64>,
     macs: &mut HashMap<[u8; 6], u32>,
+    pc: &mut PeerCtx,
     msg: &[u8],
 ) -> Result<(), String> {
     let h = Header::new_checked(msg).map_err(|e| format!("malformed message: {e}"))?;
@@ -773,23 +1084,36 @@ fn handle(
             if msg.len() >= 16 {
                 *dpid = Some(u64::from_be_bytes(msg[8..16].try_into().unwrap()));
                 if cfg.log_connections {
-                    eprintln!("controller: datapath {:#x} ready", dpid.unwrap());
+                    pc.log.line(format!(
+                        "controller: {}: datapath {:#x} ready",
+                        pc.peer,
+                        dpid.unwrap_or(0)
+                    ));
                 }
             }
             Ok(())
         }
         1 => {
-            if msg.len() >= 12 {
-                eprintln!(
-                    "controller: ERROR type {} code {} from the switch",
+            st.error_msgs += 1;
+            if msg.len() >= 12 && cfg.log_connections && pc.plog.allow() {
+                pc.log.line(format!(
+                    "controller: {}: OFPT_ERROR type {} code {} from the switch",
+                    pc.peer,
                     u16::from_be_bytes([msg[8], msg[9]]),
                     u16::from_be_bytes([msg[10], msg[11]])
-                );
+                ));
             }
             Ok(())
         }
         _ => Ok(()),
     }
+}
+
+/// What `handle` needs to log for one peer.
+struct PeerCtx<'a> {
+    log: &'a Logger,
+    plog: &'a mut PeerLog,
+    peer: SocketAddr,
 }
 
 fn bad(e: crate::wire::WireError) -> String {

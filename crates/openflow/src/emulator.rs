@@ -42,6 +42,16 @@ pub const OUTBUF_LEN: usize = 65536;
 /// that does not read them: past this the switch's connection is closed
 /// instead of growing without bound.
 const MAX_REPLY_BACKLOG: usize = 16 << 20;
+/// The same for all switches of a run together: a controller flooding
+/// requests on every connection cannot make the emulator's memory grow
+/// with the switch count. The switch that pushes the total past it is
+/// closed.
+pub const MAX_TOTAL_REPLY_BACKLOG: usize = 64 << 20;
+/// A switch's backlog counts towards the run's total from this size on
+/// (below it, no shared counter is touched on the reply path).
+const COUNTED_BACKLOG: usize = 64 << 10;
+/// A switch's reply buffer above this is freed once it drains.
+const MAX_KEPT_OUT: usize = 1 << 20;
 const INBUF_LEN: usize = 131072;
 /// cbench's buffer_id sequence wraps at this value.
 pub const BUFFER_ID_MOD: u64 = 100000;
@@ -347,6 +357,10 @@ pub struct CbenchRound {
     /// The busiest kept window's `emulator_busy`.
     pub emulator_busy_max: f64,
     pub switches_connected: usize,
+    /// The most unsent replies all switches held at once (counted past
+    /// each switch's first 64 KiB), bytes; bounded by
+    /// [`MAX_TOTAL_REPLY_BACKLOG`].
+    pub reply_backlog_peak: u64,
 }
 
 /// Everything a `commbench cbench` invocation measured.
@@ -446,6 +460,10 @@ struct Shared {
     notices: Mutex<Vec<String>>,
     closed: Mutex<Vec<ClosedSwitch>>,
     connect_errors: Mutex<Vec<String>>,
+    /// Unsent replies of all switches past their first COUNTED_BACKLOG bytes.
+    reply_backlog: AtomicUsize,
+    /// The most `reply_backlog` ever was.
+    reply_backlog_peak: AtomicUsize,
 }
 
 impl Shared {
@@ -525,6 +543,8 @@ fn run_round(
         notices: Mutex::new(Vec::new()),
         closed: Mutex::new(Vec::new()),
         connect_errors: Mutex::new(Vec::new()),
+        reply_backlog: AtomicUsize::new(0),
+        reply_backlog_peak: AtomicUsize::new(0),
     });
     let wall0 = now_ns();
     let handles: Vec<_> = (0..threads)
@@ -719,6 +739,7 @@ fn run_round(
         emulator_busy: mean_busy,
         emulator_busy_max: max_busy,
         switches_connected: connected,
+        reply_backlog_peak: shared.reply_backlog_peak.load(Ordering::Relaxed) as u64,
     })
 }
 
@@ -769,6 +790,8 @@ struct Switch {
     /// Control replies (and latency-mode probes), written in order.
     out: Vec<u8>,
     out_pos: usize,
+    /// What of this switch's unsent replies is in `Shared::reply_backlog`.
+    counted: usize,
     /// Throughput mode: a block of probe templates at a fixed stride that
     /// is written to the socket in place. A refill stamps xid, buffer_id
     /// and MAC counter into the slots (three stores per probe) instead of
@@ -856,6 +879,7 @@ impl Switch {
             in_len: 0,
             out: Vec::with_capacity(OUTBUF_LEN + 4096),
             out_pos: 0,
+            counted: 0,
             pblock: Vec::new(),
             pb_pos: 0,
             pb_len: 0,
@@ -1379,7 +1403,12 @@ impl Worker {
             // Let the handshake wait finish without this switch.
             self.sh.connected.fetch_sub(1, Ordering::SeqCst);
         }
-        s.out.clear();
+        self.sh
+            .reply_backlog
+            .fetch_sub(s.counted, Ordering::Relaxed);
+        s.counted = 0;
+        // A closed switch keeps no reply memory.
+        s.out = Vec::new();
         s.out_pos = 0;
         s.pb_pos = 0;
         s.pb_len = 0;
@@ -1438,7 +1467,17 @@ impl Worker {
             } else if s.out_pos < s.out.len() {
                 &s.out[s.out_pos..]
             } else {
-                s.out.clear();
+                if s.counted > 0 {
+                    self.sh
+                        .reply_backlog
+                        .fetch_sub(s.counted, Ordering::Relaxed);
+                    s.counted = 0;
+                }
+                if s.out.capacity() > MAX_KEPT_OUT {
+                    s.out = Vec::new();
+                } else {
+                    s.out.clear();
+                }
                 s.out_pos = 0;
                 if self.throughput && self.probes_on && s.state == SwState::Ready {
                     let now = now_ns();
@@ -1536,12 +1575,35 @@ impl Worker {
                 let msg = &inbuf[off..off + n];
                 off += n;
                 self.handle(k, msg, now, kept)?;
-                let s = &self.sw[k];
-                if s.out.len() - s.out_pos > MAX_REPLY_BACKLOG {
+                let s = &mut self.sw[k];
+                let backlog = s.out.len() - s.out_pos;
+                if backlog > MAX_REPLY_BACKLOG {
                     return Err(format!(
                         "the controller sends requests but does not read the replies ({} MiB unsent)",
-                        (s.out.len() - s.out_pos) >> 20
+                        backlog >> 20
                     ));
+                }
+                if backlog > COUNTED_BACKLOG || s.counted > 0 {
+                    let now_counted = backlog.saturating_sub(COUNTED_BACKLOG);
+                    let total = if now_counted >= s.counted {
+                        let d = now_counted - s.counted;
+                        self.sh.reply_backlog.fetch_add(d, Ordering::Relaxed) + d
+                    } else {
+                        let d = s.counted - now_counted;
+                        self.sh.reply_backlog.fetch_sub(d, Ordering::Relaxed) - d
+                    };
+                    s.counted = now_counted;
+                    self.sh
+                        .reply_backlog_peak
+                        .fetch_max(total, Ordering::Relaxed);
+                    if total > MAX_TOTAL_REPLY_BACKLOG {
+                        return Err(format!(
+                            "the controller sends requests but does not read the replies ({} MiB unsent on this switch, {} MiB on all switches together, more than the {} MiB the emulator holds for a run)",
+                            backlog >> 20,
+                            total >> 20,
+                            MAX_TOTAL_REPLY_BACKLOG >> 20
+                        ));
+                    }
                 }
             }
             Ok(())

@@ -582,3 +582,77 @@ fn a_controller_that_never_reads_replies_is_cut_off() {
         "{closed:?}"
     );
 }
+
+/// A controller flooding echo requests on every connection and reading no
+/// reply: the switches' unsent replies together stay under the run's bound
+/// (not only each under its own), the switch that would pass it is closed
+/// with the reason, and the run goes on.
+#[test]
+fn a_controller_flooding_every_switch_is_bounded_in_total() {
+    use commbench_openflow::emulator::MAX_TOTAL_REPLY_BACKLOG;
+    use std::io::Write;
+    let switches = 8;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let floods: Vec<_> = (0..switches)
+            .map(|_| {
+                let (mut s, _) = l.accept().unwrap();
+                std::thread::spawn(move || {
+                    s.set_write_timeout(Some(std::time::Duration::from_secs(20)))
+                        .unwrap();
+                    let _ = s.write_all(&[1, 0, 0, 8, 0, 0, 0, 1, 1, 5, 0, 8, 0, 0, 0, 2]);
+                    let echo: Vec<u8> = [1u8, 2, 0, 8, 0, 0, 0, 9]
+                        .iter()
+                        .copied()
+                        .cycle()
+                        .take(8 << 16)
+                        .collect();
+                    // 32 MiB of echo requests at most (twice the per-switch
+                    // cut-off), or until the emulator hangs up.
+                    for _ in 0..64 {
+                        if s.write_all(&echo).is_err() {
+                            return true;
+                        }
+                    }
+                    false
+                })
+            })
+            .collect();
+        floods
+            .into_iter()
+            .map(|f| f.join().unwrap())
+            .collect::<Vec<bool>>()
+    });
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port,
+        switches,
+        loops: 4,
+        ms_per_test: 500,
+        ..Default::default()
+    };
+    let mut notices = Vec::new();
+    let r = emulator::run_with(&cfg, &mut |l| {
+        if let Line::Notice(n) = l {
+            notices.push(n)
+        }
+    })
+    .unwrap();
+    let hung_up = h.join().unwrap();
+    let round = &r.rounds[0];
+    assert!(
+        round.reply_backlog_peak as usize <= MAX_TOTAL_REPLY_BACKLOG + 65536,
+        "peak {} {notices:?}",
+        round.reply_backlog_peak
+    );
+    assert!(
+        round
+            .closed
+            .iter()
+            .any(|c| c.reason.contains("on all switches together")),
+        "{:?}",
+        round.closed
+    );
+    assert!(hung_up.iter().any(|&h| h), "{hung_up:?} {notices:?}");
+}

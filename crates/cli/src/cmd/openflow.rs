@@ -294,13 +294,24 @@ pub struct ControllerArgs {
     /// Stop reading from a switch whose unsent replies exceed this many bytes.
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     pub max_pending_out: usize,
-    /// Do not log connections (errors are still logged).
+    /// Do not log connections or OFPT_ERROR messages from switches (a
+    /// connection closed for an error is still logged).
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Poll without sleeping (needs --cpus with one CPU per thread, none
     /// shared with the emulator): spares the emulator a wake-up per write.
     #[arg(long)]
     pub busy_poll: bool,
+    /// Close a connection that sent no complete message for this long (0: never).
+    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub idle_timeout: u64,
+    /// Close a connection whose started message is not finished within this.
+    #[arg(long, default_value_t = 10, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub partial_timeout: u64,
+    /// Bound on input bytes held across all connections (started, unfinished
+    /// messages); at the bound new data waits in the kernel, nothing is dropped.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1_048_576..=68_719_476_736))]
+    pub max_buffered_in: u64,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -327,13 +338,18 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         log_connections: !a.quiet,
         cpus: a.cpus.clone(),
         busy_poll: a.busy_poll,
+        idle_timeout: (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout)),
+        partial_timeout: Duration::from_secs(a.partial_timeout),
+        max_buffered_in: usize::try_from(a.max_buffered_in).unwrap_or(usize::MAX),
     };
     let stop = commbench_openflow::stop_on_signal();
     let ctl = Controller::start(&cfg).map_err(|e| match e {
         commbench_openflow::controller::ControllerError::Config(m) => crate::usage(m),
         e => anyhow::Error::new(e),
     })?;
-    eprintln!(
+    // Through the controller's log queue: from here on nothing in this
+    // process waits on stderr (it may be a pipe nobody reads).
+    ctl.log_line(format!(
         "controller: {} app ({}), OpenFlow {}, listening on {}, {} thread(s); Ctrl-C to stop",
         match cfg.app {
             App::Cbench => "cbench",
@@ -348,7 +364,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         if cfg.of13 { "1.3" } else { "1.0" },
         ctl.local_addr(),
         cfg.threads
-    );
+    ));
     let t0 = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         if let Some(d) = a.duration {
@@ -380,7 +396,14 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
             s.cpu_s() * 1e9 / s.packet_in.max(1) as f64,
         )
         .metric("backpressure_pauses", s.backpressure_pauses)
-        .metric("max_pending_out", s.max_pending_out);
+        .metric("max_pending_out", s.max_pending_out)
+        .metric("error_msgs", s.error_msgs)
+        .metric("log_lines_suppressed", s.log_lines_suppressed)
+        .metric("log_lines_dropped", s.log_lines_dropped)
+        .metric("idle_timeouts", s.idle_timeouts)
+        .metric("partial_timeouts", s.partial_timeouts)
+        .metric("max_buffered_in", s.max_buffered_in)
+        .metric("buffered_in_waits", s.buffered_in_waits);
     a.out.emit(&[rec])
 }
 
