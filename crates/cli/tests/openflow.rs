@@ -588,3 +588,120 @@ fn a_peer_flooding_errors_cannot_stall_the_controller_through_its_log() {
     assert!(lines < 10_000, "{lines} stderr lines for 100,000 messages");
     drop((flood, sw));
 }
+
+/// A fake controller that completes the handshake with the first switch
+/// only (and answers its packet_ins with flow_mods); later switches are
+/// accepted and never greeted.
+fn half_controller() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let h = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut silent = Vec::new();
+        let mut first = true;
+        while std::time::Instant::now() < deadline {
+            match l.accept() {
+                Ok((mut s, _)) if first => {
+                    first = false;
+                    s.set_nonblocking(false).unwrap();
+                    let _ = s.write_all(&[1u8, 0, 0, 8, 0, 0, 0, 1]);
+                    let _ = s.write_all(&[1u8, 5, 0, 8, 0, 0, 0, 2]);
+                    std::thread::spawn(move || {
+                        let mut buf: Vec<u8> = Vec::new();
+                        let mut tmp = [0u8; 65536];
+                        while let Ok(n) = s.read(&mut tmp) {
+                            if n == 0 {
+                                break;
+                            }
+                            buf.extend_from_slice(&tmp[..n]);
+                            let mut off = 0;
+                            let mut out = Vec::new();
+                            while buf.len() - off >= 8 {
+                                let len = u16::from_be_bytes([buf[off + 2], buf[off + 3]]) as usize;
+                                if len < 8 || buf.len() - off < len {
+                                    break;
+                                }
+                                let m = &buf[off..off + len];
+                                match m[1] {
+                                    2 => {
+                                        out.extend_from_slice(&[1, 3, 0, 8]);
+                                        out.extend_from_slice(&m[4..8]);
+                                    }
+                                    10 if len >= 18 => {
+                                        let mut f = [0u8; 80];
+                                        f[..4].copy_from_slice(&[1, 14, 0, 80]);
+                                        f[4..8].copy_from_slice(&m[4..8]);
+                                        f[62..64].copy_from_slice(&0x8000u16.to_be_bytes());
+                                        f[64..68].copy_from_slice(&m[8..12]);
+                                        f[68..70].copy_from_slice(&0xffffu16.to_be_bytes());
+                                        f[74..76].copy_from_slice(&8u16.to_be_bytes());
+                                        f[76..78].copy_from_slice(&2u16.to_be_bytes());
+                                        out.extend_from_slice(&f);
+                                    }
+                                    _ => {}
+                                }
+                                off += len;
+                            }
+                            buf.drain(..off);
+                            if s.write_all(&out).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+                Ok((s, _)) => silent.push(s),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn cbench_with_fewer_switches_ready_than_asked_is_partial_and_exits_1_unless_allowed() {
+    for allow in [false, true] {
+        let (port, _h) = half_controller();
+        let port = port.to_string();
+        let mut args = vec![
+            "cbench",
+            "-p",
+            &port,
+            "-s",
+            "2",
+            "-l",
+            "3",
+            "-m",
+            "300",
+            "-w",
+            "1",
+            "--handshake-timeout",
+            "1000",
+            "--format",
+            "json",
+        ];
+        if allow {
+            args.push("--allow-partial");
+        }
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(if allow { 0 } else { 1 }), "{err}");
+        assert!(
+            err.contains("only 1 of 2 switches completed the handshake"),
+            "{err}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let m = &v["records"][0]["metrics"];
+        assert_eq!(m["partial"], true, "{m}");
+        assert_eq!(m["switches_ready"], 1, "{m}");
+        assert_eq!(m["handshake_timeout_ms"], 1000, "{m}");
+        assert!(
+            m["windows_stall_worst_ms"].as_array().unwrap().len() == 3,
+            "{m}"
+        );
+    }
+}

@@ -174,6 +174,12 @@ const OPTS: &[Opt] = &[
         help: "TCP_NODELAY on|off (default: off like cbench; on with --outstanding > 1)",
     },
     Opt {
+        long: "allow-partial",
+        short: None,
+        kind: Kind::None,
+        help: "exit 0 even when fewer switches than asked completed the handshake (the run is still marked partial)",
+    },
+    Opt {
         long: "legacy-format",
         short: None,
         kind: Kind::None,
@@ -313,6 +319,7 @@ fn apply(a: &mut CbenchArgs, o: &Opt, v: Option<&str>) -> Result<(), UsageError>
             }
         }
         "legacy-format" => c.legacy_format = true,
+        "allow-partial" => c.allow_partial = true,
         "handshake-timeout" => c.handshake_timeout_ms = num(o, val()?)?,
         "cpus" => c.cpus = Some(val()?.to_string()),
         "max-in-flight" => c.max_in_flight = num(o, val()?)?,

@@ -102,6 +102,9 @@ pub struct CbenchConfig {
     pub threads: usize,
     pub nodelay: Nodelay,
     pub legacy_format: bool,
+    /// A partial run (fewer switches ready than asked) exits 0 from the
+    /// `cbench` command instead of 1; it is marked partial either way.
+    pub allow_partial: bool,
     pub handshake_timeout_ms: u64,
     /// Pin the generator threads to these CPUs (taskset list syntax).
     pub cpus: Option<String>,
@@ -143,6 +146,7 @@ impl Default for CbenchConfig {
             threads: 1,
             nodelay: Nodelay::Auto,
             legacy_format: false,
+            allow_partial: false,
             handshake_timeout_ms: 10000,
             cpus: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
@@ -242,6 +246,10 @@ pub struct Window {
     /// `emulator_cpu_s / elapsed / threads`: near 1.0, the generator was
     /// saturated in this window.
     pub emulator_busy: f64,
+    /// How late the machine woke a sleeping thread during this window
+    /// (the core's stall monitor): a long stall explains a slow window or
+    /// a latency tail that the controller did not cause.
+    pub stall: commbench_core::stall::StallWindow,
 }
 
 /// cbench's RESULT statistics over the kept windows, in responses/s.
@@ -357,6 +365,11 @@ pub struct CbenchRound {
     /// The busiest kept window's `emulator_busy`.
     pub emulator_busy_max: f64,
     pub switches_connected: usize,
+    /// Switches that completed the handshake; fewer than `switches` makes
+    /// the round partial.
+    pub switches_ready: usize,
+    /// The handshake time-out this round used (scaled with the switches).
+    pub handshake_timeout_ms: u64,
     /// The most unsent replies all switches held at once (counted past
     /// each switch's first 64 KiB), bytes; bounded by
     /// [`MAX_TOTAL_REPLY_BACKLOG`].
@@ -587,7 +600,8 @@ fn run_round(
 
     // Handshake: wait until every switch connected and sent FEATURES_REPLY.
     let connect_span = (n.saturating_sub(1) / cfg.connect_group_size) as u64 * cfg.connect_delay_ms;
-    let deadline = now_ns() + (cfg.handshake_timeout_ms + connect_span) * 1_000_000;
+    let handshake_ms = handshake_timeout_ms(cfg);
+    let deadline = now_ns() + (handshake_ms + connect_span) * 1_000_000;
     loop {
         flush(out);
         let done = shared.finished_connecting.load(Ordering::SeqCst) == threads;
@@ -632,10 +646,12 @@ fn run_round(
     }
     if ready < n {
         out(Line::Notice(format!(
-            "cbench: {ready} of {n} switches completed the handshake; testing with those"
+            "cbench: only {ready} of {n} switches completed the handshake within {handshake_ms} ms; \
+             this run measures {ready} switches and is marked partial"
         )));
     }
 
+    let mut stalls = commbench_core::stall::StallMonitor::start_default();
     let mut windows = Vec::with_capacity(cfg.loops);
     for j in 0..cfg.loops {
         let delay = if j == 0 { cfg.delay_ms } else { 0 };
@@ -647,6 +663,7 @@ fn run_round(
             }
         }
         let t0 = now_ns();
+        let _ = stalls.take_window();
         shared
             .probe_start_ns
             .store(t0 + delay * 1_000_000, Ordering::SeqCst);
@@ -686,6 +703,7 @@ fn run_round(
             kept,
             emulator_cpu_s: cpu_s,
             emulator_busy: cpu_s * 1e3 / ((t1 - t0) as f64 / 1e6) / threads as f64,
+            stall: stalls.take_window(),
         };
         flush(out);
         out(Line::Window {
@@ -739,8 +757,58 @@ fn run_round(
         emulator_busy: mean_busy,
         emulator_busy_max: max_busy,
         switches_connected: connected,
+        switches_ready: ready,
+        handshake_timeout_ms: handshake_ms,
         reply_backlog_peak: shared.reply_backlog_peak.load(Ordering::Relaxed) as u64,
     })
+}
+
+/// The handshake time-out: the configured one, but at least 250 ms per
+/// switch, so a loaded machine that needs longer for 256 switches than for
+/// 16 does not turn a slow start into a partial run.
+pub fn handshake_timeout_ms(cfg: &CbenchConfig) -> u64 {
+    cfg.handshake_timeout_ms
+        .max(250u64.saturating_mul(cfg.switches as u64))
+}
+
+impl CbenchRound {
+    /// Fewer switches completed the handshake than were asked for.
+    pub fn partial(&self) -> bool {
+        self.switches_ready < self.switches
+    }
+
+    /// Lines naming the windows in which the machine stalled for longer
+    /// than `threshold` (printed after RESULT).
+    pub fn stall_lines(&self, threshold: std::time::Duration) -> Vec<String> {
+        stall_lines(&self.windows, threshold)
+    }
+}
+
+/// Lines naming the windows in which the machine stalled for longer than
+/// `threshold`.
+pub fn stall_lines(windows: &[Window], threshold: std::time::Duration) -> Vec<String> {
+    {
+        windows
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.stall.stalled(threshold))
+            .map(|(i, w)| {
+                format!(
+                    "stall: window {} ({}): the machine stalled for {:.1} ms (a sleeping thread woke {:.1} ms late; {} wake-ups over {:.0} ms{})",
+                    i + 1,
+                    w.time,
+                    w.stall.worst_ms,
+                    w.stall.worst_ms,
+                    w.stall.stalls,
+                    threshold.as_secs_f64() * 1e3,
+                    w.stall
+                        .steal_ms
+                        .map(|s| format!("; hypervisor steal {s:.0} ms"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    }
 }
 
 /// Jain's fairness index: (Σx)² / (n Σx²).

@@ -137,6 +137,22 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
     }
     let records = bench::cbench_records(&report);
     let fp = Fingerprint::collect();
+    // After RESULT: the windows in which the machine itself stalled.
+    for round in &report.rounds {
+        for l in round.stall_lines(commbench_core::stall::DEFAULT_THRESHOLD) {
+            if table {
+                println!("{l}");
+            } else {
+                eprintln!("{l}");
+            }
+        }
+    }
+    let partial: Vec<String> = report
+        .rounds
+        .iter()
+        .filter(|r| r.partial())
+        .map(|r| format!("{} of {} switches", r.switches_ready, r.switches))
+        .collect();
     if table {
         let mut o = stdout.lock();
         for round in &report.rounds {
@@ -205,7 +221,14 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
             }
         }
     }
-    failed_run(&report)
+    failed_run(&report)?;
+    if !partial.is_empty() && !cfg.allow_partial {
+        anyhow::bail!(
+            "partial run: only {} completed the handshake (marked partial in every output; --allow-partial exits 0)",
+            partial.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// A run that measured nothing is a failure (exit 1), not a 0.00

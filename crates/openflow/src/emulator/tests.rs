@@ -29,6 +29,7 @@ fn seed_windows() -> Vec<Window> {
             kept: j >= 1,
             emulator_cpu_s: 0.0,
             emulator_busy: 0.0,
+            stall: Default::default(),
         })
         .collect()
 }
@@ -61,6 +62,7 @@ fn window_lines_exact() {
         kept: true,
         emulator_cpu_s: 0.0,
         emulator_busy: 0.0,
+        stall: Default::default(),
     };
     insta::assert_snapshot!(format_window_line(4, &w, false), @"09:05:03.042 4   switches: flows/sec:  123  4567  0  89   total = 4.776612 per ms ");
     let w16 = Window {
@@ -71,6 +73,7 @@ fn window_lines_exact() {
         kept: false,
         emulator_cpu_s: 0.0,
         emulator_busy: 0.0,
+        stall: Default::default(),
     };
     insta::assert_snapshot!(format_window_line(16, &w16, false), @"23:59:59.999 16  switches: flows/sec:  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1   total = 0.016000 per ms ");
     insta::assert_snapshot!(format_window_line(16, &w16, true), @"16  switches: fmods/sec:  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1  1   total = 0.016000 per ms ");
@@ -86,6 +89,7 @@ fn result_uses_population_stdev_and_kept_windows_only() {
         kept,
         emulator_cpu_s: 0.0,
         emulator_busy: 0.0,
+        stall: Default::default(),
     };
     let r = result_stats(&[mk(100.0, false), mk(1.0, true), mk(3.0, true)]);
     assert_eq!(r.tests, 2);
@@ -211,4 +215,29 @@ fn a_reset_reads_as_the_controller_closing() {
     assert!(io_close_reason("write", &pipe).contains("closed by controller"));
     let other = std::io::Error::from(std::io::ErrorKind::InvalidInput);
     assert!(io_close_reason("read", &other).starts_with("read error"));
+}
+
+#[test]
+fn a_window_in_which_the_machine_stalled_is_named_after_result() {
+    use commbench_core::stall::StallWindow;
+    let mk = |worst_ms: f64| Window {
+        time: "10:00:00.000".into(),
+        counts: vec![1],
+        elapsed_ms: 1000.0,
+        per_ms: 0.001,
+        kept: true,
+        emulator_cpu_s: 0.0,
+        emulator_busy: 0.0,
+        stall: StallWindow {
+            worst_ms,
+            mean_late_us: 80.0,
+            stalls: u64::from(worst_ms >= 50.0),
+            steal_ms: Some(0.0),
+        },
+    };
+    let ws = vec![mk(0.2), mk(0.3), mk(9800.0), mk(1.0)];
+    let lines = stall_lines(&ws, std::time::Duration::from_millis(50));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("stall: window 3"), "{}", lines[0]);
+    assert!(lines[0].contains("stalled for 9800.0 ms"), "{}", lines[0]);
 }
