@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# OpenFlow lab comparison: CPU per response of each side, side by side and
+# interleaved, for real cbench and `commbench cbench` against
+# `commbench controller` and a minimal C controller
+# (bench/openflow/c_controller.c); see bench/openflow/compare.py.
+#
+# Real cbench is built from its source: give CBENCH_SRC=DIR holding
+# mininet/oflops (cbench/, msgbuf.c) and OFSRC=DIR holding mininet/openflow
+# (include/openflow/openflow.h), or let the script clone both into
+# $OUT/src (needs network).
+# Usage: bench/openflow-compare.sh [REPEAT] [SWITCHES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPEAT=${1:-3}
+SWITCHES=${2:-16}
+OUT=${OUT:-/tmp/openflow-compare}
+mkdir -p "$OUT"
+cargo build --release -q -p commbench
+gcc -O2 -Wall -o "$OUT/c_controller" bench/openflow/c_controller.c
+if [ -z "${CBENCH_SRC:-}" ]; then
+  CBENCH_SRC=$OUT/src/oflops
+  [ -d "$CBENCH_SRC" ] || git clone -q --depth 1 https://github.com/mininet/oflops "$CBENCH_SRC"
+fi
+if [ -z "${OFSRC:-}" ]; then
+  OFSRC=$OUT/src/openflow
+  [ -d "$OFSRC" ] || git clone -q --depth 1 https://github.com/mininet/openflow "$OFSRC"
+fi
+# oflops' autoconf writes config.h; only VERSION is used by cbench.
+echo '#define VERSION "oflops-git"' > "$OUT/config.h"
+gcc -O2 -D_GNU_SOURCE -I"$OFSRC/include" -I"$CBENCH_SRC" -I"$OUT" -o "$OUT/cbench" \
+  "$CBENCH_SRC/cbench/cbench.c" "$CBENCH_SRC/cbench/fakeswitch.c" "$CBENCH_SRC/cbench/myargs.c" \
+  "$CBENCH_SRC/msgbuf.c" -lm -lpthread
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
+python3 bench/openflow/compare.py "$OUT/cbench" "$OUT/c_controller" "$PWD/target/release/commbench" \
+  --repeat "$REPEAT" --switches "$SWITCHES"
+echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES"

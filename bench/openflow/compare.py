@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Side by side, interleaved: CPU per response of each side of an OpenFlow
+throughput run, for the four pairs
+
+    real cbench      -> commbench controller
+    real cbench      -> C controller (bench/openflow/c_controller.c)
+    commbench cbench -> commbench controller
+    commbench cbench -> C controller
+
+Controller on one CPU, generator on the other (taskset). CPU of each side
+from /proc/PID/stat (utime + stime, split user / sys) around the run;
+responses counted by the generator (commbench cbench: its 'responses:'
+line; real cbench: the sum of its per-window 'total = X per ms' lines times
+the window length). Prints the medians over the repeats, their ranges, and
+the ratios the issue asks for.
+
+usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 3] [--switches 16] [--ms 1000] [--loops 4]
+"""
+import argparse, os, re, signal, socket, statistics, subprocess, sys, time
+
+TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / TCK, int(fields[12]) / TCK  # utime, stime
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_controller(kind, args, port):
+    cmd = {
+        "commbench": [args.commbench, "controller", "--port", str(port), "-q"],
+        "c": [args.c_controller, str(port)],
+    }[kind]
+    p = subprocess.Popen(["taskset", "-c", args.ctl_cpu] + cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return p
+
+
+def run_gen(kind, args, port):
+    common = ["-c", "127.0.0.1", "-p", str(port), "-s", str(args.switches), "-l", str(args.loops), "-m", str(args.ms), "-t"]
+    if kind == "commbench":
+        cmd = ["taskset", "-c", args.gen_cpu, args.commbench, "cbench"] + common
+    else:
+        cmd = ["taskset", "-c", args.gen_cpu, args.cbench] + common
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Sample the generator's CPU just before it exits: wait, reading output.
+    out = []
+    last = (0.0, 0.0)
+    while True:
+        line = p.stdout.readline()
+        if not line:
+            break
+        out.append(line)
+        try:
+            last = cpu_of(p.pid)
+        except OSError:
+            pass
+    p.wait()
+    text = "".join(out)
+    if kind == "commbench":
+        m = re.search(r"responses: (\d+)", text)
+        responses = int(m.group(1)) if m else 0
+        m = re.search(r"emulator: [\d.]+ s CPU \(user ([\d.]+) \+ sys ([\d.]+)\)", text)
+        gen_user, gen_sys = (float(m.group(1)), float(m.group(2))) if m else last
+    else:
+        totals = [float(x) for x in re.findall(r"total = ([\d.]+) per ms", text)]
+        responses = int(sum(totals) * args.ms)
+        gen_user, gen_sys = last
+    ok = "RESULT" in text and responses > 0
+    return responses, gen_user, gen_sys, ok, time.time() - t0, text
+
+
+def one(gen, ctl, args):
+    port = free_port()
+    c = start_controller(ctl, args, port)
+    c0 = cpu_of(c.pid)
+    responses, gu, gs, ok, wall, text = run_gen(gen, args, port)
+    c1 = cpu_of(c.pid)
+    c.send_signal(signal.SIGTERM)
+    try:
+        c.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        c.kill()
+    cu, cs = c1[0] - c0[0], c1[1] - c0[1]
+    if not ok:
+        print(f"  {gen} -> {ctl}: run failed:\n{text[-800:]}", file=sys.stderr)
+        return None
+    n = responses
+    return {
+        "gen_ns": (gu + gs) * 1e9 / n, "gen_user_ns": gu * 1e9 / n, "gen_sys_ns": gs * 1e9 / n,
+        "ctl_ns": (cu + cs) * 1e9 / n, "ctl_user_ns": cu * 1e9 / n, "ctl_sys_ns": cs * 1e9 / n,
+        "rate": n / wall,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cbench")
+    ap.add_argument("c_controller")
+    ap.add_argument("commbench")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--switches", type=int, default=16)
+    ap.add_argument("--ms", type=int, default=1000)
+    ap.add_argument("--loops", type=int, default=4)
+    ap.add_argument("--ctl-cpu", default="1")
+    ap.add_argument("--gen-cpu", default="0")
+    args = ap.parse_args()
+    pairs = [("cbench", "commbench"), ("cbench", "c"), ("commbench", "commbench"), ("commbench", "c")]
+    res = {p: [] for p in pairs}
+    print(f"date {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}  load before {os.getloadavg()[0]:.1f}  "
+          f"switches {args.switches}  loops {args.loops} x {args.ms} ms  controller cpu {args.ctl_cpu}, generator cpu {args.gen_cpu}")
+    for r in range(args.repeat):
+        order = pairs if r % 2 == 0 else list(reversed(pairs))
+        for p in order:
+            x = one(p[0], p[1], args)
+            if x:
+                res[p].append(x)
+    print(f"load after {os.getloadavg()[0]:.1f}")
+    name = {"cbench": "real cbench", "commbench": "commbench", "c": "C controller"}
+    med = lambda v, k: statistics.median([x[k] for x in v]) if v else float("nan")
+    rng = lambda v, k: f"{min(x[k] for x in v):.0f}-{max(x[k] for x in v):.0f}" if v else "-"
+    print()
+    print("| generator -> controller | generator CPU ns/response (user+sys) | controller CPU ns/response (user+sys) | runs |")
+    print("|---|---:|---:|---:|")
+    for p in pairs:
+        v = res[p]
+        print(f"| {name[p[0]]} -> {name[p[1]] if p[1] != 'commbench' else 'commbench controller'} | "
+              f"{med(v,'gen_ns'):.1f} ({med(v,'gen_user_ns'):.1f}+{med(v,'gen_sys_ns'):.1f}) [{rng(v,'gen_ns')}] | "
+              f"{med(v,'ctl_ns'):.1f} ({med(v,'ctl_user_ns'):.1f}+{med(v,'ctl_sys_ns'):.1f}) [{rng(v,'ctl_ns')}] | {len(v)} |")
+    print()
+    for g in ["cbench", "commbench"]:
+        a, b = med(res[(g, "commbench")], "ctl_ns"), med(res[(g, "c")], "ctl_ns")
+        print(f"controller, ours / C, under {name[g]}: {a / b:.2f}")
+    for c in ["commbench", "c"]:
+        a, b = med(res[("commbench", c)], "gen_ns"), med(res[("cbench", c)], "gen_ns")
+        print(f"generator, ours / real cbench, against the {name[c] if c == 'c' else 'commbench controller'}: {a / b:.2f}")
+
+
+if __name__ == "__main__":
+    main()
