@@ -148,8 +148,8 @@ fn transport_all_prints_a_side_by_side_table() {
         .assert()
         .success()
         .stdout(predicate::str::contains("x uds"))
-        .stdout(predicate::str::is_match(r"(?m)^shm +adaptive ").unwrap())
-        .stdout(predicate::str::is_match(r"(?m)^tcp ").unwrap());
+        .stdout(predicate::str::is_match(r"(?m)^1 +mt +shm +adaptive ").unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^1 +mt +tcp ").unwrap());
 }
 
 #[test]
@@ -406,4 +406,65 @@ fn ring_larger_than_free_dev_shm_is_a_usage_error_before_anything_is_created() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("MiB free: use --ring"), "{err}");
     assert!(left.is_empty());
+}
+
+#[test]
+fn a_sessions_and_clients_sweep_records_every_point_with_cpu_and_context_switches() {
+    let out = bin()
+        .args([
+            "ipc",
+            "reqres",
+            "--sessions",
+            "1,2",
+            "--clients",
+            "mt,mp",
+            "--count",
+            "500",
+            "--transport",
+            "uds",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let mut points: Vec<(u64, String)> = recs
+        .iter()
+        .map(|r| {
+            (
+                r["params"]["sessions"].as_u64().unwrap(),
+                r["params"]["clients"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    points.sort();
+    assert_eq!(
+        points,
+        vec![
+            (1, "mp".to_owned()),
+            (1, "mt".to_owned()),
+            (2, "mp".to_owned()),
+            (2, "mt".to_owned())
+        ]
+    );
+    let msgs = |s: u64, c: &str| {
+        recs.iter()
+            .find(|r| r["params"]["sessions"] == s && r["params"]["clients"] == c)
+            .map(|r| r["metrics"]["messages"].as_u64().unwrap())
+            .unwrap()
+    };
+    for c in ["mt", "mp"] {
+        // Every session ran its whole count.
+        assert_eq!(msgs(2, c), 2 * msgs(1, c), "{c}");
+        assert!(msgs(1, c) >= 500, "{c}");
+    }
+    for r in recs {
+        let m = &r["metrics"];
+        assert!(m["ctx_per_op"].as_f64().unwrap() > 0.0, "{m}");
+        assert!(m["cpu_ns_per_op"].as_f64().unwrap() > 0.0, "{m}");
+    }
 }

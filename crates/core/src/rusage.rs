@@ -286,6 +286,20 @@ impl RunUsage {
             "involuntary_ctx",
             self.process.involuntary_ctx + self.children.involuntary_ctx,
         );
+        // Context switches per operation: how often a message had to wake
+        // (or lost its CPU to) another thread.
+        let ctx = self.process.voluntary_ctx
+            + self.children.voluntary_ctx
+            + self.process.involuntary_ctx
+            + self.children.involuntary_ctx;
+        r.push_metric(
+            "ctx_per_op",
+            if self.ops > 0 {
+                ctx as f64 / self.ops as f64
+            } else {
+                f64::NAN
+            },
+        );
         r.push_metric("load_start", self.load_start[0]);
         r.push_metric("load_end", self.load_end[0]);
         r.push_metric("oversubscribed", self.oversubscribed);

@@ -61,18 +61,19 @@ pub struct NativeArgs {
     /// Transport (shm = rings in /dev/shm).
     #[arg(long, value_enum, default_value = "shm")]
     pub transport: TransportArg,
-    /// Sessions (each a server thread and a client thread or process), 1..=64.
-    #[arg(long, default_value_t = 1)]
-    pub sessions: u32,
+    /// Sessions (each a server thread and a client thread or process), 1..=64;
+    /// a list (`1,2,4,8,16,32`) runs a sweep, interleaved.
+    #[arg(long, default_value = "1", value_delimiter = ',')]
+    pub sessions: Vec<u32>,
     /// Payload bytes per message (suffixes K, KiB, M, MiB), at most 16 MiB.
     #[arg(long, default_value = "128", value_parser = parse_size)]
     pub size: usize,
     /// Messages (round trips for reqres) per session.
     #[arg(long, default_value_t = 100_000)]
     pub count: u64,
-    /// Client layout: threads in this process, or a process per session.
-    #[arg(long, value_enum, default_value = "mt")]
-    pub clients: ClientsArg,
+    /// Client layout: threads in this process, or a process per session; `mt,mp` runs both.
+    #[arg(long, value_enum, default_value = "mt", value_delimiter = ',')]
+    pub clients: Vec<ClientsArg>,
     /// Request/response mode (reqres only).
     #[arg(long, value_enum, default_value = "sync")]
     pub mode: ModeArg,
@@ -168,11 +169,6 @@ pub fn run(a: &IpcArgs) -> Result<()> {
     };
     let base = IpcConfig {
         workload,
-        clients: match args.clients {
-            ClientsArg::Mt => Clients::Mt,
-            ClientsArg::Mp => Clients::Mp,
-        },
-        sessions: args.sessions,
         size: args.size,
         count: args.count,
         verify: args.verify,
@@ -197,20 +193,36 @@ pub fn run(a: &IpcArgs) -> Result<()> {
         WaitArg::All => vec![WaitPolicy::Spin, WaitPolicy::Block, WaitPolicy::Adaptive],
     };
     let mut cfgs = Vec::new();
-    for &t in &transports {
-        if t == TransportKind::Shm {
-            for &w in &waits {
-                cfgs.push(IpcConfig {
-                    transport: t,
-                    wait: w,
-                    ..base.clone()
-                });
-            }
-        } else {
-            cfgs.push(IpcConfig {
-                transport: t,
+    let mut sessions = args.sessions.clone();
+    sessions.dedup();
+    let mut clients = args.clients.clone();
+    clients.dedup();
+    for &n in &sessions {
+        for &cl in &clients {
+            let base = IpcConfig {
+                sessions: n,
+                clients: match cl {
+                    ClientsArg::Mt => Clients::Mt,
+                    ClientsArg::Mp => Clients::Mp,
+                },
                 ..base.clone()
-            });
+            };
+            for &t in &transports {
+                if t == TransportKind::Shm {
+                    for &w in &waits {
+                        cfgs.push(IpcConfig {
+                            transport: t,
+                            wait: w,
+                            ..base.clone()
+                        });
+                    }
+                } else {
+                    cfgs.push(IpcConfig {
+                        transport: t,
+                        ..base.clone()
+                    });
+                }
+            }
         }
     }
     commbench_core::artifact::install_signal_cleanup();
@@ -252,22 +264,38 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
             .unwrap_or_default()
     };
     let m = |r: &commbench_core::Record, k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
-    let uds = records
-        .iter()
-        .find(|r| p(r, "transport") == "uds")
-        .map(|r| m(r, "msgs_per_s"));
+    // The Unix socket of the same sessions and clients is the yardstick.
+    let uds = |r: &commbench_core::Record| {
+        records
+            .iter()
+            .find(|u| {
+                p(u, "transport") == "uds"
+                    && p(u, "sessions") == p(r, "sessions")
+                    && p(u, "clients") == p(r, "clients")
+            })
+            .map(|u| m(u, "msgs_per_s"))
+    };
+    let sweep = records.iter().any(|r| {
+        p(r, "sessions") != p(&records[0], "sessions")
+            || p(r, "clients") != p(&records[0], "clients")
+    });
     let mut out = String::new();
     let first = &records[0];
+    let who = if sweep {
+        "sweep over sessions and clients".to_owned()
+    } else {
+        format!("{} x{} sessions", p(first, "clients"), p(first, "sessions"))
+    };
     out.push_str(&format!(
-        "ipc {} {} x{} sessions, {} B, {} per session, median of {} interleaved rounds\n",
+        "ipc {} {who}, {} B, {} per session, median of {} interleaved rounds\n",
         p(first, "mode"),
-        p(first, "clients"),
-        p(first, "sessions"),
         p(first, "size"),
         p(first, "count"),
         p(first, "repeat"),
     ));
     let head = [
+        "sessions",
+        "clients",
         "transport",
         "wait",
         "msgs/s",
@@ -278,6 +306,7 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
         "rt p99.9 ns",
         "srv cpu ns/msg",
         "cli cpu ns/msg",
+        "ctx/msg",
         "x uds",
         "placement",
     ];
@@ -285,6 +314,8 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
     for r in records {
         let rate = m(r, "msgs_per_s");
         rows.push(vec![
+            p(r, "sessions"),
+            p(r, "clients"),
             p(r, "transport"),
             p(r, "wait"),
             h(rate.round()),
@@ -299,7 +330,9 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
             h(m(r, "rt_p999_ns")),
             h(m(r, "server_cpu_ns_per_msg").round()),
             h(m(r, "client_cpu_ns_per_msg").round()),
-            uds.map(|u| format!("{:.2}", rate / u))
+            format!("{:.2}", m(r, "ctx_per_op")),
+            uds(r)
+                .map(|u| format!("{:.2}", rate / u))
                 .unwrap_or_else(|| "-".into()),
             {
                 let (sc, cc) = (p(r, "server_cpus"), p(r, "client_cpus"));
@@ -434,5 +467,26 @@ pub fn suite_step(
     rec: &mut commbench_core::Recorder,
 ) -> Result<super::suite::StepOutcome> {
     commbench_ipc::suite(ctx.quick(), rec).map_err(lib_err)?;
+    if ctx.full() {
+        // The seed's note on sessions beyond the core count, as a sweep:
+        // mt and mp clients, 1..32 sessions, shm (adaptive) and the Unix
+        // socket, interleaved.
+        let mut cfgs = Vec::new();
+        for sessions in [1u32, 2, 4, 8, 16, 32] {
+            for clients in [Clients::Mt, Clients::Mp] {
+                for transport in [TransportKind::Shm, TransportKind::Uds] {
+                    cfgs.push(IpcConfig {
+                        transport,
+                        sessions,
+                        clients,
+                        size: 128,
+                        count: 20_000,
+                        ..IpcConfig::default()
+                    });
+                }
+            }
+        }
+        commbench_ipc::run_interleaved(&cfgs, 3, rec).map_err(lib_err)?;
+    }
     Ok(super::suite::StepOutcome::default())
 }
