@@ -5,6 +5,7 @@
 mod cmd;
 mod output;
 mod progress;
+mod store;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -14,6 +15,13 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "commbench", version, about, long_about = None)]
 struct Cli {
+    /// Keep this run's records in the results store at PATH (default
+    /// $XDG_DATA_HOME/commbench/results.db; env COMMBENCH_STORE).
+    #[arg(long, global = true, value_name = "PATH")]
+    store: Option<std::path::PathBuf>,
+    /// Do not keep this run in the results store (env COMMBENCH_NO_STORE=1).
+    #[arg(long, global = true, conflicts_with = "store")]
+    no_store: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -157,6 +165,12 @@ fn main() -> ExitCode {
         Command::Mux(a) => cmd::mux::is_harness_child(a),
         _ => false,
     };
+    // Helper processes of a run report to their parent, which stores.
+    store::configure(if internal {
+        store::Choice::Off
+    } else {
+        store::choose(cli.store.as_deref(), cli.no_store)
+    });
     if commbench_core::env::is_debug_build() && !internal {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }
