@@ -42,6 +42,8 @@ enum Command {
     Suite(cmd::suite::SuiteArgs),
     /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
     Compare(cmd::compare::CompareArgs),
+    /// Runs kept in the results store and the trend of each test's headline metric; baselines.
+    History(cmd::history::HistoryArgs),
     /// Render result files into one self-contained HTML page with SVG plots.
     Report(cmd::report::ReportArgs),
     /// IPC lab: request/response and streaming over shm, uds, pipe, tcp.
@@ -104,6 +106,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(a) => cmd::suite::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
         Command::Report(a) => cmd::report::run(&a),
+        Command::History(a) => cmd::history::run(&a),
         Command::Ipc(a) => cmd::ipc::run(&a),
         Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
         Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
@@ -171,6 +174,10 @@ fn main() -> ExitCode {
     } else {
         store::choose(cli.store.as_deref(), cli.no_store)
     });
+    // Processes this run starts (mp clients, load workers, `pcap extract`
+    // under `pcap bench`) are parts of it: only this process stores. Set
+    // before any thread exists.
+    std::env::set_var("COMMBENCH_NO_STORE", "1");
     if commbench_core::env::is_debug_build() && !internal {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }

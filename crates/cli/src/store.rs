@@ -58,6 +58,17 @@ pub fn choice() -> Choice {
     CHOICE.get().cloned().unwrap_or(Choice::Off)
 }
 
+/// Opens the configured store for a command that reads it (history,
+/// compare --baseline): here a missing or unusable store is an error.
+pub fn open_for_reading() -> anyhow::Result<Store> {
+    match choice() {
+        Choice::Off => Err(crate::usage(
+            "the results store is disabled (--no-store or COMMBENCH_NO_STORE); give --store PATH",
+        )),
+        Choice::At(p) => Ok(Store::open(&p)?),
+    }
+}
+
 /// Appends the measured records of this run, with its environment, to
 /// the store; warns on stderr when that fails.
 pub fn keep(records: &[Record], environment: &Value) {

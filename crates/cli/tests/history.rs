@@ -165,3 +165,235 @@ fn processes_appending_at_once_lose_nothing() {
     sizes.dedup();
     assert!(sizes.len() >= n as usize, "{sizes:?}");
 }
+
+fn synthetic_run(db: &Path, host: &str, started_unix: i64, sha: &str, rate: f64) -> String {
+    let mut s = Store::open(db).unwrap();
+    let meta = commbench_store::RunMeta {
+        run_id: commbench_store::new_run_id().unwrap(),
+        started_utc: format!("t{started_unix}"),
+        started_unix,
+        host: host.into(),
+        git_sha: sha.into(),
+        build_profile: "release".into(),
+        command_line: vec!["commbench".into(), "ipc".into()],
+        environment: serde_json::json!({"hostname": host}),
+    };
+    let recs = [
+        commbench_core::record::Record::new("ipc", "reqres")
+            .param("transport", "shm")
+            .param("msg_len", 64)
+            .metric("msgs_per_s", rate)
+            .metric("latency_ns", serde_json::json!({"p50": 1e9 / rate})),
+        commbench_core::record::Record::new("timer", "tsc").metric("hz", 1e9),
+    ];
+    assert!(s.append(&meta, &recs).unwrap());
+    meta.run_id
+}
+
+fn json_records(c: &mut Command) -> Vec<serde_json::Value> {
+    let out = c.args(["--format", "json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["records"].as_array().unwrap().clone()
+}
+
+fn of<'a>(recs: &'a [serde_json::Value], test: &str) -> Vec<&'a serde_json::Value> {
+    recs.iter().filter(|r| r["test"] == test).collect()
+}
+
+#[test]
+fn history_lists_the_runs_and_the_trend_per_host() {
+    let d = tmp("trend");
+    let db = d.join("results.db");
+    synthetic_run(&db, "alpha", 1_000, "aaaa1111", 100.0);
+    synthetic_run(&db, "beta", 2_000, "bbbb2222", 50.0);
+    synthetic_run(&db, "alpha", 3_000, "cccc3333", 80.0);
+    let recs = json_records(cb(&db).args(["history", "--lab", "ipc"]));
+    assert_eq!(of(&recs, "run").len(), 3);
+    let trends = of(&recs, "trend");
+    assert_eq!(trends.len(), 2, "one trend per host");
+    let alpha = trends
+        .iter()
+        .find(|t| t["params"]["host"] == "alpha")
+        .unwrap();
+    assert_eq!(alpha["params"]["metric"], "msgs_per_s");
+    assert_eq!(alpha["metrics"]["runs"], 2);
+    assert_eq!(alpha["metrics"]["first"], 100.0);
+    assert_eq!(alpha["metrics"]["last"], 80.0);
+    assert_eq!(alpha["metrics"]["ratio"], 0.8);
+    assert_eq!(alpha["metrics"]["verdict"], "slower");
+    // A chosen metric, a host and a date select.
+    let recs = json_records(cb(&db).args([
+        "history",
+        "--lab",
+        "ipc",
+        "--metric",
+        "latency_ns.p50",
+        "--host",
+        "alpha",
+    ]));
+    let t = of(&recs, "trend");
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0]["metrics"]["first"], 1e7);
+    assert_eq!(t[0]["metrics"]["verdict"], "worse", "a latency that grew");
+    let recs = json_records(cb(&db).args(["history", "--since", "1970-01-01T00:40"]));
+    assert_eq!(of(&recs, "run").len(), 1, "only the run at 3000 s");
+    cb(&db)
+        .args(["history", "--since", "last tuesday"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn history_plot_draws_one_series_per_host() {
+    let d = tmp("plot");
+    let db = d.join("results.db");
+    for (i, h) in ["alpha", "beta", "alpha", "beta"].iter().enumerate() {
+        synthetic_run(&db, h, 1_000 * i as i64, "s", 100.0 + i as f64);
+    }
+    let html = d.join("trend.html");
+    cb(&db)
+        .args(["history", "--lab", "ipc", "--plot", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<figure>").count(), 1, "ipc/reqres only");
+    assert!(page.contains("<svg") && page.contains("alpha") && page.contains("beta"));
+    cb(&db).args(["history", "--plot"]).assert().code(2);
+}
+
+#[test]
+fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
+    let d = tmp("baseline");
+    let db = d.join("results.db");
+    let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
+    synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
+    synthetic_run(&db, "ci", 2_000, "bbbb2222", 80.0);
+    let out = cb(&db)
+        .args(["compare", "--baseline", "last", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&first),
+        "the previous run of host ci"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rate = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["params"]["metric"] == "msgs_per_s")
+        .unwrap()
+        .clone();
+    assert_eq!(rate["metrics"]["before"], 100.0);
+    assert_eq!(rate["metrics"]["after"], 80.0);
+    assert_eq!(rate["metrics"]["verdict"], "slower");
+    // -20% is beyond 10% (exit 1) and within 30% (exit 0).
+    cb(&db)
+        .args([
+            "compare",
+            "--baseline",
+            "last",
+            "--fail-on-regression",
+            "10",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("regressed by more than 10%"));
+    cb(&db)
+        .args([
+            "compare",
+            "--baseline",
+            "last",
+            "--fail-on-regression",
+            "30",
+        ])
+        .assert()
+        .success();
+    // The same build's SHA names the run too.
+    cb(&db)
+        .args([
+            "compare",
+            "--baseline",
+            "aaaa11",
+            "--fail-on-regression",
+            "10",
+        ])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn a_saved_baseline_names_a_run_and_unknown_or_foreign_ones_are_usage_errors() {
+    let d = tmp("named");
+    let db = d.join("results.db");
+    let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
+    let other = synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
+    cb(&db)
+        .args(["history", "--save-baseline", "v1.0", "--run", &first[..10]])
+        .assert()
+        .success();
+    cb(&db)
+        .args(["history", "--save-baseline", "theirs", "--run", &other])
+        .assert()
+        .success();
+    synthetic_run(&db, "ci", 2_000, "bbbb2222", 100.0);
+    synthetic_run(&db, "ci", 3_000, "cccc3333", 120.0);
+    // Against v1.0 (100 → 120 msgs/s): faster, no regression.
+    cb(&db)
+        .args(["compare", "--baseline", "v1.0", "--fail-on-regression", "1"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(&first))
+        .stderr(predicates::str::contains("1 faster"));
+    cb(&db)
+        .args(["compare", "--baseline", "theirs"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("of host other"));
+    cb(&db)
+        .args(["compare", "--baseline", "nope"])
+        .assert()
+        .code(2);
+    cb(&db)
+        .args(["history", "--save-baseline", "x", "--run", "0123456789"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn compare_a_result_file_with_the_run_before_it() {
+    // Two real runs; the second's file is compared with the first stored
+    // run, not with its own stored copy.
+    let d = tmp("file");
+    let db = d.join("results.db");
+    let f1 = d.join("one.jsonl");
+    let f2 = d.join("two.jsonl");
+    for f in [&f1, &f2] {
+        cb(&db)
+            .args(["timer", "--batches", "20", "--format", "jsonl", "-o"])
+            .arg(f)
+            .assert()
+            .success();
+    }
+    let runs = Store::open(&db).unwrap().runs(&Filter::default()).unwrap();
+    assert_eq!(runs.len(), 2);
+    cb(&db)
+        .args(["compare", "--baseline", "last", "--all"])
+        .arg(&f2)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(&runs[0].run_id));
+    // Nothing stored before the first run: a usage error.
+    cb(&db)
+        .args(["compare", "--baseline", "last"])
+        .arg(&f1)
+        .assert()
+        .code(2);
+}

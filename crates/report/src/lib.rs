@@ -24,8 +24,10 @@ use std::path::Path;
 use thiserror::Error;
 
 mod plot;
+mod trend;
 
 pub use plot::{ladder_svg, line_svg, Series};
+pub use trend::{render_trends_html, RunRow, Trend};
 
 #[derive(Debug, Error)]
 pub enum ReportError {
@@ -174,7 +176,8 @@ fn flat_metrics(r: &Record) -> Vec<(String, f64)> {
     out
 }
 
-fn params_key(r: &Record) -> String {
+/// The parameters as `k=v` pairs: what records are matched by.
+pub fn params_key(r: &Record) -> String {
     r.params
         .iter()
         .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
