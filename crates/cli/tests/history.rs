@@ -397,3 +397,48 @@ fn compare_a_result_file_with_the_run_before_it() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn merging_another_hosts_export_shows_both_hosts() {
+    let d = tmp("merge");
+    let here = d.join("here.db");
+    let there = d.join("there.db");
+    synthetic_run(&here, "alpha", 1_000, "aaaa", 100.0);
+    synthetic_run(&there, "beta", 1_100, "bbbb", 90.0);
+    synthetic_run(&there, "beta", 1_200, "cccc", 95.0);
+    let out = d.join("export");
+    cb(&there)
+        .args(["history", "--export", "jsonl"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.join("lab=ipc/host=beta/part-0.jsonl").is_file());
+    assert!(out.join("lab=timer/host=beta/part-0.jsonl").is_file());
+    for expect in ["imported 2 runs", "imported 0 runs"] {
+        cb(&here)
+            .args(["history", "--import"])
+            .arg(&out)
+            .assert()
+            .success()
+            .stderr(predicates::str::contains(expect));
+    }
+    let recs = json_records(cb(&here).args(["history", "--lab", "ipc"]));
+    assert_eq!(of(&recs, "run").len(), 3);
+    let hosts: Vec<&str> = of(&recs, "trend")
+        .iter()
+        .map(|t| t["params"]["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["alpha", "beta"]);
+    // An export never writes into a folder with files; a bad format is a usage error.
+    cb(&there)
+        .args(["history", "--export", "jsonl"])
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("not empty"));
+    cb(&there)
+        .args(["history", "--export", "xlsx"])
+        .arg(d.join("x"))
+        .assert()
+        .code(2);
+}

@@ -533,6 +533,20 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
     }
 
+    /// Whether a run of `host` that started at `started_utc` is kept (a
+    /// result file imported after its run was stored has no run id).
+    pub fn has_run_at(&self, host: &str, started_utc: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM runs WHERE host = ?1 AND started_utc = ?2 LIMIT 1",
+                params![host, started_utc],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|o| o.is_some())
+            .map_err(|e| self.sql(e))
+    }
+
     /// Names a run (replacing an earlier run of that name).
     pub fn save_baseline(&mut self, name: &str, run_id: &str) -> Result<(), StoreError> {
         if name.is_empty() || name == "last" {
@@ -609,3 +623,5 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+
+pub mod export;

@@ -242,3 +242,176 @@ fn two_writers_at_once_lose_nothing() {
 fn match_key_is_lab_test_and_params() {
     assert_eq!(match_key(&rec(1.0)), "ipc/reqres transport=shm msg_len=64");
 }
+
+mod exports {
+    use super::*;
+    use crate::export::{escape_partition, export, import, unescape_partition, ExportFormat};
+
+    fn two_hosts(p: &Path) -> Store {
+        let mut s = Store::open(p).unwrap();
+        s.append(
+            &run("alpha", 100),
+            &[rec(1.0), Record::new("timer", "tsc").metric("hz", 2e9)],
+        )
+        .unwrap();
+        // A host name that needs escaping in a folder name.
+        s.append(&run("beta/2 x", 200), &[rec(2.0)]).unwrap();
+        s
+    }
+
+    fn count(s: &Store) -> (usize, usize) {
+        (
+            s.runs(&Filter::default()).unwrap().len(),
+            s.records(&Filter::default()).unwrap().len(),
+        )
+    }
+
+    #[test]
+    fn partition_values_round_trip() {
+        for v in ["alpha", "beta/2 x", "a=b%c", "", "..", "héllo"] {
+            assert_eq!(unescape_partition(&escape_partition(v)).as_deref(), Some(v));
+        }
+        assert_eq!(escape_partition("beta/2 x"), "beta%2F2%20x");
+        assert_eq!(unescape_partition("%zz"), None);
+    }
+
+    #[test]
+    fn a_jsonl_export_is_hive_partitioned_and_imports_once() {
+        let s = two_hosts(&tmp("exp-src"));
+        let dir = tmp("exp-out").with_file_name("export");
+        let sum = export(&s, &Filter::default(), &dir, ExportFormat::Jsonl).unwrap();
+        assert_eq!((sum.files, sum.rows), (3, 3));
+        let part = dir.join("lab=ipc/host=beta%2F2%20x/part-0.jsonl");
+        let text = std::fs::read_to_string(&part).unwrap();
+        let row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert!(
+            row.get("lab").is_none() && row.get("host").is_none(),
+            "partition columns live in the path"
+        );
+        assert_eq!(row["metrics"]["msgs_per_s"], 2.0);
+        assert_eq!(row["params"]["transport"], "shm");
+        // An export never writes into a folder with files.
+        assert!(export(&s, &Filter::default(), &dir, ExportFormat::Jsonl).is_err());
+
+        let mut t = Store::open(&tmp("imp")).unwrap();
+        let got = import(&mut t, &dir).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (2, 3));
+        assert_eq!(count(&t), (2, 3));
+        let mut a = s.runs(&Filter::default()).unwrap();
+        let mut b = t.runs(&Filter::default()).unwrap();
+        a.sort_by(|x, y| x.run_id.cmp(&y.run_id));
+        b.sort_by(|x, y| x.run_id.cmp(&y.run_id));
+        assert_eq!(
+            a, b,
+            "runs come back whole: id, host, time, build, environment"
+        );
+        let again = import(&mut t, &dir).unwrap();
+        assert_eq!((again.runs_added, again.runs_skipped), (0, 2));
+        assert_eq!(count(&t), (2, 3));
+    }
+
+    #[test]
+    fn a_result_file_imports_as_one_run_and_not_twice() {
+        let env = json!({"hostname": "gamma", "started_utc": "2026-01-02T03:04:05.000Z",
+                         "git_sha": "s", "build_profile": "release", "command_line": ["commbench", "ipc"]});
+        let mut out = Vec::new();
+        commbench_core::record::export(
+            &[rec(5.0), rec(6.0)],
+            commbench_core::record::Format::Jsonl,
+            &env,
+            &mut out,
+        )
+        .unwrap();
+        let f = tmp("results").with_file_name("results.jsonl");
+        std::fs::write(&f, &out).unwrap();
+        let mut t = Store::open(&tmp("imp-results")).unwrap();
+        let got = import(&mut t, &f).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (1, 2));
+        let r = &t.runs(&Filter::default()).unwrap()[0];
+        assert_eq!(
+            (r.host.as_str(), r.started_unix),
+            ("gamma", parse_utc("2026-01-02T03:04:05Z").unwrap())
+        );
+        assert_eq!(import(&mut t, &f).unwrap().runs_skipped, 1);
+        assert_eq!(count(&t), (1, 2));
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_and_imports_nothing() {
+        let dir = tmp("bad").with_file_name("bad");
+        std::fs::create_dir_all(dir.join("lab=ipc/host=a")).unwrap();
+        std::fs::write(
+            dir.join("lab=ipc/host=a/part-0.jsonl"),
+            "{\"run_id\": \"zz\", \"test\": \"t\"}\n",
+        )
+        .unwrap();
+        let mut t = Store::open(&tmp("imp-bad")).unwrap();
+        assert!(import(&mut t, &dir).is_err());
+        std::fs::write(dir.join("lab=ipc/host=a/part-0.jsonl"), "not json\n").unwrap();
+        assert!(import(&mut t, &dir).is_err());
+        assert_eq!(count(&t), (0, 0));
+        assert!(import(&mut t, &dir.join("absent.jsonl")).is_err());
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn a_parquet_export_reads_back_with_the_parquet_crate_and_imports() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+        let s = two_hosts(&tmp("pq-src"));
+        let dir = tmp("pq-out").with_file_name("export");
+        let sum = export(&s, &Filter::default(), &dir, ExportFormat::Parquet).unwrap();
+        assert_eq!((sum.files, sum.rows), (3, 3));
+        // Read independently of the importer.
+        let f = std::fs::File::open(dir.join("lab=ipc/host=alpha/part-0.parquet")).unwrap();
+        let r = SerializedFileReader::new(f).unwrap();
+        assert_eq!(r.metadata().file_metadata().num_rows(), 1);
+        let row = r.get_row_iter(None).unwrap().next().unwrap().unwrap();
+        let get = |name: &str| {
+            row.get_column_iter()
+                .find(|(n, _)| n.as_str() == name)
+                .map(|(_, f)| f.clone())
+                .unwrap()
+        };
+        assert_eq!(get("started_unix"), Field::Long(100));
+        assert_eq!(get("test"), Field::Str("reqres".into()));
+        let Field::Str(m) = get("metrics") else {
+            panic!("metrics is text")
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&m).unwrap()["msgs_per_s"],
+            1.0
+        );
+        assert!(row
+            .get_column_iter()
+            .all(|(n, _)| n != "lab" && n != "host"));
+
+        let mut t = Store::open(&tmp("pq-imp")).unwrap();
+        let got = import(&mut t, &dir).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (2, 3));
+        let recs = t
+            .records(&Filter {
+                host: Some("beta/2 x".into()),
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].record, rec(2.0));
+        assert_eq!(import(&mut t, &dir).unwrap().runs_skipped, 2);
+
+        // DuckDB, when installed, reads the same files with Hive partitions.
+        if let Ok(out) = std::process::Command::new("duckdb")
+            .arg("-csv")
+            .arg("-noheader")
+            .arg("-c")
+            .arg(format!(
+                "SELECT count(*), count(DISTINCT host) FROM read_parquet('{}/**/*.parquet', hive_partitioning = true)",
+                dir.display()
+            ))
+            .output()
+        {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3,2");
+        }
+    }
+}

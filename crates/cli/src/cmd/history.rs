@@ -1,12 +1,15 @@
 //! `commbench history`: the runs kept in the results store, and per (lab,
 //! test, params, host) the headline metric over those runs with its trend
 //! (first → last ratio and `compare`'s verdict); `--plot -o trend.html`
-//! draws it; `--save-baseline NAME` names a run for `compare --baseline`.
+//! draws it; `--save-baseline NAME` names a run for `compare --baseline`;
+//! `--export jsonl|parquet DIR` and `--import DIR|FILE` move runs between
+//! machines and into DuckDB, Polars or Spark.
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use commbench_core::record::Record;
 use commbench_report::{compare, headline_metric, params_key, RunRow, Series, Trend};
+use commbench_store::export::ExportFormat;
 use commbench_store::{parse_utc, Filter, StoredRecord};
 use std::path::PathBuf;
 
@@ -44,6 +47,12 @@ pub struct HistoryArgs {
         requires = "save_baseline"
     )]
     pub run: String,
+    /// Write the runs the filters select as Hive-partitioned files (lab=…/host=…/) into a new or empty DIR: --export jsonl|parquet DIR.
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "DIR"], conflicts_with_all = ["plot", "save_baseline", "import"])]
+    pub export: Option<Vec<String>>,
+    /// Merge runs of other machines: an export folder, or a results.jsonl / --format json|jsonl file; runs already kept are skipped.
+    #[arg(long, value_name = "DIR|FILE", conflicts_with_all = ["plot", "save_baseline"])]
+    pub import: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -126,6 +135,17 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
         eprintln!("history: baseline '{name}' is run {id}");
         return Ok(());
     }
+    if let Some(path) = &a.import {
+        let sum = commbench_store::export::import(&mut store, path)?;
+        eprintln!(
+            "history: imported {} runs ({} records) from {}; {} already kept",
+            sum.runs_added,
+            sum.records_added,
+            path.display(),
+            sum.runs_skipped
+        );
+        return Ok(());
+    }
     let f = Filter {
         lab: a.lab.clone(),
         test: a.test.clone(),
@@ -133,6 +153,32 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
         since_unix,
         run_id: None,
     };
+    if let Some(e) = &a.export {
+        let (Some(fmt), Some(dir)) = (e.first(), e.get(1)) else {
+            return Err(crate::usage(
+                "--export takes a format and a folder: --export jsonl|parquet DIR",
+            ));
+        };
+        let Some(format) = ExportFormat::parse(fmt) else {
+            return Err(crate::usage(format!(
+                "--export {fmt}: use jsonl or parquet"
+            )));
+        };
+        if format == ExportFormat::Parquet && !commbench_store::export::PARQUET {
+            return Err(crate::usage(
+                "--export parquet: this commbench was built without Parquet; use jsonl or build with `--features parquet`",
+            ));
+        }
+        let dir = PathBuf::from(dir);
+        let sum = commbench_store::export::export(&store, &f, &dir, format)?;
+        eprintln!(
+            "history: {} records in {} files under {} (Hive partitions lab=…/host=…)",
+            sum.rows,
+            sum.files,
+            dir.display()
+        );
+        return Ok(());
+    }
     let runs = store.runs(&f)?;
     let recs = store.records(&f)?;
     let index = |id: &str| {
