@@ -442,3 +442,41 @@ fn merging_another_hosts_export_shows_both_hosts() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn two_suites_then_history_shows_two_runs_and_compare_gives_verdicts() {
+    let d = tmp("suite");
+    let db = d.join("results.db");
+    for out in ["one", "two"] {
+        cb(&db)
+            .args(["suite", "--quick", "--only", "core", "--out"])
+            .arg(d.join(out))
+            .assert()
+            .success();
+    }
+    let recs = json_records(cb(&db).args(["history"]));
+    let runs = of(&recs, "run");
+    assert_eq!(runs.len(), 2);
+    assert!(runs
+        .iter()
+        .all(|r| r["metrics"]["records"].as_u64().unwrap() > 0));
+    let trends = of(&recs, "trend");
+    assert!(trends
+        .iter()
+        .any(|t| t["params"]["source"] == "timer/read_cost"
+            && t["metrics"]["runs"] == 2
+            && t["metrics"]["verdict"].is_string()));
+    let out = cb(&db)
+        .args(["compare", "--baseline", "last", "--all", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changes = v["records"].as_array().unwrap();
+    assert!(!changes.is_empty());
+    assert!(changes.iter().all(|c| c["metrics"]["verdict"].is_string()));
+}

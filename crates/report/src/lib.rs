@@ -131,7 +131,9 @@ pub fn better(metric: &str) -> Better {
     if HIGHER.iter().any(|h| m.contains(h)) && !m.contains("cpu") {
         return Better::Higher;
     }
+    // `ns_median`, `ns_p99`: a time in nanoseconds named unit first.
     if LOWER.iter().any(|l| last.ends_with(l) || m.contains(l))
+        || last.starts_with("ns_")
         || [
             "p50", "p90", "p99", "p999", "p9999", "median", "mean", "max", "min",
         ]
@@ -901,6 +903,8 @@ mod tests {
         assert_eq!(better("msgs_per_s"), Better::Higher);
         assert_eq!(better("cpu_ns_per_op"), Better::Lower);
         assert_eq!(better("latency_ns.p99"), Better::Lower);
+        assert_eq!(better("ns_median"), Better::Lower);
+        assert_eq!(better("ns_p99"), Better::Lower);
         assert_eq!(better("elapsed_s"), Better::Lower);
         assert_eq!(better("sessions"), Better::Unknown);
     }
