@@ -67,6 +67,31 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// How long a writer waits for another one (busy time-out and retries).
+const BUSY_WAIT: Duration = Duration::from_secs(30);
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Runs `f` again while another connection holds a lock SQLite does not
+/// wait for itself (the switch to WAL, and reads racing it on a new file,
+/// return SQLITE_BUSY without calling the busy handler).
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_WAIT;
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            r => return r,
+        }
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("cannot open the results store {path}: {reason}")]
@@ -292,7 +317,7 @@ impl Store {
         };
         store
             .conn
-            .busy_timeout(Duration::from_secs(30))
+            .busy_timeout(BUSY_WAIT)
             .map_err(|e| store.sql(e))?;
         store.check_and_migrate()?;
         Ok(store)
@@ -324,12 +349,16 @@ impl Store {
             reason,
         };
         // The header was checked; a damaged file still fails here.
+        // One statement, so one snapshot: another process may be creating
+        // the schema right now, and separate reads could see half of it.
         let read = |conn: &Connection| -> rusqlite::Result<(i64, i32, i64)> {
-            let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-            let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-            let tables: i64 =
-                conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
-            Ok((v, app, tables))
+            conn.query_row(
+                "SELECT (SELECT user_version FROM pragma_user_version),
+                        (SELECT application_id FROM pragma_application_id),
+                        (SELECT count(*) FROM sqlite_master)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
         };
         let judge = |(v, app, tables): (i64, i32, i64)| -> Result<bool, StoreError> {
             if app != APPLICATION_ID && (tables > 0 || v != 0 || app != 0) {
@@ -346,7 +375,17 @@ impl Store {
             }
             Ok(v < SCHEMA_VERSION)
         };
-        let state = read(&self.conn).map_err(|e| foreign(format!("unreadable: {e}")))?;
+        let unreadable = |e: rusqlite::Error| {
+            if is_busy(&e) {
+                StoreError::Sql {
+                    path: path.clone(),
+                    err: e,
+                }
+            } else {
+                foreign(format!("unreadable: {e}"))
+            }
+        };
+        let state = retry_busy(|| read(&self.conn)).map_err(unreadable)?;
         if judge(state)? {
             // Migrate under the write lock; another process may have done it
             // meanwhile, so judge again inside.
@@ -357,7 +396,7 @@ impl Store {
                     path: path.clone(),
                     err: e,
                 })?;
-            let state = read(&tx).map_err(|e| foreign(format!("unreadable: {e}")))?;
+            let state = retry_busy(|| read(&tx)).map_err(unreadable)?;
             if judge(state)? {
                 for (i, step) in MIGRATIONS.iter().enumerate().skip(state.0 as usize) {
                     tx.execute_batch(step).map_err(|e| StoreError::Sql {
@@ -385,10 +424,14 @@ impl Store {
         // in the file, so setting it again is a no-op. A file system without
         // shared memory keeps the rollback journal, and appends are still
         // serialised by SQLite's lock and the busy time-out.
-        let _mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        let conn = &self.conn;
+        let mode: String = retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
             .map_err(|e| self.sql(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            let _now: String =
+                retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))
+                    .map_err(|e| self.sql(e))?;
+        }
         self.conn
             .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .map_err(|e| self.sql(e))?;

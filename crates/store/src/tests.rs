@@ -194,6 +194,22 @@ fn a_file_that_is_not_sqlite_is_refused_and_never_written() {
 }
 
 #[test]
+fn a_corrupt_sqlite_file_is_refused_and_never_written() {
+    // The SQLite header, then garbage where the pages should be.
+    let p = tmp("corrupt");
+    let mut bytes = SQLITE_MAGIC.to_vec();
+    bytes.extend((0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    std::fs::write(&p, &bytes).unwrap();
+    let before = std::fs::read(&p).unwrap();
+    let err = Store::open(&p).err().expect("must be refused").to_string();
+    assert!(
+        err.contains("not a commbench results store") || err.contains("cannot open"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), before, "the file was modified");
+}
+
+#[test]
 fn a_directory_is_refused() {
     let p = tmp("dir");
     std::fs::create_dir_all(&p).unwrap();
@@ -202,14 +218,20 @@ fn a_directory_is_refused() {
 
 #[test]
 fn two_writers_at_once_lose_nothing() {
-    // Both open the fresh file at the same time (both may try to create the
-    // schema) and append in small transactions, interleaved.
+    // Writers open the fresh file at the same moment (each may try to create
+    // the schema and switch it to WAL) and append in small transactions,
+    // interleaved. Regression: a reader saw the schema half created (tables
+    // but no application id yet) and called the file foreign; the switch to
+    // WAL returned SQLITE_BUSY without waiting.
     let p = tmp("concurrent");
-    let per = 40;
-    let handles: Vec<_> = (0..2)
+    let (writers, per) = (4, 25);
+    let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+    let handles: Vec<_> = (0..writers)
         .map(|w| {
             let p = p.clone();
+            let start = start.clone();
             std::thread::spawn(move || {
+                start.wait();
                 let mut s = Store::open(&p).unwrap();
                 for i in 0..per {
                     let recs: Vec<Record> = (0..3)
@@ -226,16 +248,16 @@ fn two_writers_at_once_lose_nothing() {
         h.join().unwrap();
     }
     let s = Store::open(&p).unwrap();
-    assert_eq!(s.runs(&Filter::default()).unwrap().len(), 2 * per);
+    assert_eq!(s.runs(&Filter::default()).unwrap().len(), writers * per);
     let recs = s.records(&Filter::default()).unwrap();
-    assert_eq!(recs.len(), 2 * per * 3);
+    assert_eq!(recs.len(), writers * per * 3);
     let mut vals: Vec<i64> = recs
         .iter()
         .map(|r| r.record.metric_f64("msgs_per_s").unwrap() as i64)
         .collect();
     vals.sort_unstable();
     vals.dedup();
-    assert_eq!(vals.len(), 2 * per * 3, "every record once");
+    assert_eq!(vals.len(), writers * per * 3, "every record once");
 }
 
 #[test]
