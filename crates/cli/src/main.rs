@@ -5,6 +5,7 @@
 mod cmd;
 mod output;
 mod progress;
+mod store;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -14,6 +15,13 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "commbench", version, about, long_about = None)]
 struct Cli {
+    /// Keep this run's records in the results store at PATH (default
+    /// $XDG_DATA_HOME/commbench/results.db; env COMMBENCH_STORE).
+    #[arg(long, global = true, value_name = "PATH")]
+    store: Option<std::path::PathBuf>,
+    /// Do not keep this run in the results store (env COMMBENCH_NO_STORE=1).
+    #[arg(long, global = true, conflicts_with = "store")]
+    no_store: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,6 +42,8 @@ enum Command {
     Suite(cmd::suite::SuiteArgs),
     /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
     Compare(cmd::compare::CompareArgs),
+    /// Runs kept in the results store and the trend of each test's headline metric; baselines.
+    History(cmd::history::HistoryArgs),
     /// Render result files into one self-contained HTML page with SVG plots.
     Report(cmd::report::ReportArgs),
     /// IPC lab: request/response and streaming over shm, uds, pipe, tcp.
@@ -96,6 +106,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(a) => cmd::suite::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
         Command::Report(a) => cmd::report::run(&a),
+        Command::History(a) => cmd::history::run(&a),
         Command::Ipc(a) => cmd::ipc::run(&a),
         Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
         Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),
@@ -157,6 +168,16 @@ fn main() -> ExitCode {
         Command::Mux(a) => cmd::mux::is_harness_child(a),
         _ => false,
     };
+    // Helper processes of a run report to their parent, which stores.
+    store::configure(if internal {
+        store::Choice::Off
+    } else {
+        store::choose(cli.store.as_deref(), cli.no_store)
+    });
+    // Processes this run starts (mp clients, load workers, `pcap extract`
+    // under `pcap bench`) are parts of it: only this process stores. Set
+    // before any thread exists.
+    std::env::set_var("COMMBENCH_NO_STORE", "1");
     if commbench_core::env::is_debug_build() && !internal {
         eprintln!("{}", commbench_core::env::DEBUG_WARNING);
     }

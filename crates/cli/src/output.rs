@@ -43,9 +43,17 @@ impl OutputArgs {
         self.emit_with(records, &Fingerprint::collect())
     }
 
-    /// Writes records with a given fingerprint.
+    /// Writes records with a given fingerprint, and appends the measured
+    /// ones to the results store (see [`crate::store`]).
     pub fn emit_with(&self, records: &[Record], fp: &Fingerprint) -> Result<()> {
         let env = fp.to_value();
+        crate::store::keep(records, &env);
+        self.write_with(records, &env)
+    }
+
+    /// Writes records without storing them (a command that already did).
+    pub fn write_with(&self, records: &[Record], env: &serde_json::Value) -> Result<()> {
+        let env = env.clone();
         match &self.output {
             Some(path) => {
                 let mut f = std::fs::File::create(path)

@@ -24,8 +24,10 @@ use std::path::Path;
 use thiserror::Error;
 
 mod plot;
+mod trend;
 
 pub use plot::{ladder_svg, line_svg, Series};
+pub use trend::{render_trends_html, RunRow, Trend};
 
 #[derive(Debug, Error)]
 pub enum ReportError {
@@ -129,7 +131,9 @@ pub fn better(metric: &str) -> Better {
     if HIGHER.iter().any(|h| m.contains(h)) && !m.contains("cpu") {
         return Better::Higher;
     }
+    // `ns_median`, `ns_p99`: a time in nanoseconds named unit first.
     if LOWER.iter().any(|l| last.ends_with(l) || m.contains(l))
+        || last.starts_with("ns_")
         || [
             "p50", "p90", "p99", "p999", "p9999", "median", "mean", "max", "min",
         ]
@@ -174,7 +178,8 @@ fn flat_metrics(r: &Record) -> Vec<(String, f64)> {
     out
 }
 
-fn params_key(r: &Record) -> String {
+/// The parameters as `k=v` pairs: what records are matched by.
+pub fn params_key(r: &Record) -> String {
     r.params
         .iter()
         .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
@@ -898,6 +903,8 @@ mod tests {
         assert_eq!(better("msgs_per_s"), Better::Higher);
         assert_eq!(better("cpu_ns_per_op"), Better::Lower);
         assert_eq!(better("latency_ns.p99"), Better::Lower);
+        assert_eq!(better("ns_median"), Better::Lower);
+        assert_eq!(better("ns_p99"), Better::Lower);
         assert_eq!(better("elapsed_s"), Better::Lower);
         assert_eq!(better("sessions"), Better::Unknown);
     }

@@ -4,6 +4,7 @@ pub mod clean;
 pub mod compare;
 pub mod delay;
 pub mod env;
+pub mod history;
 pub mod ipc;
 pub mod mux;
 pub mod openflow;

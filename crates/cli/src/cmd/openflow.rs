@@ -222,6 +222,9 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
         }
     }
     failed_run(&report)?;
+    // A run that measured something is kept (a partial one is marked so in
+    // its records); cbench writes its own output, so it stores here.
+    crate::store::keep(&records, &fp.to_value());
     if !partial.is_empty() && !cfg.allow_partial {
         anyhow::bail!(
             "partial run: only {} completed the handshake (marked partial in every output; --allow-partial exits 0)",

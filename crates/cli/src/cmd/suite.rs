@@ -371,6 +371,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let report = dir.join("report.html");
     super::report::write(std::slice::from_ref(&path), &report, "commbench suite")?;
 
+    crate::store::keep(&records, &fp.to_value());
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
         print!("{}", crate::summary::render(&records, &fp.to_value()));
         println!(
@@ -379,7 +380,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             report.display()
         );
     } else {
-        a.output.emit_with(&records, &fp)?;
+        a.output.write_with(&records, &fp.to_value())?;
     }
     if !failed.is_empty() {
         anyhow::bail!(

@@ -1,0 +1,288 @@
+//! `commbench history`: the runs kept in the results store, and per (lab,
+//! test, params, host) the headline metric over those runs with its trend
+//! (first → last ratio and `compare`'s verdict); `--plot -o trend.html`
+//! draws it; `--save-baseline NAME` names a run for `compare --baseline`;
+//! `--export jsonl|parquet DIR` and `--import DIR|FILE` move runs between
+//! machines and into DuckDB, Polars or Spark.
+use crate::output::OutputArgs;
+use anyhow::{Context, Result};
+use clap::Args;
+use commbench_core::record::Record;
+use commbench_report::{compare, headline_metric, params_key, RunRow, Series, Trend};
+use commbench_store::export::ExportFormat;
+use commbench_store::{parse_utc, Filter, StoredRecord};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs with records of this lab (ipc, mux, openflow, ...).
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// Only records of this test.
+    #[arg(long)]
+    pub test: Option<String>,
+    /// The metric to follow (dotted for nested: latency_ns.p99); default each test's headline metric.
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Only runs on this host.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs started at or after DATE (UTC: 2026-11-24 or 2026-11-24T10:00).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Relative change of a trend below which it is noise, in percent (as in compare).
+    #[arg(long, default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Draw the trends into one self-contained HTML page (with -o FILE).
+    #[arg(long)]
+    pub plot: bool,
+    /// Name a run as a baseline for `compare --baseline NAME` (the run given by --run).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// The run --save-baseline names: `last`, a run id (or its prefix), a git SHA or a baseline name.
+    #[arg(
+        long,
+        value_name = "ID",
+        default_value = "last",
+        requires = "save_baseline"
+    )]
+    pub run: String,
+    /// Write the runs the filters select as Hive-partitioned files (lab=…/host=…/) into a new or empty DIR: --export jsonl|parquet DIR.
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "DIR"], conflicts_with_all = ["plot", "save_baseline", "import"])]
+    pub export: Option<Vec<String>>,
+    /// Merge runs of other machines: an export folder, or a results.jsonl / --format json|jsonl file; runs already kept are skipped.
+    #[arg(long, value_name = "DIR|FILE", conflicts_with_all = ["plot", "save_baseline"])]
+    pub import: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// One trend: the records of a (lab, test, params, host) over the runs.
+struct Group {
+    lab: String,
+    test: String,
+    params: String,
+    host: String,
+    /// (run index, records of that run)
+    points: Vec<(usize, Vec<Record>)>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    commbench_core::stats::percentile_sorted(&v, 0.5)
+}
+
+fn groups(recs: &[StoredRecord], run_index: &dyn Fn(&str) -> usize) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for s in recs {
+        let r = &s.record;
+        let key = params_key(r);
+        let i = run_index(&s.run_id);
+        let g = match out
+            .iter_mut()
+            .position(|g| g.lab == r.lab && g.test == r.test && g.params == key && g.host == s.host)
+        {
+            Some(p) => &mut out[p],
+            None => {
+                out.push(Group {
+                    lab: r.lab.clone(),
+                    test: r.test.clone(),
+                    params: key,
+                    host: s.host.clone(),
+                    points: Vec::new(),
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        match g.points.iter_mut().find(|(k, _)| *k == i) {
+            Some((_, v)) => v.push(r.clone()),
+            None => g.points.push((i, vec![r.clone()])),
+        }
+    }
+    out
+}
+
+pub fn run(a: &HistoryArgs) -> Result<()> {
+    if !(a.threshold.is_finite() && (0.0..1000.0).contains(&a.threshold)) {
+        return Err(crate::usage(format!(
+            "--threshold {} is not a percentage in 0..1000",
+            a.threshold
+        )));
+    }
+    let since_unix = match &a.since {
+        Some(d) => Some(parse_utc(d).ok_or_else(|| {
+            crate::usage(format!(
+                "--since {d}: not a date; give YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+            ))
+        })?),
+        None => None,
+    };
+    if a.plot && a.out.output.is_none() {
+        return Err(crate::usage(
+            "--plot writes HTML: give -o FILE (trend.html)",
+        ));
+    }
+    let mut store = crate::store::open_for_reading()?;
+    if let Some(name) = &a.save_baseline {
+        let Some(id) = store.resolve(&a.run, None)? else {
+            return Err(crate::usage(format!(
+                "--run {}: no such run in {} (see `commbench history`)",
+                a.run,
+                store.path()
+            )));
+        };
+        store.save_baseline(name, &id)?;
+        eprintln!("history: baseline '{name}' is run {id}");
+        return Ok(());
+    }
+    if let Some(path) = &a.import {
+        let sum = commbench_store::export::import(&mut store, path)?;
+        eprintln!(
+            "history: imported {} runs ({} records) from {}; {} already kept",
+            sum.runs_added,
+            sum.records_added,
+            path.display(),
+            sum.runs_skipped
+        );
+        return Ok(());
+    }
+    let f = Filter {
+        lab: a.lab.clone(),
+        test: a.test.clone(),
+        host: a.host.clone(),
+        since_unix,
+        run_id: None,
+    };
+    if let Some(e) = &a.export {
+        let (Some(fmt), Some(dir)) = (e.first(), e.get(1)) else {
+            return Err(crate::usage(
+                "--export takes a format and a folder: --export jsonl|parquet DIR",
+            ));
+        };
+        let Some(format) = ExportFormat::parse(fmt) else {
+            return Err(crate::usage(format!(
+                "--export {fmt}: use jsonl or parquet"
+            )));
+        };
+        if format == ExportFormat::Parquet && !commbench_store::export::PARQUET {
+            return Err(crate::usage(
+                "--export parquet: this commbench was built without Parquet; use jsonl or build with `--features parquet`",
+            ));
+        }
+        let dir = PathBuf::from(dir);
+        let sum = commbench_store::export::export(&store, &f, &dir, format)?;
+        eprintln!(
+            "history: {} records in {} files under {} (Hive partitions lab=…/host=…)",
+            sum.rows,
+            sum.files,
+            dir.display()
+        );
+        return Ok(());
+    }
+    let runs = store.runs(&f)?;
+    let recs = store.records(&f)?;
+    let index = |id: &str| {
+        runs.iter()
+            .position(|r| r.run_id == id)
+            .map_or(0, |p| p + 1)
+    };
+    let mut out: Vec<Record> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        out.push(
+            Record::new("history", "run")
+                .param("run", i + 1)
+                .param("run_id", &r.run_id)
+                .param("started_utc", &r.started_utc)
+                .param("host", &r.host)
+                .param("git_sha", &r.git_sha)
+                .param("build_profile", &r.build_profile)
+                .metric(
+                    "records",
+                    recs.iter().filter(|s| s.run_id == r.run_id).count(),
+                ),
+        );
+    }
+    let mut trends: Vec<Trend> = Vec::new();
+    for g in groups(&recs, &index) {
+        let all: Vec<Record> = g.points.iter().flat_map(|(_, v)| v.clone()).collect();
+        let Some(metric) = a.metric.clone().or_else(|| headline_metric(&all)) else {
+            continue;
+        };
+        let pts: Vec<(usize, f64)> = g
+            .points
+            .iter()
+            .filter_map(|(i, v)| {
+                let ys: Vec<f64> = v
+                    .iter()
+                    .filter_map(|r| r.metric_f64(&metric))
+                    .filter(|y| y.is_finite())
+                    .collect();
+                (!ys.is_empty()).then(|| (*i, median(ys)))
+            })
+            .collect();
+        let (Some(&(_, first)), Some(&(_, last))) = (pts.first(), pts.last()) else {
+            continue;
+        };
+        let one = |x: f64| Record::new(&g.lab, &g.test).metric(&metric, x);
+        let verdict = compare(&[one(first)], &[one(last)], a.threshold / 100.0, &[])
+            .first()
+            .map_or_else(|| "changed".to_owned(), |c| c.verdict.clone());
+        let ratio = if first != 0.0 { last / first } else { f64::NAN };
+        out.push(
+            Record::new("history", "trend")
+                .param("source", format!("{}/{}", g.lab, g.test))
+                .param("params", &g.params)
+                .param("host", &g.host)
+                .param("metric", &metric)
+                .metric("runs", pts.len())
+                .metric("first", first)
+                .metric("last", last)
+                .metric("ratio", ratio)
+                .metric("change_pct", (ratio - 1.0) * 100.0)
+                .metric("verdict", verdict),
+        );
+        let title = format!("{}/{} {}", g.lab, g.test, g.params);
+        let series = Series {
+            name: g.host.clone(),
+            points: pts.iter().map(|&(i, y)| (i as f64, y)).collect(),
+        };
+        match trends
+            .iter_mut()
+            .find(|t| t.title == title && t.metric == metric)
+        {
+            Some(t) => t.series.push(series),
+            None => trends.push(Trend {
+                title,
+                metric,
+                series: vec![series],
+            }),
+        }
+    }
+    if runs.is_empty() {
+        eprintln!("history: no run in {} matches", store.path());
+    }
+    if a.plot {
+        let path: PathBuf = a.out.output.clone().unwrap_or_default();
+        let rows: Vec<RunRow> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| RunRow {
+                index: i + 1,
+                run_id: r.run_id.clone(),
+                started_utc: r.started_utc.clone(),
+                host: r.host.clone(),
+                git_sha: r.git_sha.clone(),
+            })
+            .collect();
+        let html = commbench_report::render_trends_html("commbench history", &trends, &rows)?;
+        std::fs::write(&path, html).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!(
+            "history: {} runs, {} trends drawn into {}",
+            runs.len(),
+            trends.len(),
+            path.display()
+        );
+        return Ok(());
+    }
+    a.out.emit(&out)
+}

@@ -1,0 +1,91 @@
+//! Where the results store is and how records reach it. `main` decides
+//! once per process ([`configure`]); [`keep`] is called where records are
+//! emitted ([`crate::output::OutputArgs::emit_with`], and the suite and
+//! cbench writers that bypass it). A store failure is a warning on stderr,
+//! never a failed run: the measurement is worth more than its history.
+//!
+//! Precedence: `--no-store`, then `--store PATH`, then the environment
+//! (`COMMBENCH_NO_STORE=1`, `COMMBENCH_STORE=PATH`), then
+//! `$XDG_DATA_HOME/commbench/results.db`.
+
+use commbench_core::record::Record;
+use commbench_store::{RunMeta, Store};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Whether and where this process keeps its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    Off,
+    At(PathBuf),
+}
+
+static CHOICE: OnceLock<Choice> = OnceLock::new();
+
+/// Labs whose records describe the tool or other runs, not a measurement:
+/// they are never stored.
+const NOT_MEASURED: [&str; 4] = ["compare", "clean", "env", "history"];
+
+fn env_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The store the flags and environment ask for.
+pub fn choose(flag_path: Option<&Path>, flag_off: bool) -> Choice {
+    if flag_off {
+        return Choice::Off;
+    }
+    if let Some(p) = flag_path {
+        return Choice::At(p.to_owned());
+    }
+    if env_on("COMMBENCH_NO_STORE") {
+        return Choice::Off;
+    }
+    if let Some(p) = std::env::var_os("COMMBENCH_STORE").filter(|v| !v.is_empty()) {
+        return Choice::At(PathBuf::from(p));
+    }
+    commbench_store::default_path().map_or(Choice::Off, Choice::At)
+}
+
+/// Sets the process's choice (once, from `main`).
+pub fn configure(c: Choice) {
+    let _ = CHOICE.set(c);
+}
+
+/// The process's choice (off when `main` did not decide).
+pub fn choice() -> Choice {
+    CHOICE.get().cloned().unwrap_or(Choice::Off)
+}
+
+/// Opens the configured store for a command that reads it (history,
+/// compare --baseline): here a missing or unusable store is an error.
+pub fn open_for_reading() -> anyhow::Result<Store> {
+    match choice() {
+        Choice::Off => Err(crate::usage(
+            "the results store is disabled (--no-store or COMMBENCH_NO_STORE); give --store PATH",
+        )),
+        Choice::At(p) => Ok(Store::open(&p)?),
+    }
+}
+
+/// Appends the measured records of this run, with its environment, to
+/// the store; warns on stderr when that fails.
+pub fn keep(records: &[Record], environment: &Value) {
+    let Choice::At(path) = choice() else {
+        return;
+    };
+    let measured: Vec<Record> = records
+        .iter()
+        .filter(|r| !NOT_MEASURED.contains(&r.lab.as_str()))
+        .cloned()
+        .collect();
+    if measured.is_empty() {
+        return;
+    }
+    let res = RunMeta::from_environment(environment)
+        .and_then(|meta| Store::open(&path)?.append(&meta, &measured));
+    if let Err(e) = res {
+        eprintln!("commbench: warning: results not kept in the history store: {e}");
+    }
+}

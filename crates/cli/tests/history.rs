@@ -1,0 +1,482 @@
+//! The results store and `commbench history`: every run appended, runs of
+//! several processes at once all kept, a bad store file a warning and never
+//! touched, and the test harness itself never writing the user's store.
+
+use assert_cmd::Command;
+use commbench_store::{Filter, Store};
+use std::path::{Path, PathBuf};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "commbench-history-test-{}-{name}-{}",
+        std::process::id(),
+        commbench_store::new_run_id().unwrap()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The binary with the store at `db` (the flag overrides the harness's
+/// COMMBENCH_NO_STORE).
+fn cb(db: &Path) -> Command {
+    let mut c = Command::cargo_bin("commbench").unwrap();
+    c.arg("--store").arg(db);
+    c
+}
+
+fn budget(db: &Path, size: u32) {
+    cb(db)
+        .args(["budget", "--link", "10G", "--size", &size.to_string()])
+        .assert()
+        .success();
+}
+
+#[test]
+fn the_test_harness_disables_the_user_store() {
+    // .cargo/config.toml sets it for every process cargo test and nextest
+    // start, and the binaries those tests spawn inherit it.
+    assert_eq!(std::env::var("COMMBENCH_NO_STORE").as_deref(), Ok("1"));
+}
+
+#[test]
+fn every_run_is_appended_with_its_environment() {
+    let d = tmp("append");
+    let db = d.join("results.db");
+    budget(&db, 64);
+    budget(&db, 128);
+    let s = Store::open(&db).unwrap();
+    let runs = s.runs(&Filter::default()).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_ne!(runs[0].run_id, runs[1].run_id);
+    assert!(runs[0].command_line.iter().any(|a| a == "budget"));
+    assert!(runs[0].environment.get("cpu_model").is_some());
+    let recs = s.records(&Filter::default()).unwrap();
+    assert!(recs.iter().all(|r| r.record.lab == "budget"));
+    assert!(recs.iter().any(|r| r.run_id == runs[1].run_id));
+}
+
+#[test]
+fn no_store_and_the_environment_choose_where_records_go() {
+    let d = tmp("choice");
+    let db = d.join("results.db");
+    cb(&db)
+        .args(["--no-store", "budget", "--link", "10G"])
+        .assert()
+        .failure(); // --store and --no-store conflict: a usage error
+    Command::cargo_bin("commbench")
+        .unwrap()
+        .args(["budget", "--link", "10G", "--no-store"])
+        .env("COMMBENCH_STORE", &db)
+        .env_remove("COMMBENCH_NO_STORE")
+        .assert()
+        .success();
+    assert!(!db.exists(), "--no-store wrote the store");
+    Command::cargo_bin("commbench")
+        .unwrap()
+        .args(["budget", "--link", "10G"])
+        .env("COMMBENCH_STORE", &db)
+        .env_remove("COMMBENCH_NO_STORE")
+        .assert()
+        .success();
+    assert_eq!(
+        Store::open(&db)
+            .unwrap()
+            .runs(&Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn commands_that_measure_nothing_are_not_stored() {
+    let d = tmp("nothing");
+    let db = d.join("results.db");
+    cb(&db).args(["env"]).assert().success();
+    let n = if db.exists() {
+        Store::open(&db)
+            .unwrap()
+            .runs(&Filter::default())
+            .unwrap()
+            .len()
+    } else {
+        0
+    };
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn a_store_that_is_not_a_database_warns_and_the_run_still_succeeds() {
+    let d = tmp("foreign");
+    let db = d.join("results.db");
+    let text = "not a database\n".repeat(50);
+    std::fs::write(&db, &text).unwrap();
+    let out = cb(&db)
+        .args(["budget", "--link", "10G", "--size", "64"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: results not kept"), "{err}");
+    assert!(err.contains("not an SQLite database"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).is_empty());
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), text);
+}
+
+#[test]
+fn processes_appending_at_once_lose_nothing() {
+    let d = tmp("concurrent");
+    let db = d.join("results.db");
+    let bin = assert_cmd::cargo::cargo_bin("commbench");
+    let n = 6;
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            std::process::Command::new(&bin)
+                .arg("--store")
+                .arg(&db)
+                .args(["budget", "--link", "10G", "--size", &(64 + i).to_string()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("warning: results not kept"), "{err}");
+    }
+    let s = Store::open(&db).unwrap();
+    assert_eq!(s.runs(&Filter::default()).unwrap().len(), n as usize);
+    let mut sizes: Vec<String> = s
+        .records(&Filter::default())
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            r.record
+                .params
+                .get("frame_bytes")
+                .or(r.record.params.get("size"))
+                .map(|v| v.to_string())
+        })
+        .collect();
+    sizes.sort();
+    sizes.dedup();
+    assert!(sizes.len() >= n as usize, "{sizes:?}");
+}
+
+fn synthetic_run(db: &Path, host: &str, started_unix: i64, sha: &str, rate: f64) -> String {
+    let mut s = Store::open(db).unwrap();
+    let meta = commbench_store::RunMeta {
+        run_id: commbench_store::new_run_id().unwrap(),
+        started_utc: format!("t{started_unix}"),
+        started_unix,
+        host: host.into(),
+        git_sha: sha.into(),
+        build_profile: "release".into(),
+        command_line: vec!["commbench".into(), "ipc".into()],
+        environment: serde_json::json!({"hostname": host}),
+    };
+    let recs = [
+        commbench_core::record::Record::new("ipc", "reqres")
+            .param("transport", "shm")
+            .param("msg_len", 64)
+            .metric("msgs_per_s", rate)
+            .metric("latency_ns", serde_json::json!({"p50": 1e9 / rate})),
+        commbench_core::record::Record::new("timer", "tsc").metric("hz", 1e9),
+    ];
+    assert!(s.append(&meta, &recs).unwrap());
+    meta.run_id
+}
+
+fn json_records(c: &mut Command) -> Vec<serde_json::Value> {
+    let out = c.args(["--format", "json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["records"].as_array().unwrap().clone()
+}
+
+fn of<'a>(recs: &'a [serde_json::Value], test: &str) -> Vec<&'a serde_json::Value> {
+    recs.iter().filter(|r| r["test"] == test).collect()
+}
+
+#[test]
+fn history_lists_the_runs_and_the_trend_per_host() {
+    let d = tmp("trend");
+    let db = d.join("results.db");
+    synthetic_run(&db, "alpha", 1_000, "aaaa1111", 100.0);
+    synthetic_run(&db, "beta", 2_000, "bbbb2222", 50.0);
+    synthetic_run(&db, "alpha", 3_000, "cccc3333", 80.0);
+    let recs = json_records(cb(&db).args(["history", "--lab", "ipc"]));
+    assert_eq!(of(&recs, "run").len(), 3);
+    let trends = of(&recs, "trend");
+    assert_eq!(trends.len(), 2, "one trend per host");
+    let alpha = trends
+        .iter()
+        .find(|t| t["params"]["host"] == "alpha")
+        .unwrap();
+    assert_eq!(alpha["params"]["metric"], "msgs_per_s");
+    assert_eq!(alpha["metrics"]["runs"], 2);
+    assert_eq!(alpha["metrics"]["first"], 100.0);
+    assert_eq!(alpha["metrics"]["last"], 80.0);
+    assert_eq!(alpha["metrics"]["ratio"], 0.8);
+    assert_eq!(alpha["metrics"]["verdict"], "slower");
+    // A chosen metric, a host and a date select.
+    let recs = json_records(cb(&db).args([
+        "history",
+        "--lab",
+        "ipc",
+        "--metric",
+        "latency_ns.p50",
+        "--host",
+        "alpha",
+    ]));
+    let t = of(&recs, "trend");
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0]["metrics"]["first"], 1e7);
+    assert_eq!(t[0]["metrics"]["verdict"], "worse", "a latency that grew");
+    let recs = json_records(cb(&db).args(["history", "--since", "1970-01-01T00:40"]));
+    assert_eq!(of(&recs, "run").len(), 1, "only the run at 3000 s");
+    cb(&db)
+        .args(["history", "--since", "last tuesday"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn history_plot_draws_one_series_per_host() {
+    let d = tmp("plot");
+    let db = d.join("results.db");
+    for (i, h) in ["alpha", "beta", "alpha", "beta"].iter().enumerate() {
+        synthetic_run(&db, h, 1_000 * i as i64, "s", 100.0 + i as f64);
+    }
+    let html = d.join("trend.html");
+    cb(&db)
+        .args(["history", "--lab", "ipc", "--plot", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<figure>").count(), 1, "ipc/reqres only");
+    assert!(page.contains("<svg") && page.contains("alpha") && page.contains("beta"));
+    cb(&db).args(["history", "--plot"]).assert().code(2);
+}
+
+#[test]
+fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
+    let d = tmp("baseline");
+    let db = d.join("results.db");
+    let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
+    synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
+    synthetic_run(&db, "ci", 2_000, "bbbb2222", 80.0);
+    let out = cb(&db)
+        .args(["compare", "--baseline", "last", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&first),
+        "the previous run of host ci"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rate = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["params"]["metric"] == "msgs_per_s")
+        .unwrap()
+        .clone();
+    assert_eq!(rate["metrics"]["before"], 100.0);
+    assert_eq!(rate["metrics"]["after"], 80.0);
+    assert_eq!(rate["metrics"]["verdict"], "slower");
+    // -20% is beyond 10% (exit 1) and within 30% (exit 0).
+    cb(&db)
+        .args([
+            "compare",
+            "--baseline",
+            "last",
+            "--fail-on-regression",
+            "10",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("regressed by more than 10%"));
+    cb(&db)
+        .args([
+            "compare",
+            "--baseline",
+            "last",
+            "--fail-on-regression",
+            "30",
+        ])
+        .assert()
+        .success();
+    // The same build's SHA names the run too.
+    cb(&db)
+        .args([
+            "compare",
+            "--baseline",
+            "aaaa11",
+            "--fail-on-regression",
+            "10",
+        ])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn a_saved_baseline_names_a_run_and_unknown_or_foreign_ones_are_usage_errors() {
+    let d = tmp("named");
+    let db = d.join("results.db");
+    let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
+    let other = synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
+    cb(&db)
+        .args(["history", "--save-baseline", "v1.0", "--run", &first[..10]])
+        .assert()
+        .success();
+    cb(&db)
+        .args(["history", "--save-baseline", "theirs", "--run", &other])
+        .assert()
+        .success();
+    synthetic_run(&db, "ci", 2_000, "bbbb2222", 100.0);
+    synthetic_run(&db, "ci", 3_000, "cccc3333", 120.0);
+    // Against v1.0 (100 → 120 msgs/s): faster, no regression.
+    cb(&db)
+        .args(["compare", "--baseline", "v1.0", "--fail-on-regression", "1"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(&first))
+        .stderr(predicates::str::contains("1 faster"));
+    cb(&db)
+        .args(["compare", "--baseline", "theirs"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("of host other"));
+    cb(&db)
+        .args(["compare", "--baseline", "nope"])
+        .assert()
+        .code(2);
+    cb(&db)
+        .args(["history", "--save-baseline", "x", "--run", "0123456789"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn compare_a_result_file_with_the_run_before_it() {
+    // Two real runs; the second's file is compared with the first stored
+    // run, not with its own stored copy.
+    let d = tmp("file");
+    let db = d.join("results.db");
+    let f1 = d.join("one.jsonl");
+    let f2 = d.join("two.jsonl");
+    for f in [&f1, &f2] {
+        cb(&db)
+            .args(["timer", "--batches", "20", "--format", "jsonl", "-o"])
+            .arg(f)
+            .assert()
+            .success();
+    }
+    let runs = Store::open(&db).unwrap().runs(&Filter::default()).unwrap();
+    assert_eq!(runs.len(), 2);
+    cb(&db)
+        .args(["compare", "--baseline", "last", "--all"])
+        .arg(&f2)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(&runs[0].run_id));
+    // Nothing stored before the first run: a usage error.
+    cb(&db)
+        .args(["compare", "--baseline", "last"])
+        .arg(&f1)
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn merging_another_hosts_export_shows_both_hosts() {
+    let d = tmp("merge");
+    let here = d.join("here.db");
+    let there = d.join("there.db");
+    synthetic_run(&here, "alpha", 1_000, "aaaa", 100.0);
+    synthetic_run(&there, "beta", 1_100, "bbbb", 90.0);
+    synthetic_run(&there, "beta", 1_200, "cccc", 95.0);
+    let out = d.join("export");
+    cb(&there)
+        .args(["history", "--export", "jsonl"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.join("lab=ipc/host=beta/part-0.jsonl").is_file());
+    assert!(out.join("lab=timer/host=beta/part-0.jsonl").is_file());
+    for expect in ["imported 2 runs", "imported 0 runs"] {
+        cb(&here)
+            .args(["history", "--import"])
+            .arg(&out)
+            .assert()
+            .success()
+            .stderr(predicates::str::contains(expect));
+    }
+    let recs = json_records(cb(&here).args(["history", "--lab", "ipc"]));
+    assert_eq!(of(&recs, "run").len(), 3);
+    let hosts: Vec<&str> = of(&recs, "trend")
+        .iter()
+        .map(|t| t["params"]["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["alpha", "beta"]);
+    // An export never writes into a folder with files; a bad format is a usage error.
+    cb(&there)
+        .args(["history", "--export", "jsonl"])
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("not empty"));
+    cb(&there)
+        .args(["history", "--export", "xlsx"])
+        .arg(d.join("x"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn two_suites_then_history_shows_two_runs_and_compare_gives_verdicts() {
+    let d = tmp("suite");
+    let db = d.join("results.db");
+    for out in ["one", "two"] {
+        cb(&db)
+            .args(["suite", "--quick", "--only", "core", "--out"])
+            .arg(d.join(out))
+            .assert()
+            .success();
+    }
+    let recs = json_records(cb(&db).args(["history"]));
+    let runs = of(&recs, "run");
+    assert_eq!(runs.len(), 2);
+    assert!(runs
+        .iter()
+        .all(|r| r["metrics"]["records"].as_u64().unwrap() > 0));
+    let trends = of(&recs, "trend");
+    assert!(trends
+        .iter()
+        .any(|t| t["params"]["source"] == "timer/read_cost"
+            && t["metrics"]["runs"] == 2
+            && t["metrics"]["verdict"].is_string()));
+    let out = cb(&db)
+        .args(["compare", "--baseline", "last", "--all", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changes = v["records"].as_array().unwrap();
+    assert!(!changes.is_empty());
+    assert!(changes.iter().all(|c| c["metrics"]["verdict"].is_string()));
+}

@@ -1,0 +1,439 @@
+use super::*;
+use serde_json::json;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "commbench-store-test-{}-{name}-{}",
+        std::process::id(),
+        new_run_id().unwrap()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join("results.db")
+}
+
+fn run(host: &str, started_unix: i64) -> RunMeta {
+    let env = json!({
+        "hostname": host,
+        "git_sha": "abc123def456",
+        "build_profile": "release",
+        "command_line": ["commbench", "timer"],
+        "started_utc": commbench_core::env::utc_rfc3339(started_unix, 0),
+    });
+    RunMeta::from_environment(&env).unwrap()
+}
+
+fn rec(x: f64) -> Record {
+    Record::new("ipc", "reqres")
+        .param("transport", "shm")
+        .param("msg_len", 64)
+        .metric("msgs_per_s", x)
+}
+
+#[test]
+fn run_ids_are_128_bit_hex_and_differ() {
+    let a = new_run_id().unwrap();
+    let b = new_run_id().unwrap();
+    assert_eq!(a.len(), 32);
+    assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(a, b);
+}
+
+#[test]
+fn dates_parse_and_bad_dates_do_not() {
+    assert_eq!(parse_utc("1970-01-02"), Some(86_400));
+    assert_eq!(parse_utc("2026-11-24T10:52:06.123Z"), Some(1_795_517_526));
+    assert_eq!(
+        parse_utc(&commbench_core::env::utc_rfc3339(1_700_000_000, 5)),
+        Some(1_700_000_000)
+    );
+    for bad in ["", "yesterday", "2026-13-01", "2026-01-01T25:00", "2026-01"] {
+        assert_eq!(parse_utc(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn append_and_read_back_a_run() {
+    let p = tmp("roundtrip");
+    let mut s = Store::open(&p).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    let r = run("hostA", 1_700_000_000);
+    assert!(s.append(&r, &[rec(1.0), rec(2.0)]).unwrap());
+    // The same run id again is a duplicate, not a second run.
+    assert!(!s.append(&r, &[rec(3.0)]).unwrap());
+    let runs = s.runs(&Filter::default()).unwrap();
+    assert_eq!(runs, vec![r.clone()]);
+    let recs = s.records(&Filter::default()).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[1].record, rec(2.0));
+    assert_eq!(recs[0].host, "hostA");
+    assert_eq!(s.resolve("last", None).unwrap(), Some(r.run_id.clone()));
+    assert_eq!(
+        s.resolve(&r.run_id[..8], None).unwrap(),
+        Some(r.run_id.clone())
+    );
+    assert_eq!(s.resolve("abc123", None).unwrap(), Some(r.run_id.clone()));
+    assert_eq!(s.resolve("nope", None).unwrap(), None);
+    s.save_baseline("before", &r.run_id).unwrap();
+    assert_eq!(s.resolve("before", None).unwrap(), Some(r.run_id.clone()));
+    assert!(s.save_baseline("last", &r.run_id).is_err());
+    // A baseline must name a stored run.
+    assert!(s.save_baseline("ghost", "0000").is_err());
+}
+
+#[test]
+fn filters_select_by_host_lab_and_time() {
+    let p = tmp("filters");
+    let mut s = Store::open(&p).unwrap();
+    s.append(&run("a", 100), &[rec(1.0)]).unwrap();
+    s.append(
+        &run("b", 200),
+        &[Record::new("timer", "rdtsc").metric("ns", 9)],
+    )
+    .unwrap();
+    let f = |host: Option<&str>, lab: Option<&str>, since: Option<i64>| Filter {
+        host: host.map(str::to_owned),
+        lab: lab.map(str::to_owned),
+        since_unix: since,
+        ..Filter::default()
+    };
+    assert_eq!(s.runs(&f(Some("a"), None, None)).unwrap().len(), 1);
+    assert_eq!(s.runs(&f(None, Some("timer"), None)).unwrap()[0].host, "b");
+    assert_eq!(s.runs(&f(None, None, Some(150))).unwrap().len(), 1);
+    assert_eq!(s.records(&f(None, Some("ipc"), None)).unwrap().len(), 1);
+    assert_eq!(
+        s.resolve("last", Some("a")).unwrap(),
+        s.runs(&f(Some("a"), None, None))
+            .unwrap()
+            .first()
+            .map(|r| r.run_id.clone())
+    );
+}
+
+#[test]
+fn a_v1_store_written_by_the_migration_path_opens_with_its_data() {
+    // Build a v1 file by hand, the way a v1 commbench left it: the v1
+    // migration, its version and the application id, and one run.
+    let p = tmp("v1");
+    {
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.execute_batch(&format!(
+            "PRAGMA user_version = 1; PRAGMA application_id = {APPLICATION_ID};
+             INSERT INTO runs VALUES ('00ff', '1970-01-01T00:01:40.000Z', 100, 'h', 's', 'release', '[]', '{{}}');
+             INSERT INTO records (run_id, seq, lab, test, params, metrics, match_key)
+                VALUES ('00ff', 0, 'timer', 'rdtsc', '{{}}', '{{\"ns\": 9}}', 'timer/rdtsc ');"
+        ))
+        .unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    let recs = s.records(&Filter::default()).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].record.metric_f64("ns"), Some(9.0));
+}
+
+#[test]
+fn an_empty_file_is_initialised_through_every_migration() {
+    let p = tmp("empty");
+    std::fs::write(&p, b"").unwrap();
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as i64);
+    let app: i32 = s
+        .conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(app, APPLICATION_ID);
+}
+
+fn assert_refused_and_untouched(p: &Path, want: &str) {
+    let before = std::fs::read(p).unwrap();
+    let err = Store::open(p).err().expect("must be refused");
+    let msg = err.to_string();
+    assert!(msg.contains(want), "{msg}");
+    assert!(msg.contains("left untouched"), "{msg}");
+    assert_eq!(std::fs::read(p).unwrap(), before, "the file was modified");
+    // No journal or WAL file left beside it either.
+    let wal = PathBuf::from(format!("{}-wal", p.display()));
+    assert!(!wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0);
+}
+
+#[test]
+fn a_newer_store_is_refused_and_never_written() {
+    let p = tmp("newer");
+    {
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.execute_batch(&format!(
+            "PRAGMA user_version = {}; PRAGMA application_id = {APPLICATION_ID};",
+            SCHEMA_VERSION + 1
+        ))
+        .unwrap();
+    }
+    assert_refused_and_untouched(&p, "newer than this commbench");
+}
+
+#[test]
+fn another_applications_sqlite_file_is_refused_and_never_written() {
+    let p = tmp("foreign");
+    {
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT); INSERT INTO moz_places (url) VALUES ('x');")
+            .unwrap();
+    }
+    assert_refused_and_untouched(&p, "another application");
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_and_never_written() {
+    let p = tmp("text");
+    std::fs::write(&p, "my precious notes, not a database\n".repeat(100)).unwrap();
+    assert_refused_and_untouched(&p, "not an SQLite database");
+    // Short garbage too (shorter than the SQLite header).
+    std::fs::write(&p, b"x").unwrap();
+    assert_refused_and_untouched(&p, "not an SQLite database");
+}
+
+#[test]
+fn a_corrupt_sqlite_file_is_refused_and_never_written() {
+    // The SQLite header, then garbage where the pages should be.
+    let p = tmp("corrupt");
+    let mut bytes = SQLITE_MAGIC.to_vec();
+    bytes.extend((0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    std::fs::write(&p, &bytes).unwrap();
+    let before = std::fs::read(&p).unwrap();
+    let err = Store::open(&p).err().expect("must be refused").to_string();
+    assert!(
+        err.contains("not a commbench results store") || err.contains("cannot open"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), before, "the file was modified");
+}
+
+#[test]
+fn a_directory_is_refused() {
+    let p = tmp("dir");
+    std::fs::create_dir_all(&p).unwrap();
+    assert!(Store::open(&p).is_err());
+}
+
+#[test]
+fn two_writers_at_once_lose_nothing() {
+    // Writers open the fresh file at the same moment (each may try to create
+    // the schema and switch it to WAL) and append in small transactions,
+    // interleaved. Regression: a reader saw the schema half created (tables
+    // but no application id yet) and called the file foreign; the switch to
+    // WAL returned SQLITE_BUSY without waiting.
+    let p = tmp("concurrent");
+    let (writers, per) = (4, 25);
+    let start = std::sync::Arc::new(std::sync::Barrier::new(writers));
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let p = p.clone();
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                let mut s = Store::open(&p).unwrap();
+                for i in 0..per {
+                    let recs: Vec<Record> = (0..3)
+                        .map(|k| rec((w * 1000 + i * 10 + k) as f64))
+                        .collect();
+                    assert!(s
+                        .append(&run(&format!("w{w}"), 1000 + i as i64), &recs)
+                        .unwrap());
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.runs(&Filter::default()).unwrap().len(), writers * per);
+    let recs = s.records(&Filter::default()).unwrap();
+    assert_eq!(recs.len(), writers * per * 3);
+    let mut vals: Vec<i64> = recs
+        .iter()
+        .map(|r| r.record.metric_f64("msgs_per_s").unwrap() as i64)
+        .collect();
+    vals.sort_unstable();
+    vals.dedup();
+    assert_eq!(vals.len(), writers * per * 3, "every record once");
+}
+
+#[test]
+fn match_key_is_lab_test_and_params() {
+    assert_eq!(match_key(&rec(1.0)), "ipc/reqres transport=shm msg_len=64");
+}
+
+mod exports {
+    use super::*;
+    use crate::export::{escape_partition, export, import, unescape_partition, ExportFormat};
+
+    fn two_hosts(p: &Path) -> Store {
+        let mut s = Store::open(p).unwrap();
+        s.append(
+            &run("alpha", 100),
+            &[rec(1.0), Record::new("timer", "tsc").metric("hz", 2e9)],
+        )
+        .unwrap();
+        // A host name that needs escaping in a folder name.
+        s.append(&run("beta/2 x", 200), &[rec(2.0)]).unwrap();
+        s
+    }
+
+    fn count(s: &Store) -> (usize, usize) {
+        (
+            s.runs(&Filter::default()).unwrap().len(),
+            s.records(&Filter::default()).unwrap().len(),
+        )
+    }
+
+    #[test]
+    fn partition_values_round_trip() {
+        for v in ["alpha", "beta/2 x", "a=b%c", "", "..", "héllo"] {
+            assert_eq!(unescape_partition(&escape_partition(v)).as_deref(), Some(v));
+        }
+        assert_eq!(escape_partition("beta/2 x"), "beta%2F2%20x");
+        assert_eq!(unescape_partition("%zz"), None);
+    }
+
+    #[test]
+    fn a_jsonl_export_is_hive_partitioned_and_imports_once() {
+        let s = two_hosts(&tmp("exp-src"));
+        let dir = tmp("exp-out").with_file_name("export");
+        let sum = export(&s, &Filter::default(), &dir, ExportFormat::Jsonl).unwrap();
+        assert_eq!((sum.files, sum.rows), (3, 3));
+        let part = dir.join("lab=ipc/host=beta%2F2%20x/part-0.jsonl");
+        let text = std::fs::read_to_string(&part).unwrap();
+        let row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert!(
+            row.get("lab").is_none() && row.get("host").is_none(),
+            "partition columns live in the path"
+        );
+        assert_eq!(row["metrics"]["msgs_per_s"], 2.0);
+        assert_eq!(row["params"]["transport"], "shm");
+        // An export never writes into a folder with files.
+        assert!(export(&s, &Filter::default(), &dir, ExportFormat::Jsonl).is_err());
+
+        let mut t = Store::open(&tmp("imp")).unwrap();
+        let got = import(&mut t, &dir).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (2, 3));
+        assert_eq!(count(&t), (2, 3));
+        let mut a = s.runs(&Filter::default()).unwrap();
+        let mut b = t.runs(&Filter::default()).unwrap();
+        a.sort_by(|x, y| x.run_id.cmp(&y.run_id));
+        b.sort_by(|x, y| x.run_id.cmp(&y.run_id));
+        assert_eq!(
+            a, b,
+            "runs come back whole: id, host, time, build, environment"
+        );
+        let again = import(&mut t, &dir).unwrap();
+        assert_eq!((again.runs_added, again.runs_skipped), (0, 2));
+        assert_eq!(count(&t), (2, 3));
+    }
+
+    #[test]
+    fn a_result_file_imports_as_one_run_and_not_twice() {
+        let env = json!({"hostname": "gamma", "started_utc": "2026-01-02T03:04:05.000Z",
+                         "git_sha": "s", "build_profile": "release", "command_line": ["commbench", "ipc"]});
+        let mut out = Vec::new();
+        commbench_core::record::export(
+            &[rec(5.0), rec(6.0)],
+            commbench_core::record::Format::Jsonl,
+            &env,
+            &mut out,
+        )
+        .unwrap();
+        let f = tmp("results").with_file_name("results.jsonl");
+        std::fs::write(&f, &out).unwrap();
+        let mut t = Store::open(&tmp("imp-results")).unwrap();
+        let got = import(&mut t, &f).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (1, 2));
+        let r = &t.runs(&Filter::default()).unwrap()[0];
+        assert_eq!(
+            (r.host.as_str(), r.started_unix),
+            ("gamma", parse_utc("2026-01-02T03:04:05Z").unwrap())
+        );
+        assert_eq!(import(&mut t, &f).unwrap().runs_skipped, 1);
+        assert_eq!(count(&t), (1, 2));
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_and_imports_nothing() {
+        let dir = tmp("bad").with_file_name("bad");
+        std::fs::create_dir_all(dir.join("lab=ipc/host=a")).unwrap();
+        std::fs::write(
+            dir.join("lab=ipc/host=a/part-0.jsonl"),
+            "{\"run_id\": \"zz\", \"test\": \"t\"}\n",
+        )
+        .unwrap();
+        let mut t = Store::open(&tmp("imp-bad")).unwrap();
+        assert!(import(&mut t, &dir).is_err());
+        std::fs::write(dir.join("lab=ipc/host=a/part-0.jsonl"), "not json\n").unwrap();
+        assert!(import(&mut t, &dir).is_err());
+        assert_eq!(count(&t), (0, 0));
+        assert!(import(&mut t, &dir.join("absent.jsonl")).is_err());
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn a_parquet_export_reads_back_with_the_parquet_crate_and_imports() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+        let s = two_hosts(&tmp("pq-src"));
+        let dir = tmp("pq-out").with_file_name("export");
+        let sum = export(&s, &Filter::default(), &dir, ExportFormat::Parquet).unwrap();
+        assert_eq!((sum.files, sum.rows), (3, 3));
+        // Read independently of the importer.
+        let f = std::fs::File::open(dir.join("lab=ipc/host=alpha/part-0.parquet")).unwrap();
+        let r = SerializedFileReader::new(f).unwrap();
+        assert_eq!(r.metadata().file_metadata().num_rows(), 1);
+        let row = r.get_row_iter(None).unwrap().next().unwrap().unwrap();
+        let get = |name: &str| {
+            row.get_column_iter()
+                .find(|(n, _)| n.as_str() == name)
+                .map(|(_, f)| f.clone())
+                .unwrap()
+        };
+        assert_eq!(get("started_unix"), Field::Long(100));
+        assert_eq!(get("test"), Field::Str("reqres".into()));
+        let Field::Str(m) = get("metrics") else {
+            panic!("metrics is text")
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&m).unwrap()["msgs_per_s"],
+            1.0
+        );
+        assert!(row
+            .get_column_iter()
+            .all(|(n, _)| n != "lab" && n != "host"));
+
+        let mut t = Store::open(&tmp("pq-imp")).unwrap();
+        let got = import(&mut t, &dir).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (2, 3));
+        let recs = t
+            .records(&Filter {
+                host: Some("beta/2 x".into()),
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].record, rec(2.0));
+        assert_eq!(import(&mut t, &dir).unwrap().runs_skipped, 2);
+
+        // DuckDB, when installed, reads the same files with Hive partitions.
+        if let Ok(out) = std::process::Command::new("duckdb")
+            .arg("-csv")
+            .arg("-noheader")
+            .arg("-c")
+            .arg(format!(
+                "SELECT count(*), count(DISTINCT host) FROM read_parquet('{}/**/*.parquet', hive_partitioning = true)",
+                dir.display()
+            ))
+            .output()
+        {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3,2");
+        }
+    }
+}
