@@ -150,9 +150,18 @@ pub(crate) fn placement_for(cfg: &IpcConfig, s: u32, server: bool) -> Option<Cpu
 /// Does this run co-locate each session's pair (see [`placement_for`])?
 /// `block` always; `adaptive` when the run has more threads than CPUs (it
 /// then never spins, so it is `block` in all but name: measured with 4
-/// sessions here, co-located ~210k msgs/s against ~60-95k unplaced).
+/// sessions here, co-located ~210k msgs/s against ~60-95k unplaced), or
+/// when other work already takes the CPUs the run would need (one session
+/// beside two busy loops on 2 vCPUs, 3 interleaved rounds at 0 B, 128 B and
+/// 1 KiB, mt and mp: shm CPU per message 3.2-4.4 µs co-located against
+/// 3.6-7.5 µs unplaced, lower in all six cases).
 pub(crate) fn pairs_colocated(cfg: &IpcConfig) -> bool {
-    let oversubscribed = threads_of(cfg) > crate::wait::affinity_cpus();
+    // Our own threads, or those plus what the machine already runs: with
+    // every core taken by other work, a pair on two CPUs pays a cross-CPU
+    // wake-up per message that a pair on one CPU does not.
+    let busy = commbench_core::rusage::runnable_threads().saturating_sub(1) as usize;
+    let oversubscribed = threads_of(cfg) > crate::wait::affinity_cpus()
+        || busy + threads_of(cfg) as usize > commbench_core::rusage::online_cpus();
     cfg.transport == TransportKind::Shm
         && (cfg.wait == crate::WaitPolicy::Block
             || (cfg.wait == crate::WaitPolicy::Adaptive && oversubscribed))
