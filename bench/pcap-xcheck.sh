@@ -3,7 +3,7 @@
 # Compares `commbench pcap extract` field by field with `tshark -T fields`
 # on every capture (*.pcap, *.pcapng, *.cap, *.dmp) under
 # crates/pcap/tests/data and under each DIR given (recursively), with the
-# normalisation of crates/pcap/tests/tshark.rs (SPEC Appendix B; tunnels
+# normalisation of crates/pcap/tests/tshark.rs (tunnels
 # and ICMP errors compared on their outer header). Prints captures and
 # packets compared, fields equal / compared per field and in all, the
 # documented differences (not counted), and the first disagreements.

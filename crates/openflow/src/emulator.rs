@@ -3,7 +3,7 @@
 //! probe packet_ins and count the controller's flow_mods and packet_outs in
 //! timed windows, printing cbench's per-test and RESULT lines.
 //!
-//! Wire behaviour follows SPEC Appendix A (cbench's source): HELLO xid 1,
+//! Wire behaviour follows cbench's source (oflops `cbench/`): HELLO xid 1,
 //! 224-byte FEATURES_REPLY with 4 ports, the learn-dst-mac gratuitous ARP,
 //! 82-byte probes with cbench's MAC/buffer_id/xid patterns, latency mode
 //! (probes in flight per switch, 1 like cbench or `--outstanding N`) and
@@ -787,28 +787,26 @@ impl CbenchRound {
 /// Lines naming the windows in which the machine stalled for longer than
 /// `threshold`.
 pub fn stall_lines(windows: &[Window], threshold: std::time::Duration) -> Vec<String> {
-    {
-        windows
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.stall.stalled(threshold))
-            .map(|(i, w)| {
-                format!(
-                    "stall: window {} ({}): the machine stalled for {:.1} ms (a sleeping thread woke {:.1} ms late; {} wake-ups over {:.0} ms{})",
-                    i + 1,
-                    w.time,
-                    w.stall.worst_ms,
-                    w.stall.worst_ms,
-                    w.stall.stalls,
-                    threshold.as_secs_f64() * 1e3,
-                    w.stall
-                        .steal_ms
-                        .map(|s| format!("; hypervisor steal {s:.0} ms"))
-                        .unwrap_or_default()
-                )
-            })
-            .collect()
-    }
+    windows
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.stall.stalled(threshold))
+        .map(|(i, w)| {
+            format!(
+                "stall: window {} ({}): the machine stalled for {:.1} ms (a sleeping thread woke {:.1} ms late; {} wake-ups over {:.0} ms{})",
+                i + 1,
+                w.time,
+                w.stall.worst_ms,
+                w.stall.worst_ms,
+                w.stall.stalls,
+                threshold.as_secs_f64() * 1e3,
+                w.stall
+                    .steal_ms
+                    .map(|s| format!("; hypervisor steal {s:.0} ms"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
 }
 
 /// Jain's fairness index: (Σx)² / (n Σx²).

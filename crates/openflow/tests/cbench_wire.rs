@@ -1,5 +1,5 @@
 //! The emulator's switch side, message by message, against what cbench's
-//! fakeswitch.c sends (oflops cbench/fakeswitch.c; SPEC Appendix A): a
+//! fakeswitch.c sends (oflops cbench/fakeswitch.c): a
 //! scripted controller drives one emulated switch and checks every reply
 //! byte for byte.
 

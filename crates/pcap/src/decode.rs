@@ -6,7 +6,7 @@
 //! goes through a checked view from `crate::wire`. Optional fields are
 //! flagged in `Fields::present` so a record is reset by clearing one word.
 //! Protocol semantics follow tshark's where they differ from a naive parser
-//! (SPEC Appendix B): ports only on the first fragment, the final IPv6
+//! (as tshark reads them): ports only on the first fragment, the final IPv6
 //! protocol after extension headers, the inner EtherType after VLAN tags.
 
 use crate::wire::ethernet::{EthernetFrame, NullHeader, Sll2Header, SllHeader, VlanTag};

@@ -2,7 +2,7 @@
 //! with `tshark -T fields` on generated captures (plain, nanosecond, snaplen
 //! 128, and a multi-interface pcapng with every supported link type) and on
 //! the real captures shipped in the pcap-parser crate's sources. tshark's
-//! semantics are normalised as SPEC Appendix B says: defragmentation off,
+//! semantics are normalised as follows: defragmentation off,
 //! the final IPv6 protocol taken from the extension-header chain, the inner
 //! EtherType from `vlan.etype`, first occurrence elsewhere.
 //!
@@ -431,7 +431,7 @@ fn invalid_fraction(t: &str) -> bool {
     t.starts_with('-') || t.split('.').nth(1).is_some_and(|f| f.len() > 9)
 }
 
-/// Kinds of documented differences (README, pcap section).
+/// Kinds of documented differences (docs/pcap.md).
 const DOC_SUBSECOND: &str =
     "invalid sub-second time field (tshark prints it as is or wraps it in 32 bits; we carry it into the seconds)";
 const DOC_ISL: &str =

@@ -282,21 +282,12 @@ impl RxRing {
 
     /// Waits up to `timeout_ms` for the socket to become readable.
     pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
-        let mut p = libc::pollfd {
+        let mut p = [libc::pollfd {
             fd: self.sock.fd.as_raw_fd(),
             events: libc::POLLIN | libc::POLLERR,
             revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(e);
-        }
-        Ok(r > 0)
+        }];
+        Ok(commbench_core::sys::poll(&mut p, timeout_ms)? > 0)
     }
 
     /// Hands every frame of the next ready block to `f`, returns the block

@@ -347,21 +347,12 @@ impl XdpRx {
 
     /// Waits up to `timeout_ms` for frames.
     pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
-        let mut p = libc::pollfd {
+        let mut p = [libc::pollfd {
             fd: self.rx.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(e);
-        }
-        Ok(r > 0)
+        }];
+        Ok(commbench_core::sys::poll(&mut p, timeout_ms)? > 0)
     }
 
     /// The socket's drop counters (XDP_STATISTICS).

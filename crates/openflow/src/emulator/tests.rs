@@ -133,7 +133,7 @@ fn probe_matching_by_buffer_id_and_xid() {
     // seq 100002 has buffer_id 100003 % 100000 = 3
     assert_eq!(s.probe_seq(3, 0), Some(100_002));
     assert_eq!(s.probe_seq(99_999, 0), Some(99_998));
-    // Probe bytes carry the patterns of Appendix A.
+    // Probe bytes carry the patterns of cbench's fakeswitch.c.
     let p = of10::PacketInView::new_checked(&s.probe[..]).unwrap();
     assert_eq!(p.buffer_id(), 3);
     assert_eq!(p.xid(), 100_004);

@@ -2,7 +2,7 @@
 //! the OpenFlow 1.0 exact-match key (Ethernet, one 802.1Q tag, ARP, IPv4,
 //! TCP/UDP/ICMP — the fields Trema's `ExactMatch.new(packet_in)` fills in,
 //! with OVS `flow_extract` semantics for ARP and ICMP), and the builders for
-//! cbench's probe and gratuitous-ARP frames (SPEC Appendix A).
+//! cbench's probe and gratuitous-ARP frames (as cbench's source builds them).
 //!
 //! Invariants: the reader never indexes past the frame; a truncated inner
 //! header simply leaves the deeper fields zero (as a switch does), it is not
