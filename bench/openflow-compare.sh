@@ -8,11 +8,13 @@
 # mininet/oflops (cbench/, msgbuf.c) and OFSRC=DIR holding mininet/openflow
 # (include/openflow/openflow.h), or let the script clone both into
 # $OUT/src (needs network).
-# Usage: bench/openflow-compare.sh [REPEAT] [SWITCHES]
+# Usage: bench/openflow-compare.sh [REPEAT] [SWITCHES] [auto|kernel]
+# (the third: TCP congestion control, see bench/openflow/compare.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEAT=${1:-3}
 SWITCHES=${2:-16}
+CC=${3:-auto}
 OUT=${OUT:-/tmp/openflow-compare}
 mkdir -p "$OUT"
 cargo build --release -q -p commbench
@@ -32,5 +34,5 @@ gcc -O2 -D_GNU_SOURCE -I"$OFSRC/include" -I"$CBENCH_SRC" -I"$OUT" -o "$OUT/cbenc
   "$CBENCH_SRC/msgbuf.c" -lm -lpthread
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
 python3 bench/openflow/compare.py "$OUT/cbench" "$OUT/c_controller" "$PWD/target/release/commbench" \
-  --repeat "$REPEAT" --switches "$SWITCHES"
-echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES"
+  --repeat "$REPEAT" --switches "$SWITCHES" --cc "$CC"
+echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES $CC"

@@ -8,7 +8,10 @@
  * cbench app's template path. On SIGTERM/SIGINT it prints the flow_mods
  * sent and its CPU time per flow_mod (getrusage).
  *
- * usage: c_controller PORT
+ * usage: c_controller PORT [CONGESTION]
+ * CONGESTION (e.g. cubic): the TCP congestion control each accepted
+ * connection gets, so that it can be given the same one `commbench
+ * controller --tcp-congestion auto` puts in force.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -121,7 +124,8 @@ static void drop(int i) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: c_controller PORT\n"); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: c_controller PORT [CONGESTION]\n"); return 2; }
+    const char *cc = argc > 2 ? argv[2] : NULL;
     signal(SIGTERM, on_sig); signal(SIGINT, on_sig); signal(SIGPIPE, SIG_IGN);
     /* the template: header, match (filled per packet), cookie 0, ADD,
        idle 0, hard 0, priority 0x8000, buffer_id, out_port NONE, flags 0,
@@ -149,6 +153,9 @@ int main(int argc, char **argv) {
             int fd;
             while (nconns < MAXC && (fd = accept4(ls, 0, 0, SOCK_NONBLOCK)) >= 0) {
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                if (cc && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)) < 0) {
+                    perror("TCP_CONGESTION"); return 1;
+                }
                 struct conn *c = &conns[nconns++];
                 c->fd = fd; c->in = malloc(IN_CAP); c->out = malloc(OUT_CAP);
                 c->in_len = c->out_len = c->out_off = 0;

@@ -14,7 +14,14 @@ line; real cbench: the sum of its per-window 'total = X per ms' lines times
 the window length). Prints the medians over the repeats, their ranges, and
 the ratios the issue asks for.
 
-usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 3] [--switches 16] [--ms 1000] [--loops 4]
+TCP congestion control (--cc): real cbench always gets the kernel's
+default. With --cc auto (the default) both commbench sides run with their
+default `--tcp-congestion auto` (cubic, else reno, instead of a pacing bbr)
+and the C controller is given the same algorithm, so that the controller
+comparison is about the code; with --cc kernel every program keeps the
+kernel's default.
+
+usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 3] [--switches 16] [--ms 1000] [--loops 4] [--cc auto|kernel]
 """
 import argparse, os, re, signal, socket, statistics, subprocess, sys, time
 
@@ -37,8 +44,8 @@ def free_port():
 
 def start_controller(kind, args, port):
     cmd = {
-        "commbench": [args.commbench, "controller", "--port", str(port), "-q"],
-        "c": [args.c_controller, str(port)],
+        "commbench": [args.commbench, "--no-store", "controller", "--port", str(port), "-q", "--tcp-congestion", args.cc],
+        "c": [args.c_controller, str(port)] + ([args.c_cc] if args.c_cc else []),
     }[kind]
     p = subprocess.Popen(["taskset", "-c", args.ctl_cpu] + cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for _ in range(100):
@@ -53,7 +60,7 @@ def start_controller(kind, args, port):
 def run_gen(kind, args, port):
     common = ["-c", "127.0.0.1", "-p", str(port), "-s", str(args.switches), "-l", str(args.loops), "-m", str(args.ms), "-t"]
     if kind == "commbench":
-        cmd = ["taskset", "-c", args.gen_cpu, args.commbench, "cbench"] + common
+        cmd = ["taskset", "-c", args.gen_cpu, args.commbench, "--no-store", "cbench"] + common + ["--tcp-congestion", args.cc]
     else:
         cmd = ["taskset", "-c", args.gen_cpu, args.cbench] + common
     t0 = time.time()
@@ -75,12 +82,12 @@ def run_gen(kind, args, port):
     if kind == "commbench":
         m = re.search(r"responses: (\d+)", text)
         responses = int(m.group(1)) if m else 0
-        m = re.search(r"emulator: [\d.]+ s CPU \(user ([\d.]+) \+ sys ([\d.]+)\)", text)
-        gen_user, gen_sys = (float(m.group(1)), float(m.group(2))) if m else last
     else:
         totals = [float(x) for x in re.findall(r"total = ([\d.]+) per ms", text)]
         responses = int(sum(totals) * args.ms)
-        gen_user, gen_sys = last
+    # Whole-process CPU for both generators (ours: all threads, not only
+    # the workers its 'emulator:' line counts).
+    gen_user, gen_sys = last
     ok = "RESULT" in text and responses > 0
     return responses, gen_user, gen_sys, ok, time.time() - t0, text
 
@@ -119,11 +126,21 @@ def main():
     ap.add_argument("--loops", type=int, default=4)
     ap.add_argument("--ctl-cpu", default="1")
     ap.add_argument("--gen-cpu", default="0")
+    ap.add_argument("--cc", choices=["auto", "kernel"], default="auto")
     args = ap.parse_args()
+    kernel_cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    # What `--tcp-congestion auto` puts in force, for the C controller.
+    args.c_cc = None
+    if args.cc == "auto" and kernel_cc.startswith("bbr"):
+        avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+        args.c_cc = "cubic" if "cubic" in avail else "reno"
+    tcp = f"TCP: kernel default {kernel_cc}"
+    if args.c_cc:
+        tcp += f"; commbench and the C controller {args.c_cc}, real cbench {kernel_cc}"
     pairs = [("cbench", "commbench"), ("cbench", "c"), ("commbench", "commbench"), ("commbench", "c")]
     res = {p: [] for p in pairs}
     print(f"date {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}  load before {os.getloadavg()[0]:.1f}  "
-          f"switches {args.switches}  loops {args.loops} x {args.ms} ms  controller cpu {args.ctl_cpu}, generator cpu {args.gen_cpu}")
+          f"switches {args.switches}  loops {args.loops} x {args.ms} ms  controller cpu {args.ctl_cpu}, generator cpu {args.gen_cpu}  {tcp}")
     for r in range(args.repeat):
         order = pairs if r % 2 == 0 else list(reversed(pairs))
         for p in order:

@@ -93,6 +93,8 @@ pub enum BenchError {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRow {
     pub switches: usize,
+    /// TCP congestion control both sides ran with (`auto`: never bbr).
+    pub tcp_congestion: String,
     pub mode: &'static str,
     pub variant: &'static str,
     /// RESULT statistics (responses/s over kept windows).
@@ -220,6 +222,7 @@ impl BenchReport {
                     .param("of13", self.config.of13)
                     .param("controller_threads", self.config.controller_threads)
                     .param("emulator_threads", self.config.emulator_threads)
+                    .param("tcp_congestion", &r.tcp_congestion)
                     .metric("responses_per_s_median", r.median)
                     .metric("responses_per_s_avg", r.avg)
                     .metric("responses_per_s_min", r.min)
@@ -373,6 +376,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
                 let responses = round.tally.responses.max(1);
                 rows.push(BenchRow {
                     switches: n,
+                    tcp_congestion: report.tcp_congestion.applied.clone(),
                     mode: mode_name(tp),
                     variant: v.name(),
                     min: round.result.min,
@@ -467,6 +471,8 @@ pub fn cbench_records(r: &CbenchReport) -> Vec<Record> {
                 .param("of13", c.of13)
                 .param("outstanding", c.outstanding)
                 .param("threads", c.threads)
+                .param("tcp_congestion", &r.tcp_congestion.applied)
+                .param("tcp_congestion_kernel", &r.tcp_congestion.kernel)
                 .metric("result", round.result)
                 .metric("responses_per_s_median", kept_median(round))
                 .metric(

@@ -204,6 +204,12 @@ const OPTS: &[Opt] = &[
         help: "SO_SNDBUF bytes per switch, 0 = kernel default like cbench (65536)",
     },
     Opt {
+        long: "tcp-congestion",
+        short: None,
+        kind: Kind::Value,
+        help: "TCP congestion control per switch: auto (cubic or reno instead of a pacing bbr), kernel (as cbench), or a name (auto)",
+    },
+    Opt {
         long: "cpus",
         short: None,
         kind: Kind::Value,
@@ -324,6 +330,7 @@ fn apply(a: &mut CbenchArgs, o: &Opt, v: Option<&str>) -> Result<(), UsageError>
         "cpus" => c.cpus = Some(val()?.to_string()),
         "max-in-flight" => c.max_in_flight = num(o, val()?)?,
         "sndbuf" => c.sndbuf = num(o, val()?)?,
+        "tcp-congestion" => c.tcp_congestion = val()?.to_string(),
         "format" => a.format = Some(val()?.to_string()),
         "output" => a.output = Some(val()?.to_string()),
         _ => unreachable!("every option in OPTS is handled"),
@@ -527,6 +534,12 @@ mod tests {
         assert_eq!(p("").unwrap().config.max_in_flight, 40000);
         assert_eq!(p("--max-in-flight 0").unwrap().config.max_in_flight, 0);
         assert_eq!(p("").unwrap().config.sndbuf, 65536);
+        assert_eq!(p("").unwrap().config.tcp_congestion, "auto");
+        assert_eq!(
+            p("--tcp-congestion kernel").unwrap().config.tcp_congestion,
+            "kernel"
+        );
+        assert!(p("--tcp-congestion").is_err(), "needs a value");
         assert_eq!(
             p("--sndbuf 0").unwrap().config.sndbuf,
             0,

@@ -109,6 +109,10 @@ pub struct ControllerConfig {
     /// Bound on input bytes held across all connections (started,
     /// unfinished messages); at the bound, new data waits in the kernel.
     pub max_buffered_in: usize,
+    /// TCP congestion control of each accepted connection: `auto`
+    /// replaces a pacing algorithm (bbr) by cubic or reno, `kernel` keeps
+    /// the kernel's default, or an algorithm name.
+    pub tcp_congestion: String,
 }
 
 /// Smallest accepted `max_buffered_in`: one largest message and a read.
@@ -129,6 +133,7 @@ impl Default for ControllerConfig {
             idle_timeout: Some(Duration::from_secs(300)),
             partial_timeout: Duration::from_secs(10),
             max_buffered_in: 64 << 20,
+            tcp_congestion: "auto".into(),
         }
     }
 }
@@ -208,6 +213,7 @@ impl ControllerStats {
 /// A running controller.
 pub struct Controller {
     addr: SocketAddr,
+    tcp_congestion: sys::CongestionApplied,
     stop: Arc<AtomicBool>,
     wakers: Vec<Arc<EventFd>>,
     handles: Vec<JoinHandle<ControllerStats>>,
@@ -248,6 +254,8 @@ impl Controller {
                 "--busy-poll spins: give each worker thread a CPU of its own with --cpus (as many CPUs as --threads, none shared with the emulator)".into(),
             ));
         }
+        let tcp_congestion = sys::probe_congestion(&cfg.tcp_congestion)
+            .map_err(|e| ControllerError::Config(format!("--tcp-congestion: {e}")))?;
         sys::raise_nofile();
         let listener =
             TcpListener::bind(cfg.listen).map_err(|e| ControllerError::Bind(cfg.listen, e))?;
@@ -283,6 +291,7 @@ impl Controller {
         }
         Ok(Controller {
             addr,
+            tcp_congestion,
             stop,
             wakers,
             handles,
@@ -293,6 +302,11 @@ impl Controller {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The kernel's congestion control and the one each connection gets.
+    pub fn tcp_congestion(&self) -> &sys::CongestionApplied {
+        &self.tcp_congestion
     }
 
     /// A flag that stops the controller when set (e.g. from a signal handler).
@@ -610,6 +624,8 @@ impl Worker {
             return;
         }
         let _ = sys::set_nodelay(s.as_raw_fd(), true);
+        // Checked by `Controller::start` on a probe socket.
+        let _ = sys::apply_congestion(s.as_raw_fd(), &self.cfg.tcp_congestion);
         let k = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1

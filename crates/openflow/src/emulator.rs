@@ -120,6 +120,10 @@ pub struct CbenchConfig {
     /// in flight across a window's drain (which forgets the in-flight
     /// count), the buffer_id wraps, and matching turns uncertain.
     pub sndbuf: usize,
+    /// TCP congestion control of each switch's socket: `auto` replaces a
+    /// pacing algorithm (bbr) by cubic or reno, `kernel` keeps the
+    /// kernel's default (what cbench gets), or an algorithm name.
+    pub tcp_congestion: String,
 }
 
 impl Default for CbenchConfig {
@@ -151,6 +155,7 @@ impl Default for CbenchConfig {
             cpus: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             sndbuf: DEFAULT_SNDBUF,
+            tcp_congestion: "auto".into(),
         }
     }
 }
@@ -201,6 +206,13 @@ impl CbenchConfig {
         }
         if self.max_in_flight > 90000 {
             return bad("--max-in-flight must be 0 (unlimited) or at most 90000");
+        }
+        if !matches!(self.tcp_congestion.as_str(), "auto" | "kernel")
+            && !sys::valid_congestion_name(&self.tcp_congestion)
+        {
+            return bad(
+                "--tcp-congestion expects auto, kernel or an algorithm name such as cubic or reno",
+            );
         }
         if self.sndbuf > i32::MAX as usize / 2 {
             return bad("--sndbuf must be at most 1073741823 bytes");
@@ -380,6 +392,9 @@ pub struct CbenchRound {
 #[derive(Debug, Clone, Serialize)]
 pub struct CbenchReport {
     pub config: CbenchConfig,
+    /// The switches' TCP congestion control: the kernel's default and the
+    /// one `--tcp-congestion` put in force.
+    pub tcp_congestion: sys::CongestionApplied,
     pub rounds: Vec<CbenchRound>,
 }
 
@@ -497,6 +512,8 @@ pub fn run_with(
     out: &mut dyn FnMut(Line),
 ) -> Result<CbenchReport, EmulatorError> {
     cfg.validate()?;
+    let tcp_congestion = sys::probe_congestion(&cfg.tcp_congestion)
+        .map_err(|e| EmulatorError::Config(format!("--tcp-congestion: {e}")))?;
     let host_port = if cfg.controller.contains(':') && !cfg.controller.starts_with('[') {
         format!("[{}]:{}", cfg.controller, cfg.port)
     } else {
@@ -521,6 +538,7 @@ pub fn run_with(
     }
     Ok(CbenchReport {
         config: cfg.clone(),
+        tcp_congestion,
         rounds,
     })
 }
@@ -1333,6 +1351,9 @@ impl Worker {
         if cfg.sndbuf > 0 {
             let _ = sys::set_sndbuf(stream.as_raw_fd(), cfg.sndbuf as i32);
         }
+        // Checked by `run_with` on a probe socket before any switch
+        // connects; every switch gets the same.
+        let _ = sys::apply_congestion(stream.as_raw_fd(), &cfg.tcp_congestion);
         if stream.set_nonblocking(true).is_err() {
             return;
         }

@@ -656,3 +656,54 @@ fn a_controller_flooding_every_switch_is_bounded_in_total() {
     );
     assert!(hung_up.iter().any(|&h| h), "{hung_up:?} {notices:?}");
 }
+
+#[test]
+fn tcp_congestion_is_applied_on_both_sides_and_bad_names_are_refused() {
+    let c = Controller::start(&ControllerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        log_connections: false,
+        tcp_congestion: "reno".into(),
+        ..Default::default()
+    })
+    .expect("controller starts");
+    assert_eq!(c.tcp_congestion().applied, "reno");
+    let cfg = CbenchConfig {
+        controller: "127.0.0.1".into(),
+        port: c.local_addr().port(),
+        switches: 2,
+        loops: 2,
+        ms_per_test: 200,
+        throughput: true,
+        tcp_congestion: "reno".into(),
+        ..Default::default()
+    };
+    let r = emulator::run_with(&cfg, &mut |_| {}).expect("cbench run");
+    assert_eq!(r.tcp_congestion.applied, "reno");
+    assert!(r.rounds[0].tally.responses > 0);
+    let recs = commbench_openflow::bench::cbench_records(&r);
+    assert_eq!(recs[0].params["tcp_congestion"], "reno");
+    c.stop();
+    // The default never leaves a pacing algorithm in force.
+    let d = CbenchConfig::default();
+    assert_eq!(d.tcp_congestion, "auto");
+    // Unknown and malformed names: a clear error before any connection.
+    let e = Controller::start(&ControllerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tcp_congestion: "nosuchcc".into(),
+        ..Default::default()
+    })
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(e.contains("nosuchcc") && e.contains("available"), "{e}");
+    let e = emulator::run_with(
+        &CbenchConfig {
+            tcp_congestion: "no such".into(),
+            ..cfg
+        },
+        &mut |_| {},
+    )
+    .expect_err("refused")
+    .to_string();
+    assert!(e.contains("--tcp-congestion"), "{e}");
+}

@@ -72,6 +72,15 @@ fn header(c: &CbenchConfig) -> String {
     )
 }
 
+/// "cubic (kernel default bbr)" or "cubic".
+pub(crate) fn congestion_note(c: &commbench_core::sys::CongestionApplied) -> String {
+    if c.applied == c.kernel {
+        c.applied.clone()
+    } else {
+        format!("{} (kernel default {})", c.applied, c.kernel)
+    }
+}
+
 /// One TCP connection (one descriptor) per emulated switch: a count the
 /// process cannot hold is a usage error before any per-switch state exists.
 fn check_switch_count(n: usize) -> Result<()> {
@@ -159,7 +168,7 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
             let t = &round.tally;
             writeln!(
                 o,
-                "emulator: {:.3} s CPU (user {:.3} + sys {:.3}) over {:.3} s wall, {} thread(s), busy {:.1}% of the kept windows (max {:.1}%), {:.0} ns CPU per response",
+                "emulator: {:.3} s CPU (user {:.3} + sys {:.3}) over {:.3} s wall, {} thread(s), busy {:.1}% of the kept windows (max {:.1}%), {:.0} ns CPU per response, TCP {}",
                 round.emulator_cpu_s,
                 round.emulator_user_s,
                 round.emulator_sys_s,
@@ -167,7 +176,8 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
                 cfg.threads.min(round.switches),
                 100.0 * round.emulator_busy,
                 100.0 * round.emulator_busy_max,
-                round.emulator_cpu_s * 1e9 / t.responses.max(1) as f64
+                round.emulator_cpu_s * 1e9 / t.responses.max(1) as f64,
+                congestion_note(&report.tcp_congestion)
             )?;
             writeln!(
                 o,
@@ -338,6 +348,11 @@ pub struct ControllerArgs {
     /// messages); at the bound new data waits in the kernel, nothing is dropped.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1_048_576..=68_719_476_736))]
     pub max_buffered_in: u64,
+    /// TCP congestion control of each connection: auto (cubic, else reno,
+    /// instead of a pacing bbr, which arms a timer per write), kernel (the
+    /// kernel's default), or an algorithm name.
+    #[arg(long, default_value = "auto", value_name = "NAME")]
+    pub tcp_congestion: String,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -367,6 +382,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         idle_timeout: (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout)),
         partial_timeout: Duration::from_secs(a.partial_timeout),
         max_buffered_in: usize::try_from(a.max_buffered_in).unwrap_or(usize::MAX),
+        tcp_congestion: a.tcp_congestion.clone(),
     };
     let stop = commbench_openflow::stop_on_signal();
     let ctl = Controller::start(&cfg).map_err(|e| match e {
@@ -376,7 +392,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
     // Through the controller's log queue: from here on nothing in this
     // process waits on stderr (it may be a pipe nobody reads).
     ctl.log_line(format!(
-        "controller: {} app ({}), OpenFlow {}, listening on {}, {} thread(s); Ctrl-C to stop",
+        "controller: {} app ({}), OpenFlow {}, listening on {}, {} thread(s), TCP {}; Ctrl-C to stop",
         match cfg.app {
             App::Cbench => "cbench",
             App::Learning => "learning",
@@ -389,7 +405,8 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         },
         if cfg.of13 { "1.3" } else { "1.0" },
         ctl.local_addr(),
-        cfg.threads
+        cfg.threads,
+        congestion_note(ctl.tcp_congestion())
     ));
     let t0 = Instant::now();
     while !stop.load(Ordering::SeqCst) {
@@ -401,6 +418,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
     let wall = t0.elapsed().as_secs_f64();
+    let ctl_congestion = ctl.tcp_congestion().clone();
     let s = ctl.stop();
     let rec = commbench_core::record::Record::new("openflow", "controller")
         .param("app", cfg.app)
@@ -408,6 +426,8 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         .param("of13", cfg.of13)
         .param("threads", cfg.threads)
         .param("listen", cfg.listen.to_string())
+        .param("tcp_congestion", &ctl_congestion.applied)
+        .param("tcp_congestion_kernel", &ctl_congestion.kernel)
         .metric("wall_s", wall)
         .metric("connections", s.connections)
         .metric("disconnections", s.disconnections)

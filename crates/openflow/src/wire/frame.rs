@@ -36,6 +36,7 @@ pub struct FlowKey {
 impl FlowKey {
     /// Extract the key; `None` only when the frame is shorter than an
     /// Ethernet header.
+    #[inline(always)]
     pub fn extract(f: &[u8]) -> Option<FlowKey> {
         if f.len() < 14 {
             return None;
