@@ -774,6 +774,10 @@ impl Worker {
                     return;
                 }
                 Ok(n) => {
+                    // A short write means the send buffer is full and the
+                    // kernel noted a waiting writer: EPOLLOUT follows when
+                    // room frees, so a second call would only see EAGAIN.
+                    c.write_blocked = c.out_pos + n < c.out.len();
                     c.out_pos += n;
                     self.stats.bytes_out += n as u64;
                 }
@@ -911,6 +915,12 @@ impl Worker {
                     if let Some(c) = self.conns[k].as_ref() {
                         self.stats.max_pending_out =
                             self.stats.max_pending_out.max(c.pending() as u64);
+                    }
+                    if n < want {
+                        // The receive queue was empty: the next data raises
+                        // a new edge-triggered EPOLLIN, so another read now
+                        // would only return EAGAIN.
+                        return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
