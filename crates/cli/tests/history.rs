@@ -4,16 +4,12 @@
 
 use assert_cmd::Command;
 use commbench_store::{Filter, Store};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "commbench-history-test-{}-{name}-{}",
-        std::process::id(),
-        commbench_store::new_run_id().unwrap()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when the guard drops (named so that
+/// `commbench clean` finds it after a SIGKILL).
+fn tmp(name: &str) -> commbench_core::artifact::TempDir {
+    commbench_core::artifact::TempDir::new(&format!("historytest-{name}")).unwrap()
 }
 
 /// The binary with the store at `db` (the flag overrides the harness's
@@ -41,7 +37,7 @@ fn the_test_harness_disables_the_user_store() {
 #[test]
 fn every_run_is_appended_with_its_environment() {
     let d = tmp("append");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     budget(&db, 64);
     budget(&db, 128);
     let s = Store::open(&db).unwrap();
@@ -58,7 +54,7 @@ fn every_run_is_appended_with_its_environment() {
 #[test]
 fn no_store_and_the_environment_choose_where_records_go() {
     let d = tmp("choice");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     cb(&db)
         .args(["--no-store", "budget", "--link", "10G"])
         .assert()
@@ -91,7 +87,7 @@ fn no_store_and_the_environment_choose_where_records_go() {
 #[test]
 fn commands_that_measure_nothing_are_not_stored() {
     let d = tmp("nothing");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     cb(&db).args(["env"]).assert().success();
     let n = if db.exists() {
         Store::open(&db)
@@ -108,7 +104,7 @@ fn commands_that_measure_nothing_are_not_stored() {
 #[test]
 fn a_store_that_is_not_a_database_warns_and_the_run_still_succeeds() {
     let d = tmp("foreign");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     let text = "not a database\n".repeat(50);
     std::fs::write(&db, &text).unwrap();
     let out = cb(&db)
@@ -126,7 +122,7 @@ fn a_store_that_is_not_a_database_warns_and_the_run_still_succeeds() {
 #[test]
 fn processes_appending_at_once_lose_nothing() {
     let d = tmp("concurrent");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     let bin = assert_cmd::cargo::cargo_bin("commbench");
     let n = 6;
     let children: Vec<_> = (0..n)
@@ -208,7 +204,7 @@ fn of<'a>(recs: &'a [serde_json::Value], test: &str) -> Vec<&'a serde_json::Valu
 #[test]
 fn history_lists_the_runs_and_the_trend_per_host() {
     let d = tmp("trend");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     synthetic_run(&db, "alpha", 1_000, "aaaa1111", 100.0);
     synthetic_run(&db, "beta", 2_000, "bbbb2222", 50.0);
     synthetic_run(&db, "alpha", 3_000, "cccc3333", 80.0);
@@ -251,11 +247,11 @@ fn history_lists_the_runs_and_the_trend_per_host() {
 #[test]
 fn history_plot_draws_one_series_per_host() {
     let d = tmp("plot");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     for (i, h) in ["alpha", "beta", "alpha", "beta"].iter().enumerate() {
         synthetic_run(&db, h, 1_000 * i as i64, "s", 100.0 + i as f64);
     }
-    let html = d.join("trend.html");
+    let html = d.path().join("trend.html");
     cb(&db)
         .args(["history", "--lab", "ipc", "--plot", "-o"])
         .arg(&html)
@@ -270,7 +266,7 @@ fn history_plot_draws_one_series_per_host() {
 #[test]
 fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
     let d = tmp("baseline");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
     synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
     synthetic_run(&db, "ci", 2_000, "bbbb2222", 80.0);
@@ -332,7 +328,7 @@ fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
 #[test]
 fn a_saved_baseline_names_a_run_and_unknown_or_foreign_ones_are_usage_errors() {
     let d = tmp("named");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
     let other = synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
     cb(&db)
@@ -372,9 +368,9 @@ fn compare_a_result_file_with_the_run_before_it() {
     // Two real runs; the second's file is compared with the first stored
     // run, not with its own stored copy.
     let d = tmp("file");
-    let db = d.join("results.db");
-    let f1 = d.join("one.jsonl");
-    let f2 = d.join("two.jsonl");
+    let db = d.path().join("results.db");
+    let f1 = d.path().join("one.jsonl");
+    let f2 = d.path().join("two.jsonl");
     for f in [&f1, &f2] {
         cb(&db)
             .args(["timer", "--batches", "20", "--format", "jsonl", "-o"])
@@ -401,12 +397,12 @@ fn compare_a_result_file_with_the_run_before_it() {
 #[test]
 fn merging_another_hosts_export_shows_both_hosts() {
     let d = tmp("merge");
-    let here = d.join("here.db");
-    let there = d.join("there.db");
+    let here = d.path().join("here.db");
+    let there = d.path().join("there.db");
     synthetic_run(&here, "alpha", 1_000, "aaaa", 100.0);
     synthetic_run(&there, "beta", 1_100, "bbbb", 90.0);
     synthetic_run(&there, "beta", 1_200, "cccc", 95.0);
-    let out = d.join("export");
+    let out = d.path().join("export");
     cb(&there)
         .args(["history", "--export", "jsonl"])
         .arg(&out)
@@ -438,7 +434,7 @@ fn merging_another_hosts_export_shows_both_hosts() {
         .stderr(predicates::str::contains("not empty"));
     cb(&there)
         .args(["history", "--export", "xlsx"])
-        .arg(d.join("x"))
+        .arg(d.path().join("x"))
         .assert()
         .code(2);
 }
@@ -446,11 +442,11 @@ fn merging_another_hosts_export_shows_both_hosts() {
 #[test]
 fn two_suites_then_history_shows_two_runs_and_compare_gives_verdicts() {
     let d = tmp("suite");
-    let db = d.join("results.db");
+    let db = d.path().join("results.db");
     for out in ["one", "two"] {
         cb(&db)
             .args(["suite", "--quick", "--only", "core", "--out"])
-            .arg(d.join(out))
+            .arg(d.path().join(out))
             .assert()
             .success();
     }

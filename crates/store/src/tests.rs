@@ -1,14 +1,30 @@
 use super::*;
 use serde_json::json;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "commbench-store-test-{}-{name}-{}",
-        std::process::id(),
-        new_run_id().unwrap()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join("results.db")
+/// A store path in a fresh directory that is removed when the guard drops
+/// (named so that `commbench clean` finds it after a SIGKILL).
+struct Tmp {
+    _dir: commbench_core::artifact::TempDir,
+    db: PathBuf,
+}
+
+impl std::ops::Deref for Tmp {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.db
+    }
+}
+
+impl AsRef<std::path::Path> for Tmp {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.db
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
+    let dir = commbench_core::artifact::TempDir::new(&format!("storetest-{name}")).unwrap();
+    let db = dir.path().join("results.db");
+    Tmp { _dir: dir, db }
 }
 
 fn run(host: &str, started_unix: i64) -> RunMeta {
@@ -299,8 +315,10 @@ mod exports {
 
     #[test]
     fn a_jsonl_export_is_hive_partitioned_and_imports_once() {
-        let s = two_hosts(&tmp("exp-src"));
-        let dir = tmp("exp-out").with_file_name("export");
+        let tmp_1 = tmp("exp-src");
+        let s = two_hosts(&tmp_1);
+        let tmp_2 = tmp("exp-out");
+        let dir = tmp_2.with_file_name("export");
         let sum = export(&s, &Filter::default(), &dir, ExportFormat::Jsonl).unwrap();
         assert_eq!((sum.files, sum.rows), (3, 3));
         let part = dir.join("lab=ipc/host=beta%2F2%20x/part-0.jsonl");
@@ -315,7 +333,8 @@ mod exports {
         // An export never writes into a folder with files.
         assert!(export(&s, &Filter::default(), &dir, ExportFormat::Jsonl).is_err());
 
-        let mut t = Store::open(&tmp("imp")).unwrap();
+        let tmp_3 = tmp("imp");
+        let mut t = Store::open(&tmp_3).unwrap();
         let got = import(&mut t, &dir).unwrap();
         assert_eq!((got.runs_added, got.records_added), (2, 3));
         assert_eq!(count(&t), (2, 3));
@@ -344,9 +363,11 @@ mod exports {
             &mut out,
         )
         .unwrap();
-        let f = tmp("results").with_file_name("results.jsonl");
+        let tmp_4 = tmp("results");
+        let f = tmp_4.with_file_name("results.jsonl");
         std::fs::write(&f, &out).unwrap();
-        let mut t = Store::open(&tmp("imp-results")).unwrap();
+        let tmp_5 = tmp("imp-results");
+        let mut t = Store::open(&tmp_5).unwrap();
         let got = import(&mut t, &f).unwrap();
         assert_eq!((got.runs_added, got.records_added), (1, 2));
         let r = &t.runs(&Filter::default()).unwrap()[0];
@@ -360,14 +381,16 @@ mod exports {
 
     #[test]
     fn a_bad_file_is_an_error_and_imports_nothing() {
-        let dir = tmp("bad").with_file_name("bad");
+        let tmp_6 = tmp("bad");
+        let dir = tmp_6.with_file_name("bad");
         std::fs::create_dir_all(dir.join("lab=ipc/host=a")).unwrap();
         std::fs::write(
             dir.join("lab=ipc/host=a/part-0.jsonl"),
             "{\"run_id\": \"zz\", \"test\": \"t\"}\n",
         )
         .unwrap();
-        let mut t = Store::open(&tmp("imp-bad")).unwrap();
+        let tmp_7 = tmp("imp-bad");
+        let mut t = Store::open(&tmp_7).unwrap();
         assert!(import(&mut t, &dir).is_err());
         std::fs::write(dir.join("lab=ipc/host=a/part-0.jsonl"), "not json\n").unwrap();
         assert!(import(&mut t, &dir).is_err());
@@ -380,8 +403,10 @@ mod exports {
     fn a_parquet_export_reads_back_with_the_parquet_crate_and_imports() {
         use parquet::file::reader::{FileReader, SerializedFileReader};
         use parquet::record::Field;
-        let s = two_hosts(&tmp("pq-src"));
-        let dir = tmp("pq-out").with_file_name("export");
+        let tmp_8 = tmp("pq-src");
+        let s = two_hosts(&tmp_8);
+        let tmp_9 = tmp("pq-out");
+        let dir = tmp_9.with_file_name("export");
         let sum = export(&s, &Filter::default(), &dir, ExportFormat::Parquet).unwrap();
         assert_eq!((sum.files, sum.rows), (3, 3));
         // Read independently of the importer.
@@ -408,7 +433,8 @@ mod exports {
             .get_column_iter()
             .all(|(n, _)| n != "lab" && n != "host"));
 
-        let mut t = Store::open(&tmp("pq-imp")).unwrap();
+        let tmp_10 = tmp("pq-imp");
+        let mut t = Store::open(&tmp_10).unwrap();
         let got = import(&mut t, &dir).unwrap();
         assert_eq!((got.runs_added, got.records_added), (2, 3));
         let recs = t
