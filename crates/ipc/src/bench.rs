@@ -264,6 +264,10 @@ fn collect(
 
 /// Run one configuration (already validated).
 pub(crate) fn run_once(cfg: &IpcConfig) -> Result<RunResult> {
+    // The clock calibrates on first use (~50 ms of sleeps): here, not in
+    // the first client's measured run while its server spins (it added
+    // ~50 ms and the server's spinning to every run's time and CPU).
+    let _ = clock::tsc();
     let meter = RunMeter::start();
     let opts = ListenOptions {
         sessions: cfg.sessions,
