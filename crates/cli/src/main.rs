@@ -2,11 +2,12 @@
 //! logic lives in its library crate; commands here build a config, call the
 //! library, and hand the resulting records to an exporter.
 
+mod args;
 mod cmd;
+mod labs;
 mod output;
 mod progress;
 mod store;
-mod summary;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

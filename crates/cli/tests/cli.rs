@@ -491,3 +491,67 @@ fn budget_rejects_links_and_clocks_out_of_range_with_short_messages() {
         assert!(!err.contains("00000000000000000000"), "{err}");
     }
 }
+
+/// Directions come from the labs' declared metrics: pcap's `pkt_s` and
+/// `mb_s` are rates (the old name guess read `_s` as seconds, so 3.61M →
+/// 7.04M packets/s was "slower" and `--fail-on-regression` was inverted),
+/// pipeline's ticks per packet are costs.
+#[test]
+fn compare_judges_rates_and_costs_by_their_declared_direction() {
+    let dir = tempfile_dir("direction");
+    let write = |name: &str, pkt_s: f64, ticks: f64| {
+        let p = dir.join(name);
+        let recs = [
+            serde_json::json!({"schema_version": 1, "lab": "pcap", "test": "extract",
+                "params": {"threads": 1}, "metrics": {"pkt_s": pkt_s, "mb_s": pkt_s / 1e4}}),
+            serde_json::json!({"schema_version": 1, "lab": "pipeline", "test": "run",
+                "params": {"mode": "rtc"}, "metrics": {"ticks_total": ticks, "mpps": 1e3 / ticks}}),
+        ];
+        let text: String = recs.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let slow = write("slow.jsonl", 3.61e6, 9.0);
+    let fast = write("fast.jsonl", 7.04e6, 8.0);
+    let verdicts = |a: &std::path::Path, b: &std::path::Path| {
+        let out = cb()
+            .args(["compare", "--all", "--format", "json"])
+            .arg(a)
+            .arg(b)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["params"]["metric"].as_str().unwrap().to_owned(),
+                    r["metrics"]["verdict"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let up = verdicts(&slow, &fast);
+    assert_eq!(up["pkt_s"], "faster", "{up:?}");
+    assert_eq!(up["mb_s"], "faster", "{up:?}");
+    assert_eq!(up["mpps"], "faster", "{up:?}");
+    assert_eq!(up["ticks_total"], "better", "{up:?}");
+    let down = verdicts(&fast, &slow);
+    assert_eq!(down["pkt_s"], "slower", "{down:?}");
+    assert_eq!(down["ticks_total"], "worse", "{down:?}");
+    // The gate: faster passes, slower fails.
+    cb().args(["compare", "--fail-on-regression", "10"])
+        .arg(&slow)
+        .arg(&fast)
+        .assert()
+        .success();
+    cb().args(["compare", "--fail-on-regression", "10"])
+        .arg(&fast)
+        .arg(&slow)
+        .assert()
+        .code(1);
+    std::fs::remove_dir_all(&dir).ok();
+}

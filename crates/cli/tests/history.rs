@@ -235,7 +235,9 @@ fn history_lists_the_runs_and_the_trend_per_host() {
     let t = of(&recs, "trend");
     assert_eq!(t.len(), 1);
     assert_eq!(t[0]["metrics"]["first"], 1e7);
-    assert_eq!(t[0]["metrics"]["verdict"], "worse", "a latency that grew");
+    // A latency is a time: grown, it is slower (it was called "worse"
+    // when directions were guessed from names).
+    assert_eq!(t[0]["metrics"]["verdict"], "slower", "a latency that grew");
     let recs = json_records(cb(&db).args(["history", "--since", "1970-01-01T00:40"]));
     assert_eq!(of(&recs, "run").len(), 1, "only the run at 3000 s");
     cb(&db)
@@ -341,13 +343,13 @@ fn a_saved_baseline_names_a_run_and_unknown_or_foreign_ones_are_usage_errors() {
         .success();
     synthetic_run(&db, "ci", 2_000, "bbbb2222", 100.0);
     synthetic_run(&db, "ci", 3_000, "cccc3333", 120.0);
-    // Against v1.0 (100 → 120 msgs/s): faster, no regression.
+    // Against v1.0 (100 → 120 msgs/s, latency down): faster, no regression.
     cb(&db)
         .args(["compare", "--baseline", "v1.0", "--fail-on-regression", "1"])
         .assert()
         .success()
         .stderr(predicates::str::contains(&first))
-        .stderr(predicates::str::contains("1 faster"));
+        .stderr(predicates::str::contains("2 faster"));
     cb(&db)
         .args(["compare", "--baseline", "theirs"])
         .assert()

@@ -6,9 +6,11 @@
 
 pub mod artifact;
 pub mod clock;
+pub mod corelab;
 pub mod delay;
 pub mod env;
 pub mod figure;
+pub mod lab;
 pub mod linerate;
 pub mod placement;
 pub mod record;

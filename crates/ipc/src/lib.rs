@@ -26,6 +26,7 @@ pub mod error;
 pub mod figures;
 pub mod frame;
 pub mod futex;
+pub mod lab;
 pub mod pipe;
 pub mod ring;
 pub mod session;
@@ -362,34 +363,5 @@ pub fn run_seed(run: &compat::SeedRun, base: &IpcConfig) -> Result<(String, IpcR
     Ok((compat::csv_line(run, r.elapsed_ns), r))
 }
 
-/// The quick pass for `commbench suite`: sync round trips at 128 B over
-/// every transport (interleaved, 3 rounds) and a 64 KiB stream over shm and
-/// uds. A few seconds on 2 cores.
-pub fn suite(quick: bool, rec: &mut Recorder) -> Result<()> {
-    let count = if quick { 5_000 } else { 50_000 };
-    let reqres: Vec<IpcConfig> = TransportKind::ALL
-        .iter()
-        .map(|&t| IpcConfig {
-            transport: t,
-            size: 128,
-            count,
-            ..IpcConfig::default()
-        })
-        .collect();
-    run_interleaved(&reqres, 3, rec)?;
-    let stream: Vec<IpcConfig> = [TransportKind::Shm, TransportKind::Uds]
-        .iter()
-        .map(|&t| IpcConfig {
-            transport: t,
-            workload: Workload::Stream,
-            size: 64 << 10,
-            count: count / 5,
-            latency: false,
-            ..IpcConfig::default()
-        })
-        .collect();
-    run_interleaved(&stream, 3, rec)?;
-    Ok(())
-}
-
 pub use figures::figures;
+pub use lab::IpcLab;

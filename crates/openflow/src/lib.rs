@@ -11,6 +11,7 @@ pub mod cbench_args;
 pub mod controller;
 pub mod emulator;
 pub mod figures;
+pub mod lab;
 mod sys;
 
 pub use sys::stop_on_signal;
@@ -18,3 +19,4 @@ pub mod bench;
 pub mod wire;
 
 pub use figures::figures;
+pub use lab::OpenflowLab;

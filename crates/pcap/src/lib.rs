@@ -19,6 +19,7 @@ pub mod figures;
 pub mod format;
 pub mod gen;
 pub mod issues;
+pub mod lab;
 pub mod mapped;
 #[cfg(feature = "parquet")]
 pub mod parquet_out;
@@ -100,76 +101,8 @@ pub fn measure_extract(
     Ok(rep)
 }
 
-/// A quick pass for `commbench suite`: generate a capture (plain and gzip),
-/// extract it with one thread and with all threads, and (when running as
-/// the commbench binary) bench it cold and warm once.
-pub fn suite(quick: bool, rec: &mut Recorder) -> Result<(), PcapError> {
-    let dir = commbench_core::artifact::TempDir::new("pcap").map_err(|e| PcapError::Io {
-        path: std::env::temp_dir().display().to_string(),
-        source: e,
-    })?;
-    let size: u64 = if quick { 32 << 20 } else { 256 << 20 };
-    let plain = dir.path().join("suite.pcap");
-    let gz = dir.path().join("suite.pcap.gz");
-    for (path, compression) in [
-        (&plain, reader::Compression::None),
-        (&gz, reader::Compression::Gzip),
-    ] {
-        rec.progress(&format!("pcap: generating {}", path.display()));
-        let mut f = std::fs::File::create(path).map_err(|e| PcapError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        let cfg = GenConfig {
-            size,
-            compression,
-            zero_payload: compression != reader::Compression::None,
-            ..Default::default()
-        };
-        gen::generate(&cfg, &mut f).map_err(|e| PcapError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-    }
-    let all = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    for (path, test) in [(&plain, "extract"), (&gz, "extract_gzip")] {
-        for threads in [1, all] {
-            rec.progress(&format!("pcap: {test} with {threads} thread(s)"));
-            let cfg = ExtractConfig {
-                inputs: vec![path.display().to_string()],
-                threads,
-                ..Default::default()
-            };
-            measure_extract(&cfg, test, rec)?;
-        }
-    }
-    let exe = std::env::current_exe().ok();
-    if let Some(exe) = exe.filter(|e| {
-        e.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("commbench"))
-    }) {
-        let cfg = BenchConfig {
-            file: plain.clone(),
-            caches: vec![CacheState::Cold, CacheState::Warm],
-            runs: 1,
-            ours: vec![
-                exe.display().to_string(),
-                "pcap".into(),
-                "extract".into(),
-                "-q".into(),
-                "-o".into(),
-                "/dev/null".into(),
-            ],
-            compare_cmd: None,
-        };
-        bench::run(&cfg, rec)?;
-    }
-    Ok(())
-}
-
 pub use figures::figures;
+pub use lab::PcapLab;
 
 #[cfg(test)]
 mod tests {

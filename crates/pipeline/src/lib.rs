@@ -28,6 +28,7 @@ pub mod afxdp;
 pub mod engine;
 pub mod figures;
 pub mod gen;
+pub mod lab;
 pub mod mbuf;
 pub mod netns;
 pub mod rss;
@@ -38,6 +39,7 @@ pub mod xdpprog;
 pub use engine::{RxFull, Work};
 pub use figures::figures;
 pub use gen::{IpMix, RssAt};
+pub use lab::PipelineLab;
 pub use rss::HashFields;
 
 use commbench_core::delay::{measure, DelayMethod, Delays, SpinDelay};

@@ -24,7 +24,11 @@ use std::path::Path;
 use thiserror::Error;
 
 mod plot;
+pub mod summary;
 mod trend;
+
+pub use commbench_core::lab::Better;
+use commbench_core::lab::{direction, Lab, Quantity};
 
 pub use plot::{ladder_svg, line_svg, Series};
 pub use trend::{render_trends_html, RunRow, Trend};
@@ -97,53 +101,6 @@ pub fn load(path: &Path) -> Result<Loaded, ReportError> {
     })
 }
 
-/// Which way is better for a metric, judged by its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Higher,
-    Lower,
-    Unknown,
-}
-
-/// Guesses the better direction from the metric's name: rates are better
-/// higher, times, CPU and memory better lower.
-pub fn better(metric: &str) -> Better {
-    let m = metric.to_ascii_lowercase();
-    let last = m.rsplit('.').next().unwrap_or(&m);
-    const HIGHER: [&str; 12] = [
-        "per_s",
-        "pps",
-        "mpps",
-        "gbps",
-        "gb_per_s",
-        "mb_per_s",
-        "rate",
-        "throughput",
-        "per_ms",
-        "responses",
-        "hz",
-        "speedup",
-    ];
-    const LOWER: [&str; 11] = [
-        "_ns", "_us", "_ms", "_s", "latency", "cpu", "rss", "elapsed", "errors", "lost", "ctx",
-    ];
-    if HIGHER.iter().any(|h| m.contains(h)) && !m.contains("cpu") {
-        return Better::Higher;
-    }
-    // `ns_median`, `ns_p99`: a time in nanoseconds named unit first.
-    if LOWER.iter().any(|l| last.ends_with(l) || m.contains(l))
-        || last.starts_with("ns_")
-        || [
-            "p50", "p90", "p99", "p999", "p9999", "median", "mean", "max", "min",
-        ]
-        .contains(&last)
-    {
-        return Better::Lower;
-    }
-    Better::Unknown
-}
-
 /// One metric of one matched record pair.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
@@ -189,7 +146,16 @@ pub fn params_key(r: &Record) -> String {
 
 /// Compares matching records of two runs. `threshold` is the relative change
 /// below which a difference is noise (0.05 = 5%); `only` restricts metrics.
-pub fn compare(a: &[Record], b: &[Record], threshold: f64, only: &[String]) -> Vec<Change> {
+/// Which way is better comes from the labs' declared metrics (`labs`),
+/// falling back to [`commbench_core::lab::guess_better`] for metrics no lab
+/// declares.
+pub fn compare(
+    a: &[Record],
+    b: &[Record],
+    threshold: f64,
+    only: &[String],
+    labs: &[&dyn Lab],
+) -> Vec<Change> {
     let mut out = Vec::new();
     for ra in a {
         let key = params_key(ra);
@@ -213,11 +179,8 @@ pub fn compare(a: &[Record], b: &[Record], threshold: f64, only: &[String]) -> V
                 f64::NAN
             };
             let change = ratio - 1.0;
-            let dir = better(&m);
-            let timeish = {
-                let l = m.to_ascii_lowercase();
-                l.ends_with("_ns") || l.ends_with("_s") || l.contains("per_s") || l.contains("pps")
-            };
+            let (dir, quantity) = direction(labs, &ra.lab, &ra.test, &m);
+            let timeish = quantity == Quantity::Time;
             let verdict = if before == after {
                 "no change"
             } else if !ratio.is_finite() {
@@ -255,9 +218,11 @@ pub fn compare(a: &[Record], b: &[Record], threshold: f64, only: &[String]) -> V
     out
 }
 
-/// The metric a plot puts on the y axis for a group of records: the first
-/// headline rate or time that the records carry, else the first number.
-pub fn headline_metric(records: &[Record]) -> Option<String> {
+/// The headline metric of a group of records: the first headline metric
+/// their lab declares for their test that the records carry; for records
+/// no lab declares, the first rate or time they carry, else the first
+/// number.
+pub fn headline_metric(records: &[Record], labs: &[&dyn Lab]) -> Option<String> {
     const PREFERRED: [&str; 16] = [
         "msgs_per_s",
         "responses_per_s",
@@ -278,6 +243,13 @@ pub fn headline_metric(records: &[Record]) -> Option<String> {
     ];
     let first = records.first()?;
     let flat = flat_metrics(first);
+    if let Some(lab) = commbench_core::lab::find(labs, &first.lab) {
+        for h in lab.headlines(&first.test) {
+            if flat.iter().any(|(k, _)| k == h.key) {
+                return Some(h.key.to_owned());
+            }
+        }
+    }
     for p in PREFERRED {
         if flat.iter().any(|(k, _)| k == p) {
             return Some(p.to_owned());
@@ -591,7 +563,7 @@ pub fn figures_for_lab(
         vals.dedup();
         vals.len() >= 2
     });
-    if let (false, Some(x_key), Some(y_key)) = (declared, x_key, headline_metric(&owned)) {
+    if let (false, Some(x_key), Some(y_key)) = (declared, x_key, headline_metric(&owned, &[])) {
         let mut series: Vec<Series> = Vec::new();
         for r in records {
             let (Some(x), Some(y)) = (r.params.get(x_key).and_then(num), r.metric_f64(&y_key))
@@ -710,8 +682,8 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 
-/// One line of the summary at the top of the page (see the CLI's suite
-/// summary: a lab's question and the answer its records give).
+/// One line of the summary at the top of the page (see [`summary`]: a
+/// lab's question and the answer its records give).
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryLine {
     pub lab: String,
@@ -771,9 +743,25 @@ fn machine_line(runs: &[Loaded], all: &[&Record]) -> String {
 pub fn render_html(
     runs: &[Loaded],
     title: &str,
-    specs: &[FigureSpec],
-    summary: &[SummaryLine],
+    registry: &[&dyn Lab],
 ) -> Result<String, ReportError> {
+    let specs: Vec<FigureSpec> = registry.iter().flat_map(|l| l.figures()).collect();
+    let specs = specs.as_slice();
+    let summary: Vec<SummaryLine> = {
+        let every: Vec<Record> = runs
+            .iter()
+            .flat_map(|l| l.records.iter().cloned())
+            .collect();
+        summary::rows(&every, registry)
+            .into_iter()
+            .map(|r| SummaryLine {
+                lab: r.lab.to_owned(),
+                question: r.question.to_owned(),
+                answer: r.answer,
+                flags: r.flags.join("; "),
+            })
+            .collect()
+    };
     let mut labs: Vec<String> = Vec::new();
     let labelled: Vec<Record> = if runs.len() > 1 {
         runs.iter()
@@ -844,7 +832,7 @@ pub fn render_html(
     if let Some((first, rest)) = runs.split_first() {
         for later in rest {
             let label = format!("{} → {}", run_label(first), run_label(later));
-            for c in compare(&first.records, &later.records, 0.05, &[])
+            for c in compare(&first.records, &later.records, 0.05, &[], registry)
                 .into_iter()
                 .filter(|c| c.verdict != "no change")
             {
@@ -899,28 +887,17 @@ mod tests {
     }
 
     #[test]
-    fn directions() {
-        assert_eq!(better("msgs_per_s"), Better::Higher);
-        assert_eq!(better("cpu_ns_per_op"), Better::Lower);
-        assert_eq!(better("latency_ns.p99"), Better::Lower);
-        assert_eq!(better("ns_median"), Better::Lower);
-        assert_eq!(better("ns_p99"), Better::Lower);
-        assert_eq!(better("elapsed_s"), Better::Lower);
-        assert_eq!(better("sessions"), Better::Unknown);
-    }
-
-    #[test]
     fn verdicts_respect_threshold() {
         let a = vec![rec("reqres", 1, 1000.0), rec("reqres", 2, 1000.0)];
         let b = vec![rec("reqres", 1, 1030.0), rec("reqres", 2, 2000.0)];
-        let c = compare(&a, &b, 0.05, &["msgs_per_s".into()]);
+        let c = compare(&a, &b, 0.05, &["msgs_per_s".into()], &[]);
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].verdict, "no change");
         assert_eq!(c[1].verdict, "faster");
         assert!((c[1].ratio - 2.0).abs() < 1e-12);
-        let slower = compare(&b, &a, 0.05, &["msgs_per_s".into()]);
+        let slower = compare(&b, &a, 0.05, &["msgs_per_s".into()], &[]);
         assert_eq!(slower[1].verdict, "slower");
-        let lat = compare(&a, &a, 0.05, &["latency_ns.p99".into()]);
+        let lat = compare(&a, &a, 0.05, &["latency_ns.p99".into()], &[]);
         assert_eq!(lat[0].verdict, "no change");
     }
 
@@ -928,7 +905,44 @@ mod tests {
     fn unmatched_records_are_skipped() {
         let a = vec![rec("reqres", 1, 1000.0)];
         let b = vec![rec("stream", 1, 1000.0)];
-        assert!(compare(&a, &b, 0.05, &[]).is_empty());
+        assert!(compare(&a, &b, 0.05, &[], &[]).is_empty());
+    }
+
+    /// A lab that only declares figures.
+    struct SpecLab(Vec<FigureSpec>);
+
+    impl Lab for SpecLab {
+        fn name(&self) -> &'static str {
+            "ipc"
+        }
+        fn record_labs(&self) -> &'static [&'static str] {
+            &["ipc"]
+        }
+        fn question(&self) -> &'static str {
+            "?"
+        }
+        fn figures(&self) -> Vec<FigureSpec> {
+            self.0.clone()
+        }
+        fn metrics(&self) -> &'static [commbench_core::lab::MetricSpec] {
+            &[]
+        }
+        fn budget(&self) -> commbench_core::lab::Budget {
+            commbench_core::lab::Budget {
+                quick_s: 1,
+                default_s: 1,
+            }
+        }
+        fn suite_step(
+            &self,
+            _: &commbench_core::lab::SuiteCtx,
+            _: &mut commbench_core::Recorder,
+        ) -> Result<commbench_core::lab::StepOutcome, commbench_core::lab::LabError> {
+            Ok(Default::default())
+        }
+        fn answer(&self, _: &[Record]) -> Option<String> {
+            None
+        }
     }
 
     #[test]
@@ -940,7 +954,7 @@ mod tests {
                 .collect(),
             environment: Some(serde_json::json!({"cpu_model": "Test CPU"})),
         };
-        let html = render_html(&[run], "t", &[], &[]).unwrap();
+        let html = render_html(&[run], "t", &[]).unwrap();
         assert!(html.contains("<svg"), "no svg");
         assert!(html.contains("msgs_per_s vs sessions"));
         assert!(html.contains("latency percentiles"));
@@ -972,7 +986,7 @@ mod tests {
             run("alpha", "2026-11-24T10:00:00Z", 1.0),
             run("beta", "2026-11-24T11:00:00Z", 2.0),
         ];
-        let html = render_html(&runs, "t", &[spec], &[]).unwrap();
+        let html = render_html(&runs, "t", &[&SpecLab(vec![spec])]).unwrap();
         assert!(
             html.contains("alpha 2026-11-24T10:00: shm"),
             "series not named by run"

@@ -2,9 +2,7 @@
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
-use commbench_core::clock::tsc;
-use commbench_core::linerate::{budget, parse_link, TABLE_LINKS_GBPS, TABLE_SIZES};
-use commbench_core::record::Record;
+use commbench_core::corelab::{budget_records, CpuClock};
 
 #[derive(Debug, Args)]
 pub struct BudgetArgs {
@@ -32,50 +30,11 @@ fn parse_ghz(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
-pub fn records(link: Option<&str>, size: Option<u32>, ghz: Option<f64>) -> Result<Vec<Record>> {
-    let (hz, hz_source) = match ghz {
-        Some(g) if g.is_finite() && (0.1..=10.0).contains(&g) => (g * 1e9, "given"),
-        Some(_) => {
-            return Err(crate::usage(
-                "--ghz is not a CPU clock between 0.1 and 10 GHz: give GHz, e.g. --ghz 2.0",
-            ))
-        }
-        None => (tsc().hz(), "tsc"),
-    };
-    let links: Vec<f64> = match link {
-        Some(l) => vec![parse_link(l)?],
-        None => TABLE_LINKS_GBPS.iter().map(|g| g * 1e9).collect(),
-    };
-    let sizes: Vec<u32> = match size {
-        Some(s) => vec![s],
-        None => TABLE_SIZES.to_vec(),
-    };
-    let mut v = Vec::new();
-    for &l in &links {
-        for &s in &sizes {
-            let b = budget(l, s, hz)?;
-            v.push(
-                Record::new("budget", "line_rate")
-                    .param("link_gbps", l / 1e9)
-                    .param("frame_bytes", s)
-                    .param("cpu_ghz", hz / 1e9)
-                    .param("cpu_hz_source", hz_source)
-                    .metric("wire_bytes", b.wire_bytes)
-                    .metric("mpps", round(b.pps / 1e6, 2))
-                    .metric("pps", b.pps.round())
-                    .metric("ns_per_packet", round(b.ns_per_packet, 2))
-                    .metric("cycles_per_packet", round(b.cycles_per_packet, 1)),
-            );
-        }
-    }
-    Ok(v)
-}
-
-fn round(x: f64, d: i32) -> f64 {
-    let k = 10f64.powi(d);
-    (x * k).round() / k
-}
-
 pub fn run(a: &BudgetArgs) -> Result<()> {
-    a.out.emit(&records(a.link.as_deref(), a.size, a.ghz)?)
+    let clock = match a.ghz {
+        Some(g) => CpuClock::GivenGhz(g),
+        None => CpuClock::Tsc,
+    };
+    a.out
+        .emit(&budget_records(a.link.as_deref(), a.size, clock)?)
 }

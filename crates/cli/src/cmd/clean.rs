@@ -28,19 +28,27 @@ pub fn run(a: &CleanArgs) -> Result<()> {
                 .metric("action", &e.action)
         })
         .collect();
-    // Network namespaces (and their veths) of dead `pipeline netns` runs.
-    let netns = commbench_pipeline::netns::clean_leftovers(a.dry_run);
-    records.extend(netns.iter().map(|e| {
-        Record::new("clean", "netns")
+    // What each lab's dead runs left elsewhere (network namespaces and
+    // their veths of `pipeline netns` runs).
+    let netns: Vec<_> = crate::labs::labs()
+        .iter()
+        .flat_map(|l| {
+            l.clean_leftovers(a.dry_run)
+                .into_iter()
+                .map(move |e| (l.name(), e))
+        })
+        .collect();
+    records.extend(netns.iter().map(|(lab, e)| {
+        Record::new("clean", e.kind)
             .param("path", &e.name)
-            .param("lab", "pipeline")
+            .param("lab", *lab)
             .param("pid", e.pid)
             .metric("action", &e.action)
     }));
     let actions: Vec<&str> = entries
         .iter()
         .map(|e| e.action.as_str())
-        .chain(netns.iter().map(|e| e.action.as_str()))
+        .chain(netns.iter().map(|(_, e)| e.action.as_str()))
         .collect();
     let removed = actions.iter().filter(|a| **a == "removed").count();
     let live = actions.iter().filter(|a| **a == "live").count();

@@ -214,7 +214,13 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         Some(spec) => from_store(a, spec)?,
         None => from_files(a)?,
     };
-    let changes = compare(&before, &after, a.threshold / 100.0, &a.metrics);
+    let changes = compare(
+        &before,
+        &after,
+        a.threshold / 100.0,
+        &a.metrics,
+        crate::labs::labs(),
+    );
     if changes.is_empty() {
         anyhow::bail!(
             "no record of {bl} matches one of {al} by lab, test and parameters (or no common metric)"

@@ -205,7 +205,11 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
     let mut trends: Vec<Trend> = Vec::new();
     for g in groups(&recs, &index) {
         let all: Vec<Record> = g.points.iter().flat_map(|(_, v)| v.clone()).collect();
-        let Some(metric) = a.metric.clone().or_else(|| headline_metric(&all)) else {
+        let Some(metric) = a
+            .metric
+            .clone()
+            .or_else(|| headline_metric(&all, crate::labs::labs()))
+        else {
             continue;
         };
         let pts: Vec<(usize, f64)> = g
@@ -224,9 +228,15 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             continue;
         };
         let one = |x: f64| Record::new(&g.lab, &g.test).metric(&metric, x);
-        let verdict = compare(&[one(first)], &[one(last)], a.threshold / 100.0, &[])
-            .first()
-            .map_or_else(|| "changed".to_owned(), |c| c.verdict.clone());
+        let verdict = compare(
+            &[one(first)],
+            &[one(last)],
+            a.threshold / 100.0,
+            &[],
+            crate::labs::labs(),
+        )
+        .first()
+        .map_or_else(|| "changed".to_owned(), |c| c.verdict.clone());
         let ratio = if first != 0.0 { last / first } else { f64::NAN };
         out.push(
             Record::new("history", "trend")

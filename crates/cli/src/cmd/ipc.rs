@@ -5,7 +5,6 @@
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use commbench_core::placement::CpuList;
 use commbench_core::rusage::Usage;
 use commbench_ipc::compat::{self, SeedCommand};
 use commbench_ipc::{Clients, IpcConfig, IpcError, Mode, TransportKind, WaitPolicy, Workload};
@@ -66,7 +65,7 @@ pub struct NativeArgs {
     #[arg(long, default_value = "1", value_delimiter = ',')]
     pub sessions: Vec<u32>,
     /// Payload bytes per message (suffixes K, KiB, M, MiB), at most 16 MiB.
-    #[arg(long, default_value = "128", value_parser = parse_size)]
+    #[arg(long, default_value = "128", value_parser = crate::args::parse_size)]
     pub size: usize,
     /// Messages (round trips for reqres) per session.
     #[arg(long, default_value_t = 100_000)]
@@ -91,7 +90,7 @@ pub struct NativeArgs {
     #[arg(long)]
     pub repeat: Option<u32>,
     /// shm ring bytes per direction (power of two; also the pipe capacity).
-    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    #[arg(long, default_value = "1M", value_parser = crate::args::parse_size)]
     pub ring: usize,
     /// Testing aid: the server corrupts message SESSION:SEQ.
     #[arg(long, hide = true, value_name = "SESSION:SEQ")]
@@ -100,49 +99,12 @@ pub struct NativeArgs {
     pub out: OutputArgs,
 }
 
-pub(crate) fn parse_size(s: &str) -> std::result::Result<usize, String> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("KiB").or_else(|| t.strip_suffix('K')) {
-        (n, 1usize << 10)
-    } else if let Some(n) = t.strip_suffix("MiB").or_else(|| t.strip_suffix('M')) {
-        (n, 1 << 20)
-    } else {
-        (t, 1)
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("'{s}' is not a size (e.g. 128, 64K, 1MiB)"))
-}
-
 fn lib_err(e: IpcError) -> anyhow::Error {
     if e.is_usage() {
         crate::usage(e.to_string())
     } else {
         e.into()
     }
-}
-
-pub(crate) fn placement(cpus: &[String]) -> Result<(Option<CpuList>, Option<CpuList>)> {
-    let (mut server, mut client) = (None, None);
-    for c in cpus {
-        let Some((role, list)) = c.split_once('=') else {
-            return Err(crate::usage(format!(
-                "--cpus {c}: expected ROLE=LIST with ROLE server or client (e.g. server=0)"
-            )));
-        };
-        let l = CpuList::parse(list).map_err(|e| crate::usage(format!("--cpus {c}: {e}")))?;
-        match role {
-            "server" => server = Some(l),
-            "client" => client = Some(l),
-            _ => {
-                return Err(crate::usage(format!(
-                    "--cpus {c}: unknown role '{role}' (server or client)"
-                )))
-            }
-        }
-    }
-    Ok((server, client))
 }
 
 pub fn run(a: &IpcArgs) -> Result<()> {
@@ -157,7 +119,7 @@ pub fn run(a: &IpcArgs) -> Result<()> {
         ),
         IpcCmd::Stream(n) => (n, Workload::Stream),
     };
-    let (server_cpus, client_cpus) = placement(&args.cpus)?;
+    let (server_cpus, client_cpus) = crate::args::placement(&args.cpus)?;
     let corrupt = match &args.inject_corruption {
         None => None,
         Some(s) => {
@@ -459,34 +421,4 @@ pub fn run_data_channel_write(a: &SeedArgs) -> Result<()> {
 /// The hidden mp client process.
 pub fn run_client(a: &SeedArgs) -> i32 {
     commbench_ipc::child_main(&a.args)
-}
-
-/// Suite step.
-pub fn suite_step(
-    ctx: &super::suite::StepCtx,
-    rec: &mut commbench_core::Recorder,
-) -> Result<super::suite::StepOutcome> {
-    commbench_ipc::suite(ctx.quick(), rec).map_err(lib_err)?;
-    if ctx.full() {
-        // The seed's note on sessions beyond the core count, as a sweep:
-        // mt and mp clients, 1..32 sessions, shm (adaptive) and the Unix
-        // socket, interleaved.
-        let mut cfgs = Vec::new();
-        for sessions in [1u32, 2, 4, 8, 16, 32] {
-            for clients in [Clients::Mt, Clients::Mp] {
-                for transport in [TransportKind::Shm, TransportKind::Uds] {
-                    cfgs.push(IpcConfig {
-                        transport,
-                        sessions,
-                        clients,
-                        size: 128,
-                        count: 20_000,
-                        ..IpcConfig::default()
-                    });
-                }
-            }
-        }
-        commbench_ipc::run_interleaved(&cfgs, 3, rec).map_err(lib_err)?;
-    }
-    Ok(super::suite::StepOutcome::default())
 }

@@ -112,7 +112,7 @@ pub struct LoadOpts {
     #[arg(long, default_value_t = 0)]
     pub warmup_rounds: u64,
     /// Bytes per message (suffixes K, KiB, M, MiB), 1 B..=16 MiB.
-    #[arg(long, default_value = "1024", value_parser = super::ipc::parse_size)]
+    #[arg(long, default_value = "1024", value_parser = crate::args::parse_size)]
     pub size: usize,
     /// Connections doing rounds; the rest connect and stay idle (default: all).
     #[arg(long)]
@@ -230,7 +230,7 @@ fn lookups(l: LookupArg) -> Vec<Lookup> {
 }
 
 fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
-    let (server_cpus, client_cpus) = super::ipc::placement(&o.cpus)?;
+    let (server_cpus, client_cpus) = crate::args::placement(&o.cpus)?;
     if !(o.timeout.is_finite() && o.timeout > 0.0 && o.timeout <= 86_400.0) {
         return Err(crate::usage(format!(
             "--timeout must be 0 < seconds <= 86400, got {}",
@@ -426,29 +426,4 @@ fn load(l: &LoadArgs) -> Result<()> {
 fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
     let lcfg = cfg.load_config(target).map_err(lib_err)?;
     commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(lib_err)
-}
-
-/// The suite's quick mux step: every engine, both lookups, N=1000, R=20.
-pub fn suite_step(
-    ctx: &super::suite::StepCtx,
-    rec: &mut Recorder,
-) -> Result<super::suite::StepOutcome> {
-    // One engine at a time, so the budget is checked between engines.
-    let mut out = super::suite::StepOutcome::default();
-    for engine in EngineKind::ALL {
-        if ctx.over() && !ctx.full() {
-            out.cut_short.push(format!("mux {}", engine.as_str()));
-            continue;
-        }
-        let cfg = MuxConfig {
-            engines: vec![engine],
-            lookups: vec![Lookup::Scan, Lookup::Index],
-            conns: if ctx.full() { 10_000 } else { 1000 },
-            rounds: if ctx.quick() { 10 } else { 20 },
-            timeout: Duration::from_secs(60),
-            ..MuxConfig::default()
-        };
-        commbench_mux::run(&cfg, rec).map_err(lib_err)?;
-    }
-    Ok(out)
 }

@@ -586,21 +586,3 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         a.out.emit(&report.records())
     }
 }
-
-/// The suite step.
-pub fn suite_step(
-    ctx: &super::suite::StepCtx,
-    rec: &mut commbench_core::record::Recorder,
-) -> Result<super::suite::StepOutcome> {
-    let deadline = (!ctx.full()).then_some(ctx.deadline);
-    let r = bench::suite(ctx.quick(), deadline, rec)?;
-    for row in r.rows.iter().filter(|r| r.switches_connected < r.switches) {
-        eprintln!(
-            "suite: openflow: {} switches asked, {} completed the handshake ({}, {}): recorded as partial",
-            row.switches, row.switches_connected, row.mode, row.variant
-        );
-    }
-    Ok(super::suite::StepOutcome {
-        cut_short: r.skipped,
-    })
-}

@@ -5,7 +5,6 @@ use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
-use commbench_core::record::Recorder;
 use commbench_pipeline::{
     HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, RxFull, Sweep, Work,
 };
@@ -527,45 +526,4 @@ fn run_run(a: &RunArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The quick `suite` step: run to completion and a short pipeline, swap work.
-pub fn suite_step(
-    ctx: &super::suite::StepCtx,
-    rec: &mut Recorder,
-) -> Result<super::suite::StepOutcome> {
-    let packets = if ctx.quick() { 2_000_000 } else { 20_000_000 };
-    let mut out = super::suite::StepOutcome::default();
-    let over = |what: &str, out: &mut super::suite::StepOutcome| {
-        let o = ctx.over() && !ctx.full();
-        if o {
-            out.cut_short.push(format!("pipeline {what}"));
-        }
-        o
-    };
-    for mode in [Mode::Rtc, Mode::Pipeline] {
-        if over(mode.name(), &mut out) {
-            continue;
-        }
-        let c = PipelineConfig {
-            mode,
-            packets,
-            ..PipelineConfig::default()
-        };
-        commbench_pipeline::run(&c, rec).map_err(lib_err)?;
-    }
-    if !over("tx-bulk sweep", &mut out) {
-        let c = PipelineConfig {
-            packets: packets / 4,
-            sweep: Some(Sweep::TxBulk(vec![1, 4, 32])),
-            ..PipelineConfig::default()
-        };
-        commbench_pipeline::run(&c, rec).map_err(lib_err)?;
-    }
-    if !over("rss", &mut out) {
-        for r in commbench_pipeline::rss_bench(4, 4096, rec).map_err(lib_err)? {
-            rec.push(r);
-        }
-    }
-    Ok(out)
 }

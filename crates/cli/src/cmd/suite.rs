@@ -1,8 +1,9 @@
 //! `commbench suite`: one pass over every lab within a time budget, with
 //! progress on stderr, a summary on stdout that answers each lab's
 //! question in a line, and `results.jsonl` plus `report.html` in an output
-//! folder. Labs plug in by adding a step to [`steps`] and a line to
-//! [`crate::summary`].
+//! folder. Each lab of the registry ([`crate::labs::labs`]) is one step:
+//! its [`Lab::suite_step`] records, its [`Lab::answer`] makes its summary
+//! line.
 //!
 //! Budgets: each step gets a share of the preset's total and starts no new
 //! configuration once its share is spent; what it left out is recorded
@@ -13,8 +14,8 @@
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
-use commbench_core::delay::DelayMethod;
 use commbench_core::env::{now_utc, Fingerprint};
+use commbench_core::lab::{Lab, Preset, SuiteCtx};
 use commbench_core::record::{export, Format, Record, Recorder};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -44,132 +45,15 @@ pub struct SuiteArgs {
     pub output: OutputArgs,
 }
 
-/// How long and thorough the suite is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preset {
-    Quick,
-    Default,
-    Full,
-}
-
-impl Preset {
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Quick => "quick",
-            Preset::Default => "default",
-            Preset::Full => "full",
-        }
+/// A lab's budget under a preset, in seconds (the full preset has none:
+/// its deadline is far off and [`SuiteCtx::over`] never cuts it).
+fn budget_s(lab: &dyn Lab, preset: Preset) -> u64 {
+    let b = lab.budget();
+    match preset {
+        Preset::Quick => b.quick_s,
+        Preset::Default => b.default_s,
+        Preset::Full => b.default_s * 20,
     }
-}
-
-/// What a step is given: the preset and the instant its budget ends.
-pub struct StepCtx {
-    pub preset: Preset,
-    pub deadline: Instant,
-}
-
-impl StepCtx {
-    /// Short runs (the quick preset).
-    pub fn quick(&self) -> bool {
-        self.preset == Preset::Quick
-    }
-    pub fn full(&self) -> bool {
-        self.preset == Preset::Full
-    }
-    /// The budget is spent: start nothing new.
-    pub fn over(&self) -> bool {
-        Instant::now() >= self.deadline
-    }
-}
-
-/// What a step did besides its records: what it left out, if anything.
-#[derive(Debug, Default)]
-pub struct StepOutcome {
-    /// Configurations not run because the budget was spent.
-    pub cut_short: Vec<String>,
-}
-
-type StepFn = fn(&StepCtx, &mut Recorder) -> Result<StepOutcome>;
-
-/// A suite step: its name, the labs its records carry, its budget in
-/// seconds (quick, default), and the function.
-pub struct Step {
-    pub name: &'static str,
-    pub labs: &'static [&'static str],
-    pub budget_s: (u64, u64),
-    pub run: StepFn,
-}
-
-/// Every step, in order. Labs add theirs here. Budgets add up to 55 s
-/// (quick) and 170 s (default), on two loaded cores.
-pub fn steps() -> Vec<Step> {
-    vec![
-        Step {
-            name: "core",
-            labs: &["timer", "budget", "delay"],
-            budget_s: (4, 10),
-            run: core_step,
-        },
-        Step {
-            name: "ipc",
-            labs: &["ipc"],
-            budget_s: (8, 25),
-            run: super::ipc::suite_step,
-        },
-        Step {
-            name: "openflow",
-            labs: &["openflow"],
-            budget_s: (15, 55),
-            run: super::openflow::suite_step,
-        },
-        Step {
-            name: "mux",
-            labs: &["mux"],
-            budget_s: (10, 30),
-            run: super::mux::suite_step,
-        },
-        Step {
-            name: "pcap",
-            labs: &["pcap"],
-            budget_s: (9, 25),
-            run: pcap_step,
-        },
-        Step {
-            name: "pipeline",
-            labs: &["pipeline"],
-            budget_s: (9, 25),
-            run: super::pipeline::suite_step,
-        },
-    ]
-}
-
-fn core_step(ctx: &StepCtx, rec: &mut Recorder) -> Result<StepOutcome> {
-    rec.progress("core: timer");
-    for r in super::timer::records(if ctx.quick() { 200 } else { 2000 }) {
-        rec.push(r);
-    }
-    for r in super::budget::records(Some("10G"), Some(64), None)? {
-        rec.push(r);
-    }
-    let requests = [100, 1_000, 10_000];
-    let samples = if ctx.quick() { Some(500) } else { None };
-    for r in super::delay::records(&[DelayMethod::TscSpin], &requests, samples, rec)? {
-        rec.push(r);
-    }
-    let mut out = StepOutcome::default();
-    if ctx.over() {
-        out.cut_short.push("delay nanosleep".into());
-        return Ok(out);
-    }
-    for r in super::delay::records(&[DelayMethod::Nanosleep], &[10_000], Some(50), rec)? {
-        rec.push(r);
-    }
-    Ok(out)
-}
-
-fn pcap_step(ctx: &StepCtx, rec: &mut Recorder) -> Result<StepOutcome> {
-    commbench_pcap::suite(ctx.quick(), rec)?;
-    Ok(StepOutcome::default())
 }
 
 fn default_dir() -> PathBuf {
@@ -182,7 +66,7 @@ fn default_dir() -> PathBuf {
 }
 
 /// Records of a previous run in `dir` and the steps it finished.
-fn resumed(dir: &Path, all: &[Step]) -> Result<(Vec<Record>, Vec<String>)> {
+fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<(Vec<Record>, Vec<String>)> {
     let path = dir.join("results.jsonl");
     let loaded = commbench_report::load(&path).map_err(|e| {
         crate::usage(format!(
@@ -204,7 +88,7 @@ fn resumed(dir: &Path, all: &[Step]) -> Result<(Vec<Record>, Vec<String>)> {
         .collect();
     let keep_lab = |lab: &str| {
         all.iter()
-            .any(|s| done.iter().any(|d| d == s.name) && s.labs.contains(&lab))
+            .any(|s| done.iter().any(|d| d == s.name()) && s.record_labs().contains(&lab))
     };
     let kept = loaded
         .records
@@ -272,10 +156,10 @@ impl Progress {
 }
 
 pub fn run(a: &SuiteArgs) -> Result<()> {
-    let all = steps();
-    let names = || all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let all = crate::labs::labs();
+    let names = || all.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
     for o in a.only.iter().chain(&a.skip) {
-        if !all.iter().any(|s| s.name == o) {
+        if !all.iter().any(|s| s.name() == o) {
             return Err(crate::usage(format!(
                 "--only/--skip {o}: no such step (steps: {})",
                 names()
@@ -291,7 +175,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     };
     let (dir, mut kept, done) = match &a.resume {
         Some(d) => {
-            let (k, done) = resumed(d, &all)?;
+            let (k, done) = resumed(d, all)?;
             (d.clone(), k, done)
         }
         None => (
@@ -302,40 +186,37 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     };
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create output folder {}", dir.display()))?;
-    let chosen: Vec<&Step> = all
-        .iter()
-        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s.name))
-        .filter(|s| !a.skip.iter().any(|o| o == s.name))
-        .collect();
-    let todo: Vec<&Step> = chosen
+    let chosen: Vec<&dyn Lab> = all
         .iter()
         .copied()
-        .filter(|s| !done.iter().any(|d| d == s.name))
+        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s.name()))
+        .filter(|s| !a.skip.iter().any(|o| o == s.name()))
         .collect();
-    for s in chosen.iter().filter(|s| done.iter().any(|d| d == s.name)) {
-        eprintln!("suite: {}: kept from {}", s.name, dir.display());
+    let todo: Vec<&dyn Lab> = chosen
+        .iter()
+        .copied()
+        .filter(|s| !done.iter().any(|d| d == s.name()))
+        .collect();
+    for s in chosen.iter().filter(|s| done.iter().any(|d| d == s.name())) {
+        eprintln!("suite: {}: kept from {}", s.name(), dir.display());
     }
-    let budget = |s: &Step| match preset {
-        Preset::Quick => s.budget_s.0,
-        Preset::Default => s.budget_s.1,
-        Preset::Full => s.budget_s.1 * 20,
-    };
+    let budget = |s: &dyn Lab| budget_s(s, preset);
     let fp = Fingerprint::collect();
     let mut rec = Recorder::new();
-    let progress = Progress::new(todo.iter().map(|s| budget(s)).sum(), &mut rec);
+    let progress = Progress::new(todo.iter().map(|s| budget(*s)).sum(), &mut rec);
     let mut failed = Vec::new();
     for (i, step) in todo.iter().enumerate() {
-        let b = budget(step);
-        progress.start(i + 1, todo.len(), step.name, b);
+        let b = budget(*step);
+        progress.start(i + 1, todo.len(), step.name(), b);
         let t0 = Instant::now();
-        let ctx = StepCtx {
+        let ctx = SuiteCtx {
             preset,
             deadline: t0 + Duration::from_secs(b),
         };
-        let res = (step.run)(&ctx, &mut rec);
+        let res = step.suite_step(&ctx, &mut rec);
         let secs = t0.elapsed().as_secs_f64();
         let mut s = Record::new("suite", "step")
-            .param("step", step.name)
+            .param("step", step.name())
             .param("preset", preset.name())
             .metric("seconds", secs)
             .metric("budget_s", b);
@@ -352,12 +233,13 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
                 }
             }
             Err(e) => {
+                let e = anyhow::anyhow!(e);
                 s.push_metric("status", format!("failed: {e:#}"));
-                failed.push(step.name);
+                failed.push(step.name());
                 format!("FAILED: {e:#}")
             }
         };
-        progress.done(step.name, secs, &status, b);
+        progress.done(step.name(), secs, &status, b);
         rec.push(s);
     }
     progress.finish();
@@ -373,7 +255,10 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
 
     crate::store::keep(&records, &fp.to_value());
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
-        print!("{}", crate::summary::render(&records, &fp.to_value()));
+        print!(
+            "{}",
+            commbench_report::summary::render(&records, &fp.to_value(), crate::labs::labs())
+        );
         println!(
             "\nall records: {}\nreport:      {}",
             path.display(),

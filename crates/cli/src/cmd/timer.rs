@@ -3,8 +3,7 @@
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
-use commbench_core::clock::{read_costs, tsc};
-use commbench_core::record::Record;
+use commbench_core::corelab::timer_records;
 
 #[derive(Debug, Args)]
 pub struct TimerArgs {
@@ -15,33 +14,6 @@ pub struct TimerArgs {
     pub out: OutputArgs,
 }
 
-pub fn records(batches: usize) -> Vec<Record> {
-    let t = tsc();
-    let mut v = vec![Record::new("timer", "tsc")
-        .metric("hz", t.hz())
-        .metric("hz_source", t.source)
-        .metric("invariant", t.invariance.usable())
-        .metric("constant_tsc", t.invariance.constant_tsc)
-        .metric("nonstop_tsc", t.invariance.nonstop_tsc)
-        .metric("cpuid_invariant", t.invariance.cpuid_invariant)
-        .metric("granularity_ticks", t.granularity_ticks)
-        .metric("granularity_ns", t.granularity_ns())];
-    for c in read_costs(batches) {
-        v.push(
-            Record::new("timer", "read_cost")
-                .param("method", c.method)
-                .param("batch", 1000)
-                .param("batches", batches)
-                .metric("ns_median", c.ns.median)
-                .metric("ns_p99", c.ns.p99)
-                .metric("ns_min", c.ns.min)
-                .metric("ticks_median", c.ticks_median)
-                .metric("outliers", c.ns.outliers),
-        );
-    }
-    v
-}
-
 pub fn run(a: &TimerArgs) -> Result<()> {
-    a.out.emit(&records(a.batches as usize))
+    a.out.emit(&timer_records(a.batches as usize))
 }

@@ -1,0 +1,463 @@
+//! Every lab the same shape: the [`Lab`] trait that each lab crate (and
+//! the measurement core itself, [`crate::corelab`]) implements, and what the
+//! suite, the summary, the report and `compare` need to know of a lab
+//! without knowing the lab.
+//!
+//! A lab declares: its name (the suite step), the `lab` values its records
+//! carry, the question its seed experiment asked, its figures, its metrics
+//! with a human label, a unit and which direction is better (the headline
+//! ones first, in the order they are judged: CPU per operation before wall
+//! rates), its suite step within a time budget, and its answer line
+//! computed from records alone. The CLI keeps one registry (`labs()`) and
+//! iterates it; nothing outside a lab's own command file names a lab's
+//! types.
+//!
+//! Invariants: a metric's direction is declared, never guessed from its
+//! name, wherever a lab declares it; [`guess_better`] is the fallback for
+//! undeclared metrics of old or foreign records only. Answer lines are
+//! computed from the records they summarise, so a resumed suite and
+//! `commbench report` print what the suite printed.
+
+use crate::figure::FigureSpec;
+use crate::record::Record;
+use crate::stats::percentile_sorted;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+    /// Neither (a count, a parameter echoed back, a distance to a target).
+    Unknown,
+}
+
+/// What kind of quantity a metric is: decides the verdict's word (a time
+/// is faster/slower, anything else better/worse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantity {
+    /// A duration or a rate of operations: faster / slower.
+    Time,
+    /// CPU per operation, memory, counts: better / worse.
+    Cost,
+    /// Anything else.
+    Other,
+}
+
+/// A declared metric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricSpec {
+    /// The metric path in a record (`msgs_per_s`, `latency_ns.p99`).
+    pub key: &'static str,
+    /// A human label ("round trips per second").
+    pub label: &'static str,
+    /// The unit as printed on an axis ("msg/s", "ns", "µs").
+    pub unit: &'static str,
+    pub better: Better,
+    pub quantity: Quantity,
+    /// Judged first by `compare` and the summary (in declaration order).
+    pub headline: bool,
+    /// The tests whose records carry it (empty: any test of the lab).
+    pub tests: &'static [&'static str],
+}
+
+impl MetricSpec {
+    /// A headline metric of some tests.
+    pub const fn headline(
+        key: &'static str,
+        label: &'static str,
+        unit: &'static str,
+        better: Better,
+        quantity: Quantity,
+        tests: &'static [&'static str],
+    ) -> Self {
+        MetricSpec {
+            key,
+            label,
+            unit,
+            better,
+            quantity,
+            headline: true,
+            tests,
+        }
+    }
+
+    /// A further declared metric (direction and unit known, not judged
+    /// first).
+    pub const fn other(
+        key: &'static str,
+        label: &'static str,
+        unit: &'static str,
+        better: Better,
+        quantity: Quantity,
+        tests: &'static [&'static str],
+    ) -> Self {
+        MetricSpec {
+            key,
+            label,
+            unit,
+            better,
+            quantity,
+            headline: false,
+            tests,
+        }
+    }
+
+    /// Whether it applies to records of `test`.
+    pub fn applies_to(&self, test: &str) -> bool {
+        self.tests.is_empty() || self.tests.contains(&test)
+    }
+}
+
+/// How long and thorough the suite is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    Quick,
+    Default,
+    Full,
+}
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Quick => "quick",
+            Preset::Default => "default",
+            Preset::Full => "full",
+        }
+    }
+}
+
+/// What a suite step is given: the preset and the instant its budget ends.
+#[derive(Debug, Clone, Copy)]
+pub struct SuiteCtx {
+    pub preset: Preset,
+    pub deadline: Instant,
+}
+
+impl SuiteCtx {
+    /// Short runs (the quick preset).
+    pub fn quick(&self) -> bool {
+        self.preset == Preset::Quick
+    }
+    /// The long preset, which has no time budget.
+    pub fn full(&self) -> bool {
+        self.preset == Preset::Full
+    }
+    /// The budget is spent: start nothing new (never under the full preset).
+    pub fn over(&self) -> bool {
+        !self.full() && Instant::now() >= self.deadline
+    }
+    /// The deadline, unless the preset has none.
+    pub fn deadline(&self) -> Option<Instant> {
+        (!self.full()).then_some(self.deadline)
+    }
+}
+
+/// What a step did besides its records: what it left out, if anything.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct StepOutcome {
+    /// Configurations not run because the budget was spent.
+    pub cut_short: Vec<String>,
+}
+
+impl StepOutcome {
+    /// Notes `what` as cut when the budget is spent, and says whether it was.
+    pub fn cut_if_over(&mut self, ctx: &SuiteCtx, what: impl Into<String>) -> bool {
+        if ctx.over() {
+            self.cut_short.push(what.into());
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A suite step's error (the lab's own error type, boxed).
+pub type LabError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A lab's suite budget in seconds: (quick, default). The full preset has
+/// none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub quick_s: u64,
+    pub default_s: u64,
+}
+
+/// Something a dead run of a lab left behind outside the shm and temp
+/// folders (a network namespace, a server), as `commbench clean` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leftover {
+    /// What it is (`netns`).
+    pub kind: &'static str,
+    /// Its name or path.
+    pub name: String,
+    /// The process that made it.
+    pub pid: u32,
+    /// `removed`, `would remove`, `live` or `error: …`.
+    pub action: String,
+}
+
+/// One lab, as the suite, the summary, the report and `compare` see it.
+pub trait Lab: Sync {
+    /// The lab's name: its suite step and its summary row.
+    fn name(&self) -> &'static str;
+    /// The `lab` values its records carry (usually just its name).
+    fn record_labs(&self) -> &'static [&'static str];
+    /// The question its seed experiment asked, in a line.
+    fn question(&self) -> &'static str;
+    /// The figures the report draws from its records.
+    fn figures(&self) -> Vec<FigureSpec>;
+    /// Its metrics, headline ones first in the order they are judged.
+    fn metrics(&self) -> &'static [MetricSpec];
+    /// Its suite budget.
+    fn budget(&self) -> Budget;
+    /// Runs its suite step into `rec` and says what it cut.
+    fn suite_step(
+        &self,
+        ctx: &SuiteCtx,
+        rec: &mut crate::record::Recorder,
+    ) -> Result<StepOutcome, LabError>;
+    /// The answer to its question from records (any records: it picks its
+    /// own), or None when they hold no figure for it.
+    fn answer(&self, records: &[Record]) -> Option<String>;
+
+    /// Removes what dead runs of this lab left behind besides shm files
+    /// and temp folders (which [`crate::artifact::clean`] handles), or
+    /// lists it when `dry_run`.
+    fn clean_leftovers(&self, dry_run: bool) -> Vec<Leftover> {
+        let _ = dry_run;
+        Vec::new()
+    }
+
+    /// Whether a record is one of this lab's.
+    fn owns(&self, r: &Record) -> bool {
+        self.record_labs().contains(&r.lab.as_str())
+    }
+    /// The declared metric `key` of a record of `test`.
+    fn metric(&self, test: &str, key: &str) -> Option<&'static MetricSpec> {
+        self.metrics()
+            .iter()
+            .find(|m| m.key == key && m.applies_to(test))
+    }
+    /// The headline metrics of `test`, in the order they are judged.
+    fn headlines(&self, test: &str) -> Vec<&'static MetricSpec> {
+        self.metrics()
+            .iter()
+            .filter(|m| m.headline && m.applies_to(test))
+            .collect()
+    }
+}
+
+/// The lab among `labs` that owns records with this `lab` value.
+pub fn find<'a>(labs: &[&'a dyn Lab], record_lab: &str) -> Option<&'a dyn Lab> {
+    labs.iter()
+        .copied()
+        .find(|l| l.record_labs().contains(&record_lab))
+}
+
+/// A metric's declared spec, looked up through the registry.
+pub fn spec_of(
+    labs: &[&dyn Lab],
+    record_lab: &str,
+    test: &str,
+    key: &str,
+) -> Option<&'static MetricSpec> {
+    find(labs, record_lab).and_then(|l| l.metric(test, key))
+}
+
+/// Direction and kind of a metric: declared when a lab declares it, else
+/// guessed from its name ([`guess_better`]).
+pub fn direction(labs: &[&dyn Lab], record_lab: &str, test: &str, key: &str) -> (Better, Quantity) {
+    match spec_of(labs, record_lab, test, key) {
+        Some(s) => (s.better, s.quantity),
+        None => guess_better(key),
+    }
+}
+
+/// Tokens of a metric name that say "per second" (a rate).
+const RATE_TAILS: [&str; 4] = ["per_s", "_s_median", "_s_p50", "_s_mean"];
+
+/// The fallback for metrics no lab declares (records from other versions,
+/// hand-made files): rates (`…per_s`, `pkt_s`, `mb_s`, `pps`) are better
+/// higher, times, CPU and memory lower, anything else unknown. Unlike the
+/// old name guess, a unit before `_s` (`pkt_s`, `mb_s`, `msgs_s`) is a
+/// rate, not seconds, and `cpu_mb_s` is a rate of work per CPU-second.
+pub fn guess_better(metric: &str) -> (Better, Quantity) {
+    let m = metric.to_ascii_lowercase();
+    let last = m.rsplit('.').next().unwrap_or(&m);
+    // `x_s` where x is a unit of work: a rate per second.
+    const PER_SECOND_UNITS: [&str; 14] = [
+        "pkt", "pkts", "packets", "frames", "msgs", "msg", "mb", "gb", "kb", "bytes", "ops", "req",
+        "rt", "flows",
+    ];
+    let is_rate = |s: &str| {
+        s.contains("per_s")
+            || s.ends_with("pps")
+            || s.contains("mpps")
+            || s.contains("gbps")
+            || s.contains("throughput")
+            || s.ends_with("_hz")
+            || s == "hz"
+            || s.contains("speedup")
+            || RATE_TAILS
+                .iter()
+                .any(|t| s.ends_with(t) && s.contains("per_s"))
+            || PER_SECOND_UNITS
+                .iter()
+                .any(|u| s.ends_with(&format!("{u}_s")) || s.contains(&format!("{u}_s_")))
+    };
+    if is_rate(last) {
+        return (Better::Higher, Quantity::Time);
+    }
+    const COST: [&str; 6] = ["cpu", "rss", "errors", "lost", "ctx", "drops"];
+    if COST.iter().any(|c| last.contains(c)) {
+        return (Better::Lower, Quantity::Cost);
+    }
+    // A time: a unit among the name's words (`elapsed_s`, `real_s_median`,
+    // `ns_p99`, `ticks_rx`), a latency, or a bare order statistic.
+    const TIME_UNITS: [&str; 6] = ["ns", "us", "ms", "s", "ticks", "seconds"];
+    if last.split('_').any(|w| TIME_UNITS.contains(&w))
+        || last.contains("latency")
+        || [
+            "p50", "p90", "p99", "p999", "p9999", "median", "mean", "max", "min",
+        ]
+        .contains(&last)
+    {
+        return (Better::Lower, Quantity::Time);
+    }
+    (Better::Unknown, Quantity::Other)
+}
+
+/// Helpers for answer lines: picking records and formatting figures.
+pub mod answer {
+    use super::*;
+    use serde_json::Value;
+
+    /// A parameter as text.
+    pub fn param(r: &Record, k: &str) -> Option<String> {
+        r.params
+            .get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    }
+
+    /// A finite metric.
+    pub fn metric(r: &Record, k: &str) -> Option<f64> {
+        r.metric_f64(k).filter(|x| x.is_finite())
+    }
+
+    /// Whether parameter `k` is the text `v`.
+    pub fn is(r: &Record, k: &str, v: &str) -> bool {
+        param(r, k).as_deref() == Some(v)
+    }
+
+    /// Whether parameter `k` is the number `v`.
+    pub fn is_num(r: &Record, k: &str, v: f64) -> bool {
+        r.params.get(k).and_then(Value::as_f64) == Some(v)
+    }
+
+    /// The records whose `lab` is one of `labs`.
+    pub fn of<'a>(recs: &'a [Record], labs: &[&str]) -> Vec<&'a Record> {
+        recs.iter()
+            .filter(|r| labs.contains(&r.lab.as_str()))
+            .collect()
+    }
+
+    /// Median of a metric over the records `pick` accepts.
+    pub fn median<'a>(
+        recs: impl IntoIterator<Item = &'a Record>,
+        pick: impl Fn(&Record) -> bool,
+        k: &str,
+    ) -> Option<f64> {
+        let mut v: Vec<f64> = recs
+            .into_iter()
+            .filter(|r| pick(r))
+            .filter_map(|r| metric(r, k))
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(percentile_sorted(&v, 0.5))
+    }
+
+    /// A rate: 150k, 16.2M.
+    pub fn rate(x: f64) -> String {
+        let (v, u) = if x >= 1e9 {
+            (x / 1e9, "G")
+        } else if x >= 1e6 {
+            (x / 1e6, "M")
+        } else if x >= 1e3 {
+            (x / 1e3, "k")
+        } else {
+            return crate::record::human_number(x);
+        };
+        let t = format!("{v:.1}");
+        format!("{}{u}", t.trim_end_matches(".0"))
+    }
+
+    /// `a / b` as "3.2×".
+    pub fn ratio(a: f64, b: f64) -> String {
+        if b > 0.0 && a.is_finite() {
+            format!("{:.1}×", a / b)
+        } else {
+            "-".into()
+        }
+    }
+
+    /// A time in ns with a unit that suits it.
+    pub fn ns(x: f64) -> String {
+        if x >= 1e6 {
+            format!("{:.2} ms", x / 1e6)
+        } else if x >= 1e3 {
+            format!("{:.1} µs", x / 1e3)
+        } else {
+            format!("{x:.0} ns")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guess_reads_units_before_s_as_rates_not_seconds() {
+        // The old guess read pkt_s and mb_s as seconds (lower is better) and
+        // anything containing `cpu` as a cost: pcap's pkt_s going up was
+        // called slower.
+        assert_eq!(guess_better("pkt_s").0, Better::Higher);
+        assert_eq!(guess_better("mb_s").0, Better::Higher);
+        assert_eq!(guess_better("cpu_mb_s").0, Better::Higher);
+        assert_eq!(guess_better("msgs_per_s").0, Better::Higher);
+        assert_eq!(guess_better("responses_per_s_median").0, Better::Higher);
+        assert_eq!(guess_better("cpu_ns_per_op").0, Better::Lower);
+        assert_eq!(guess_better("latency_ns.p99").0, Better::Lower);
+        assert_eq!(guess_better("ns_median").0, Better::Lower);
+        assert_eq!(guess_better("ns_p99").0, Better::Lower);
+        assert_eq!(guess_better("elapsed_s").0, Better::Lower);
+        assert_eq!(guess_better("real_s_median").0, Better::Lower);
+        assert_eq!(guess_better("sessions").0, Better::Unknown);
+    }
+
+    #[test]
+    fn ctx_over_never_cuts_the_full_preset() {
+        let past = Instant::now();
+        let full = SuiteCtx {
+            preset: Preset::Full,
+            deadline: past,
+        };
+        assert!(!full.over());
+        assert_eq!(full.deadline(), None);
+        let quick = SuiteCtx {
+            preset: Preset::Quick,
+            deadline: past,
+        };
+        assert!(quick.over());
+        let mut o = StepOutcome::default();
+        assert!(o.cut_if_over(&quick, "x"));
+        assert_eq!(o.cut_short, vec!["x".to_owned()]);
+    }
+}

@@ -1,0 +1,206 @@
+//! The ipc lab as the suite, the summary and `compare` see it: the seed's
+//! question (is shared memory faster than the kernel's paths?), the
+//! declared metrics, the suite step and the answer line.
+
+use crate::{run_interleaved, Clients, IpcConfig, TransportKind, Workload};
+use commbench_core::figure::FigureSpec;
+use commbench_core::lab::answer::{is, median, ns, of, rate, ratio};
+use commbench_core::lab::{
+    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+};
+use commbench_core::{Record, Recorder};
+
+/// The ipc lab.
+pub struct IpcLab;
+
+const REQRES: &[&str] = &["reqres"];
+const STREAM: &[&str] = &["stream"];
+
+static METRICS: [MetricSpec; 10] = [
+    MetricSpec::headline(
+        "cpu_ns_per_op",
+        "CPU per message (both sides)",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        &[],
+    ),
+    MetricSpec::headline(
+        "msgs_per_s",
+        "messages per second",
+        "msg/s",
+        Better::Higher,
+        Quantity::Time,
+        REQRES,
+    ),
+    MetricSpec::headline(
+        "gib_per_s",
+        "stream throughput",
+        "GiB/s",
+        Better::Higher,
+        Quantity::Time,
+        STREAM,
+    ),
+    MetricSpec::other(
+        "rt_p50_ns",
+        "round trip, median",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        REQRES,
+    ),
+    MetricSpec::other(
+        "rt_p99_ns",
+        "round trip, p99",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        REQRES,
+    ),
+    MetricSpec::other(
+        "server_cpu_ns_per_msg",
+        "server CPU per message",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        &[],
+    ),
+    MetricSpec::other(
+        "client_cpu_ns_per_msg",
+        "client CPU per message",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        &[],
+    ),
+    MetricSpec::other(
+        "ctx_per_op",
+        "context switches per message",
+        "switches",
+        Better::Lower,
+        Quantity::Cost,
+        &[],
+    ),
+    MetricSpec::other(
+        "mb_per_s",
+        "stream throughput",
+        "MB/s",
+        Better::Higher,
+        Quantity::Time,
+        STREAM,
+    ),
+    MetricSpec::other(
+        "elapsed_s",
+        "elapsed",
+        "s",
+        Better::Lower,
+        Quantity::Time,
+        &[],
+    ),
+];
+
+impl Lab for IpcLab {
+    fn name(&self) -> &'static str {
+        "ipc"
+    }
+    fn record_labs(&self) -> &'static [&'static str] {
+        &["ipc"]
+    }
+    fn question(&self) -> &'static str {
+        "is shared memory faster than the kernel's paths?"
+    }
+    fn figures(&self) -> Vec<FigureSpec> {
+        crate::figures::figures()
+    }
+    fn metrics(&self) -> &'static [MetricSpec] {
+        &METRICS
+    }
+    fn budget(&self) -> Budget {
+        Budget {
+            quick_s: 8,
+            default_s: 25,
+        }
+    }
+    fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
+        let mut out = StepOutcome::default();
+        let count = if ctx.quick() { 5_000 } else { 50_000 };
+        let reqres: Vec<IpcConfig> = TransportKind::ALL
+            .iter()
+            .map(|&t| IpcConfig {
+                transport: t,
+                size: 128,
+                count,
+                ..IpcConfig::default()
+            })
+            .collect();
+        run_interleaved(&reqres, 3, rec)?;
+        if out.cut_if_over(ctx, "ipc stream") {
+            return Ok(out);
+        }
+        let stream: Vec<IpcConfig> = [TransportKind::Shm, TransportKind::Uds]
+            .iter()
+            .map(|&t| IpcConfig {
+                transport: t,
+                workload: Workload::Stream,
+                size: 64 << 10,
+                count: count / 5,
+                latency: false,
+                ..IpcConfig::default()
+            })
+            .collect();
+        run_interleaved(&stream, 3, rec)?;
+        if ctx.full() {
+            // The seed's note on sessions beyond the core count, as a
+            // sweep: mt and mp clients, 1..32 sessions, shm (adaptive) and
+            // the Unix socket, interleaved.
+            let mut cfgs = Vec::new();
+            for sessions in [1u32, 2, 4, 8, 16, 32] {
+                for clients in [Clients::Mt, Clients::Mp] {
+                    for transport in [TransportKind::Shm, TransportKind::Uds] {
+                        cfgs.push(IpcConfig {
+                            transport,
+                            sessions,
+                            clients,
+                            size: 128,
+                            count: 20_000,
+                            ..IpcConfig::default()
+                        });
+                    }
+                }
+            }
+            run_interleaved(&cfgs, 3, rec)?;
+        }
+        Ok(out)
+    }
+    fn answer(&self, recs: &[Record]) -> Option<String> {
+        let r = of(recs, self.record_labs());
+        let of_transport = |t: &str, k: &str| {
+            median(
+                r.iter().copied(),
+                |x| x.test == "reqres" && is(x, "transport", t),
+                k,
+            )
+        };
+        let cpu = |t: &str| {
+            Some(
+                of_transport(t, "server_cpu_ns_per_msg")?
+                    + of_transport(t, "client_cpu_ns_per_msg")?,
+            )
+        };
+        let shm = of_transport("shm", "msgs_per_s")?;
+        let (best, b) = ["uds", "pipe", "tcp"]
+            .iter()
+            .filter_map(|t| of_transport(t, "msgs_per_s").map(|v| (*t, v)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let mut a = format!(
+            "request/response: shm {} msg/s vs {best} (fastest kernel path) {} = {}",
+            rate(shm),
+            rate(b),
+            ratio(shm, b)
+        );
+        if let (Some(c1), Some(c2)) = (cpu("shm"), cpu(best)) {
+            a.push_str(&format!("; CPU per message {} vs {}", ns(c1), ns(c2)));
+        }
+        Some(a)
+    }
+}

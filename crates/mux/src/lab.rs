@@ -1,0 +1,175 @@
+//! The mux lab as the suite, the summary and `compare` see it: the seed's
+//! question (poll or epoll at many connections, and does the state lookup
+//! matter?), the declared metrics, the suite step and the answer line.
+
+use crate::{run, EngineKind, Lookup, MuxConfig};
+use commbench_core::figure::FigureSpec;
+use commbench_core::lab::answer::{is, median, of, ratio};
+use commbench_core::lab::{
+    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+};
+use commbench_core::{Record, Recorder};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The mux lab.
+pub struct MuxLab;
+
+const ECHO: &[&str] = &["echo"];
+
+static METRICS: [MetricSpec; 10] = [
+    MetricSpec::headline(
+        "server_cpu_us_per_rt",
+        "server CPU per round trip",
+        "µs",
+        Better::Lower,
+        Quantity::Cost,
+        ECHO,
+    ),
+    MetricSpec::headline(
+        "rt_per_s",
+        "round trips per second",
+        "rt/s",
+        Better::Higher,
+        Quantity::Time,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "client_cpu_us_per_rt",
+        "load generator CPU per round trip",
+        "µs",
+        Better::Lower,
+        Quantity::Cost,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "server_user_us_per_rt",
+        "server user CPU per round trip",
+        "µs",
+        Better::Lower,
+        Quantity::Cost,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "server_sys_us_per_rt",
+        "server system CPU per round trip",
+        "µs",
+        Better::Lower,
+        Quantity::Cost,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "latency_ns.p50",
+        "round trip, median",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "latency_ns.p99",
+        "round trip, p99",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "syscalls_per_rt",
+        "system calls per round trip",
+        "calls",
+        Better::Lower,
+        Quantity::Cost,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "scan_steps_per_rt",
+        "state lookup steps per round trip",
+        "steps",
+        Better::Lower,
+        Quantity::Cost,
+        ECHO,
+    ),
+    MetricSpec::other(
+        "connects_per_s",
+        "connections set up per second",
+        "conn/s",
+        Better::Higher,
+        Quantity::Time,
+        ECHO,
+    ),
+];
+
+impl Lab for MuxLab {
+    fn name(&self) -> &'static str {
+        "mux"
+    }
+    fn record_labs(&self) -> &'static [&'static str] {
+        &["mux"]
+    }
+    fn question(&self) -> &'static str {
+        "poll or epoll at many connections, and does the lookup matter?"
+    }
+    fn figures(&self) -> Vec<FigureSpec> {
+        crate::figures()
+    }
+    fn metrics(&self) -> &'static [MetricSpec] {
+        &METRICS
+    }
+    fn budget(&self) -> Budget {
+        Budget {
+            quick_s: 10,
+            default_s: 30,
+        }
+    }
+    /// Every engine, both lookups, N=1000 (10,000 under the full preset);
+    /// one engine at a time, so the budget is checked between engines.
+    fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
+        let mut out = StepOutcome::default();
+        for engine in EngineKind::ALL {
+            if out.cut_if_over(ctx, format!("mux {}", engine.as_str())) {
+                continue;
+            }
+            let cfg = MuxConfig {
+                engines: vec![engine],
+                lookups: vec![Lookup::Scan, Lookup::Index],
+                conns: if ctx.full() { 10_000 } else { 1000 },
+                rounds: if ctx.quick() { 10 } else { 20 },
+                timeout: Duration::from_secs(60),
+                ..MuxConfig::default()
+            };
+            run(&cfg, rec)?;
+        }
+        Ok(out)
+    }
+    fn answer(&self, recs: &[Record]) -> Option<String> {
+        let r = of(recs, self.record_labs());
+        let get = |e: &str, l: &str| {
+            median(
+                r.iter().copied(),
+                |x| x.test == "echo" && is(x, "engine", e) && is(x, "lookup", l),
+                "server_cpu_us_per_rt",
+            )
+        };
+        let conns = r
+            .iter()
+            .find(|x| x.test == "echo")
+            .and_then(|x| x.params.get("conns").and_then(Value::as_u64))?;
+        let poll = get("poll", "index")?;
+        let ep = get("epoll-lt", "index")?;
+        let mut a = format!(
+            "{conns} connections, server CPU per round trip: epoll {ep:.2} µs vs poll {poll:.2} µs = {}",
+            ratio(ep, poll)
+        );
+        if let Some(scan) = get("epoll-lt", "scan") {
+            a.push_str(&format!(
+                "; epoll with the seed's linear state lookup {scan:.2} µs ({} of indexed)",
+                ratio(scan, ep)
+            ));
+        }
+        if let Some(u) = get("io-uring", "index") {
+            a.push_str(&format!("; io_uring {u:.2} µs"));
+        }
+        Some(a)
+    }
+}

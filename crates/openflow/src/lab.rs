@@ -1,0 +1,171 @@
+//! The openflow lab as the suite, the summary and `compare` see it: the
+//! seed's question (how much does a cached flow_mod template save?), the
+//! declared metrics, the suite step and the answer line.
+
+use crate::bench;
+use commbench_core::figure::FigureSpec;
+use commbench_core::lab::answer::{is, median, ns, of, rate, ratio};
+use commbench_core::lab::{
+    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+};
+use commbench_core::{Record, Recorder};
+use serde_json::Value;
+
+/// The openflow lab.
+pub struct OpenflowLab;
+
+const BENCH: &[&str] = &["bench"];
+const BOTH: &[&str] = &["bench", "cbench"];
+
+static METRICS: [MetricSpec; 10] = [
+    MetricSpec::headline(
+        "controller_ns_per_response",
+        "controller CPU per response",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        BENCH,
+    ),
+    MetricSpec::headline(
+        "responses_per_s_median",
+        "responses per second (median window)",
+        "resp/s",
+        Better::Higher,
+        Quantity::Time,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "emulator_ns_per_response",
+        "emulator CPU per response",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        BENCH,
+    ),
+    MetricSpec::other(
+        "responses_per_s_avg",
+        "responses per second (mean window)",
+        "resp/s",
+        Better::Higher,
+        Quantity::Time,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "responses_per_s_min",
+        "responses per second (slowest window)",
+        "resp/s",
+        Better::Higher,
+        Quantity::Time,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "responses_per_s_max",
+        "responses per second (fastest window)",
+        "resp/s",
+        Better::Higher,
+        Quantity::Time,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "responses_per_s_stdev",
+        "responses per second, spread between windows",
+        "resp/s",
+        Better::Unknown,
+        Quantity::Other,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "round_trip_ns.p50",
+        "round trip, median (latency mode)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "round_trip_ns.p99",
+        "round trip, p99 (latency mode)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "stall_worst_ms",
+        "worst machine stall during a window",
+        "ms",
+        Better::Unknown,
+        Quantity::Other,
+        BOTH,
+    ),
+];
+
+impl Lab for OpenflowLab {
+    fn name(&self) -> &'static str {
+        "openflow"
+    }
+    fn record_labs(&self) -> &'static [&'static str] {
+        &["openflow"]
+    }
+    fn question(&self) -> &'static str {
+        "how much does a cached flow_mod template save?"
+    }
+    fn figures(&self) -> Vec<FigureSpec> {
+        crate::figures()
+    }
+    fn metrics(&self) -> &'static [MetricSpec] {
+        &METRICS
+    }
+    fn budget(&self) -> Budget {
+        Budget {
+            quick_s: 15,
+            default_s: 55,
+        }
+    }
+    fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
+        let r = bench::suite(ctx.quick(), ctx.deadline(), rec)?;
+        for row in r.rows.iter().filter(|r| r.switches_connected < r.switches) {
+            eprintln!(
+                "suite: openflow: {} switches asked, {} completed the handshake ({}, {}): recorded as partial",
+                row.switches, row.switches_connected, row.mode, row.variant
+            );
+        }
+        Ok(StepOutcome {
+            cut_short: r.skipped,
+        })
+    }
+    fn answer(&self, recs: &[Record]) -> Option<String> {
+        let r = of(recs, self.record_labs());
+        let get = |v: &str, k: &str| {
+            median(
+                r.iter().copied(),
+                |x| {
+                    x.test == "bench"
+                        && is(x, "variant", v)
+                        && is(x, "mode", "throughput")
+                        && x.params.get("switches").and_then(Value::as_u64) == Some(1)
+                },
+                k,
+            )
+        };
+        let t = get("template", "responses_per_s_median")?;
+        let nv = get("naive", "responses_per_s_median")?;
+        let mut a = format!(
+            "template {}/s vs naive {}/s = {} (seed: ~10× in Ruby)",
+            rate(t),
+            rate(nv),
+            ratio(t, nv)
+        );
+        if let (Some(ct), Some(cn)) = (
+            get("template", "controller_ns_per_response"),
+            get("naive", "controller_ns_per_response"),
+        ) {
+            a.push_str(&format!(
+                "; controller CPU {} vs {} per response",
+                ns(ct),
+                ns(cn)
+            ));
+        }
+        Some(a)
+    }
+}

@@ -1,0 +1,217 @@
+//! The pipeline lab as the suite, the summary and `compare` see it: the
+//! seed's question (what do rx burst, work and tx cost per packet?), the
+//! declared metrics, the suite step and the answer line.
+
+use crate::{rss_bench, run, Mode, PipelineConfig, Sweep};
+use commbench_core::figure::FigureSpec;
+use commbench_core::lab::answer::{is, median, of};
+use commbench_core::lab::{
+    Better, Budget, Lab, LabError, Leftover, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+};
+use commbench_core::{Record, Recorder};
+
+/// The pipeline lab.
+pub struct PipelineLab;
+
+const RUNS: &[&str] = &["run", "sweep-tx-bulk", "sweep-queues", "sweep-delay"];
+
+static METRICS: [MetricSpec; 12] = [
+    MetricSpec::headline(
+        "ticks_total",
+        "TSC ticks per packet",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::headline(
+        "cpu_ns_per_packet",
+        "CPU per packet",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::headline(
+        "mpps",
+        "packets per second",
+        "Mpps",
+        Better::Higher,
+        Quantity::Time,
+        RUNS,
+    ),
+    MetricSpec::headline(
+        "ticks_per_hash",
+        "TSC ticks per RSS hash",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        &["rss-hash"],
+    ),
+    MetricSpec::other(
+        "ticks_rx",
+        "rx burst, ticks per packet",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::other(
+        "ticks_work",
+        "work, ticks per packet",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::other(
+        "ticks_tx",
+        "tx buffering, ticks per packet",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::other(
+        "left_ticks_10G",
+        "ticks left per packet at 10 GbE",
+        "ticks",
+        Better::Higher,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::other(
+        "left_ticks_100G",
+        "ticks left per packet at 100 GbE",
+        "ticks",
+        Better::Higher,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::other(
+        "ticks_p99",
+        "TSC ticks per RSS hash, p99",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        &["rss-hash"],
+    ),
+    MetricSpec::other(
+        "max_over_mean",
+        "busiest queue over the mean",
+        "×",
+        Better::Lower,
+        Quantity::Other,
+        &["rss-balance"],
+    ),
+    MetricSpec::other(
+        "dropped",
+        "packets dropped",
+        "packets",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+];
+
+impl Lab for PipelineLab {
+    fn name(&self) -> &'static str {
+        "pipeline"
+    }
+    fn record_labs(&self) -> &'static [&'static str] {
+        &["pipeline"]
+    }
+    fn question(&self) -> &'static str {
+        "what do rx burst, work and tx cost per packet?"
+    }
+    fn figures(&self) -> Vec<FigureSpec> {
+        crate::figures()
+    }
+    fn metrics(&self) -> &'static [MetricSpec] {
+        &METRICS
+    }
+    fn budget(&self) -> Budget {
+        Budget {
+            quick_s: 9,
+            default_s: 25,
+        }
+    }
+    /// Run to completion and a short pipeline with swap work, a tx-bulk
+    /// sweep and the RSS hash.
+    fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
+        let packets = if ctx.quick() { 2_000_000 } else { 20_000_000 };
+        let mut out = StepOutcome::default();
+        for mode in [Mode::Rtc, Mode::Pipeline] {
+            if out.cut_if_over(ctx, format!("pipeline {}", mode.name())) {
+                continue;
+            }
+            let c = PipelineConfig {
+                mode,
+                packets,
+                ..PipelineConfig::default()
+            };
+            run(&c, rec)?;
+        }
+        if !out.cut_if_over(ctx, "pipeline tx-bulk sweep") {
+            let c = PipelineConfig {
+                packets: packets / 4,
+                sweep: Some(Sweep::TxBulk(vec![1, 4, 32])),
+                ..PipelineConfig::default()
+            };
+            run(&c, rec)?;
+        }
+        if !out.cut_if_over(ctx, "pipeline rss") {
+            for r in rss_bench(4, 4096, rec)? {
+                rec.push(r);
+            }
+        }
+        Ok(out)
+    }
+    /// Network namespaces (and their veths) of dead `pipeline netns` runs.
+    fn clean_leftovers(&self, dry_run: bool) -> Vec<Leftover> {
+        crate::netns::clean_leftovers(dry_run)
+            .into_iter()
+            .map(|e| Leftover {
+                kind: "netns",
+                name: e.name,
+                pid: e.pid,
+                action: e.action,
+            })
+            .collect()
+    }
+    fn answer(&self, recs: &[Record]) -> Option<String> {
+        let r = of(recs, self.record_labs());
+        let rtc = |k: &str| {
+            median(
+                r.iter().copied(),
+                |x| x.test == "run" && is(x, "mode", "rtc"),
+                k,
+            )
+        };
+        let total = rtc("ticks_total")?;
+        let mut a = format!("run to completion at 64 B: {total:.1} ticks per packet");
+        if let (Some(rx), Some(w), Some(tx)) = (rtc("ticks_rx"), rtc("ticks_work"), rtc("ticks_tx"))
+        {
+            a.push_str(&format!(" (rx {rx:.1} + swap {w:.1} + tx {tx:.1})"));
+        }
+        if let Some(left) = rtc("left_ticks_100G") {
+            a.push_str(&format!(
+                ", {} at 100 GbE ({:+.1} ticks)",
+                if left >= 0.0 {
+                    "keeps up"
+                } else {
+                    "falls short"
+                },
+                left
+            ));
+        }
+        if let Some(t) = median(
+            r.iter().copied(),
+            |x| x.test == "rss-hash" && is(x, "impl", "table") && is(x, "input", "ipv4-l4"),
+            "ticks_per_hash",
+        ) {
+            a.push_str(&format!("; Toeplitz {t:.1} ticks per IPv4 4-tuple"));
+        }
+        Some(a)
+    }
+}
