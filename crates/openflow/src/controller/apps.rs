@@ -1,0 +1,391 @@
+//! The message handling and the apps: version negotiation (HELLO, then
+//! FEATURES_REQUEST), echo, FEATURES_REPLY and OFPT_ERROR from switches,
+//! and each app's answer to a packet_in (the cbench template fast path,
+//! `--naive` through the general encoder, the learning switch, the
+//! trivial responder), for OpenFlow 1.0 and 1.3.
+//!
+//! Invariants: `handle` gets exactly one whole message (framed by `conn`)
+//! and appends only whole messages to the output; a malformed message, a
+//! first message other than HELLO or a version other than the negotiated
+//! one is an error, and the caller closes that connection alone (after
+//! sending the error reply); the learning table is bounded (cleared at
+//! 2^20 entries) and never learns a multicast source.
+
+use super::log::{Logger, PeerLog};
+use super::{ControllerConfig, ControllerStats};
+use crate::wire::frame::FlowKey;
+use crate::wire::{be32, of10, of13, put32, Header, NO_BUFFER, OFP10_VERSION, OFP13_VERSION};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+/// Which application answers packet_ins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum App {
+    Cbench,
+    Learning,
+    Trivial,
+}
+
+impl std::str::FromStr for App {
+    type Err = String;
+    fn from_str(s: &str) -> Result<App, String> {
+        match s {
+            "cbench" => Ok(App::Cbench),
+            "learning" => Ok(App::Learning),
+            "trivial" => Ok(App::Trivial),
+            _ => Err(format!(
+                "unknown app '{s}': use cbench, learning or trivial"
+            )),
+        }
+    }
+}
+
+/// Precomputed replies shared by a worker's connections.
+pub(super) struct Templates {
+    pub(super) fm10: of10::FlowModTemplate,
+    pub(super) trivial10: Vec<u8>,
+    pub(super) trivial13: Vec<u8>,
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(super) fn handle(
+    st: &mut ControllerStats,
+    t: &Templates,
+    cfg: &ControllerConfig,
+    ours: u8,
+    out: &mut Vec<u8>,
+    version: &mut u8,
+    dpid: &mut Option<u64>,
+    macs: &mut HashMap<[u8; 6], u32>,
+    pc: &mut PeerCtx,
+    msg: &[u8],
+) -> Result<(), String> {
+    let h = Header::new_checked(msg).map_err(|e| format!("malformed message: {e}"))?;
+    let (ty, xid, ver) = (h.msg_type(), h.xid(), h.version());
+    if *version == 0 {
+        if ty != 0 {
+            return Err(format!("first message is type {ty}, not HELLO"));
+        }
+        match of13::negotiate(msg, &[ours]) {
+            Some(v) => {
+                *version = v;
+                // FEATURES_REQUEST, xid 2.
+                out.extend_from_slice(&[v, 5, 0, 8, 0, 0, 0, 2]);
+                return Ok(());
+            }
+            None => {
+                // HELLO_FAILED / INCOMPATIBLE, then close.
+                let text = format!("we speak only version {ours:#04x}");
+                let mut e = of10::Repr::new(
+                    xid,
+                    of10::Message::Error {
+                        err_type: of10::OFPET_HELLO_FAILED,
+                        code: of10::OFPHFC_INCOMPATIBLE,
+                        data: text.into_bytes(),
+                    },
+                )
+                .to_bytes();
+                e[0] = ours;
+                out.extend_from_slice(&e);
+                return Err(format!("version negotiation failed: peer hello {ver:#04x}, {ours:#04x} not offered (sent HELLO_FAILED)"));
+            }
+        }
+    }
+    if ver != *version {
+        let mut e = of10::Repr::new(
+            xid,
+            of10::Message::Error {
+                err_type: of10::OFPET_BAD_REQUEST,
+                code: of10::OFPBRC_BAD_VERSION,
+                data: msg[..msg.len().min(64)].to_vec(),
+            },
+        )
+        .to_bytes();
+        e[0] = *version;
+        out.extend_from_slice(&e);
+        return Err(format!(
+            "message with version {ver:#04x} after negotiating {:#04x} (sent BAD_VERSION)",
+            *version
+        ));
+    }
+    // Types with the same number in 1.0 and 1.3: hello 0, error 1, echo 2/3,
+    // features 5/6, packet_in 10.
+    match ty {
+        10 => {
+            st.packet_in += 1;
+            if *version == OFP10_VERSION {
+                packet_in10(st, t, cfg, out, macs, xid, msg)
+            } else {
+                packet_in13(st, t, cfg, out, macs, xid, msg)
+            }
+        }
+        2 => {
+            st.echo_request += 1;
+            let s = out.len();
+            out.extend_from_slice(msg);
+            out[s + 1] = 3;
+            Ok(())
+        }
+        6 => {
+            if msg.len() >= 16 {
+                *dpid = Some(u64::from_be_bytes(msg[8..16].try_into().unwrap()));
+                if cfg.log_connections {
+                    pc.log.line(format!(
+                        "controller: {}: datapath {:#x} ready",
+                        pc.peer,
+                        dpid.unwrap_or(0)
+                    ));
+                }
+            }
+            Ok(())
+        }
+        1 => {
+            st.error_msgs += 1;
+            if msg.len() >= 12 && cfg.log_connections && pc.plog.allow() {
+                pc.log.line(format!(
+                    "controller: {}: OFPT_ERROR type {} code {} from the switch",
+                    pc.peer,
+                    u16::from_be_bytes([msg[8], msg[9]]),
+                    u16::from_be_bytes([msg[10], msg[11]])
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What `handle` needs to log for one peer.
+pub(super) struct PeerCtx<'a> {
+    pub(super) log: &'a Logger,
+    pub(super) plog: &'a mut PeerLog,
+    pub(super) peer: SocketAddr,
+}
+
+fn bad(e: crate::wire::WireError) -> String {
+    format!("malformed packet_in: {e}")
+}
+
+fn packet_in10(
+    st: &mut ControllerStats,
+    t: &Templates,
+    cfg: &ControllerConfig,
+    out: &mut Vec<u8>,
+    macs: &mut HashMap<[u8; 6], u32>,
+    xid: u32,
+    msg: &[u8],
+) -> Result<(), String> {
+    match (cfg.app, cfg.naive) {
+        (App::Cbench, false) => {
+            let v = of10::PacketInView::new_checked(msg).map_err(bad)?;
+            let mut buf = [0u8; of10::FLOW_MOD_TEMPLATE_LEN];
+            t.fm10.write(&mut buf, xid, &v);
+            out.extend_from_slice(&buf);
+            st.flow_mod_sent += 1;
+        }
+        (App::Cbench, true) => {
+            let r = of10::Repr::parse(msg).map_err(bad)?;
+            let of10::Message::PacketIn(pi) = r.msg else {
+                return Err("not a packet_in".into());
+            };
+            let key = FlowKey::extract(&pi.data).unwrap_or_default();
+            let fm = of10::Repr::new(
+                r.xid,
+                of10::Message::FlowMod(of10::FlowMod {
+                    match_: of10::Match::exact(pi.in_port, &key),
+                    cookie: 0,
+                    command: of10::OFPFC_ADD,
+                    idle_timeout: 0,
+                    hard_timeout: 0,
+                    priority: 0x8000,
+                    buffer_id: pi.buffer_id,
+                    out_port: of10::OFPP_NONE,
+                    flags: 0,
+                    actions: vec![of10::Action::Output {
+                        port: pi.in_port.wrapping_add(1),
+                        max_len: 0,
+                    }],
+                }),
+            );
+            let bytes = fm.to_bytes();
+            out.extend_from_slice(&bytes);
+            st.flow_mod_sent += 1;
+        }
+        (App::Trivial, _) => {
+            let v = of10::PacketInView::new_checked(msg).map_err(bad)?;
+            let s = out.len();
+            out.extend_from_slice(&t.trivial10);
+            put32(&mut out[s..], 4, xid);
+            put32(&mut out[s..], 64, v.buffer_id());
+            st.flow_mod_sent += 1;
+        }
+        (App::Learning, _) => {
+            let v = of10::PacketInView::new_checked(msg).map_err(bad)?;
+            let Some(key) = FlowKey::extract(v.data()) else {
+                return Ok(());
+            };
+            let in_port = v.in_port();
+            learn(macs, key.dl_src, in_port as u32);
+            let dst = (key.dl_dst[0] & 1 == 0)
+                .then(|| macs.get(&key.dl_dst).copied())
+                .flatten();
+            match dst {
+                Some(p) if p != in_port as u32 => {
+                    of10::Repr::new(
+                        xid,
+                        of10::Message::FlowMod(of10::FlowMod {
+                            match_: of10::Match::exact(in_port, &key),
+                            cookie: 0,
+                            command: of10::OFPFC_ADD,
+                            idle_timeout: 60,
+                            hard_timeout: 0,
+                            priority: 0x8000,
+                            buffer_id: v.buffer_id(),
+                            out_port: of10::OFPP_NONE,
+                            flags: 0,
+                            actions: vec![of10::Action::Output {
+                                port: p as u16,
+                                max_len: 0,
+                            }],
+                        }),
+                    )
+                    .emit(out);
+                    st.flow_mod_sent += 1;
+                }
+                _ => {
+                    let data = if v.buffer_id() == NO_BUFFER {
+                        v.data().to_vec()
+                    } else {
+                        vec![]
+                    };
+                    of10::Repr::new(
+                        xid,
+                        of10::Message::PacketOut(of10::PacketOut {
+                            buffer_id: v.buffer_id(),
+                            in_port,
+                            actions: vec![of10::Action::Output {
+                                port: of10::OFPP_FLOOD,
+                                max_len: 0,
+                            }],
+                            data,
+                        }),
+                    )
+                    .emit(out);
+                    st.packet_out_sent += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn learn(macs: &mut HashMap<[u8; 6], u32>, src: [u8; 6], port: u32) {
+    if src[0] & 1 != 0 {
+        return; // never learn a multicast source
+    }
+    if macs.len() >= 1 << 20 && !macs.contains_key(&src) {
+        macs.clear(); // bounded: a peer cannot grow the table without limit
+    }
+    macs.insert(src, port);
+}
+
+fn packet_in13(
+    st: &mut ControllerStats,
+    t: &Templates,
+    cfg: &ControllerConfig,
+    out: &mut Vec<u8>,
+    macs: &mut HashMap<[u8; 6], u32>,
+    xid: u32,
+    msg: &[u8],
+) -> Result<(), String> {
+    match (cfg.app, cfg.naive) {
+        (App::Cbench, false) => {
+            let v = of13::PacketInView::new_checked(msg).map_err(bad)?;
+            let key = FlowKey::extract(v.data()).unwrap_or_default();
+            of13::write_exact_flow_mod(out, xid, v.in_port().unwrap_or(0), &key, v.buffer_id());
+            st.flow_mod_sent += 1;
+        }
+        (App::Cbench, true) => {
+            let r = of13::Repr::parse(msg).map_err(bad)?;
+            let of13::Message::PacketIn(pi) = r.msg else {
+                return Err("not a packet_in".into());
+            };
+            let key = FlowKey::extract(&pi.data).unwrap_or_default();
+            let in_port = pi.match_.in_port().unwrap_or(0);
+            let bytes = of13::Repr::new(
+                r.xid,
+                of13::Message::FlowMod(of13::exact_flow_mod(in_port, &key, pi.buffer_id)),
+            )
+            .to_bytes();
+            out.extend_from_slice(&bytes);
+            st.flow_mod_sent += 1;
+        }
+        (App::Trivial, _) => {
+            let v = of13::PacketInView::new_checked(msg).map_err(bad)?;
+            let s = out.len();
+            out.extend_from_slice(&t.trivial13);
+            put32(&mut out[s..], 4, xid);
+            put32(&mut out[s..], 32, v.buffer_id());
+            st.flow_mod_sent += 1;
+        }
+        (App::Learning, _) => {
+            let v = of13::PacketInView::new_checked(msg).map_err(bad)?;
+            let Some(key) = FlowKey::extract(v.data()) else {
+                return Ok(());
+            };
+            let in_port = v.in_port().unwrap_or(0);
+            learn(macs, key.dl_src, in_port);
+            let dst = (key.dl_dst[0] & 1 == 0)
+                .then(|| macs.get(&key.dl_dst).copied())
+                .flatten();
+            match dst {
+                Some(p) if p != in_port => {
+                    let mut fm = of13::exact_flow_mod(in_port, &key, v.buffer_id());
+                    fm.idle_timeout = 60;
+                    fm.instructions = vec![of13::Instruction::ApplyActions(vec![
+                        of13::Action::Output {
+                            port: p,
+                            max_len: 0,
+                        },
+                    ])];
+                    of13::Repr::new(xid, of13::Message::FlowMod(fm)).emit(out);
+                    st.flow_mod_sent += 1;
+                }
+                _ => {
+                    let data = if v.buffer_id() == NO_BUFFER {
+                        v.data().to_vec()
+                    } else {
+                        vec![]
+                    };
+                    of13::Repr::new(
+                        xid,
+                        of13::Message::PacketOut(of13::PacketOut {
+                            buffer_id: v.buffer_id(),
+                            in_port,
+                            actions: vec![of13::Action::Output {
+                                port: 0xffff_fffb,
+                                max_len: 0,
+                            }],
+                            data,
+                        }),
+                    )
+                    .emit(out);
+                    st.packet_out_sent += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Read a flow_mod's buffer_id (1.0 or 1.3), for tests and tools.
+pub fn flow_mod_buffer_id(msg: &[u8]) -> Option<u32> {
+    match *msg.first()? {
+        OFP10_VERSION if msg.len() >= 68 => Some(be32(msg, 64)),
+        OFP13_VERSION if msg.len() >= 36 => Some(be32(msg, 32)),
+        _ => None,
+    }
+}
