@@ -43,6 +43,21 @@ impl OutputArgs {
         self.emit_with(records, &Fingerprint::collect())
     }
 
+    /// Like [`OutputArgs::emit`], but a terminal table is the command's own
+    /// view (`table`) instead of the record table. The records are kept in
+    /// the results store in both cases, before anything is printed.
+    pub fn emit_or_show(&self, records: &[Record], table: impl FnOnce() -> String) -> Result<()> {
+        if self.format == FormatArg::Table && self.output.is_none() {
+            crate::store::keep(records, &Fingerprint::collect().to_value());
+            let mut out = std::io::stdout().lock();
+            out.write_all(table().as_bytes())?;
+            out.flush()?;
+            Ok(())
+        } else {
+            self.emit(records)
+        }
+    }
+
     /// Writes records with a given fingerprint, and appends the measured
     /// ones to the results store (see [`crate::store`]).
     pub fn emit_with(&self, records: &[Record], fp: &Fingerprint) -> Result<()> {
@@ -56,11 +71,11 @@ impl OutputArgs {
         let env = env.clone();
         match &self.output {
             Some(path) => {
-                let mut f = std::fs::File::create(path)
-                    .with_context(|| format!("cannot create output file {}", path.display()))?;
-                export(records, self.format.into(), &env, &mut f)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                f.flush()?;
+                // Whole or not at all: a full disk keeps the previous file.
+                commbench_core::artifact::write_atomic(path, |f| {
+                    export(records, self.format.into(), &env, f)
+                })
+                .with_context(|| format!("cannot create output file {}", path.display()))?;
             }
             None => {
                 let stdout = std::io::stdout();

@@ -201,12 +201,8 @@ pub fn run(a: &IpcArgs) -> Result<()> {
     crate::progress::finish();
     r.map_err(lib_err)?;
     let records = rec.take();
-    if records.len() > 1
-        && args.out.format == crate::output::FormatArg::Table
-        && args.out.output.is_none()
-    {
-        print!("{}", side_by_side(&records));
-        return Ok(());
+    if records.len() > 1 {
+        return args.out.emit_or_show(&records, || side_by_side(&records));
     }
     args.out.emit(&records)
 }
@@ -376,8 +372,10 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
             Ok(())
         }
         SeedCommand::Run(run) => {
-            let (line, _) = commbench_ipc::run_seed(&run, &base).map_err(lib_err)?;
+            let (line, rep) = commbench_ipc::run_seed(&run, &base).map_err(lib_err)?;
             println!("{line}");
+            // The seed's CSV line is the output; the record goes to the store.
+            keep_seed(&[rep.record(&[])]);
             Ok(())
         }
         SeedCommand::Sweep(workload) => {
@@ -389,10 +387,21 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
                 .and_then(|v| v.parse::<u64>().ok())
                 .filter(|&n| n >= 1)
                 .unwrap_or(compat::SWEEP_NLOOP);
+            let mut records = Vec::new();
             for run in compat::sweep(workload, nloop) {
-                let (line, _) = commbench_ipc::run_seed(&run, &base).map_err(lib_err)?;
+                let res = commbench_ipc::run_seed(&run, &base).map_err(lib_err);
+                let (line, rep) = match res {
+                    Ok(x) => x,
+                    Err(e) => {
+                        // What was measured before the failure is kept.
+                        keep_seed(&records);
+                        return Err(e);
+                    }
+                };
                 println!("{line}");
+                records.push(rep.record(&[]));
             }
+            keep_seed(&records);
             let me = Usage::process().since(&before);
             let ch = Usage::children().since(&children_before);
             println!(
@@ -408,6 +417,15 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The records of a seed-compatible run, kept in the results store (its
+/// stdout is the seed's format, so they are not printed).
+fn keep_seed(records: &[commbench_core::Record]) {
+    crate::store::keep(
+        records,
+        &commbench_core::env::Fingerprint::collect().to_value(),
+    );
 }
 
 pub fn run_reqres_loop(a: &SeedArgs) -> Result<()> {

@@ -1,7 +1,7 @@
 //! The OpenFlow lab's commands: `commbench cbench` (cbench's own argument
 //! grammar, parsed by the library), `commbench controller`, and
 //! `commbench openflow bench`.
-use crate::output::{FormatArg, OutputArgs};
+use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use commbench_core::env::Fingerprint;
@@ -571,18 +571,18 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
     let report = bench::run(&cfg, &mut rec);
     crate::progress::finish();
     let report = report?;
-    if a.out.format == FormatArg::Table && a.out.output.is_none() {
-        print!("{}", report.side_by_side());
-        println!(
-            "(medians of the kept windows, responses/s; ratio = template / naive; ceiling = emulator against the trivial responder{}; ns/r = controller CPU per response; emu ns/r and emu busy = the emulator's CPU per response and busiest kept window in the template run: busy near 100% means the emulator, not the controller, set the rate)",
-            if bench::responder_may_spin(&cfg) {
-                ", which polls without sleeping on its own CPUs"
-            } else {
-                ""
-            }
-        );
-        Ok(())
-    } else {
-        a.out.emit(&report.records())
-    }
+    a.out.emit_or_show(&report.records(), || {
+        format!(
+            "{}{}\n",
+            report.side_by_side(),
+            format_args!(
+                "(medians of the kept windows, responses/s; ratio = template / naive; ceiling = emulator against the trivial responder{}; ns/r = controller CPU per response; emu ns/r and emu busy = the emulator's CPU per response and busiest kept window in the template run: busy near 100% means the emulator, not the controller, set the rate)",
+                if bench::responder_may_spin(&cfg) {
+                    ", which polls without sleeping on its own CPUs"
+                } else {
+                    ""
+                }
+            )
+        )
+    })
 }

@@ -25,7 +25,11 @@ pub fn write(results: &[PathBuf], output: &Path, title: &str) -> Result<()> {
         .map(|p| load(p))
         .collect::<Result<Vec<_>, _>>()?;
     let html = render_html(&runs, title, crate::labs::labs())?;
-    std::fs::write(output, html).with_context(|| format!("cannot write {}", output.display()))
+    // Whole or not at all: a full disk keeps the previous report.
+    commbench_core::artifact::write_atomic(output, |f| {
+        std::io::Write::write_all(f, html.as_bytes())
+    })
+    .with_context(|| format!("cannot write {}", output.display()))
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {

@@ -11,6 +11,15 @@
 //! is recorded and the suite goes on; the exit code is 1 at the end.
 //! `--resume DIR` keeps the steps a previous run of that folder finished
 //! and runs the rest.
+//!
+//! Nothing finished is lost: each step's records are appended to
+//! `results.jsonl` and synced as the step ends, and `suite.journal` notes
+//! each step's start and end, so SIGINT or SIGKILL at any moment leaves
+//! every finished step on disk and `--resume` goes on from there (SIGINT
+//! says so). A folder owned by another user or writable by others is
+//! refused; files are never written through a symlink; a second suite on
+//! the same folder is refused while the first holds its lock. The run goes
+//! into the results store once, also across resumes.
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -65,17 +74,70 @@ fn default_dir() -> PathBuf {
     PathBuf::from(format!("commbench-results-{t}Z"))
 }
 
+/// The records of a suite folder's `results.jsonl`, read as the suite
+/// appends it: one record per line, step by step. A last line cut short by
+/// a kill (no newline, not JSON) is left out with a warning; any other bad
+/// line is an error.
+fn read_results(path: &Path) -> Result<Vec<Record>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !f.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let mut text = String::new();
+    f.by_ref()
+        .take(MAX_RESULTS_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_RESULTS_BYTES {
+        return Err(format!(
+            "{} is larger than {} MiB: not a suite's results",
+            path.display(),
+            MAX_RESULTS_BYTES >> 20
+        ));
+    }
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(mut r) => {
+                r.environment = None;
+                out.push(r);
+            }
+            Err(_) if i + 1 == lines.len() && !complete => {
+                eprintln!(
+                    "suite: {}: the last line was cut short (the run was killed while writing it); left out",
+                    path.display()
+                );
+            }
+            Err(e) => return Err(format!("{} line {}: {e}", path.display(), i + 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// A suite's `results.jsonl` is bounded: resuming never reads more.
+const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
 /// Records of a previous run in `dir` and the steps it finished.
 fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<(Vec<Record>, Vec<String>)> {
-    let path = dir.join("results.jsonl");
-    let loaded = commbench_report::load(&path).map_err(|e| {
+    let path = dir.join(RESULTS);
+    let records = read_results(&path).map_err(|e| {
         crate::usage(format!(
             "--resume {}: {e} (give the folder of a suite run)",
             dir.display()
         ))
     })?;
-    let done: Vec<String> = loaded
-        .records
+    let done: Vec<String> = records
         .iter()
         .filter(|r| r.lab == "suite" && r.test == "step")
         .filter(|r| r.metrics.get("status").and_then(|v| v.as_str()) == Some("ok"))
@@ -90,8 +152,7 @@ fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<(Vec<Record>, Vec<String>)> {
         all.iter()
             .any(|s| done.iter().any(|d| d == s.name()) && s.record_labs().contains(&lab))
     };
-    let kept = loaded
-        .records
+    let kept = records
         .into_iter()
         .filter(|r| {
             if r.lab == "suite" {
@@ -105,6 +166,136 @@ fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<(Vec<Record>, Vec<String>)> {
         })
         .collect();
     Ok((kept, done))
+}
+
+/// The folder's files.
+const RESULTS: &str = "results.jsonl";
+const JOURNAL: &str = "suite.journal";
+const LOCK: &str = ".commbench-suite.lock";
+
+/// Refuses an output folder that someone else could have prepared: owned
+/// by another user, or writable by others (where they could swap a file
+/// for a symlink between two of our writes).
+fn check_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir)
+        .with_context(|| format!("cannot read output folder {}", dir.display()))?;
+    if !m.is_dir() {
+        return Err(crate::usage(format!("{} is not a folder", dir.display())));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me {
+        return Err(crate::usage(format!(
+            "output folder {} belongs to user {}, not to you (uid {me}): give a folder of your own",
+            dir.display(),
+            m.uid()
+        )));
+    }
+    if m.mode() & 0o002 != 0 {
+        return Err(crate::usage(format!(
+            "output folder {} is writable by every user (mode {:o}): give a folder only you can write, or `chmod o-w` it",
+            dir.display(),
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// Holds the folder's lock for the run: a second suite writing into the
+/// same folder would interleave its records with ours.
+struct FolderLock {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl FolderLock {
+    fn take(dir: &Path) -> Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        let path = dir.join(LOCK);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .with_context(|| format!("cannot create the lock {}", path.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(crate::usage(format!(
+                "another suite{} is writing into {}: wait for it to end, or give another --out",
+                if holder.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {})", holder.trim())
+                },
+                dir.display()
+            )));
+        }
+        file.set_len(0)?;
+        write!(file, "{}", std::process::id())?;
+        Ok(FolderLock { file, path })
+    }
+}
+
+impl Drop for FolderLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = &self.file;
+    }
+}
+
+/// Appends lines to one of the folder's files (never through a symlink)
+/// and syncs them: what a finished step measured survives a kill.
+fn append_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_data())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// One line of the step journal.
+fn journal(dir: &Path, event: serde_json::Value) -> Result<()> {
+    let mut line = event.to_string();
+    line.push('\n');
+    append_synced(&dir.join(JOURNAL), line.as_bytes())
+}
+
+/// Whether the journal says this folder's records went to the store.
+fn journal_stored(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join(JOURNAL)).is_ok_and(|t| {
+        t.lines().any(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .is_ok_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("stored"))
+        })
+    })
+}
+
+/// What SIGINT prints: the steps kept and how to go on.
+fn interrupt_note(dir: &Path, kept: &[&str]) -> String {
+    let kept = if kept.is_empty() {
+        "no finished step yet".to_owned()
+    } else {
+        format!("the finished steps {} are kept", kept.join(", "))
+    };
+    format!(
+        "\nsuite: interrupted; {kept} in {}/{RESULTS}; `commbench suite --resume {}` runs the rest\n",
+        dir.display(),
+        dir.display()
+    )
 }
 
 /// Progress: a bar weighted by the steps' budgets with an ETA on a
@@ -173,7 +364,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     } else {
         Preset::Default
     };
-    let (dir, mut kept, done) = match &a.resume {
+    let (dir, kept, done) = match &a.resume {
         Some(d) => {
             let (k, done) = resumed(d, all)?;
             (d.clone(), k, done)
@@ -186,6 +377,8 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     };
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create output folder {}", dir.display()))?;
+    check_dir(&dir)?;
+    let _lock = FolderLock::take(&dir)?;
     let chosen: Vec<&dyn Lab> = all
         .iter()
         .copied()
@@ -202,12 +395,36 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     }
     let budget = |s: &dyn Lab| budget_s(s, preset);
     let fp = Fingerprint::collect();
+    let env = fp.to_value();
+    let path = dir.join(RESULTS);
+    let stored_before = a.resume.is_some() && journal_stored(&dir);
+    // The folder's results start as what is kept (nothing for a new run);
+    // every finished step is appended to it, synced, as it ends.
+    commbench_core::artifact::write_atomic(&path, |f| export(&kept, Format::Jsonl, &env, f))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    journal(
+        &dir,
+        serde_json::json!({"event": "begin", "at": now_utc(), "pid": std::process::id(),
+            "preset": preset.name(), "todo": todo.iter().map(|s| s.name()).collect::<Vec<_>>()}),
+    )?;
+    let mut finished: Vec<&str> = chosen
+        .iter()
+        .map(|s| s.name())
+        .filter(|n| done.iter().any(|d| d == n))
+        .collect();
+    commbench_core::artifact::set_signal_note(&interrupt_note(&dir, &finished));
+    commbench_core::artifact::install_signal_cleanup();
     let mut rec = Recorder::new();
     let progress = Progress::new(todo.iter().map(|s| budget(*s)).sum(), &mut rec);
     let mut failed = Vec::new();
+    let mut fresh: Vec<Record> = Vec::new();
     for (i, step) in todo.iter().enumerate() {
         let b = budget(*step);
         progress.start(i + 1, todo.len(), step.name(), b);
+        journal(
+            &dir,
+            serde_json::json!({"event": "step-start", "step": step.name(), "at": now_utc()}),
+        )?;
         let t0 = Instant::now();
         let ctx = SuiteCtx {
             preset,
@@ -226,6 +443,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
                     s.push_metric("cut_short", out.cut_short.join("; "));
                 }
                 s.push_metric("status", "ok");
+                finished.push(step.name());
                 if out.cut_short.is_empty() {
                     "ok".to_owned()
                 } else {
@@ -239,25 +457,42 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
                 format!("FAILED: {e:#}")
             }
         };
-        progress.done(step.name(), secs, &status, b);
         rec.push(s);
+        let step_records = rec.take();
+        let mut lines = Vec::new();
+        export(&step_records, Format::Jsonl, &env, &mut lines)?;
+        append_synced(&path, &lines)?;
+        journal(
+            &dir,
+            serde_json::json!({"event": "step-done", "step": step.name(), "at": now_utc(),
+                "status": if failed.last() == Some(&step.name()) { "failed" } else { "ok" },
+                "records": step_records.len()}),
+        )?;
+        commbench_core::artifact::set_signal_note(&interrupt_note(&dir, &finished));
+        progress.done(step.name(), secs, &status, b);
+        fresh.extend(step_records);
     }
     progress.finish();
-    kept.extend(rec.take());
-    let records = kept;
-    let path = dir.join("results.jsonl");
-    let mut f = std::fs::File::create(&path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    export(&records, Format::Jsonl, &fp.to_value(), &mut f)?;
-    drop(f);
+    let mut records = kept;
+    records.extend(fresh.iter().cloned());
     let report = dir.join("report.html");
     super::report::write(std::slice::from_ref(&path), &report, "commbench suite")?;
 
-    crate::store::keep(&records, &fp.to_value());
+    // Into the store once: a resumed folder whose earlier records were
+    // stored already adds only what it measured now (nothing, when nothing
+    // was left to run); one that was interrupted before storing adds all.
+    let to_store: &[Record] = if stored_before { &fresh } else { &records };
+    if !to_store.is_empty() {
+        crate::store::keep(to_store, &env);
+        journal(
+            &dir,
+            serde_json::json!({"event": "stored", "at": now_utc(), "records": to_store.len()}),
+        )?;
+    }
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
         print!(
             "{}",
-            commbench_report::summary::render(&records, &fp.to_value(), crate::labs::labs())
+            commbench_report::summary::render(&records, &env, crate::labs::labs())
         );
         println!(
             "\nall records: {}\nreport:      {}",
@@ -265,7 +500,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             report.display()
         );
     } else {
-        a.output.write_with(&records, &fp.to_value())?;
+        a.output.write_with(&records, &env)?;
     }
     if !failed.is_empty() {
         anyhow::bail!(

@@ -1,0 +1,158 @@
+//! Every measuring command keeps its run in the results store, whatever
+//! its output format: the command tree is read from the binary's own help
+//! (as `fuzz_args.rs` does), every command must be classified below (a new
+//! command fails the test until it is), and each measuring one is run with
+//! short arguments against a fresh `--store` and must leave one run there.
+//! (The table views of `ipc --transport all` and `openflow bench` used to
+//! return before the store was reached.)
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn cb() -> Command {
+    Command::cargo_bin("commbench").unwrap()
+}
+
+/// Subcommand paths of the binary, from `--help` at each level.
+fn tree(prefix: &[String], out: &mut Vec<String>) {
+    let mut c = cb();
+    c.args(prefix).arg("--help");
+    let text = String::from_utf8(c.output().unwrap().stdout).unwrap();
+    let Some(start) = text.find("Commands:") else {
+        return;
+    };
+    for line in text[start..].lines().skip(1) {
+        if line.trim().is_empty() || !line.starts_with("  ") {
+            break;
+        }
+        let name = line.split_whitespace().next().unwrap().to_owned();
+        if name == "help" {
+            continue;
+        }
+        let mut p = prefix.to_vec();
+        p.push(name);
+        out.push(p.join(" "));
+        tree(&p, out);
+    }
+}
+
+enum Kind {
+    /// Measures: run with these arguments, expect one stored run.
+    Stored(&'static [&'static str]),
+    /// Describes the tool or other runs, or writes a file: nothing to store.
+    NotMeasuring,
+    /// Measures, but needs a peer, a server or root namespaces: covered by
+    /// its own tests (named here).
+    Elsewhere(&'static str),
+}
+
+fn kind(path: &str) -> Option<Kind> {
+    use Kind::*;
+    Some(match path {
+        "timer" => Stored(&["--batches", "10"]),
+        "budget" => Stored(&["--link", "10G", "--size", "64"]),
+        "delay" => Stored(&["--samples", "5", "--requests", "100"]),
+        "ipc" => NotMeasuring, // a group: its subcommands measure
+        "ipc reqres" => Stored(&["--transport", "all", "--count", "50", "--size", "64"]),
+        "ipc stream" => Stored(&["--transport", "all", "--count", "50", "--size", "64"]),
+        "reqres_loop" | "data_channel_write" => Stored(&["mt", "1", "64", "50"]),
+        "mux" => Elsewhere("tests/mux.rs (mux runs store through the same emit)"),
+        "mux serve" => NotMeasuring, // a server; its load generator stores
+        "mux load" => Elsewhere("tests/mux.rs split serve/load"),
+        "cbench" => Elsewhere("tests/openflow.rs (needs a controller)"),
+        "controller" => NotMeasuring, // a server
+        "openflow" => NotMeasuring,
+        "openflow bench" => Stored(&[
+            "--switches",
+            "1",
+            "--modes",
+            "throughput",
+            "--loops",
+            "2",
+            "--ms-per-test",
+            "50",
+        ]),
+        "pcap" => NotMeasuring,
+        "pcap extract" => NotMeasuring, // its output is the fields
+        "pcap gen" => NotMeasuring,
+        "pcap bench" => Elsewhere("tests/pcap.rs (drops the page cache: root)"),
+        "pipeline" => NotMeasuring,
+        "pipeline run" => Stored(&["--packets", "20000"]),
+        "pipeline rss" => Stored(&[]),
+        "pipeline netns" | "pipeline io" => {
+            Elsewhere("tests/pipeline.rs (root, namespaces it creates)")
+        }
+        "env" | "clean" | "compare" | "history" | "report" | "completions" | "man" => NotMeasuring,
+        "suite" => Elsewhere("tests/suite.rs and tests/history.rs"),
+        _ => return None,
+    })
+}
+
+fn runs_in(store: &Path) -> usize {
+    let out = cb()
+        .args(["history", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["test"] == "run")
+        .count()
+}
+
+#[test]
+fn every_measuring_command_stores_a_run_in_every_output_format() {
+    let mut paths = Vec::new();
+    tree(&[], &mut paths);
+    assert!(paths.len() > 20, "{paths:?}");
+    let dir = std::env::temp_dir().join(format!("cbtest-stored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut unclassified = Vec::new();
+    for path in &paths {
+        let Some(k) = kind(path) else {
+            unclassified.push(path.clone());
+            continue;
+        };
+        let args = match k {
+            Kind::Stored(args) => args,
+            Kind::NotMeasuring => continue,
+            Kind::Elsewhere(tests) => {
+                assert!(!tests.is_empty(), "{path}: say where it is tested");
+                continue;
+            }
+        };
+        // The table (the command's own view) and JSON both store.
+        for format in [None, Some("json")] {
+            let store = dir.join(format!(
+                "{}-{}.db",
+                path.replace(' ', "-"),
+                format.unwrap_or("table")
+            ));
+            let mut c = cb();
+            // Before the command: the seed-compatible ones take raw arguments.
+            c.arg("--store").arg(&store);
+            c.args(path.split(' ')).args(args);
+            if let Some(f) = format {
+                if !["reqres_loop", "data_channel_write"].contains(&path.as_str()) {
+                    c.args(["--format", f]);
+                }
+            }
+            let out = c.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{path} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(runs_in(&store), 1, "{path} ({format:?}) stored no run");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        unclassified.is_empty(),
+        "classify these commands in tests/stored.rs: {unclassified:?}"
+    );
+}
