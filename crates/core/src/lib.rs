@@ -8,6 +8,7 @@ pub mod artifact;
 pub mod clock;
 pub mod delay;
 pub mod env;
+pub mod estimate;
 pub mod figure;
 pub mod linerate;
 pub mod placement;
