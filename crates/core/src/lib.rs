@@ -5,6 +5,7 @@
 //! everywhere.
 
 pub mod artifact;
+pub mod changepoint;
 pub mod clock;
 pub mod delay;
 pub mod env;
