@@ -5,10 +5,12 @@
 //! everywhere.
 
 pub mod artifact;
+pub mod changepoint;
 pub mod clock;
 pub mod corelab;
 pub mod delay;
 pub mod env;
+pub mod estimate;
 pub mod figure;
 pub mod lab;
 pub mod linerate;
