@@ -224,17 +224,9 @@ impl fmt::Display for Method {
     }
 }
 
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Rates: more is better.
-    Higher,
-    /// Times, CPU, memory: less is better.
-    Lower,
-    /// Unknown or no preference: a change is only "changed".
-    Neither,
-}
+/// Which way a metric is better: the labs' declared direction
+/// ([`crate::lab::Better`]; `Unknown` means a change is only "changed").
+pub use crate::lab::Better as Direction;
 
 /// serde_json writes NaN as `null`; read `null` back as NaN.
 fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -774,7 +766,7 @@ pub enum Verdict {
     Inconclusive,
     /// A side has no samples.
     NoSamples,
-    /// Beyond the threshold for a metric with [`Direction::Neither`].
+    /// Beyond the threshold for a metric with [`Direction::Unknown`].
     Changed,
 }
 
@@ -861,7 +853,7 @@ pub fn judge(r: &RatioEstimate, threshold: f64, noise_floor: f64, better: Direct
         return Verdict::Inconclusive;
     };
     match (better, up) {
-        (Direction::Neither, _) => Verdict::Changed,
+        (Direction::Unknown, _) => Verdict::Changed,
         (Direction::Lower, true) | (Direction::Higher, false) => Verdict::Regressed,
         (Direction::Lower, false) | (Direction::Higher, true) => Verdict::Improved,
     }
@@ -1244,7 +1236,7 @@ mod tests {
         let up = fake(1.12, 1.08, 1.17);
         assert_eq!(judge(&up, 0.05, 0.0, Direction::Lower), Verdict::Regressed);
         assert_eq!(judge(&up, 0.05, 0.0, Direction::Higher), Verdict::Improved);
-        assert_eq!(judge(&up, 0.05, 0.0, Direction::Neither), Verdict::Changed);
+        assert_eq!(judge(&up, 0.05, 0.0, Direction::Unknown), Verdict::Changed);
         let down = fake(0.88, 0.84, 0.93);
         assert_eq!(judge(&down, 0.05, 0.0, Direction::Lower), Verdict::Improved);
         assert_eq!(
