@@ -331,6 +331,62 @@ pub fn guess_better(metric: &str) -> (Better, Quantity) {
     (Better::Unknown, Quantity::Other)
 }
 
+/// Aggregates repeated runs of one configuration into `target` (usually
+/// the record of the median run): for each top-level metric the lab
+/// declares for the test, the runs' values become an
+/// [`Estimate`](crate::estimate::Estimate) — samples, median and 95%
+/// interval — written beside the value (`<key>_lo`, `<key>_hi`, `<key>_n`,
+/// `<key>_samples`; see [`crate::estimate::attach`]). Metrics no run
+/// measured are left as they are; `<key>_n` says how many runs did.
+pub fn attach_repeats(lab: &dyn Lab, target: &mut Record, runs: &[Record]) {
+    for m in lab.metrics() {
+        if m.key.contains('.') || !m.applies_to(&target.test) {
+            continue;
+        }
+        let xs: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.metric_f64(m.key))
+            .filter(|x| x.is_finite())
+            .collect();
+        if xs.is_empty() {
+            continue;
+        }
+        let est = crate::estimate::Estimate::from_samples(&xs);
+        crate::estimate::attach(&mut target.metrics, m.key, &est);
+    }
+}
+
+/// Whether one configuration's runs want another repeat: while the first
+/// headline metric of the lab that the runs carry has fewer than
+/// `plan.min` values, or a 95% interval wider than the plan's target and
+/// fewer than `plan.max` values ([`crate::estimate::Repeats`]). Runs with
+/// no headline metric want none beyond `plan.min`.
+pub fn wants_more(lab: &dyn Lab, runs: &[Record], plan: &crate::estimate::Repeats) -> bool {
+    let Some(first) = runs.first() else {
+        return plan.min > 0;
+    };
+    for h in lab.headlines(&first.test) {
+        let xs: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.metric_f64(h.key))
+            .filter(|x| x.is_finite())
+            .collect();
+        if !xs.is_empty() {
+            return plan.should_continue(&xs);
+        }
+    }
+    runs.len() < plan.min
+}
+
+/// Whether a metric name is one of the interval fields [`attach_repeats`]
+/// writes beside a value (`msgs_per_s_lo`): `compare` and the tables treat
+/// them as part of their metric, not as metrics of their own.
+pub fn is_interval_field(key: &str) -> bool {
+    ["_lo", "_hi", "_n", "_samples"]
+        .iter()
+        .any(|s| key.ends_with(s))
+}
+
 /// Helpers for answer lines: picking records and formatting figures.
 pub mod answer {
     use super::*;
@@ -440,6 +496,67 @@ mod tests {
         assert_eq!(guess_better("elapsed_s").0, Better::Lower);
         assert_eq!(guess_better("real_s_median").0, Better::Lower);
         assert_eq!(guess_better("sessions").0, Better::Unknown);
+    }
+
+    struct OneMetric;
+
+    impl Lab for OneMetric {
+        fn name(&self) -> &'static str {
+            "t"
+        }
+        fn record_labs(&self) -> &'static [&'static str] {
+            &["t"]
+        }
+        fn question(&self) -> &'static str {
+            "?"
+        }
+        fn figures(&self) -> Vec<FigureSpec> {
+            Vec::new()
+        }
+        fn metrics(&self) -> &'static [MetricSpec] {
+            static M: [MetricSpec; 1] = [MetricSpec::headline(
+                "rate",
+                "rate",
+                "1/s",
+                Better::Higher,
+                Quantity::Time,
+                &[],
+            )];
+            &M
+        }
+        fn budget(&self) -> Budget {
+            Budget {
+                quick_s: 1,
+                default_s: 1,
+            }
+        }
+        fn suite_step(
+            &self,
+            _: &SuiteCtx,
+            _: &mut crate::record::Recorder,
+        ) -> Result<StepOutcome, LabError> {
+            Ok(StepOutcome::default())
+        }
+        fn answer(&self, _: &[Record]) -> Option<String> {
+            None
+        }
+    }
+
+    #[test]
+    fn repeats_attach_samples_and_an_interval_to_declared_metrics() {
+        let runs: Vec<Record> = [100.0, 104.0, 98.0, 101.0, 99.0]
+            .iter()
+            .map(|&x| Record::new("t", "x").metric("rate", x).metric("other", x))
+            .collect();
+        let mut r = runs[3].clone();
+        attach_repeats(&OneMetric, &mut r, &runs);
+        let e = crate::estimate::read(&r.metrics, "rate").unwrap();
+        assert_eq!(e.n, 5);
+        assert_eq!(e.median, 100.0);
+        assert!(e.lo <= 100.0 && e.hi >= 100.0);
+        assert!(r.metrics.get("rate_samples").is_some());
+        assert!(r.metrics.get("other_samples").is_none(), "undeclared");
+        assert!(is_interval_field("rate_lo") && !is_interval_field("rate"));
     }
 
     #[test]

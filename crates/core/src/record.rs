@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::io::{self, Write};
 
-/// Version of the record layout; bump on an incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the record layout; bump on an incompatible change. 2: a
+/// metric measured over repeats carries `<key>_lo`, `<key>_hi`, `<key>_n`
+/// and `<key>_samples` beside its value (`core::estimate`); records of
+/// version 1 still load, their intervals unknown.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One measured result.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -2,7 +2,10 @@
 //! question (is shared memory faster than the kernel's paths?), the
 //! declared metrics, the suite step and the answer line.
 
-use crate::{run_interleaved, Clients, IpcConfig, TransportKind, Workload};
+use crate::{
+    run_interleaved, run_interleaved_repeats, Clients, IpcConfig, TransportKind, Workload,
+};
+use commbench_core::estimate::Repeats;
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, ns, of, rate, ratio};
 use commbench_core::lab::{
@@ -124,6 +127,13 @@ impl Lab for IpcLab {
     fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
         let mut out = StepOutcome::default();
         let count = if ctx.quick() { 5_000 } else { 50_000 };
+        // At least 5 interleaved rounds, more (up to 15) while a
+        // transport's CPU per message has an interval wider than ±2%.
+        let plan = Repeats {
+            min: 5,
+            max: 15,
+            target_rel_half_width: 0.02,
+        };
         let reqres: Vec<IpcConfig> = TransportKind::ALL
             .iter()
             .map(|&t| IpcConfig {
@@ -133,7 +143,7 @@ impl Lab for IpcLab {
                 ..IpcConfig::default()
             })
             .collect();
-        run_interleaved(&reqres, 3, rec)?;
+        run_interleaved_repeats(&reqres, &plan, ctx.deadline(), rec)?;
         if out.cut_if_over(ctx, "ipc stream") {
             return Ok(out);
         }
@@ -148,7 +158,7 @@ impl Lab for IpcLab {
                 ..IpcConfig::default()
             })
             .collect();
-        run_interleaved(&stream, 3, rec)?;
+        run_interleaved_repeats(&stream, &plan, ctx.deadline(), rec)?;
         if ctx.full() {
             // The seed's note on sessions beyond the core count, as a
             // sweep: mt and mp clients, 1..32 sessions, shm (adaptive) and

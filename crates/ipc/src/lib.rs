@@ -300,23 +300,53 @@ pub fn run(cfg: &IpcConfig, rec: &mut Recorder) -> Result<IpcReport> {
 
 /// Run several configurations interleaved (A B C A B C ...) `repeat` times
 /// and record, per configuration, the run with the median message rate
-/// (with the min and max rate of all its runs), so drift on a shared
-/// machine hits every configuration alike.
+/// (with the min and max rate of all its runs, and every declared metric's
+/// samples and 95% interval over the runs), so drift on a shared machine
+/// hits every configuration alike.
 pub fn run_interleaved(
     cfgs: &[IpcConfig],
     repeat: u32,
     rec: &mut Recorder,
 ) -> Result<Vec<IpcReport>> {
+    let plan = commbench_core::estimate::Repeats {
+        min: repeat.max(1) as usize,
+        max: repeat.max(1) as usize,
+        target_rel_half_width: 0.0,
+    };
+    run_interleaved_repeats(cfgs, &plan, None, rec)
+}
+
+/// Like [`run_interleaved`], with adaptive repeats: at least `plan.min`
+/// rounds, then more while a configuration's headline metric (CPU per
+/// message) has a 95% interval wider than the plan's target, up to
+/// `plan.max` rounds, and no round started after `deadline`.
+pub fn run_interleaved_repeats(
+    cfgs: &[IpcConfig],
+    plan: &commbench_core::estimate::Repeats,
+    deadline: Option<std::time::Instant>,
+    rec: &mut Recorder,
+) -> Result<Vec<IpcReport>> {
     for c in cfgs {
         c.validate()?;
     }
-    let repeat = repeat.max(1);
+    let repeat = plan.min.max(1);
     let mut runs: Vec<Vec<IpcReport>> = cfgs.iter().map(|_| Vec::new()).collect();
-    for round in 0..repeat {
+    let mut round = 0;
+    loop {
+        let enough = round >= repeat
+            && (round >= plan.max
+                || deadline.is_some_and(|d| std::time::Instant::now() >= d)
+                || !runs.iter().any(|v| {
+                    let recs: Vec<Record> = v.iter().map(|r| r.record(&[])).collect();
+                    commbench_core::lab::wants_more(&lab::IpcLab, &recs, plan)
+                }));
+        if enough {
+            break;
+        }
+        round += 1;
         for (i, c) in cfgs.iter().enumerate() {
             rec.progress(&format!(
-                "ipc: round {}/{repeat}: {} {} {} B",
-                round + 1,
+                "ipc: round {round}/{repeat}: {} {} {} B",
                 c.transport,
                 c.workload.as_str(),
                 c.size
@@ -334,9 +364,12 @@ pub fn run_interleaved(
             .filter_map(|r| r.latency.as_ref().map(|l| l.p50))
             .collect();
         let n = v.len();
+        let each: Vec<Record> = v.iter().map(|r| r.record(&[])).collect();
         let median = v.swap_remove(n / 2);
-        let mut extra = vec![("repeat", serde_json::json!(n))];
-        let mut rcd = median.record(&extra.split_off(0));
+        let mut rcd = median.record(&[("repeat", serde_json::json!(repeat))]);
+        // Every declared metric over the repeats: samples, median, 95%
+        // interval (the repeats are separate runs, interleaved).
+        commbench_core::lab::attach_repeats(&lab::IpcLab, &mut rcd, &each);
         rcd.push_metric("msgs_per_s_min", min);
         rcd.push_metric("msgs_per_s_max", max);
         if !p50s.is_empty() {

@@ -2,7 +2,8 @@
 //! seed's question (what do rx burst, work and tx cost per packet?), the
 //! declared metrics, the suite step and the answer line.
 
-use crate::{rss_bench, run, Mode, PipelineConfig, Sweep};
+use crate::{rss_bench, run_repeats, Mode, PipelineConfig, Sweep};
+use commbench_core::estimate::Repeats;
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, of};
 use commbench_core::lab::{
@@ -140,6 +141,13 @@ impl Lab for PipelineLab {
     /// sweep and the RSS hash.
     fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
         let packets = if ctx.quick() { 2_000_000 } else { 20_000_000 };
+        // At least 5 separate runs per configuration, more (up to 20)
+        // while an interval is wider than ±2%, within the budget.
+        let plan = Repeats {
+            min: 5,
+            max: 20,
+            target_rel_half_width: 0.02,
+        };
         let mut out = StepOutcome::default();
         for mode in [Mode::Rtc, Mode::Pipeline] {
             if out.cut_if_over(ctx, format!("pipeline {}", mode.name())) {
@@ -150,7 +158,7 @@ impl Lab for PipelineLab {
                 packets,
                 ..PipelineConfig::default()
             };
-            run(&c, rec)?;
+            run_repeats(&c, &plan, ctx.deadline(), rec)?;
         }
         if !out.cut_if_over(ctx, "pipeline tx-bulk sweep") {
             let c = PipelineConfig {
@@ -158,7 +166,7 @@ impl Lab for PipelineLab {
                 sweep: Some(Sweep::TxBulk(vec![1, 4, 32])),
                 ..PipelineConfig::default()
             };
-            run(&c, rec)?;
+            run_repeats(&c, &plan, ctx.deadline(), rec)?;
         }
         if !out.cut_if_over(ctx, "pipeline rss") {
             for r in rss_bench(4, 4096, rec)? {
@@ -214,4 +222,9 @@ impl Lab for PipelineLab {
         }
         Some(a)
     }
+}
+
+/// [`commbench_core::lab::attach_repeats`] with this lab's declared metrics.
+pub(crate) fn attach_repeats_of(target: &mut Record, runs: &[Record]) {
+    commbench_core::lab::attach_repeats(&PipelineLab, target, runs);
 }

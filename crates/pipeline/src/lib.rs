@@ -446,9 +446,29 @@ pub struct PipelineReport {
     pub notes: Vec<String>,
 }
 
-/// Runs the configuration (every sweep point × size × repeat) and records
-/// one [`Record`] per run.
+/// Runs the configuration (every sweep point × size, `cfg.repeat` times,
+/// interleaved) and records one [`Record`] per point and size, with each
+/// declared metric's samples and 95% interval over the repeats.
 pub fn run(cfg: &PipelineConfig, rec: &mut Recorder) -> Result<PipelineReport, PipelineError> {
+    let plan = commbench_core::estimate::Repeats {
+        min: cfg.repeat,
+        max: cfg.repeat,
+        target_rel_half_width: 0.0,
+    };
+    run_repeats(cfg, &plan, None, rec)
+}
+
+/// Like [`run`], with adaptive repeats: at least `plan.min` rounds over
+/// every point, then more while a point's headline metric has an interval
+/// wider than the plan's target, up to `plan.max` rounds, and no round
+/// started after `deadline`. The record's `repeat` parameter is the
+/// rounds asked for at least (`plan.min`); `<metric>_n` says how many ran.
+pub fn run_repeats(
+    cfg: &PipelineConfig,
+    plan: &commbench_core::estimate::Repeats,
+    deadline: Option<std::time::Instant>,
+    rec: &mut Recorder,
+) -> Result<PipelineReport, PipelineError> {
     cfg.validate()?;
     let spin = SpinDelay::calibrate();
     let delays = Delays {
@@ -465,6 +485,11 @@ pub fn run(cfg: &PipelineConfig, rec: &mut Recorder) -> Result<PipelineReport, P
         .sweep
         .as_ref()
         .map_or_else(|| "run".to_owned(), |s| format!("sweep-{}", s.name()));
+    // Every point's configuration first, then the repeats interleaved
+    // over points and sizes (A B C A B C): a slow spell of the machine
+    // lands on every configuration alike, and the repeats are separate
+    // runs, where the variance lives.
+    let mut prepared = Vec::new();
     for p in points(cfg) {
         let mut c = cfg.clone();
         c.sweep = None;
@@ -509,18 +534,35 @@ pub fn run(cfg: &PipelineConfig, rec: &mut Recorder) -> Result<PipelineReport, P
                 notes.push(n);
             }
         }
-        for &size in &c.sizes {
-            for r in 0..c.repeat {
+        prepared.push((c, delay));
+    }
+    let mut by_cfg: Vec<Vec<RunResult>> = Vec::new();
+    let mut r = 0;
+    loop {
+        let enough = r >= plan.min.max(1)
+            && (r >= plan.max
+                || deadline.is_some_and(|d| std::time::Instant::now() >= d)
+                || !by_cfg.iter().any(|v| {
+                    let recs: Vec<Record> = v.iter().map(record).collect();
+                    commbench_core::lab::wants_more(&lab::PipelineLab, &recs, plan)
+                }));
+        if enough {
+            break;
+        }
+        r += 1;
+        let mut slot = 0;
+        for (c, delay) in &prepared {
+            for &size in &c.sizes {
                 rec.progress(&format!(
                     "pipeline: {} {size} B queues={} tx-bulk={} work={} ({}/{})",
                     c.mode.name(),
                     c.queues,
                     c.tx_bulk,
                     c.work.name(),
-                    r + 1,
-                    c.repeat
+                    r,
+                    plan.min.max(1)
                 ));
-                let res = run_one(&c, size, r, &test, spin, cpus_online, delay.clone());
+                let res = run_one(c, size, r - 1, &test, spin, cpus_online, delay.clone());
                 if res.v6_downgraded > 0 {
                     let n = format!(
                         "{size} B frames cannot hold IPv6 with TCP/UDP headers: {} IPv6 flow(s) sent as IPv4",
@@ -530,10 +572,19 @@ pub fn run(cfg: &PipelineConfig, rec: &mut Recorder) -> Result<PipelineReport, P
                         notes.push(n);
                     }
                 }
-                rec.push(record(&res));
-                runs.push(res);
+                if by_cfg.len() <= slot {
+                    by_cfg.push(Vec::new());
+                }
+                by_cfg[slot].push(res);
+                slot += 1;
             }
         }
+    }
+    for v in by_cfg {
+        let mut out = repeats_record(&v);
+        out.push_param("repeat", plan.min.max(1));
+        rec.push(out);
+        runs.extend(v);
     }
     Ok(PipelineReport { runs, notes })
 }
@@ -682,6 +733,33 @@ fn run_one(
         per_queue: out.per_queue,
         checksum: out.checksum,
     }
+}
+
+/// One configuration's record over its repeats: the median run's record
+/// (by ticks per packet, else rate) with every declared metric's samples
+/// and 95% interval over the runs, `repeat` the number of runs, and
+/// `partial` when any run lost a packet.
+pub fn repeats_record(runs: &[RunResult]) -> Record {
+    let each: Vec<Record> = runs.iter().map(record).collect();
+    let key = |r: &Record| {
+        r.metric_f64("ticks_total")
+            .or_else(|| r.metric_f64("mpps").map(|x| -x))
+            .unwrap_or(f64::NAN)
+    };
+    let mut order: Vec<usize> = (0..each.len()).collect();
+    order.sort_by(|&a, &b| key(&each[a]).total_cmp(&key(&each[b])));
+    let Some(&mid) = order.get(order.len() / 2) else {
+        return Record::new("pipeline", "run");
+    };
+    let mut out = each[mid].clone();
+    out.push_param("repeat", each.len());
+    if each.len() > 1 {
+        lab::attach_repeats_of(&mut out, &each);
+    }
+    let lost = runs.iter().any(|r| !r.conserved);
+    out.push_metric("conserved", !lost);
+    out.push_metric("partial", lost);
+    out
 }
 
 /// The record of one run (the fields every output format carries).
