@@ -122,6 +122,10 @@ pub struct BenchRow {
     /// row is partial and says so).
     pub switches_connected: usize,
     /// The machine's worst scheduling stall during the measured windows, ms.
+    /// Responses per second of each kept window: the samples of
+    /// `responses_per_s_median` (windows of one run: they see the noise
+    /// within the run, not between runs).
+    pub window_rates: Vec<f64>,
     pub stall_worst_ms: f64,
 }
 
@@ -241,6 +245,14 @@ impl BenchReport {
                     .metric("switches_ready", r.switches_connected)
                     .metric("partial", r.switches_connected < r.switches)
                     .metric("stall_worst_ms", r.stall_worst_ms);
+                if r.window_rates.len() > 1 {
+                    let est = commbench_core::estimate::Estimate::from_samples(&r.window_rates);
+                    commbench_core::estimate::attach(
+                        &mut rec.metrics,
+                        "responses_per_s_median",
+                        &est,
+                    );
+                }
                 if let Some(rt) = &r.round_trip_ns {
                     rec.push_metric("round_trip_ns", rt);
                 }
@@ -384,6 +396,12 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
                     avg: round.result.avg,
                     stdev: round.result.stdev,
                     median: kept_median(round),
+                    window_rates: round
+                        .windows
+                        .iter()
+                        .filter(|w| w.kept)
+                        .map(|w| 1000.0 * w.per_ms)
+                        .collect(),
                     tests: round.result.tests,
                     responses: round.tally.responses,
                     matched: round.tally.matched,
