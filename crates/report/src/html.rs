@@ -1,0 +1,358 @@
+//! The HTML report: one self-contained page (no external resources) for
+//! one or several runs, rendered through the minijinja template
+//! `templates/report.html`: each lab's question and answer, the machine,
+//! compare's verdicts between runs, per-lab figures and tables, and every
+//! run's environment. Invariants: several runs are overlaid in the same
+//! figures, each record tagged with its run under [`RUN_PARAM`]; the summary
+//! is computed over the untagged records; `suite` records get no section.
+
+use crate::compare::{compare, Change};
+use crate::figures::{figures_for_lab, Figure, RUN_PARAM};
+use crate::load::Loaded;
+use crate::summary;
+use crate::ReportError;
+use commbench_core::figure::FigureSpec;
+use commbench_core::lab::Lab;
+use commbench_core::record::Record;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::Path;
+
+#[derive(Serialize)]
+struct LabSection {
+    lab: String,
+    figures: Vec<Figure>,
+    columns: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
+    let flat: Vec<Vec<(String, Value)>> = records
+        .iter()
+        .map(|r| {
+            let mut v = vec![("test".to_owned(), Value::from(r.test.clone()))];
+            for (k, x) in &r.params {
+                commbench_core::record::flatten(k, x, &mut v);
+            }
+            for (k, x) in &r.metrics {
+                commbench_core::record::flatten(k, x, &mut v);
+            }
+            v
+        })
+        .collect();
+    let mut cols: Vec<String> = Vec::new();
+    for row in &flat {
+        for (k, _) in row {
+            if !cols.contains(k) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    let rows = flat
+        .iter()
+        .map(|row| {
+            cols.iter()
+                .map(|c| match row.iter().find(|(k, _)| k == c).map(|(_, v)| v) {
+                    None | Some(Value::Null) => String::new(),
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Number(n)) => match n.as_i64() {
+                        Some(i) => i.to_string(),
+                        None => {
+                            commbench_core::record::human_number(n.as_f64().unwrap_or(f64::NAN))
+                        }
+                    },
+                    Some(v) => v.to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    (cols, rows)
+}
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+
+/// One line of the summary at the top of the page (see [`summary`]: a
+/// lab's question and the answer its records give).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryLine {
+    pub lab: String,
+    pub question: String,
+    pub answer: String,
+    pub flags: String,
+}
+
+/// A short label for a run: host and start time, else the file name.
+fn run_label(l: &Loaded) -> String {
+    let env = l.environment.as_ref();
+    let get = |k: &str| env.and_then(|e| e.get(k)).and_then(Value::as_str);
+    match (get("hostname"), get("started_utc")) {
+        (Some(h), Some(t)) => format!("{h} {}", t.get(..16).unwrap_or(t)),
+        _ => Path::new(&l.path)
+            .file_name()
+            .map_or_else(|| l.path.clone(), |f| f.to_string_lossy().into_owned()),
+    }
+}
+
+/// The machine in one line: CPU, cores, kernel, load, build.
+fn machine_line(runs: &[Loaded], all: &[&Record]) -> String {
+    let Some(env) = runs.iter().find_map(|l| l.environment.as_ref()) else {
+        return String::new();
+    };
+    let g = |k: &str| {
+        env.get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_else(|| "?".into())
+    };
+    let load = env
+        .get("load_average")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_f64)
+        .map_or("?".into(), |l| format!("{l:.1}"));
+    let over = all
+        .iter()
+        .any(|r| matches!(r.metrics.get("oversubscribed"), Some(Value::Bool(true))));
+    format!(
+        "{} · {} logical CPUs · kernel {} · load {load} at start · {} build · {}",
+        g("cpu_model"),
+        g("logical_cpus"),
+        g("kernel"),
+        g("build_profile"),
+        if over {
+            "some runs had more busy threads than CPUs (oversubscribed)"
+        } else {
+            "not oversubscribed"
+        }
+    )
+}
+
+/// Renders a self-contained HTML page (no external resources) for the runs.
+/// Several runs are overlaid in the same figures, their series named by
+/// host and start time.
+pub fn render_html(
+    runs: &[Loaded],
+    title: &str,
+    registry: &[&dyn Lab],
+) -> Result<String, ReportError> {
+    let specs: Vec<FigureSpec> = registry.iter().flat_map(|l| l.figures()).collect();
+    let specs = specs.as_slice();
+    let summary: Vec<SummaryLine> = {
+        let every: Vec<Record> = runs
+            .iter()
+            .flat_map(|l| l.records.iter().cloned())
+            .collect();
+        summary::rows(&every, registry)
+            .into_iter()
+            .map(|r| SummaryLine {
+                lab: r.lab.to_owned(),
+                question: r.question.to_owned(),
+                answer: r.answer,
+                flags: r.flags.join("; "),
+            })
+            .collect()
+    };
+    let mut labs: Vec<String> = Vec::new();
+    let labelled: Vec<Record> = if runs.len() > 1 {
+        runs.iter()
+            .flat_map(|l| {
+                let label = run_label(l);
+                l.records.iter().map(move |r| {
+                    let mut r = r.clone();
+                    r.params
+                        .insert(RUN_PARAM.to_owned(), Value::from(label.clone()));
+                    r
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let all: Vec<&Record> = if runs.len() > 1 {
+        labelled.iter().collect()
+    } else {
+        runs.iter().flat_map(|l| l.records.iter()).collect()
+    };
+    for r in &all {
+        if !labs.contains(&r.lab) {
+            labs.push(r.lab.clone());
+        }
+    }
+    let mut sections = Vec::new();
+    for lab in labs {
+        let recs: Vec<&Record> = all
+            .iter()
+            .copied()
+            .filter(|r| r.lab == lab && r.lab != "suite")
+            .collect();
+        if recs.is_empty() {
+            continue;
+        }
+        let (columns, rows) = table(&recs);
+        sections.push(LabSection {
+            figures: figures_for_lab(&lab, &recs, specs)?,
+            lab,
+            columns,
+            rows,
+        });
+    }
+    let envs: Vec<(String, Vec<(String, String)>)> = runs
+        .iter()
+        .filter_map(|l| {
+            let env = l.environment.as_ref()?;
+            let mut flat = Vec::new();
+            commbench_core::record::flatten("", env, &mut flat);
+            Some((
+                l.path.clone(),
+                flat.into_iter()
+                    .map(|(k, v)| (k, v.to_string().trim_matches('"').to_owned()))
+                    .collect(),
+            ))
+        })
+        .collect();
+    let mut env = minijinja::Environment::new();
+    env.add_template("report", TEMPLATE)
+        .map_err(|e| ReportError::Template(e.to_string()))?;
+    let tmpl = env
+        .get_template("report")
+        .map_err(|e| ReportError::Template(e.to_string()))?;
+    // Several runs: compare's verdicts, first run against each later one,
+    // beyond a 5% noise threshold, the clearest changes first.
+    let mut changes: Vec<(String, Change)> = Vec::new();
+    if let Some((first, rest)) = runs.split_first() {
+        for later in rest {
+            let label = format!("{} → {}", run_label(first), run_label(later));
+            for c in compare(&first.records, &later.records, 0.05, &[], registry)
+                .into_iter()
+                .filter(|c| c.verdict != "no change")
+            {
+                changes.push((label.clone(), c));
+            }
+        }
+    }
+    changes.sort_by(|a, b| b.1.change_pct.abs().total_cmp(&a.1.change_pct.abs()));
+    changes.truncate(60);
+    let changes: Vec<Vec<String>> = changes
+        .into_iter()
+        .map(|(l, c)| {
+            vec![
+                l,
+                format!("{} {}", c.lab, c.test),
+                c.params,
+                c.metric,
+                commbench_core::record::human_number(c.before),
+                commbench_core::record::human_number(c.after),
+                format!("{:.2}×", c.ratio),
+                c.verdict,
+            ]
+        })
+        .collect();
+    tmpl.render(minijinja::context! {
+        title => title,
+        generated => commbench_core::env::now_utc(),
+        changes => changes,
+        machine => machine_line(runs, &all),
+        summary => summary,
+        sections => sections,
+        environments => envs,
+        sources => runs.iter().map(|l| l.path.clone()).collect::<Vec<_>>(),
+    })
+    .map_err(|e| ReportError::Template(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::rec;
+    use commbench_core::figure::FigureKind;
+
+    /// A lab that only declares figures.
+    struct SpecLab(Vec<FigureSpec>);
+
+    impl Lab for SpecLab {
+        fn name(&self) -> &'static str {
+            "ipc"
+        }
+        fn record_labs(&self) -> &'static [&'static str] {
+            &["ipc"]
+        }
+        fn question(&self) -> &'static str {
+            "?"
+        }
+        fn figures(&self) -> Vec<FigureSpec> {
+            self.0.clone()
+        }
+        fn metrics(&self) -> &'static [commbench_core::lab::MetricSpec] {
+            &[]
+        }
+        fn budget(&self) -> commbench_core::lab::Budget {
+            commbench_core::lab::Budget {
+                quick_s: 1,
+                default_s: 1,
+            }
+        }
+        fn suite_step(
+            &self,
+            _: &commbench_core::lab::SuiteCtx,
+            _: &mut commbench_core::Recorder,
+        ) -> Result<commbench_core::lab::StepOutcome, commbench_core::lab::LabError> {
+            Ok(Default::default())
+        }
+        fn answer(&self, _: &[Record]) -> Option<String> {
+            None
+        }
+    }
+
+    #[test]
+    fn html_has_plots_and_tables() {
+        let run = Loaded {
+            path: "a.jsonl".into(),
+            records: (1..=4)
+                .map(|s| rec("reqres", s, 1000.0 * s as f64))
+                .collect(),
+            environment: Some(serde_json::json!({"cpu_model": "Test CPU"})),
+        };
+        let html = render_html(&[run], "t", &[]).unwrap();
+        assert!(html.contains("<svg"), "no svg");
+        assert!(html.contains("msgs_per_s vs sessions"));
+        assert!(html.contains("latency percentiles"));
+        assert!(html.contains("Test CPU"));
+        assert!(!html.contains("src=\"http"), "must be self-contained");
+    }
+
+    #[test]
+    fn several_runs_overlay_with_series_named_by_host_and_time_and_compare_verdicts() {
+        let run = |host: &str, t: &str, k: f64| Loaded {
+            path: format!("{host}.jsonl"),
+            records: (1..=4)
+                .map(|s| rec("reqres", s, k * 1000.0 * s as f64))
+                .collect(),
+            environment: Some(serde_json::json!({"hostname": host, "started_utc": t})),
+        };
+        let spec = FigureSpec {
+            kind: FigureKind::Line,
+            lab: "ipc",
+            test: "reqres",
+            title: "rate over sessions",
+            caption: "",
+            x: "sessions",
+            y: "msgs_per_s",
+            series: &["transport"],
+            filter: None,
+        };
+        let runs = [
+            run("alpha", "2026-11-24T10:00:00Z", 1.0),
+            run("beta", "2026-11-24T11:00:00Z", 2.0),
+        ];
+        let html = render_html(&runs, "t", &[&SpecLab(vec![spec])]).unwrap();
+        assert!(
+            html.contains("alpha 2026-11-24T10:00: shm"),
+            "series not named by run"
+        );
+        assert!(html.contains("beta 2026-11-24T11:00: shm"));
+        assert!(html.contains("What changed between the runs"));
+        assert!(
+            html.contains("2.00×"),
+            "the doubled rate is not among the changes"
+        );
+    }
+}
