@@ -4,6 +4,7 @@
 
 use assert_cmd::Command;
 use commbench_store::{Filter, Store};
+use predicates::prelude::PredicateBooleanExt;
 use std::path::Path;
 
 /// A fresh directory, removed when the guard drops (named so that
@@ -477,4 +478,88 @@ fn two_suites_then_history_shows_two_runs_and_compare_gives_verdicts() {
     let changes = v["records"].as_array().unwrap();
     assert!(!changes.is_empty());
     assert!(changes.iter().all(|c| c["metrics"]["verdict"].is_string()));
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn the_default_store_is_private_even_under_umask_000() {
+    // Regression: under umask 000 the folders were 0777 (another user
+    // swapped in a forged store) and under 022 the store was 0644.
+    for umask in ["000", "022"] {
+        let d = tmp(&format!("umask{umask}"));
+        let xdg = d.path().join("xdg");
+        let bin = assert_cmd::cargo::cargo_bin("commbench");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+            .arg(&bin)
+            .args(["budget", "--link", "10G", "--size", "64"])
+            .env("XDG_DATA_HOME", &xdg)
+            .env_remove("COMMBENCH_NO_STORE")
+            .env_remove("COMMBENCH_STORE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let db = xdg.join("commbench/results.db");
+        assert_eq!(mode(&db), 0o600, "umask {umask}: the store");
+        assert_eq!(mode(&xdg.join("commbench")), 0o700, "umask {umask}");
+        assert_eq!(mode(&xdg), 0o700, "umask {umask}: created for the store");
+        for side in ["-wal", "-shm"] {
+            let sp = xdg.join(format!("commbench/results.db{side}"));
+            if sp.exists() {
+                assert_eq!(mode(&sp), 0o600, "umask {umask}: {}", sp.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_store_of_another_user_or_with_a_corrupt_page_is_refused_with_a_message() {
+    let d = tmp("refused");
+    let db = d.path().join("results.db");
+    synthetic_run(&db, "alpha", 1_000, "aaaa", 100.0);
+    let mut bytes = std::fs::read(&db).unwrap();
+    // Damage the last page (records) behind a sound header.
+    let n = bytes.len();
+    bytes[n - 4096..].iter_mut().for_each(|b| *b = 0x5a);
+    std::fs::write(&db, &bytes).unwrap();
+    let out = cb(&db)
+        .args(["budget", "--link", "10G", "--size", "64"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: results not kept") && err.contains("damaged"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        bytes,
+        "appended to a damaged store"
+    );
+    cb(&db)
+        .args(["history"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("damaged"));
+    // Another user's store (root can give one away; others skip).
+    let theirs = d.path().join("theirs.db");
+    synthetic_run(&theirs, "forged", 1_000, "ffff", 1.0);
+    if std::os::unix::fs::chown(&theirs, Some(65_534), Some(65_534)).is_ok() {
+        cb(&theirs)
+            .args(["history"])
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains("belongs to"))
+            .stderr(predicates::str::contains("forged").not());
+    }
 }

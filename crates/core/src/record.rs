@@ -247,6 +247,25 @@ pub fn human_number(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// Text that is safe to print on a terminal: control characters (C0, DEL
+/// and C1, which start escape sequences) become `\u{1b}`-style escapes, so
+/// that a host name or parameter taken from an imported file cannot move
+/// the cursor, retitle the window or hide output. Borrowed when clean.
+pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn cell_text(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),

@@ -463,3 +463,153 @@ mod exports {
         }
     }
 }
+
+mod hostile_stores {
+    //! Stores that others could have written, damaged files and paths that
+    //! are not files: refused with a message that says so, never written.
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_new_store_and_its_folders_are_private_to_the_user() {
+        // The test process's umask (022 or 002 usually) no longer decides:
+        // results describe the machine, and a folder others can write lets
+        // them swap in a forged store.
+        let t = tmp("private");
+        let db = t.parent().unwrap().join("a/b/results.db");
+        let mut s = Store::open(&db).unwrap();
+        s.append(&run("h", 1_700_000_000), &[rec(1.0)]).unwrap();
+        assert_eq!(mode(&db), 0o600, "the store");
+        for d in [db.parent().unwrap(), db.parent().unwrap().parent().unwrap()] {
+            assert_eq!(mode(d), 0o700, "{}", d.display());
+        }
+        for side in ["-wal", "-shm"] {
+            let sp = PathBuf::from(format!("{}{side}", db.display()));
+            if sp.exists() {
+                assert_eq!(mode(&sp), 0o600, "{}", sp.display());
+            }
+        }
+        drop(s);
+        // A store an older commbench left readable by all is made private.
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(Store::open(&db).unwrap());
+        assert_eq!(mode(&db), 0o600);
+    }
+
+    #[test]
+    fn a_store_owned_by_another_user_is_refused_and_left_untouched() {
+        let t = tmp("owner");
+        drop(Store::open(&t).unwrap());
+        // Only root can give a file away; others skip.
+        if let Err(e) = std::os::unix::fs::chown(&*t, Some(65_534), None) {
+            eprintln!("skipped: cannot chown as this user ({e})");
+            return;
+        }
+        let before = std::fs::read(&*t).unwrap();
+        let err = Store::open(&t).err().expect("must be refused").to_string();
+        assert!(err.contains("belongs to") && err.contains("65534"), "{err}");
+        assert!(
+            err.contains("left untouched") && err.contains("--store"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&*t).unwrap(), before);
+    }
+
+    #[test]
+    fn a_store_with_a_corrupt_page_is_refused_and_left_untouched() {
+        // Regression: the header was sound, so appends went into the pages
+        // that still were (exit 0, no warning) and `history` failed later.
+        let p = tmp("badpage");
+        {
+            let mut s = Store::open(&p).unwrap();
+            for i in 0..60 {
+                let recs: Vec<Record> = (0..20).map(|k| rec((i * 100 + k) as f64)).collect();
+                s.append(&run("h", 1_700_000_000 + i), &recs).unwrap();
+            }
+        }
+        let mut bytes = std::fs::read(&*p).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 20 * page, "{} bytes", bytes.len());
+        // Garbage over a page in the middle (a b-tree page of records).
+        let at = (bytes.len() / page / 2) * page;
+        for (i, b) in bytes[at..at + page].iter_mut().enumerate() {
+            *b = (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] | 0x0d;
+        }
+        std::fs::write(&*p, &bytes).unwrap();
+        let err = Store::open(&p).err().expect("must be refused").to_string();
+        assert!(
+            err.contains("damaged") && err.contains("left untouched"),
+            "{err}"
+        );
+        assert!(err.contains(".recover"), "says what to do: {err}");
+        assert_eq!(std::fs::read(&*p).unwrap(), bytes, "the file was modified");
+    }
+
+    #[test]
+    fn a_character_device_as_store_is_refused_before_sqlite_opens_it() {
+        // Regression: SQLite opened /dev/null and left /dev/null-journal.
+        let journal = Path::new("/dev/null-journal");
+        let existed = journal.exists();
+        let res = Store::open(Path::new("/dev/null")).err();
+        let left = !existed && journal.exists();
+        if left {
+            let _ = std::fs::remove_file(journal);
+        }
+        assert!(!left, "SQLite left /dev/null-journal");
+        let err = res.expect("must be refused").to_string();
+        assert!(
+            err.contains("character device") && err.contains("not a regular file"),
+            "{err}"
+        );
+        // A FIFO too (SQLite would block reading it).
+        let t = tmp("fifo");
+        let fifo = t.with_file_name("fifo.db");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let err = Store::open(&fifo)
+                .err()
+                .expect("must be refused")
+                .to_string();
+            assert!(err.contains("a FIFO"), "{err}");
+        }
+    }
+
+    #[test]
+    fn permission_denied_and_a_full_disk_say_so() {
+        // Regression: both read "is not a commbench results store".
+        let sqlite = |code| {
+            sql_error(
+                "/s.db",
+                rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
+            )
+            .to_string()
+        };
+        for code in [
+            rusqlite::ffi::SQLITE_CANTOPEN,
+            rusqlite::ffi::SQLITE_PERM,
+            rusqlite::ffi::SQLITE_READONLY,
+        ] {
+            let m = sqlite(code);
+            assert!(m.contains("permission denied"), "{m}");
+            assert!(!m.contains("not a commbench"), "{m}");
+        }
+        let m = sqlite(rusqlite::ffi::SQLITE_FULL);
+        assert!(m.contains("disk") && m.contains("is full"), "{m}");
+        let io =
+            |k| io_error("/s.db", "cannot create it".into(), &std::io::Error::from(k)).to_string();
+        assert!(io(std::io::ErrorKind::PermissionDenied).contains("permission denied"));
+        assert!(io(std::io::ErrorKind::StorageFull).contains("is full"));
+        // Through the store: a file that cannot be read.
+        let t = tmp("denied");
+        drop(Store::open(&t).unwrap());
+        std::fs::set_permissions(&*t, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(&*t).is_err() {
+            let m = Store::open(&t).err().expect("must be refused").to_string();
+            assert!(m.contains("permission denied"), "{m}");
+        }
+    }
+}
