@@ -167,7 +167,7 @@ fn synthetic_run(db: &Path, host: &str, started_unix: i64, sha: &str, rate: f64)
     let mut s = Store::open(db).unwrap();
     let meta = commbench_store::RunMeta {
         run_id: commbench_store::new_run_id().unwrap(),
-        started_utc: format!("t{started_unix}"),
+        started_utc: commbench_core::env::utc_rfc3339(started_unix, 0),
         started_unix,
         host: host.into(),
         git_sha: sha.into(),
@@ -562,4 +562,121 @@ fn a_store_of_another_user_or_with_a_corrupt_page_is_refused_with_a_message() {
             .stderr(predicates::str::contains("belongs to"))
             .stderr(predicates::str::contains("forged").not());
     }
+}
+
+/// A `--format jsonl` result file of one run on `host` started at `utc`.
+fn result_file(path: &Path, host: &str, utc: &str) {
+    let env = serde_json::json!({"hostname": host, "started_utc": utc, "git_sha": "s",
+        "build_profile": "release", "command_line": ["commbench", "ipc"]});
+    let mut out = Vec::new();
+    commbench_core::record::export(
+        &[commbench_core::record::Record::new("ipc", "reqres")
+            .param("transport", "shm")
+            .metric("msgs_per_s", 1.0)],
+        commbench_core::record::Format::Jsonl,
+        &env,
+        &mut out,
+    )
+    .unwrap();
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn hostile_imports_are_refused_with_exit_2_and_their_bounds_have_flags() {
+    // Regression: /dev/zero read on past 2 GB; `"records": {}` imported 0
+    // runs with exit 0; `started_utc: 12` went in as it was.
+    let d = tmp("hostile-import");
+    let db = d.path().join("results.db");
+    let import = |p: &Path| {
+        let mut c = cb(&db);
+        c.args(["history", "--import"]).arg(p);
+        c
+    };
+    import(Path::new("/dev/zero"))
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("character device"));
+    let doc = d.path().join("doc.json");
+    std::fs::write(
+        &doc,
+        r#"{"schema_version": 1, "environment": {}, "records": {}}"#,
+    )
+    .unwrap();
+    import(&doc)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not an array"));
+    let f = d.path().join("r.jsonl");
+    result_file(&f, "h", "12");
+    import(&f)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not an RFC 3339 UTC time"));
+    result_file(&f, "h", "2026-01-02T03:04:05.000Z");
+    import(&f)
+        .args(["--import-max-bytes", "100"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--import-max-bytes"));
+    import(&f)
+        .args(["--import-max-line-bytes", "100"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--import-max-line-bytes"));
+    import(&f)
+        .args(["--import-max-metrics", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--import-max-metrics"));
+    import(&f)
+        .args([
+            "--import-max-bytes",
+            "1M",
+            "--import-max-record-bytes",
+            "64K",
+        ])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("imported 1 runs"));
+    // The bounds belong to --import.
+    cb(&db)
+        .args(["history", "--import-max-bytes", "1M"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn history_escapes_control_characters_of_imported_host_names() {
+    // Regression: a host name with escape sequences retitled the terminal
+    // and hid lines when `history` printed it.
+    let d = tmp("escapes");
+    let db = d.path().join("results.db");
+    let f = d.path().join("r.jsonl");
+    let evil = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m";
+    result_file(&f, evil, "2026-01-02T03:04:05.000Z");
+    cb(&db)
+        .args(["history", "--import"])
+        .arg(&f)
+        .assert()
+        .success();
+    for format in ["table", "csv"] {
+        let out = cb(&db)
+            .args(["history", "--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{format}: {text:?}"
+        );
+        assert!(
+            text.contains("evil\\u{1b}]0;pwned\\u{7}"),
+            "{format}: {text}"
+        );
+    }
+    // JSON keeps the name exactly (escaped by JSON itself).
+    let recs = json_records(cb(&db).args(["history"]));
+    assert_eq!(of(&recs, "run")[0]["params"]["host"], evil);
 }

@@ -203,7 +203,7 @@ fn euid() -> u32 {
 }
 
 /// What a file that is neither absent nor regular is, for messages.
-fn file_kind(t: std::fs::FileType) -> &'static str {
+pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if t.is_dir() {
         "a directory"
