@@ -527,9 +527,9 @@ fn a_store_of_another_user_or_with_a_corrupt_page_is_refused_with_a_message() {
     let db = d.path().join("results.db");
     synthetic_run(&db, "alpha", 1_000, "aaaa", 100.0);
     let mut bytes = std::fs::read(&db).unwrap();
-    // Damage the last page (records) behind a sound header.
-    let n = bytes.len();
-    bytes[n - 4096..].iter_mut().for_each(|b| *b = 0x5a);
+    // Damage every page but the first (header and schema stay sound).
+    assert!(bytes.len() > 4096);
+    bytes[4096..].iter_mut().for_each(|b| *b = 0x5a);
     std::fs::write(&db, &bytes).unwrap();
     let out = cb(&db)
         .args(["budget", "--link", "10G", "--size", "64"])
@@ -679,4 +679,42 @@ fn history_escapes_control_characters_of_imported_host_names() {
     // JSON keeps the name exactly (escaped by JSON itself).
     let recs = json_records(cb(&db).args(["history"]));
     assert_eq!(of(&recs, "run")[0]["params"]["host"], evil);
+}
+
+#[test]
+fn history_and_compare_show_a_stored_string_of_70000_characters() {
+    // Regression: a string cell of 65,536 characters or more aborted
+    // `history` (and every later call) and `compare --all`.
+    let d = tmp("longcell");
+    let db = d.path().join("results.db");
+    let long = "p".repeat(70_000);
+    for (t, rate) in [(1_000, 10.0), (2_000, 20.0)] {
+        let mut s = Store::open(&db).unwrap();
+        let meta = commbench_store::RunMeta {
+            run_id: commbench_store::new_run_id().unwrap(),
+            started_utc: commbench_core::env::utc_rfc3339(t, 0),
+            started_unix: t,
+            host: "h".into(),
+            git_sha: "s".into(),
+            build_profile: "release".into(),
+            command_line: vec![],
+            environment: serde_json::json!({"hostname": "h"}),
+        };
+        let r = commbench_core::record::Record::new("ipc", "reqres")
+            .param("label", &long)
+            .metric("msgs_per_s", rate);
+        assert!(s.append(&meta, &[r]).unwrap());
+    }
+    for args in [
+        &["history"][..],
+        &["compare", "--baseline", "last", "--all"][..],
+    ] {
+        let out = cb(&db).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains('…'), "{args:?}: cut for display");
+        assert!(text.lines().all(|l| l.len() < 2_000), "{args:?}");
+    }
 }
