@@ -4,6 +4,7 @@
 
 use assert_cmd::Command;
 use commbench_store::{Filter, Store};
+use predicates::prelude::PredicateBooleanExt;
 use std::path::Path;
 
 /// A fresh directory, removed when the guard drops (named so that
@@ -166,7 +167,7 @@ fn synthetic_run(db: &Path, host: &str, started_unix: i64, sha: &str, rate: f64)
     let mut s = Store::open(db).unwrap();
     let meta = commbench_store::RunMeta {
         run_id: commbench_store::new_run_id().unwrap(),
-        started_utc: format!("t{started_unix}"),
+        started_utc: commbench_core::env::utc_rfc3339(started_unix, 0),
         started_unix,
         host: host.into(),
         git_sha: sha.into(),
@@ -477,4 +478,243 @@ fn two_suites_then_history_shows_two_runs_and_compare_gives_verdicts() {
     let changes = v["records"].as_array().unwrap();
     assert!(!changes.is_empty());
     assert!(changes.iter().all(|c| c["metrics"]["verdict"].is_string()));
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn the_default_store_is_private_even_under_umask_000() {
+    // Regression: under umask 000 the folders were 0777 (another user
+    // swapped in a forged store) and under 022 the store was 0644.
+    for umask in ["000", "022"] {
+        let d = tmp(&format!("umask{umask}"));
+        let xdg = d.path().join("xdg");
+        let bin = assert_cmd::cargo::cargo_bin("commbench");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+            .arg(&bin)
+            .args(["budget", "--link", "10G", "--size", "64"])
+            .env("XDG_DATA_HOME", &xdg)
+            .env_remove("COMMBENCH_NO_STORE")
+            .env_remove("COMMBENCH_STORE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let db = xdg.join("commbench/results.db");
+        assert_eq!(mode(&db), 0o600, "umask {umask}: the store");
+        assert_eq!(mode(&xdg.join("commbench")), 0o700, "umask {umask}");
+        assert_eq!(mode(&xdg), 0o700, "umask {umask}: created for the store");
+        for side in ["-wal", "-shm"] {
+            let sp = xdg.join(format!("commbench/results.db{side}"));
+            if sp.exists() {
+                assert_eq!(mode(&sp), 0o600, "umask {umask}: {}", sp.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_store_of_another_user_or_with_a_corrupt_page_is_refused_with_a_message() {
+    let d = tmp("refused");
+    let db = d.path().join("results.db");
+    synthetic_run(&db, "alpha", 1_000, "aaaa", 100.0);
+    let mut bytes = std::fs::read(&db).unwrap();
+    // Damage every page but the first (header and schema stay sound).
+    assert!(bytes.len() > 4096);
+    bytes[4096..].iter_mut().for_each(|b| *b = 0x5a);
+    std::fs::write(&db, &bytes).unwrap();
+    let out = cb(&db)
+        .args(["budget", "--link", "10G", "--size", "64"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: results not kept") && err.contains("damaged"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        bytes,
+        "appended to a damaged store"
+    );
+    cb(&db)
+        .args(["history"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("damaged"));
+    // Another user's store (root can give one away; others skip).
+    let theirs = d.path().join("theirs.db");
+    synthetic_run(&theirs, "forged", 1_000, "ffff", 1.0);
+    if std::os::unix::fs::chown(&theirs, Some(65_534), Some(65_534)).is_ok() {
+        cb(&theirs)
+            .args(["history"])
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains("belongs to"))
+            .stderr(predicates::str::contains("forged").not());
+    }
+}
+
+/// A `--format jsonl` result file of one run on `host` started at `utc`.
+fn result_file(path: &Path, host: &str, utc: &str) {
+    let env = serde_json::json!({"hostname": host, "started_utc": utc, "git_sha": "s",
+        "build_profile": "release", "command_line": ["commbench", "ipc"]});
+    let mut out = Vec::new();
+    commbench_core::record::export(
+        &[commbench_core::record::Record::new("ipc", "reqres")
+            .param("transport", "shm")
+            .metric("msgs_per_s", 1.0)],
+        commbench_core::record::Format::Jsonl,
+        &env,
+        &mut out,
+    )
+    .unwrap();
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn hostile_imports_are_refused_with_exit_2_and_their_bounds_have_flags() {
+    // Regression: /dev/zero read on past 2 GB; `"records": {}` imported 0
+    // runs with exit 0; `started_utc: 12` went in as it was.
+    let d = tmp("hostile-import");
+    let db = d.path().join("results.db");
+    let import = |p: &Path| {
+        let mut c = cb(&db);
+        c.args(["history", "--import"]).arg(p);
+        c
+    };
+    import(Path::new("/dev/zero"))
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("character device"));
+    let doc = d.path().join("doc.json");
+    std::fs::write(
+        &doc,
+        r#"{"schema_version": 1, "environment": {}, "records": {}}"#,
+    )
+    .unwrap();
+    import(&doc)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not an array"));
+    let f = d.path().join("r.jsonl");
+    result_file(&f, "h", "12");
+    import(&f)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not an RFC 3339 UTC time"));
+    result_file(&f, "h", "2026-01-02T03:04:05.000Z");
+    import(&f)
+        .args(["--import-max-bytes", "100"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--import-max-bytes"));
+    import(&f)
+        .args(["--import-max-line-bytes", "100"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--import-max-line-bytes"));
+    import(&f)
+        .args(["--import-max-metrics", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--import-max-metrics"));
+    import(&f)
+        .args([
+            "--import-max-bytes",
+            "1M",
+            "--import-max-record-bytes",
+            "64K",
+        ])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("imported 1 runs"));
+    // The bounds belong to --import.
+    cb(&db)
+        .args(["history", "--import-max-bytes", "1M"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn history_escapes_control_characters_of_imported_host_names() {
+    // Regression: a host name with escape sequences retitled the terminal
+    // and hid lines when `history` printed it.
+    let d = tmp("escapes");
+    let db = d.path().join("results.db");
+    let f = d.path().join("r.jsonl");
+    let evil = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m";
+    result_file(&f, evil, "2026-01-02T03:04:05.000Z");
+    cb(&db)
+        .args(["history", "--import"])
+        .arg(&f)
+        .assert()
+        .success();
+    for format in ["table", "csv"] {
+        let out = cb(&db)
+            .args(["history", "--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{format}: {text:?}"
+        );
+        assert!(
+            text.contains("evil\\u{1b}]0;pwned\\u{7}"),
+            "{format}: {text}"
+        );
+    }
+    // JSON keeps the name exactly (escaped by JSON itself).
+    let recs = json_records(cb(&db).args(["history"]));
+    assert_eq!(of(&recs, "run")[0]["params"]["host"], evil);
+}
+
+#[test]
+fn history_and_compare_show_a_stored_string_of_70000_characters() {
+    // Regression: a string cell of 65,536 characters or more aborted
+    // `history` (and every later call) and `compare --all`.
+    let d = tmp("longcell");
+    let db = d.path().join("results.db");
+    let long = "p".repeat(70_000);
+    for (t, rate) in [(1_000, 10.0), (2_000, 20.0)] {
+        let mut s = Store::open(&db).unwrap();
+        let meta = commbench_store::RunMeta {
+            run_id: commbench_store::new_run_id().unwrap(),
+            started_utc: commbench_core::env::utc_rfc3339(t, 0),
+            started_unix: t,
+            host: "h".into(),
+            git_sha: "s".into(),
+            build_profile: "release".into(),
+            command_line: vec![],
+            environment: serde_json::json!({"hostname": "h"}),
+        };
+        let r = commbench_core::record::Record::new("ipc", "reqres")
+            .param("label", &long)
+            .metric("msgs_per_s", rate);
+        assert!(s.append(&meta, &[r]).unwrap());
+    }
+    for args in [
+        &["history"][..],
+        &["compare", "--baseline", "last", "--all"][..],
+    ] {
+        let out = cb(&db).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains('…'), "{args:?}: cut for display");
+        assert!(text.lines().all(|l| l.len() < 2_000), "{args:?}");
+    }
 }

@@ -250,6 +250,25 @@ pub fn human_number(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// Text that is safe to print on a terminal: control characters (C0, DEL
+/// and C1, which start escape sequences) become `\u{1b}`-style escapes, so
+/// that a host name or parameter taken from an imported file cannot move
+/// the cursor, retitle the window or hide output. Borrowed when clean.
+pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn cell_text(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
@@ -259,8 +278,8 @@ fn cell_text(v: &Value) -> String {
             (_, Some(u)) => u.to_string(),
             _ => human_number(n.as_f64().unwrap_or(f64::NAN)),
         },
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) => escape_control(s).into_owned(),
+        other => escape_control(&other.to_string()).into_owned(),
     }
 }
 
@@ -293,14 +312,59 @@ impl Exporter for TableExporter {
     }
 }
 
-fn write_table(records: &[Record], out: &mut dyn Write) -> io::Result<()> {
-    let rows: Vec<_> = records.iter().map(flat_row).collect();
-    if rows.len() == 1 {
-        let w = rows[0].iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-        for (k, v) in &rows[0] {
-            writeln!(out, "{k:<w$}  {}", cell_text(v))?;
+/// The most characters a table cell shows; longer text is cut with `…`
+/// (a stored string of any length must not break the layout, and
+/// formatting widths past 65,535 panicked). CSV and JSON keep every byte.
+pub const MAX_CELL_CHARS: usize = 120;
+
+/// A cell as shown in a table: control characters escaped, then cut to
+/// [`MAX_CELL_CHARS`] characters (never splitting one).
+fn display_cell(s: &str) -> String {
+    let s = escape_control(s);
+    if s.char_indices().nth(MAX_CELL_CHARS).is_none() {
+        return s.into_owned();
+    }
+    let cut = s
+        .char_indices()
+        .nth(MAX_CELL_CHARS - 1)
+        .map_or(s.len(), |(i, _)| i);
+    format!("{}…", &s[..cut])
+}
+
+/// Lays out a borderless table: columns two spaces apart, each aligned as
+/// `aligns` says, then written without trailing blanks.
+fn write_borderless(
+    mut t: comfy_table::Table,
+    aligns: &[comfy_table::CellAlignment],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    t.load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+    let last = aligns.len().saturating_sub(1);
+    for (i, c) in t.column_iter_mut().enumerate() {
+        c.set_padding((0, if i >= last { 0 } else { 2 }));
+        if let Some(a) = aligns.get(i) {
+            c.set_cell_alignment(*a);
         }
-        return Ok(());
+    }
+    for line in t.lines() {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn write_table(records: &[Record], out: &mut dyn Write) -> io::Result<()> {
+    use comfy_table::CellAlignment::{Left, Right};
+    let rows: Vec<_> = records.iter().map(flat_row).collect();
+    let mut t = comfy_table::Table::new();
+    if rows.len() == 1 {
+        // One record: a key/value list.
+        t.add_rows(
+            rows[0]
+                .iter()
+                .map(|(k, v)| vec![display_cell(k), display_cell(&cell_text(v))]),
+        );
+        return write_borderless(t, &[Left, Left], out);
     }
     let cols = columns(&rows);
     let cells: Vec<Vec<(String, bool)>> = rows
@@ -310,55 +374,35 @@ fn write_table(records: &[Record], out: &mut dyn Write) -> io::Result<()> {
                 .map(|c| {
                     row.iter()
                         .find(|(k, _)| k == c)
-                        .map(|(_, v)| (cell_text(v), v.is_string()))
+                        .map(|(_, v)| (display_cell(&cell_text(v)), v.is_string()))
                         .unwrap_or_default()
                 })
                 .collect()
         })
         .collect();
-    let widths: Vec<usize> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            cells
-                .iter()
-                .map(|r| r[i].0.len())
-                .max()
-                .unwrap_or(0)
-                .max(c.len())
+    // Text columns align left, numbers right.
+    let aligns: Vec<_> = (0..cols.len())
+        .map(|i| {
+            if cells.iter().any(|r| r[i].1) {
+                Left
+            } else {
+                Right
+            }
         })
         .collect();
-    // Text columns align left, numbers right.
-    let left: Vec<bool> = (0..cols.len())
-        .map(|i| cells.iter().any(|r| r[i].1))
-        .collect();
-    let line = |vals: &mut dyn Iterator<Item = &str>| {
-        let parts: Vec<String> = vals
-            .zip(widths.iter().zip(&left))
-            .map(|(v, (w, l))| {
-                if *l {
-                    format!("{v:<w$}")
-                } else {
-                    format!("{v:>w$}")
-                }
-            })
-            .collect();
-        parts.join("  ").trim_end().to_owned()
-    };
-    writeln!(out, "{}", line(&mut cols.iter().map(|c| c.as_str())))?;
-    for r in &cells {
-        writeln!(out, "{}", line(&mut r.iter().map(|c| c.0.as_str())))?;
-    }
-    Ok(())
+    t.set_header(cols.iter().map(|c| display_cell(c)));
+    t.add_rows(
+        cells
+            .into_iter()
+            .map(|r| r.into_iter().map(|(s, _)| s).collect::<Vec<_>>()),
+    );
+    write_borderless(t, &aligns, out)
 }
 
-/// Quotes a CSV field when needed (RFC 4180).
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
+/// A CSV field as written: control characters escaped (the file may be
+/// printed on a terminal); quoting is the csv crate's (RFC 4180).
+fn csv_text(s: &str) -> String {
+    escape_control(s).into_owned()
 }
 
 /// CSV with a header of flattened column names; numbers unrounded, null empty.
@@ -368,26 +412,20 @@ impl Exporter for CsvExporter {
     fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
         let rows: Vec<_> = doc.records.iter().map(flat_row).collect();
         let cols = columns(&rows);
-        writeln!(
-            out,
-            "{}",
-            cols.iter()
-                .map(|c| csv_field(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        )?;
+        let mut w = csv::WriterBuilder::new()
+            .flexible(false)
+            .from_writer(&mut *out);
+        w.write_record(cols.iter().map(|c| csv_text(c)))?;
         for row in &rows {
-            let vals: Vec<String> = cols
-                .iter()
-                .map(|c| match row.iter().find(|(k, _)| k == c).map(|(_, v)| v) {
+            w.write_record(cols.iter().map(|c| {
+                match row.iter().find(|(k, _)| k == c).map(|(_, v)| v) {
                     None | Some(Value::Null) => String::new(),
-                    Some(Value::String(s)) => csv_field(s),
-                    Some(v) => csv_field(&v.to_string()),
-                })
-                .collect();
-            writeln!(out, "{}", vals.join(","))?;
+                    Some(Value::String(s)) => csv_text(s),
+                    Some(v) => csv_text(&v.to_string()),
+                }
+            }))?;
         }
-        Ok(())
+        w.flush()
     }
 }
 
@@ -472,6 +510,86 @@ mod tests {
     #[test]
     fn snapshot_json() {
         insta::assert_snapshot!(render(Format::Json));
+    }
+
+    #[test]
+    fn snapshot_table_rows() {
+        // Several records of one test: one aligned table, text left,
+        // numbers right, a long cell cut.
+        let recs = vec![
+            Record::new("ipc", "reqres")
+                .param("transport", "shm")
+                .param("msg_len", 64)
+                .metric("msgs_per_s", 1234567.891)
+                .metric("note", "ok"),
+            Record::new("ipc", "reqres")
+                .param("transport", "unix-stream")
+                .param("msg_len", 65536)
+                .metric("msgs_per_s", 98.7)
+                .metric("note", "x".repeat(200)),
+        ];
+        let mut out = Vec::new();
+        export(&recs, Format::Table, &Value::Null, &mut out).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn long_table_cells_are_cut_and_never_panic() {
+        // Regression: a string cell of 65,536 characters or more made
+        // `history` and `compare --all` abort ("Formatting argument out of
+        // range"), at every later call too.
+        let long = "é".repeat(70_000);
+        let one = Record::new("l", "t").param("s", &long);
+        let two = [one.clone(), one.clone().param("n", 1)];
+        for recs in [&[one.clone()][..], &two[..]] {
+            let mut out = Vec::new();
+            export(recs, Format::Table, &Value::Null, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains('…'), "{text}");
+            assert!(text.lines().all(|l| l.chars().count() < 400), "{text}");
+        }
+        // CSV and JSON keep it whole.
+        let mut out = Vec::new();
+        export(&two, Format::Csv, &Value::Null, &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains(&long));
+        // Very wide tables too (thousands of columns).
+        let wide: Vec<Record> = (0..2)
+            .map(|k| {
+                let mut r = Record::new("w", "t");
+                for i in 0..2000 {
+                    r.push_metric(&format!("m{i}"), "y".repeat(150 + k));
+                }
+                r
+            })
+            .collect();
+        let mut out = Vec::new();
+        export(&wide, Format::Table, &Value::Null, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_table_and_csv() {
+        let recs = vec![
+            Record::new("h", "run").param("host", "a\u{1b}]0;x\u{7}\n\u{9b}"),
+            Record::new("h", "run").param("host", "b"),
+        ];
+        for f in [Format::Table, Format::Csv] {
+            let mut out = Vec::new();
+            export(&recs, f, &Value::Null, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "{text:?}"
+            );
+            assert!(text.contains("a\\u{1b}]0;x\\u{7}\\u{a}\\u{9b}"), "{text}");
+        }
+        let mut out = Vec::new();
+        export(&recs, Format::Json, &Value::Null, &mut out).unwrap();
+        let back: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            back["records"][0]["params"]["host"],
+            "a\u{1b}]0;x\u{7}\n\u{9b}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! Lines the last JSON-valued ones are objects; in Parquet they are UTF8
 //! JSON text (DuckDB's `json` functions read them).
 
-use crate::{Filter, RunMeta, Store, StoreError};
+use crate::{parse_utc, Filter, RunMeta, Store, StoreError};
 use commbench_core::record::Record;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -290,6 +290,268 @@ fn write_parquet(_: std::fs::File, _: &[Row], _: &Path) -> Result<(), StoreError
     ))
 }
 
+/// Bounds on what one import reads: a hostile or mistaken file (a
+/// gigabyte line, `/dev/zero`, millions of metric keys) is refused before
+/// it costs more memory or time than these allow. `history` raises them
+/// with `--import-max-bytes`, `--import-max-line-bytes`,
+/// `--import-max-record-bytes` and `--import-max-metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// All files of one import together, in bytes as stored on disk.
+    pub max_bytes: u64,
+    /// One line of a file.
+    pub max_line_bytes: usize,
+    /// One record as JSON (parameters, metrics and environment).
+    pub max_record_bytes: usize,
+    /// Parameters and metrics of one record, nested values counted each.
+    pub max_metrics: usize,
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        ImportLimits {
+            max_bytes: 256 << 20,
+            max_line_bytes: 4 << 20,
+            max_record_bytes: 4 << 20,
+            max_metrics: 10_000,
+        }
+    }
+}
+
+/// Most folders an import walks into (nesting).
+const MAX_DEPTH: usize = 64;
+
+fn input(msg: String) -> StoreError {
+    StoreError::Input(msg)
+}
+
+/// A value from an input file, for a message: control characters escaped
+/// and at most 60 characters.
+fn shown(s: &str) -> String {
+    let cut: String = s.chars().take(60).collect();
+    let more = if cut.len() < s.len() { "…" } else { "" };
+    format!("{}{more}", commbench_core::record::escape_control(&cut))
+}
+
+fn shown_path(p: &Path) -> String {
+    shown(&p.display().to_string())
+}
+
+/// The earliest and latest start time an import takes (1970 to 2100).
+const UTC_RANGE: std::ops::Range<i64> = 0..4_102_444_800;
+
+/// Seconds since the epoch of an RFC 3339 UTC time
+/// (`2026-11-24T10:52:06Z`, with an optional fraction, `Z` or `+00:00`)
+/// between 1970 and 2100; `None` otherwise.
+pub fn parse_rfc3339_utc(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| {
+        b.get(r.clone())
+            .is_some_and(|x| x.iter().all(u8::is_ascii_digit))
+    };
+    let shape = digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && matches!(b.get(10), Some(b'T' | b't'))
+        && digits(11..13)
+        && b.get(13) == Some(&b':')
+        && digits(14..16)
+        && b.get(16) == Some(&b':')
+        && digits(17..19);
+    if !shape {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(f) = rest.strip_prefix('.') {
+        let n = f.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 || n > 9 {
+            return None;
+        }
+        rest = &f[n..];
+    }
+    if !matches!(rest, "Z" | "z" | "+00:00" | "-00:00") {
+        return None;
+    }
+    let (y, m, d): (i64, u32, u32) = (
+        s[0..4].parse().ok()?,
+        s[5..7].parse().ok()?,
+        s[8..10].parse().ok()?,
+    );
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m) || d == 0 || d > days_in[m as usize - 1] {
+        return None;
+    }
+    let t = parse_utc(&s[..19])?;
+    UTC_RANGE.contains(&t).then_some(t)
+}
+
+fn check_started(at: &str, utc: &str) -> Result<i64, StoreError> {
+    parse_rfc3339_utc(utc).ok_or_else(|| {
+        input(format!(
+            "{at}: started_utc '{}' is not an RFC 3339 UTC time between 1970 and 2100 (like 2026-11-24T10:52:06.123Z)",
+            shown(utc)
+        ))
+    })
+}
+
+/// Counts the leaves of `v` into `n`, stopping past `max`.
+fn leaves(v: &Value, n: &mut usize, max: usize) {
+    if *n > max {
+        return;
+    }
+    match v {
+        Value::Object(m) => m.values().for_each(|x| leaves(x, n, max)),
+        Value::Array(a) => a.iter().for_each(|x| leaves(x, n, max)),
+        _ => *n += 1,
+    }
+}
+
+/// Bytes `v` takes as JSON, without writing it anywhere.
+fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
+fn check_record(r: &Record, env: &Value, at: &str, lim: &ImportLimits) -> Result<(), StoreError> {
+    let mut n = 0;
+    for m in [&r.params, &r.metrics] {
+        m.values().for_each(|v| leaves(v, &mut n, lim.max_metrics));
+    }
+    if n > lim.max_metrics {
+        return Err(input(format!(
+            "{at}: a record with more than {} parameters and metrics (--import-max-metrics raises the bound)",
+            lim.max_metrics
+        )));
+    }
+    let bytes = json_len(r) + json_len(env);
+    if bytes > lim.max_record_bytes {
+        return Err(input(format!(
+            "{at}: a record of {bytes} bytes, more than {} (--import-max-record-bytes raises the bound)",
+            lim.max_record_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// What an import has read so far, against its bounds.
+struct Budget {
+    lim: ImportLimits,
+    used: u64,
+}
+
+impl Budget {
+    /// The text of a regular file, within what is left of the import's
+    /// bytes; anything but a regular file is refused before it is read.
+    fn read(&mut self, path: &Path) -> Result<String, StoreError> {
+        let bytes = self.read_bytes(path)?;
+        String::from_utf8(bytes)
+            .map_err(|e| input(format!("{}: not UTF-8 text ({e})", shown_path(path))))
+    }
+
+    /// A regular file opened for reading, its size counted against the
+    /// import's bytes.
+    fn open(&mut self, path: &Path) -> Result<std::fs::File, StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let at = shown_path(path);
+        let io = |e: std::io::Error| input(format!("{at}: {e}"));
+        regular(path, &std::fs::metadata(path).map_err(io)?.file_type())?;
+        // Non-blocking, so that a FIFO swapped in after the check does not
+        // hang the open; checked again on the open file.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(io)?;
+        let m = f.metadata().map_err(io)?;
+        regular(path, &m.file_type())?;
+        self.count(path, m.len())?;
+        Ok(f)
+    }
+
+    fn count(&mut self, path: &Path, n: u64) -> Result<(), StoreError> {
+        if n > self.lim.max_bytes.saturating_sub(self.used) {
+            return Err(input(format!(
+                "{}: the import is larger than {} bytes (--import-max-bytes raises the bound)",
+                shown_path(path),
+                self.lim.max_bytes
+            )));
+        }
+        self.used += n;
+        Ok(())
+    }
+
+    fn read_bytes(&mut self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        use std::io::Read;
+        let f = self.open(path)?;
+        let len = f.metadata().map_or(0, |m| m.len());
+        let left = self.lim.max_bytes.saturating_sub(self.used);
+        let mut buf = Vec::with_capacity(len as usize);
+        // The file may grow while it is read: never past the bound.
+        f.take(left + len + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| input(format!("{}: {e}", shown_path(path))))?;
+        if buf.len() as u64 > len {
+            self.count(path, buf.len() as u64 - len)?;
+        }
+        Ok(buf)
+    }
+
+    /// Every line within the line bound (before any is parsed).
+    fn check_lines(&self, text: &str, at: &str) -> Result<(), StoreError> {
+        for (i, line) in text.split('\n').enumerate() {
+            if line.len() > self.lim.max_line_bytes {
+                return Err(input(format!(
+                    "{at} line {}: {} bytes, more than {} in a line (--import-max-line-bytes raises the bound)",
+                    i + 1,
+                    line.len(),
+                    self.lim.max_line_bytes
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refuses anything but a regular file: a FIFO or socket would block, a
+/// device (`/dev/zero`) never ends.
+fn regular(path: &Path, t: &std::fs::FileType) -> Result<(), StoreError> {
+    if t.is_file() {
+        return Ok(());
+    }
+    Err(input(format!(
+        "{} is {}: an import reads regular files and folders only",
+        shown_path(path),
+        crate::file_kind(*t)
+    )))
+}
+
 /// The `lab=` and `host=` values of the folders above `path`.
 fn partitions(path: &Path) -> (Option<String>, Option<String>) {
     let (mut lab, mut host) = (None, None);
@@ -314,16 +576,25 @@ fn obj(v: Option<&Value>) -> Map<String, Value> {
 }
 
 /// A row of an export file, given the partition values of its folder.
-fn row_from_json(v: &Value, lab: &str, host: &str, at: &str) -> Result<Row, StoreError> {
+fn row_from_json(
+    v: &Value,
+    lab: &str,
+    host: &str,
+    at: &str,
+    lim: &ImportLimits,
+) -> Result<Row, StoreError> {
     let s = |k: &str| -> Result<String, StoreError> {
         v.get(k)
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| invalid(format!("{at}: no text field '{k}'")))
+            .ok_or_else(|| input(format!("{at}: no text field '{k}'")))
     };
     let run_id = s("run_id")?;
-    if run_id.is_empty() || !run_id.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(invalid(format!("{at}: run_id '{run_id}' is not hex")));
+    if run_id.is_empty() || run_id.len() > 64 || !run_id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(input(format!(
+            "{at}: run_id '{}' is not hex",
+            shown(&run_id)
+        )));
     }
     let json_field = |k: &str| match v.get(k) {
         Some(Value::String(t)) => serde_json::from_str(t).unwrap_or(Value::Null),
@@ -341,32 +612,47 @@ fn row_from_json(v: &Value, lab: &str, host: &str, at: &str) -> Result<Row, Stor
     let mut record = Record::new(lab, &s("test")?);
     record.params = obj(v.get("params"));
     record.metrics = obj(v.get("metrics"));
+    let started_utc = s("started_utc")?;
+    let parsed = check_started(at, &started_utc)?;
+    let started_unix = v
+        .get("started_unix")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| input(format!("{at}: no integer 'started_unix'")))?;
+    if started_unix != parsed {
+        return Err(input(format!(
+            "{at}: started_unix {started_unix} is not started_utc {}",
+            shown(&started_utc)
+        )));
+    }
+    let environment = json_field("environment");
+    check_record(&record, &environment, at, lim)?;
     Ok(Row {
         run: RunMeta {
             run_id: run_id.to_ascii_lowercase(),
-            started_utc: s("started_utc")?,
-            started_unix: v
-                .get("started_unix")
-                .and_then(Value::as_i64)
-                .ok_or_else(|| invalid(format!("{at}: no integer 'started_unix'")))?,
+            started_utc,
+            started_unix,
             host: host.to_owned(),
             git_sha: s("git_sha")?,
             build_profile: s("build_profile")?,
             command_line,
-            environment: json_field("environment"),
+            environment,
         },
         record,
     })
 }
 
 #[cfg(feature = "parquet")]
-fn read_parquet(path: &Path, lab: &str, host: &str) -> Result<Vec<Row>, StoreError> {
+fn read_parquet(
+    path: &Path,
+    lab: &str,
+    host: &str,
+    budget: &mut Budget,
+) -> Result<Vec<Row>, StoreError> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
-    let at = path.display().to_string();
-    let perr = |e: parquet::errors::ParquetError| invalid(format!("{at}: {e}"));
-    let file = std::fs::File::open(path).map_err(|e| invalid(format!("{at}: {e}")))?;
-    let reader = SerializedFileReader::new(file).map_err(perr)?;
+    let at = shown_path(path);
+    let perr = |e: parquet::errors::ParquetError| input(format!("{at}: {e}"));
+    let reader = SerializedFileReader::new(budget.open(path)?).map_err(perr)?;
     let mut out = Vec::new();
     for (i, row) in reader.get_row_iter(None).map_err(perr)?.enumerate() {
         let row = row.map_err(perr)?;
@@ -385,16 +671,17 @@ fn read_parquet(path: &Path, lab: &str, host: &str) -> Result<Vec<Row>, StoreErr
             lab,
             host,
             &format!("{at} row {}", i + 1),
+            &budget.lim,
         )?);
     }
     Ok(out)
 }
 
 #[cfg(not(feature = "parquet"))]
-fn read_parquet(path: &Path, _: &str, _: &str) -> Result<Vec<Row>, StoreError> {
-    Err(invalid(format!(
+fn read_parquet(path: &Path, _: &str, _: &str, _: &mut Budget) -> Result<Vec<Row>, StoreError> {
+    Err(input(format!(
         "{}: this commbench was built without Parquet: build with `--features parquet`",
-        path.display()
+        shown_path(path)
     )))
 }
 
@@ -424,17 +711,35 @@ fn derived_run_id(env: &Value) -> String {
 
 /// The rows of a plain result file (`--format json`, `--format jsonl`,
 /// a suite's `results.jsonl`): one run per distinct environment.
-fn rows_of_results(text: &str, at: &str) -> Result<Vec<Row>, StoreError> {
-    let mut recs: Vec<Record> = Vec::new();
+fn rows_of_results(text: &str, at: &str, lim: &ImportLimits) -> Result<Vec<Row>, StoreError> {
+    // (record, its own environment or None for the document's)
+    let mut recs: Vec<(Record, Option<Value>)> = Vec::new();
     let trimmed = text.trim_start();
     let doc = serde_json::from_str::<Value>(trimmed).ok();
+    let doc_env = doc
+        .as_ref()
+        .and_then(|d| d.get("environment"))
+        .cloned()
+        .unwrap_or(Value::Null);
     if let Some(records) = doc.as_ref().and_then(|d| d.get("records")) {
-        let env = doc.as_ref().and_then(|d| d.get("environment")).cloned();
-        for r in records.as_array().into_iter().flatten() {
+        let Some(list) = records.as_array() else {
+            return Err(input(format!(
+                "{at}: \"records\" is {}, not an array of records",
+                match records {
+                    Value::Object(_) => "an object",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    Value::Bool(_) => "a boolean",
+                    Value::Null => "null",
+                    Value::Array(_) => "an array",
+                }
+            )));
+        };
+        for (i, r) in list.iter().enumerate() {
             let mut r: Record = serde_json::from_value(r.clone())
-                .map_err(|e| invalid(format!("{at}: records: {e}")))?;
-            r.environment = r.environment.or_else(|| env.clone());
-            recs.push(r);
+                .map_err(|e| input(format!("{at}: records[{i}]: {e}")))?;
+            let own = r.environment.take();
+            recs.push((r, own));
         }
     } else {
         for (i, line) in text
@@ -442,27 +747,37 @@ fn rows_of_results(text: &str, at: &str) -> Result<Vec<Row>, StoreError> {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            recs.push(
-                serde_json::from_str(line)
-                    .map_err(|e| invalid(format!("{at} line {}: {e}", i + 1)))?,
-            );
+            let mut r: Record = serde_json::from_str(line)
+                .map_err(|e| input(format!("{at} line {}: {e}", i + 1)))?;
+            let own = r.environment.take();
+            recs.push((r, own));
         }
     }
-    let mut metas: Vec<(Value, RunMeta)> = Vec::new();
-    let mut rows = Vec::new();
-    for mut r in recs {
-        let env = r.environment.take().unwrap_or(Value::Null);
-        if env.get("started_utc").is_none() {
-            return Err(invalid(format!(
-                "{at}: a record without its environment (start time, host): export with --format json or jsonl"
-            )));
-        }
-        let run = match metas.iter().find(|(e, _)| *e == env) {
-            Some((_, m)) => m.clone(),
+    if recs.is_empty() {
+        return Err(input(format!("{at}: no records in it")));
+    }
+    // Runs by environment, keyed by its JSON text: linear in the records.
+    let mut metas: std::collections::HashMap<String, RunMeta> = std::collections::HashMap::new();
+    let mut rows = Vec::with_capacity(recs.len());
+    for (i, (r, own)) in recs.into_iter().enumerate() {
+        let env = own.as_ref().unwrap_or(&doc_env);
+        let rat = format!("{at} record {}", i + 1);
+        check_record(&r, env, &rat, lim)?;
+        let key = env.to_string();
+        let run = match metas.get(&key) {
+            Some(m) => m.clone(),
             None => {
-                let mut m = RunMeta::from_environment(&env)?;
-                m.run_id = derived_run_id(&env);
-                metas.push((env, m.clone()));
+                let Some(utc) = env.get("started_utc") else {
+                    return Err(input(format!(
+                        "{rat}: a record without its environment (start time, host): export with --format json or jsonl"
+                    )));
+                };
+                let utc = utc.as_str().unwrap_or_default();
+                let started_unix = check_started(&rat, utc)?;
+                let mut m = RunMeta::from_environment(env)?;
+                m.run_id = derived_run_id(env);
+                m.started_unix = started_unix;
+                metas.insert(key, m.clone());
                 m
             }
         };
@@ -473,28 +788,30 @@ fn rows_of_results(text: &str, at: &str) -> Result<Vec<Row>, StoreError> {
 
 /// The rows of one file: an export part (its folder names lab and host),
 /// or a plain result file.
-fn rows_of_file(path: &Path) -> Result<Vec<Row>, StoreError> {
-    let at = path.display().to_string();
+fn rows_of_file(path: &Path, budget: &mut Budget) -> Result<Vec<Row>, StoreError> {
+    let at = shown_path(path);
     let (lab, host) = partitions(path);
     let is_parquet = path.extension().is_some_and(|e| e == "parquet");
     if is_parquet {
         let (Some(lab), Some(host)) = (lab, host) else {
-            return Err(invalid(format!(
+            return Err(input(format!(
                 "{at}: a Parquet file outside lab=…/host=… folders (import the export's folder)"
             )));
         };
-        return read_parquet(path, &lab, &host);
+        return read_parquet(path, &lab, &host, budget);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| invalid(format!("{at}: {e}")))?;
+    let text = budget.read(path)?;
+    budget.check_lines(&text, &at)?;
+    let lim = budget.lim;
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let is_export_row = serde_json::from_str::<Value>(first)
         .ok()
         .is_some_and(|v| v.get("run_id").is_some() && v.get("lab").is_none());
     if !is_export_row {
-        return rows_of_results(&text, &at);
+        return rows_of_results(&text, &at, &lim);
     }
     let (Some(lab), Some(host)) = (lab, host) else {
-        return Err(invalid(format!(
+        return Err(input(format!(
             "{at}: an export part outside lab=…/host=… folders (import the export's folder)"
         )));
     };
@@ -505,56 +822,127 @@ fn rows_of_file(path: &Path) -> Result<Vec<Row>, StoreError> {
         .filter(|(_, l)| !l.trim().is_empty())
     {
         let v: Value =
-            serde_json::from_str(line).map_err(|e| invalid(format!("{at} line {}: {e}", i + 1)))?;
+            serde_json::from_str(line).map_err(|e| input(format!("{at} line {}: {e}", i + 1)))?;
         rows.push(row_from_json(
             &v,
             &lab,
             &host,
             &format!("{at} line {}", i + 1),
+            &lim,
         )?);
     }
     Ok(rows)
 }
 
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), StoreError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_under(&p, out)?;
-        } else if p
-            .extension()
-            .is_some_and(|e| e == "jsonl" || e == "json" || e == "parquet")
-        {
-            out.push(p);
+fn importable(p: &Path) -> bool {
+    p.extension()
+        .is_some_and(|e| e == "jsonl" || e == "json" || e == "parquet")
+}
+
+/// The files to import under `dir` (canonical `root`): symbolic links are
+/// followed only when they stay inside the folder, each folder is walked
+/// once, each file is read once, and special files with an importable
+/// name are refused.
+fn files_under(
+    root: &Path,
+    dir: &Path,
+    depth: usize,
+    seen: &mut std::collections::HashSet<PathBuf>,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), StoreError> {
+    let io = |p: &Path, e: std::io::Error| input(format!("{}: {e}", shown_path(p)));
+    if depth > MAX_DEPTH {
+        return Err(input(format!(
+            "{}: folders nested more than {MAX_DEPTH} deep",
+            shown_path(dir)
+        )));
+    }
+    let canon = dir.canonicalize().map_err(|e| io(dir, e))?;
+    if !seen.insert(canon) {
+        return Ok(());
+    }
+    let rd = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
+    let mut entries = Vec::new();
+    for e in rd {
+        let e = e.map_err(|e| io(dir, e))?;
+        let t = e.file_type().map_err(|err| io(&e.path(), err))?;
+        entries.push((e.path(), t));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, t) in entries {
+        let t = if t.is_symlink() {
+            let target = p.canonicalize().map_err(|e| io(&p, e))?;
+            if !target.starts_with(root) {
+                return Err(input(format!(
+                    "{} is a symbolic link to {}, outside {}: an import does not follow links out of its folder (import the target itself, or remove the link)",
+                    shown_path(&p),
+                    shown_path(&target),
+                    shown_path(root)
+                )));
+            }
+            std::fs::metadata(&target)
+                .map_err(|e| io(&p, e))?
+                .file_type()
+        } else {
+            t
+        };
+        if t.is_dir() {
+            files_under(root, &p, depth + 1, seen, out)?;
+        } else if importable(&p) {
+            regular(&p, &t)?;
+            // A file reached twice (through a link) is read once.
+            if seen.insert(p.canonicalize().map_err(|e| io(&p, e))?) {
+                out.push(p);
+            }
         }
     }
     Ok(())
 }
 
 /// Merges a folder (an export, or folders of result files) or one file
-/// into the store. Every file is read before anything is written, so a
-/// bad file leaves the store as it was.
+/// into the store, within the default [`ImportLimits`].
 pub fn import(store: &mut Store, path: &Path) -> Result<ImportSummary, StoreError> {
+    import_with(store, path, &ImportLimits::default())
+}
+
+/// Merges a folder (an export, or folders of result files) or one file
+/// into the store. Every file is read and checked (against `lim`, the
+/// start times, the shape of the records) before anything is written, so
+/// a bad file leaves the store as it was. Problems with the input are
+/// [`StoreError::Input`].
+pub fn import_with(
+    store: &mut Store,
+    path: &Path,
+    lim: &ImportLimits,
+) -> Result<ImportSummary, StoreError> {
+    let meta = std::fs::metadata(path).map_err(|e| input(format!("{}: {e}", shown_path(path))))?;
     let mut files = Vec::new();
-    if path.is_dir() {
-        files_under(path, &mut files)?;
+    if meta.is_dir() {
+        let root = path
+            .canonicalize()
+            .map_err(|e| input(format!("{}: {e}", shown_path(path))))?;
+        files_under(&root, path, 0, &mut Default::default(), &mut files)?;
         if files.is_empty() {
-            return Err(invalid(format!(
+            return Err(input(format!(
                 "{}: no .jsonl, .json or .parquet file in it",
-                path.display()
+                shown_path(path)
             )));
         }
     } else {
+        regular(path, &meta.file_type())?;
         files.push(path.to_owned());
     }
+    let mut budget = Budget { lim: *lim, used: 0 };
     let mut runs: Vec<(RunMeta, Vec<Record>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for f in &files {
-        for row in rows_of_file(f)? {
-            match runs.iter_mut().find(|(m, _)| m.run_id == row.run.run_id) {
-                Some((_, v)) => v.push(row.record),
-                None => runs.push((row.run, vec![row.record])),
+        for row in rows_of_file(f, &mut budget)? {
+            match index.get(&row.run.run_id) {
+                Some(&i) => runs[i].1.push(row.record),
+                None => {
+                    index.insert(row.run.run_id.clone(), runs.len());
+                    runs.push((row.run, vec![row.record]));
+                }
             }
         }
     }

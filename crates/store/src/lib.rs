@@ -96,6 +96,18 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 pub enum StoreError {
     #[error("cannot open the results store {path}: {reason}")]
     Open { path: String, reason: String },
+    #[error("permission denied on the results store {path} ({reason}); it was left untouched — fix the permissions (the store and its folder must be yours and writable), or give another --store PATH, or --no-store")]
+    Denied { path: String, reason: String },
+    #[error("the disk holding the results store {path} is full ({reason}); nothing was written — free some space, or give another --store PATH, or --no-store")]
+    Full { path: String, reason: String },
+    #[error("{path} belongs to {owner}, not to you ({me}): another user could have written every run in it, so it was left untouched — use a store of your own (--store PATH, or remove or chown it if you trust it)")]
+    NotOwned {
+        path: String,
+        owner: String,
+        me: String,
+    },
+    #[error("the results store {path} is damaged (SQLite integrity check: {detail}); it was left untouched — keep a copy, recover what is left with `sqlite3 {path} .recover | sqlite3 new.db`, or give another --store PATH")]
+    Corrupt { path: String, detail: String },
     #[error("{path} is not a commbench results store ({reason}); it was left untouched — give another path with --store PATH or disable the store with --no-store")]
     Foreign { path: String, reason: String },
     #[error("{path} has schema version {found}, newer than this commbench understands ({supported}); it was left untouched — use a newer commbench or another --store PATH")]
@@ -108,6 +120,104 @@ pub enum StoreError {
     Sql { path: String, err: rusqlite::Error },
     #[error("{0}")]
     Invalid(String),
+    /// Something wrong with what an import was given (a usage error: the
+    /// CLI exits 2).
+    #[error("{0}")]
+    Input(String),
+}
+
+/// A user's name for messages: `name (uid N)` from /etc/passwd, else `uid N`.
+fn user_name(uid: u32) -> String {
+    let name = std::fs::read_to_string("/etc/passwd").ok().and_then(|t| {
+        t.lines().find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let id: u32 = f.nth(1)?.parse().ok()?;
+            (id == uid).then(|| name.to_owned())
+        })
+    });
+    match name {
+        Some(n) => format!(
+            "user {} (uid {uid})",
+            commbench_core::record::escape_control(&n)
+        ),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// An SQLite error as the user should read it: permission denied and a
+/// full disk say so; a damaged or foreign file is refused as such.
+fn sql_error(path: &str, err: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode as C;
+    let reason = err.to_string();
+    match err.sqlite_error_code() {
+        Some(C::PermissionDenied | C::ReadOnly | C::CannotOpen) => StoreError::Denied {
+            path: path.to_owned(),
+            reason,
+        },
+        Some(C::DiskFull) => StoreError::Full {
+            path: path.to_owned(),
+            reason,
+        },
+        Some(C::NotADatabase) => StoreError::Foreign {
+            path: path.to_owned(),
+            reason: format!("unreadable: {reason}"),
+        },
+        Some(C::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: reason,
+        },
+        _ => StoreError::Sql {
+            path: path.to_owned(),
+            err,
+        },
+    }
+}
+
+/// An I/O error on the store or its folder (`what` says which), with
+/// permission denied and a full disk named as such.
+fn io_error(path: &str, what: String, e: &std::io::Error) -> StoreError {
+    use std::io::ErrorKind as K;
+    let reason = format!("{what}: {e}");
+    match e.kind() {
+        K::PermissionDenied | K::ReadOnlyFilesystem => StoreError::Denied {
+            path: path.to_owned(),
+            reason,
+        },
+        K::StorageFull | K::QuotaExceeded => StoreError::Full {
+            path: path.to_owned(),
+            reason,
+        },
+        _ => StoreError::Open {
+            path: path.to_owned(),
+            reason,
+        },
+    }
+}
+
+/// The effective user id of this process.
+#[allow(unsafe_code)]
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// What a file that is neither absent nor regular is, for messages.
+pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// What is known about a run besides its records.
@@ -274,43 +384,102 @@ impl Store {
     /// forward. A file that is not a commbench store, or one of a newer
     /// schema, is refused and left as it was.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
         let p = path.display().to_string();
-        let open_err = |reason: String| StoreError::Open {
-            path: p.clone(),
-            reason,
-        };
         let foreign = |reason: &str| StoreError::Foreign {
             path: p.clone(),
             reason: reason.to_owned(),
         };
+        let me = euid();
+        let not_owned = |owner: u32| StoreError::NotOwned {
+            path: p.clone(),
+            owner: user_name(owner),
+            me: user_name(me),
+        };
         match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => return Err(foreign("it is a directory")),
-            Ok(m) if m.len() > 0 => {
-                use std::io::Read;
-                let mut head = [0u8; 16];
-                let n = std::fs::File::open(path)
-                    .and_then(|mut f| f.read(&mut head))
-                    .map_err(|e| open_err(e.to_string()))?;
-                if n < 16 || &head != SQLITE_MAGIC {
-                    return Err(foreign("not an SQLite database"));
+            Ok(m) if !m.is_file() => {
+                return Err(foreign(&format!(
+                    "it is {}, not a regular file",
+                    file_kind(m.file_type())
+                )))
+            }
+            Ok(m) if m.uid() != me => return Err(not_owned(m.uid())),
+            Ok(m) => {
+                if m.len() > 0 {
+                    use std::io::Read;
+                    let mut head = [0u8; 16];
+                    let n = std::fs::File::open(path)
+                        .and_then(|mut f| f.read(&mut head))
+                        .map_err(|e| io_error(&p, "cannot read it".into(), &e))?;
+                    if n < 16 || &head != SQLITE_MAGIC {
+                        return Err(foreign("not an SQLite database"));
+                    }
                 }
             }
-            Ok(_) => {}
-            Err(_) => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The folder and the file are the user's alone, whatever
+                // the umask: results describe the machine, and a folder
+                // others can write lets them swap in a forged store.
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        open_err(format!("cannot create folder {}: {e}", dir.display()))
-                    })?;
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(dir)
+                        .map_err(|e| {
+                            io_error(&p, format!("cannot create folder {}", dir.display()), &e)
+                        })?;
+                }
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+                {
+                    Ok(f) => f
+                        .set_permissions(std::fs::Permissions::from_mode(0o600))
+                        .map_err(|e| io_error(&p, "cannot set its mode".into(), &e))?,
+                    // Another process created it meanwhile: judged below.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(io_error(&p, "cannot create it".into(), &e)),
+                }
+                return Store::open_checked(path, p.clone(), me);
+            }
+            Err(e) => return Err(io_error(&p, "cannot look at it".into(), &e)),
+        }
+        Store::open_checked(path, p.clone(), me)
+    }
+
+    /// Opens a file that exists, after the ownership and kind checks of
+    /// [`Store::open`] (done again here for a file created meanwhile).
+    fn open_checked(path: &Path, p: String, me: u32) -> Result<Store, StoreError> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let m =
+            std::fs::metadata(path).map_err(|e| io_error(&p, "cannot look at it".into(), &e))?;
+        if !m.is_file() {
+            return Err(StoreError::Foreign {
+                path: p,
+                reason: format!("it is {}, not a regular file", file_kind(m.file_type())),
+            });
+        }
+        // SQLite's files beside it must be the user's too (a forged WAL
+        // would be replayed into the store).
+        for side in ["", "-wal", "-shm", "-journal"] {
+            let sp = PathBuf::from(format!("{}{side}", path.display()));
+            if let Ok(sm) = std::fs::symlink_metadata(&sp) {
+                if sm.uid() != me {
+                    return Err(StoreError::NotOwned {
+                        path: sp.display().to_string(),
+                        owner: user_name(sm.uid()),
+                        me: user_name(me),
+                    });
                 }
             }
         }
         let conn = Connection::open_with_flags(
             path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| open_err(e.to_string()))?;
+        .map_err(|e| sql_error(&p, e))?;
         let mut store = Store {
             conn,
             path: p.clone(),
@@ -320,14 +489,25 @@ impl Store {
             .busy_timeout(BUSY_WAIT)
             .map_err(|e| store.sql(e))?;
         store.check_and_migrate()?;
+        // A store of an older commbench may be readable by others; SQLite
+        // gives its -wal and -shm files the mode of the store.
+        if m.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| io_error(&p, "cannot make it private (mode 0600)".into(), &e))?;
+            for side in ["-wal", "-shm"] {
+                let sp = PathBuf::from(format!("{}{side}", path.display()));
+                if sp.is_file() {
+                    std::fs::set_permissions(&sp, std::fs::Permissions::from_mode(0o600)).map_err(
+                        |e| io_error(&p, format!("cannot make {} private", sp.display()), &e),
+                    )?;
+                }
+            }
+        }
         Ok(store)
     }
 
     fn sql(&self, err: rusqlite::Error) -> StoreError {
-        StoreError::Sql {
-            path: self.path.clone(),
-            err,
-        }
+        sql_error(&self.path, err)
     }
 
     /// The path the store was opened at.
@@ -340,6 +520,24 @@ impl Store {
         self.conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| self.sql(e))
+    }
+
+    /// `PRAGMA quick_check`: Ok when SQLite finds the file sound.
+    fn quick_check(&self) -> Result<(), StoreError> {
+        let conn = &self.conn;
+        let problems: Vec<String> = retry_busy(|| {
+            let mut st = conn.prepare("PRAGMA quick_check(5)")?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect()
+        })
+        .map_err(|e| sql_error(&self.path, e))?;
+        if problems.len() == 1 && problems[0] == "ok" {
+            return Ok(());
+        }
+        Err(StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: problems.join("; "),
+        })
     }
 
     fn check_and_migrate(&mut self) -> Result<(), StoreError> {
@@ -375,50 +573,40 @@ impl Store {
             }
             Ok(v < SCHEMA_VERSION)
         };
-        let unreadable = |e: rusqlite::Error| {
-            if is_busy(&e) {
-                StoreError::Sql {
-                    path: path.clone(),
-                    err: e,
-                }
-            } else {
-                foreign(format!("unreadable: {e}"))
-            }
+        let unreadable = |e: rusqlite::Error| match sql_error(&path, e) {
+            StoreError::Sql { err, .. } if !is_busy(&err) => foreign(format!("unreadable: {err}")),
+            other => other,
         };
         let state = retry_busy(|| read(&self.conn)).map_err(unreadable)?;
-        if judge(state)? {
+        let migrate = judge(state)?;
+        // A damaged page is found before anything is written: SQLite would
+        // take appends into the pages that are still sound, and the next
+        // read would fail.
+        self.quick_check().map_err(|e| match e {
+            StoreError::Sql { err, .. } if !is_busy(&err) => StoreError::Corrupt {
+                path: path.clone(),
+                detail: err.to_string(),
+            },
+            other => other,
+        })?;
+        if migrate {
             // Migrate under the write lock; another process may have done it
             // meanwhile, so judge again inside.
             let tx = self
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| StoreError::Sql {
-                    path: path.clone(),
-                    err: e,
-                })?;
+                .map_err(|e| sql_error(&path, e))?;
             let state = retry_busy(|| read(&tx)).map_err(unreadable)?;
             if judge(state)? {
                 for (i, step) in MIGRATIONS.iter().enumerate().skip(state.0 as usize) {
-                    tx.execute_batch(step).map_err(|e| StoreError::Sql {
-                        path: path.clone(),
-                        err: e,
-                    })?;
+                    tx.execute_batch(step).map_err(|e| sql_error(&path, e))?;
                     tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
-                        .map_err(|e| StoreError::Sql {
-                            path: path.clone(),
-                            err: e,
-                        })?;
+                        .map_err(|e| sql_error(&path, e))?;
                 }
                 tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
-                    .map_err(|e| StoreError::Sql {
-                        path: path.clone(),
-                        err: e,
-                    })?;
+                    .map_err(|e| sql_error(&path, e))?;
             }
-            tx.commit().map_err(|e| StoreError::Sql {
-                path: path.clone(),
-                err: e,
-            })?;
+            tx.commit().map_err(|e| sql_error(&path, e))?;
         }
         // WAL lets readers and one writer work at once; the mode is stored
         // in the file, so setting it again is a no-op. A file system without
@@ -442,10 +630,7 @@ impl Store {
     /// is already stored is skipped (returns false): imports deduplicate.
     pub fn append(&mut self, run: &RunMeta, records: &[Record]) -> Result<bool, StoreError> {
         let path = self.path.clone();
-        let sql = |err| StoreError::Sql {
-            path: path.clone(),
-            err,
-        };
+        let sql = |err| sql_error(&path, err);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)

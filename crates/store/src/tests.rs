@@ -463,3 +463,355 @@ mod exports {
         }
     }
 }
+
+mod hostile_stores {
+    //! Stores that others could have written, damaged files and paths that
+    //! are not files: refused with a message that says so, never written.
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_new_store_and_its_folders_are_private_to_the_user() {
+        // The test process's umask (022 or 002 usually) no longer decides:
+        // results describe the machine, and a folder others can write lets
+        // them swap in a forged store.
+        let t = tmp("private");
+        let db = t.parent().unwrap().join("a/b/results.db");
+        let mut s = Store::open(&db).unwrap();
+        s.append(&run("h", 1_700_000_000), &[rec(1.0)]).unwrap();
+        assert_eq!(mode(&db), 0o600, "the store");
+        for d in [db.parent().unwrap(), db.parent().unwrap().parent().unwrap()] {
+            assert_eq!(mode(d), 0o700, "{}", d.display());
+        }
+        for side in ["-wal", "-shm"] {
+            let sp = PathBuf::from(format!("{}{side}", db.display()));
+            if sp.exists() {
+                assert_eq!(mode(&sp), 0o600, "{}", sp.display());
+            }
+        }
+        drop(s);
+        // A store an older commbench left readable by all is made private.
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(Store::open(&db).unwrap());
+        assert_eq!(mode(&db), 0o600);
+    }
+
+    #[test]
+    fn a_store_owned_by_another_user_is_refused_and_left_untouched() {
+        let t = tmp("owner");
+        drop(Store::open(&t).unwrap());
+        // Only root can give a file away; others skip.
+        if let Err(e) = std::os::unix::fs::chown(&*t, Some(65_534), None) {
+            eprintln!("skipped: cannot chown as this user ({e})");
+            return;
+        }
+        let before = std::fs::read(&*t).unwrap();
+        let err = Store::open(&t).err().expect("must be refused").to_string();
+        assert!(err.contains("belongs to") && err.contains("65534"), "{err}");
+        assert!(
+            err.contains("left untouched") && err.contains("--store"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&*t).unwrap(), before);
+    }
+
+    #[test]
+    fn a_store_with_a_corrupt_page_is_refused_and_left_untouched() {
+        // Regression: the header was sound, so appends went into the pages
+        // that still were (exit 0, no warning) and `history` failed later.
+        let p = tmp("badpage");
+        {
+            let mut s = Store::open(&p).unwrap();
+            for i in 0..60 {
+                let recs: Vec<Record> = (0..20).map(|k| rec((i * 100 + k) as f64)).collect();
+                s.append(&run("h", 1_700_000_000 + i), &recs).unwrap();
+            }
+        }
+        let mut bytes = std::fs::read(&*p).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 20 * page, "{} bytes", bytes.len());
+        // Garbage over a page in the middle (a b-tree page of records).
+        let at = (bytes.len() / page / 2) * page;
+        for (i, b) in bytes[at..at + page].iter_mut().enumerate() {
+            *b = (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] | 0x0d;
+        }
+        std::fs::write(&*p, &bytes).unwrap();
+        let err = Store::open(&p).err().expect("must be refused").to_string();
+        assert!(
+            err.contains("damaged") && err.contains("left untouched"),
+            "{err}"
+        );
+        assert!(err.contains(".recover"), "says what to do: {err}");
+        assert_eq!(std::fs::read(&*p).unwrap(), bytes, "the file was modified");
+    }
+
+    #[test]
+    fn a_character_device_as_store_is_refused_before_sqlite_opens_it() {
+        // Regression: SQLite opened /dev/null and left /dev/null-journal.
+        let journal = Path::new("/dev/null-journal");
+        let existed = journal.exists();
+        let res = Store::open(Path::new("/dev/null")).err();
+        let left = !existed && journal.exists();
+        if left {
+            let _ = std::fs::remove_file(journal);
+        }
+        assert!(!left, "SQLite left /dev/null-journal");
+        let err = res.expect("must be refused").to_string();
+        assert!(
+            err.contains("character device") && err.contains("not a regular file"),
+            "{err}"
+        );
+        // A FIFO too (SQLite would block reading it).
+        let t = tmp("fifo");
+        let fifo = t.with_file_name("fifo.db");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let err = Store::open(&fifo)
+                .err()
+                .expect("must be refused")
+                .to_string();
+            assert!(err.contains("a FIFO"), "{err}");
+        }
+    }
+
+    #[test]
+    fn permission_denied_and_a_full_disk_say_so() {
+        // Regression: both read "is not a commbench results store".
+        let sqlite = |code| {
+            sql_error(
+                "/s.db",
+                rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
+            )
+            .to_string()
+        };
+        for code in [
+            rusqlite::ffi::SQLITE_CANTOPEN,
+            rusqlite::ffi::SQLITE_PERM,
+            rusqlite::ffi::SQLITE_READONLY,
+        ] {
+            let m = sqlite(code);
+            assert!(m.contains("permission denied"), "{m}");
+            assert!(!m.contains("not a commbench"), "{m}");
+        }
+        let m = sqlite(rusqlite::ffi::SQLITE_FULL);
+        assert!(m.contains("disk") && m.contains("is full"), "{m}");
+        let io =
+            |k| io_error("/s.db", "cannot create it".into(), &std::io::Error::from(k)).to_string();
+        assert!(io(std::io::ErrorKind::PermissionDenied).contains("permission denied"));
+        assert!(io(std::io::ErrorKind::StorageFull).contains("is full"));
+        // Through the store: a file that cannot be read.
+        let t = tmp("denied");
+        drop(Store::open(&t).unwrap());
+        std::fs::set_permissions(&*t, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(&*t).is_err() {
+            let m = Store::open(&t).err().expect("must be refused").to_string();
+            assert!(m.contains("permission denied"), "{m}");
+        }
+    }
+}
+
+mod hostile_imports {
+    //! Imports of files made to hurt: bounded in bytes, lines, records and
+    //! metrics; special files and links out of the folder refused; start
+    //! times and the document's shape checked. Nothing is written then.
+    use super::*;
+    use crate::export::{import, import_with, parse_rfc3339_utc, ImportLimits};
+
+    fn env(host: &str, utc: &str) -> Value {
+        json!({"hostname": host, "started_utc": utc, "git_sha": "s",
+               "build_profile": "release", "command_line": ["commbench", "ipc"]})
+    }
+
+    fn line(r: &Record, env: &Value) -> String {
+        let mut r = r.clone();
+        r.environment = Some(env.clone());
+        serde_json::to_string(&r).unwrap() + "\n"
+    }
+
+    fn refused(s: &mut Store, p: &Path, lim: &ImportLimits, want: &str) {
+        let err = import_with(s, p, lim).expect_err("must be refused");
+        assert!(matches!(err, StoreError::Input(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains(want), "{msg}");
+        assert!(msg.len() < 2000, "a short message: {} bytes", msg.len());
+        assert_eq!(
+            s.runs(&Filter::default()).unwrap().len(),
+            0,
+            "nothing written"
+        );
+    }
+
+    #[test]
+    fn a_long_line_a_big_record_and_many_metrics_are_bounded() {
+        // Regression: a 200 MB line took 1.85 GB and grew the store by
+        // 630 MB; a line of metric keys took 3.7 GB and 42 s.
+        let t = tmp("bounds");
+        let mut s = Store::open(&t).unwrap();
+        let e = env("h", "2026-01-02T03:04:05.000Z");
+        let f = t.with_file_name("big.jsonl");
+        let big = rec(1.0).param("blob", "x".repeat(5 << 20));
+        std::fs::write(&f, line(&big, &e)).unwrap();
+        let d = ImportLimits::default();
+        refused(&mut s, &f, &d, "--import-max-line-bytes");
+        let long_lines = ImportLimits {
+            max_line_bytes: 16 << 20,
+            ..d
+        };
+        refused(&mut s, &f, &long_lines, "--import-max-record-bytes");
+        let both = ImportLimits {
+            max_record_bytes: 16 << 20,
+            ..long_lines
+        };
+        assert_eq!(import_with(&mut s, &f, &both).unwrap().runs_added, 1);
+
+        let t2 = tmp("metrics");
+        let mut s2 = Store::open(&t2).unwrap();
+        let mut many = rec(1.0);
+        for k in 0..20_000 {
+            many.push_metric(&format!("m{k}"), k);
+        }
+        std::fs::write(&f, line(&many, &e)).unwrap();
+        refused(&mut s2, &f, &d, "--import-max-metrics");
+        // Nested values count each.
+        let nested = rec(1.0).metric("h", (0..20_000).collect::<Vec<_>>());
+        std::fs::write(&f, line(&nested, &e)).unwrap();
+        refused(&mut s2, &f, &d, "--import-max-metrics");
+    }
+
+    #[test]
+    fn a_whole_import_is_bounded_in_bytes() {
+        let t = tmp("total");
+        let mut s = Store::open(&t).unwrap();
+        let dir = t.with_file_name("many");
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..3 {
+            let e = env("h", &format!("2026-01-0{}T00:00:00Z", i + 1));
+            std::fs::write(dir.join(format!("r{i}.jsonl")), line(&rec(1.0), &e)).unwrap();
+        }
+        let one = std::fs::metadata(dir.join("r0.jsonl")).unwrap().len();
+        let lim = ImportLimits {
+            max_bytes: one * 2 + 1,
+            ..ImportLimits::default()
+        };
+        refused(&mut s, &dir, &lim, "--import-max-bytes");
+        let lim = ImportLimits {
+            max_bytes: one * 3,
+            ..lim
+        };
+        assert_eq!(import_with(&mut s, &dir, &lim).unwrap().runs_added, 3);
+    }
+
+    #[test]
+    fn special_files_are_refused_and_never_read() {
+        // Regression: /dev/zero grew to 2.1 GB in 3 s; a FIFO blocked forever.
+        let t = tmp("special");
+        let mut s = Store::open(&t).unwrap();
+        let d = ImportLimits::default();
+        refused(&mut s, Path::new("/dev/zero"), &d, "a character device");
+        let dir = t.with_file_name("with-fifo");
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("part-0.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            refused(&mut s, &fifo, &d, "a FIFO");
+            refused(&mut s, &dir, &d, "a FIFO");
+        }
+    }
+
+    #[test]
+    fn symbolic_links_out_of_an_import_folder_are_not_followed() {
+        // Regression: a link to / walked the whole file system.
+        let t = tmp("links");
+        let mut s = Store::open(&t).unwrap();
+        let dir = t.with_file_name("exp");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let e = env("h", "2026-01-02T03:04:05Z");
+        std::fs::write(dir.join("sub/r.jsonl"), line(&rec(1.0), &e)).unwrap();
+        // Links inside the folder are fine, loops included.
+        std::os::unix::fs::symlink(&dir, dir.join("sub/loop")).unwrap();
+        std::os::unix::fs::symlink(dir.join("sub/r.jsonl"), dir.join("same.jsonl")).unwrap();
+        std::os::unix::fs::symlink("/", dir.join("root")).unwrap();
+        refused(&mut s, &dir, &ImportLimits::default(), "outside");
+        std::fs::remove_file(dir.join("root")).unwrap();
+        let outside = t.with_file_name("outside.jsonl");
+        std::fs::write(&outside, line(&rec(2.0), &env("o", "2026-01-03T00:00:00Z"))).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("o.jsonl")).unwrap();
+        refused(&mut s, &dir, &ImportLimits::default(), "outside");
+        std::fs::remove_file(dir.join("o.jsonl")).unwrap();
+        let got = import(&mut s, &dir).unwrap();
+        assert_eq!((got.runs_added, got.records_added), (1, 1), "{got:?}");
+    }
+
+    #[test]
+    fn start_times_must_be_rfc3339_utc_in_a_sane_range() {
+        // Regression: `12` and `9999-99-99…` were imported as they were.
+        assert_eq!(
+            parse_rfc3339_utc("2026-11-24T10:52:06.123Z"),
+            Some(1_795_517_526)
+        );
+        assert_eq!(
+            parse_rfc3339_utc("2026-11-24T10:52:06+00:00"),
+            Some(1_795_517_526)
+        );
+        assert_eq!(parse_rfc3339_utc("1970-01-01T00:00:00Z"), Some(0));
+        for bad in [
+            "12",
+            "",
+            "9999-99-99T99:99:99Z",
+            "9999-12-31T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-11-24",
+            "2026-11-24T10:52:06",
+            "2026-11-24T10:52:06+02:00",
+            "2026-11-24T10:52Z",
+            "1969-12-31T23:59:59Z",
+            "2026-11-24T10:52:06.Z",
+        ] {
+            assert_eq!(parse_rfc3339_utc(bad), None, "{bad}");
+        }
+        let t = tmp("utc");
+        let mut s = Store::open(&t).unwrap();
+        let f = t.with_file_name("r.jsonl");
+        for bad in ["12", "9999-99-99T00:00:00Z", "\u{1b}[31mred"] {
+            std::fs::write(&f, line(&rec(1.0), &env("h", bad))).unwrap();
+            refused(
+                &mut s,
+                &f,
+                &ImportLimits::default(),
+                "not an RFC 3339 UTC time",
+            );
+            let msg = import(&mut s, &f).unwrap_err().to_string();
+            assert!(!msg.contains('\u{1b}'), "escaped in the message: {msg}");
+        }
+        // An export row whose two times disagree.
+        let dir = t.with_file_name("exp");
+        std::fs::create_dir_all(dir.join("lab=ipc/host=h")).unwrap();
+        let row = json!({"run_id": "ab", "started_utc": "2026-01-02T03:04:05Z", "started_unix": 5,
+            "git_sha": "s", "build_profile": "release", "command_line": [], "environment": {},
+            "test": "reqres", "params": {}, "metrics": {}, "match_key": ""});
+        std::fs::write(dir.join("lab=ipc/host=h/part-0.jsonl"), format!("{row}\n")).unwrap();
+        refused(&mut s, &dir, &ImportLimits::default(), "started_unix 5");
+    }
+
+    #[test]
+    fn a_document_whose_records_are_not_an_array_is_refused() {
+        // Regression: `"records": {}` imported 0 runs with exit 0, while
+        // report and compare refused it.
+        let t = tmp("shape");
+        let mut s = Store::open(&t).unwrap();
+        let f = t.with_file_name("doc.json");
+        let d = ImportLimits::default();
+        let doc = json!({"schema_version": 1, "environment": env("h", "2026-01-02T03:04:05Z"), "records": {}});
+        std::fs::write(&f, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        refused(&mut s, &f, &d, "\"records\" is an object, not an array");
+        std::fs::write(&f, "").unwrap();
+        refused(&mut s, &f, &d, "no records");
+        let doc = json!({"schema_version": 1, "environment": env("h", "2026-01-02T03:04:05Z"), "records": [rec(1.0)]});
+        std::fs::write(&f, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        assert_eq!(import(&mut s, &f).unwrap().records_added, 1);
+    }
+}

@@ -7,10 +7,11 @@
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
+use commbench_core::record::escape_control;
 use commbench_core::record::Record;
 use commbench_report::{compare, headline_metric, params_key, RunRow, Series, Trend};
-use commbench_store::export::ExportFormat;
-use commbench_store::{parse_utc, Filter, StoredRecord};
+use commbench_store::export::{ExportFormat, ImportLimits};
+use commbench_store::{parse_utc, Filter, StoreError, StoredRecord};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -53,6 +54,18 @@ pub struct HistoryArgs {
     /// Merge runs of other machines: an export folder, or a results.jsonl / --format json|jsonl file; runs already kept are skipped.
     #[arg(long, value_name = "DIR|FILE", conflicts_with_all = ["plot", "save_baseline"])]
     pub import: Option<PathBuf>,
+    /// Most bytes one --import reads, all files together (K/M suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::parse_size, default_value = "256M", requires = "import")]
+    pub import_max_bytes: usize,
+    /// Longest line of an imported file, in bytes.
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::parse_size, default_value = "4M", requires = "import")]
+    pub import_max_line_bytes: usize,
+    /// Largest imported record (with its environment) as JSON, in bytes.
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::parse_size, default_value = "4M", requires = "import")]
+    pub import_max_record_bytes: usize,
+    /// Most parameters and metrics (nested values counted each) of one imported record.
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "import")]
+    pub import_max_metrics: usize,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -136,12 +149,24 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(path) = &a.import {
-        let sum = commbench_store::export::import(&mut store, path)?;
+        let lim = ImportLimits {
+            max_bytes: a.import_max_bytes as u64,
+            max_line_bytes: a.import_max_line_bytes,
+            max_record_bytes: a.import_max_record_bytes,
+            max_metrics: a.import_max_metrics,
+        };
+        // What is wrong with the input is the user's to fix: exit 2, as
+        // `report` and `compare` refuse a bad result file.
+        let sum =
+            commbench_store::export::import_with(&mut store, path, &lim).map_err(|e| match e {
+                StoreError::Input(m) => crate::usage(format!("--import: {m}")),
+                e => e.into(),
+            })?;
         eprintln!(
             "history: imported {} runs ({} records) from {}; {} already kept",
             sum.runs_added,
             sum.records_added,
-            path.display(),
+            escape_control(&path.display().to_string()),
             sum.runs_skipped
         );
         return Ok(());
