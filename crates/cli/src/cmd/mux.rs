@@ -8,7 +8,10 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::Recorder;
-use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Protocol, Remote};
+use commbench_mux::token::TOKEN_ENV;
+use commbench_mux::{
+    seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Protocol, Remote, Token,
+};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -154,8 +157,9 @@ pub struct ServeArgs {
     /// Lookup.
     #[arg(long, value_enum, default_value = "index")]
     pub lookup: LookupArg,
-    /// Echo address (IPv4).
-    #[arg(long, default_value = "0.0.0.0:7000")]
+    /// Echo address (IPv4). Loopback by default: give 0.0.0.0:PORT (or an
+    /// interface's address) for a load generator on another host.
+    #[arg(long, default_value = "127.0.0.1:7000")]
     pub listen: SocketAddr,
     /// What travels on a connection.
     #[arg(long, value_enum, default_value = "raw")]
@@ -169,9 +173,15 @@ pub struct ServeArgs {
     /// Connections expected (listen backlog, io_uring queue sizes).
     #[arg(long, default_value_t = 10000)]
     pub max_conns: usize,
-    /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo port + 1).
+    /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo address, port + 1).
+    /// Over TCP every connection must present the run's token.
     #[arg(long)]
     pub control: Option<String>,
+    /// Write the control token to this file (mode 0600) for `mux load
+    /// --control-token-file`; without it the token is printed on stderr. The
+    /// token is random per run, or taken from COMMBENCH_MUX_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub control_token_file: Option<std::path::PathBuf>,
     /// Pin the loop threads (taskset syntax).
     #[arg(long)]
     pub cpus: Option<String>,
@@ -185,6 +195,15 @@ pub struct LoadArgs {
     /// The server's control address (default: the echo port + 1); `none`: server CPU unknown.
     #[arg(long)]
     pub control: Option<String>,
+    /// File holding the server's control token (as `mux serve
+    /// --control-token-file` wrote it; must be readable by this user only).
+    /// Or set COMMBENCH_MUX_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub control_token_file: Option<std::path::PathBuf>,
+    /// The server's control token, 32 hex digits (visible to other users in
+    /// the process list: prefer --control-token-file or COMMBENCH_MUX_TOKEN).
+    #[arg(long, value_name = "HEX")]
+    pub control_token: Option<String>,
     #[command(flatten)]
     pub load: LoadOpts,
     #[command(flatten)]
@@ -379,8 +398,10 @@ fn serve(s: &ServeArgs) -> Result<()> {
                     c
                 }
             };
+            let token = serve_token(s)?;
             let stop = commbench_core::sys::stop_on_signal();
-            let server = commbench_mux::server::serve_tcp(&cfg, control, stop).map_err(lib_err)?;
+            let server =
+                commbench_mux::server::serve_tcp(&cfg, control, &token, stop).map_err(lib_err)?;
             let st = server.stop().map_err(lib_err)?;
             eprintln!(
                 "commbench mux serve: stopped after {} connections, {} bytes echoed, user {:.3} s, sys {:.3} s",
@@ -388,6 +409,52 @@ fn serve(s: &ServeArgs) -> Result<()> {
             );
             Ok(())
         }
+    }
+}
+
+/// The control token `mux serve` wants: COMMBENCH_MUX_TOKEN or a fresh
+/// one, handed out through --control-token-file (mode 0600) or stderr.
+fn serve_token(s: &ServeArgs) -> Result<Token> {
+    let token = match std::env::var(TOKEN_ENV) {
+        Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV).map_err(lib_err)?,
+        Err(_) => Token::random().map_err(lib_err)?,
+    };
+    match &s.control_token_file {
+        Some(p) => {
+            token.write_file(p).map_err(lib_err)?;
+            eprintln!(
+                "commbench mux serve: control token in {} (mux load --control-token-file {})",
+                p.display(),
+                p.display()
+            );
+        }
+        None if std::env::var_os(TOKEN_ENV).is_some() => {
+            eprintln!("commbench mux serve: control token from {TOKEN_ENV}");
+        }
+        None => eprintln!(
+            "commbench mux serve: control token {} (give it to mux load in {TOKEN_ENV}, or use --control-token-file PATH to keep it off the terminal)",
+            token.hex()
+        ),
+    }
+    Ok(token)
+}
+
+/// The token `mux load` presents: --control-token, --control-token-file
+/// or COMMBENCH_MUX_TOKEN (None: none given).
+fn load_token(l: &LoadArgs) -> Result<Option<Token>> {
+    if let Some(t) = &l.control_token {
+        return Token::parse_or_usage(t, "--control-token")
+            .map(Some)
+            .map_err(lib_err);
+    }
+    if let Some(p) = &l.control_token_file {
+        return Token::from_file(p).map(Some).map_err(lib_err);
+    }
+    match std::env::var(TOKEN_ENV) {
+        Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV)
+            .map(Some)
+            .map_err(lib_err),
+        Err(_) => Ok(None),
     }
 }
 
@@ -412,9 +479,21 @@ fn load(l: &LoadArgs) -> Result<()> {
             Some(c)
         }
     };
+    let token = match control {
+        Some(_) => load_token(l)?,
+        None => None,
+    };
+    if let (Some(c), None) = (control, &token) {
+        return Err(crate::usage(format!(
+            "the server's control channel {c} needs its token: give --control-token-file PATH \
+             (written by mux serve --control-token-file PATH), {TOKEN_ENV} or --control-token; \
+             or --control none (server CPU unknown)"
+        )));
+    }
     cfg.remote = Some(Remote {
         target: l.target,
         control,
+        token,
     });
     let mut rec = crate::progress::recorder();
     let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
