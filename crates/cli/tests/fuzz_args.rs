@@ -378,3 +378,64 @@ fn every_subcommand_with_random_arguments_exits_0_1_or_2_without_a_panic() {
         killed.get()
     );
 }
+
+/// Duration arguments beyond what a deadline can hold were an overflow
+/// panic (`pipeline io --duration-s 18446744073709551615`): each is a usage
+/// error (exit 2) that states the allowed range.
+#[test]
+fn huge_duration_arguments_are_usage_errors_stating_the_range() {
+    let huge = "18446744073709551615";
+    for (args, range) in [
+        (
+            vec![
+                "pipeline",
+                "io",
+                "--mode",
+                "sink",
+                "--iface",
+                "lo",
+                "--duration-s",
+                huge,
+            ],
+            "1..=86400",
+        ),
+        (
+            vec![
+                "pipeline",
+                "io",
+                "--mode",
+                "sink",
+                "--iface",
+                "lo",
+                "--idle-ms",
+                huge,
+            ],
+            "1..=86400000",
+        ),
+        (vec!["pipeline", "netns", "--timeout-s", huge], "1..=86400"),
+        (vec!["controller", "--duration", "1e300"], "2592000"),
+        (vec!["controller", "--duration", "inf"], "2592000"),
+        (vec!["mux", "--timeout", "1e300"], "86400"),
+        (
+            vec![
+                "mux",
+                "load",
+                "--target",
+                "127.0.0.1:9",
+                "--timeout",
+                "1e19",
+            ],
+            "86400",
+        ),
+    ] {
+        let out = Command::new(bin())
+            .args(&args)
+            .env("COMMBENCH_NO_STORE", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(range), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

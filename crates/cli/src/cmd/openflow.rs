@@ -321,7 +321,7 @@ pub struct ControllerArgs {
     /// Worker threads (switches are spread over them).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
-    /// Stop after this many seconds (default: run until Ctrl-C / SIGTERM).
+    /// Stop after this many seconds, 0 < SECS <= 2592000 (default: run until Ctrl-C / SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Pin the worker threads to these CPUs (taskset list syntax).
@@ -359,10 +359,11 @@ pub struct ControllerArgs {
 
 pub fn run_controller(a: &ControllerArgs) -> Result<()> {
     if let Some(d) = a.duration {
-        if !(d > 0.0 && d.is_finite()) {
-            return Err(crate::usage(
-                "--duration must be a positive number of seconds",
-            ));
+        // Up to 30 days (run without --duration for longer).
+        if !(d > 0.0 && d <= 2_592_000.0) {
+            return Err(crate::usage(format!(
+                "--duration must be 0 < seconds <= 2592000 (30 days; omit it to run until Ctrl-C), got {d}"
+            )));
         }
     }
     let cfg = ControllerConfig {

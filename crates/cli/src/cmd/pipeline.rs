@@ -27,6 +27,10 @@ pub enum PipelineCmd {
     Io(IoArgs),
 }
 
+/// Longest duration argument, seconds (a day): a clear usage error above
+/// it instead of an overflow when the deadline is computed.
+const MAX_SECS: u64 = 86_400;
+
 #[derive(Debug, Args)]
 pub struct NetnsArgs {
     /// Frames the generator sends.
@@ -41,8 +45,8 @@ pub struct NetnsArgs {
     /// Most frames in flight before the generator waits (0: unpaced, drops expected).
     #[arg(long, default_value_t = 0)]
     pub window: u64,
-    /// Give up after this many seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Give up after this many seconds, 1..=86400.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS))]
     pub timeout_s: u64,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
@@ -125,11 +129,11 @@ pub struct IoArgs {
     pub size: u32,
     #[arg(long, default_value_t = 32)]
     pub burst: usize,
-    /// Stop after this many seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Stop after this many seconds, 1..=86400.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS))]
     pub duration_s: u64,
-    /// fwd, sink: stop after this long without a frame.
-    #[arg(long, default_value_t = 2000)]
+    /// fwd, sink: stop after this long without a frame, 1..=86400000 ms.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS * 1000))]
     pub idle_ms: u64,
     #[command(flatten)]
     pub out: OutputArgs,
