@@ -114,7 +114,7 @@ pub struct LoadOpts {
     /// Unmeasured rounds first (every connection served once before timing), reported as omitted.
     #[arg(long, default_value_t = 0)]
     pub warmup_rounds: u64,
-    /// Bytes per message (suffixes K, KiB, M, MiB), 1 B..=16 MiB.
+    /// Bytes per message (suffixes B, K/KiB, M/MiB, G/GiB), 1 B..=16 MiB.
     #[arg(long, default_value = "1024", value_parser = crate::args::parse_size)]
     pub size: usize,
     /// Connections doing rounds; the rest connect and stay idle (default: all).
@@ -167,8 +167,8 @@ pub struct ServeArgs {
     /// Event loops (SO_REUSEPORT), 1..=64.
     #[arg(long, default_value_t = 1)]
     pub server_threads: usize,
-    /// Bytes per read (and per io_uring connection buffer), 512..=1048576.
-    #[arg(long, default_value_t = 65536)]
+    /// Bytes per read (and per io_uring connection buffer), 512 B..=1 MiB (suffixes K, M).
+    #[arg(long, default_value = "64KiB", value_parser = crate::args::parse_size)]
     pub buf: usize,
     /// Connections expected (listen backlog, io_uring queue sizes).
     #[arg(long, default_value_t = 10000)]
@@ -360,7 +360,10 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
         return Err(crate::usage("--server-threads must be 1..=64"));
     }
     if !(512..=1 << 20).contains(&s.buf) {
-        return Err(crate::usage("--buf must be 512..=1048576"));
+        return Err(crate::usage(format!(
+            "--buf must be 512 B..=1 MiB (512..=1048576), got {} B",
+            s.buf
+        )));
     }
     if s.max_conns == 0 || s.max_conns > commbench_mux::MAX_CONNS {
         return Err(crate::usage("--max-conns must be 1..=1000000"));

@@ -36,8 +36,8 @@ pub struct NetnsArgs {
     /// Frames the generator sends.
     #[arg(long, default_value_t = 1_000_000)]
     pub frames: u64,
-    /// Frame size with FCS (64..=1518).
-    #[arg(long, default_value_t = 64)]
+    /// Frame size with FCS (64..=1518 bytes).
+    #[arg(long, default_value = "64", value_parser = crate::args::parse_size_u32)]
     pub size: u32,
     /// Frames per sendmmsg.
     #[arg(long, default_value_t = 32)]
@@ -125,7 +125,8 @@ pub struct IoArgs {
     /// gen: transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
     pub tx: TxArg,
-    #[arg(long, default_value_t = 64)]
+    /// Frame size with FCS (64..=1518 bytes).
+    #[arg(long, default_value = "64", value_parser = crate::args::parse_size_u32)]
     pub size: u32,
     #[arg(long, default_value_t = 32)]
     pub burst: usize,
@@ -194,7 +195,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 2_000_000)]
     pub packets: u64,
     /// Frame sizes with FCS, comma-separated (one run each).
-    #[arg(long, value_delimiter = ',', default_value = "64")]
+    #[arg(long, value_delimiter = ',', default_value = "64", value_parser = crate::args::parse_size_u32)]
     pub sizes: Vec<u32>,
     #[arg(long, value_enum, default_value = "rtc")]
     pub mode: ModeArg,
