@@ -6,21 +6,72 @@
 use anyhow::Result;
 use commbench_core::placement::CpuList;
 
-/// A size in bytes: a number with an optional binary suffix (K/KiB, M/MiB,
-/// G/GiB); `64K` is 65536.
+/// A size in bytes: a whole number with an optional binary suffix, in
+/// upper or lower case: B, K/KiB, M/MiB, G/GiB (`64K` and `64kib` are
+/// 65536, `512B` is 512). A size that does not fit is refused, saying so.
 pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
+    let n = parse_size_u64(s)?;
+    usize::try_from(n).map_err(|_| format!("'{s}' is too large: at most {} bytes", usize::MAX))
+}
+
+/// [`parse_size`] as a u64.
+pub fn parse_size_u64(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("KiB").or_else(|| t.strip_suffix('K')) {
-        (n, 1usize << 10)
-    } else if let Some(n) = t.strip_suffix("MiB").or_else(|| t.strip_suffix('M')) {
-        (n, 1 << 20)
-    } else {
-        (t, 1)
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.trim_start().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => {
+            return Err(format!(
+                "'{s}' is not a size: a whole number of bytes with an optional suffix B, K/KiB, M/MiB or G/GiB (e.g. 128, 64K, 1MiB, 2G)"
+            ))
+        }
     };
-    num.parse::<usize>()
+    if num.is_empty() {
+        return Err(format!("'{s}' is not a size: it needs a number (e.g. 64K)"));
+    }
+    num.parse::<u64>()
         .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("'{s}' is not a size (e.g. 128, 64K, 1MiB)"))
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("'{s}' is too large: at most {} bytes", u64::MAX))
+}
+
+/// [`parse_size`] as a u32 (frame sizes).
+pub fn parse_size_u32(s: &str) -> std::result::Result<u32, String> {
+    let n = parse_size_u64(s)?;
+    u32::try_from(n).map_err(|_| format!("'{s}' is too large: at most {} bytes", u32::MAX))
+}
+
+/// A size parser that also checks `min..=max` (bytes), naming the range.
+pub fn size_in(
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> std::result::Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s| {
+        let n = parse_size_u64(s)?;
+        if (min..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!(
+                "{n} bytes is outside {}..={} ({min}..={max} bytes)",
+                human(min),
+                human(max)
+            ))
+        }
+    }
+}
+
+/// 1048576 as "1MiB", 1000 as "1000B".
+fn human(n: u64) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    format!("{n}B")
 }
 
 /// `--cpus server=LIST --cpus client=LIST`: the CPUs of each role.
@@ -44,4 +95,46 @@ pub fn placement(cpus: &[String]) -> Result<(Option<CpuList>, Option<CpuList>)> 
         }
     }
     Ok((server, client))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_every_suffix_in_either_case() {
+        for (s, n) in [
+            ("128", 128u64),
+            ("512B", 512),
+            ("512 b", 512),
+            ("64K", 64 << 10),
+            ("64k", 64 << 10),
+            ("64KiB", 64 << 10),
+            ("64kib", 64 << 10),
+            ("1M", 1 << 20),
+            ("1m", 1 << 20),
+            ("1MiB", 1 << 20),
+            ("64M", 64 << 20),
+            ("2G", 2 << 30),
+            ("2g", 2 << 30),
+            ("2GiB", 2 << 30),
+        ] {
+            assert_eq!(parse_size_u64(s), Ok(n), "{s}");
+        }
+    }
+
+    #[test]
+    fn bad_and_overflowing_sizes_say_why() {
+        for s in ["", "K", "1.5M", "-1", "12X", "1T", "0x10"] {
+            let e = parse_size_u64(s).unwrap_err();
+            assert!(e.contains("not a size"), "{s}: {e}");
+        }
+        let e = parse_size_u64("17179869184G").unwrap_err();
+        assert!(e.contains("too large"), "{e}");
+        let e = parse_size_u32("4G").unwrap_err();
+        assert!(e.contains("too large"), "{e}");
+        let e = size_in(1 << 20, 64 << 30)("64K").unwrap_err();
+        assert!(e.contains("1MiB..=64GiB"), "{e}");
+        assert_eq!(size_in(1 << 20, 64 << 30)("64M"), Ok(64 << 20));
+    }
 }

@@ -378,3 +378,148 @@ fn every_subcommand_with_random_arguments_exits_0_1_or_2_without_a_panic() {
         killed.get()
     );
 }
+
+/// Duration arguments beyond what a deadline can hold were an overflow
+/// panic (`pipeline io --duration-s 18446744073709551615`): each is a usage
+/// error (exit 2) that states the allowed range.
+#[test]
+fn huge_duration_arguments_are_usage_errors_stating_the_range() {
+    let huge = "18446744073709551615";
+    for (args, range) in [
+        (
+            vec![
+                "pipeline",
+                "io",
+                "--mode",
+                "sink",
+                "--iface",
+                "lo",
+                "--duration-s",
+                huge,
+            ],
+            "1..=86400",
+        ),
+        (
+            vec![
+                "pipeline",
+                "io",
+                "--mode",
+                "sink",
+                "--iface",
+                "lo",
+                "--idle-ms",
+                huge,
+            ],
+            "1..=86400000",
+        ),
+        (vec!["pipeline", "netns", "--timeout-s", huge], "1..=86400"),
+        (vec!["controller", "--duration", "1e300"], "2592000"),
+        (vec!["controller", "--duration", "inf"], "2592000"),
+        (vec!["mux", "--timeout", "1e300"], "86400"),
+        (
+            vec![
+                "mux",
+                "load",
+                "--target",
+                "127.0.0.1:9",
+                "--timeout",
+                "1e19",
+            ],
+            "86400",
+        ),
+    ] {
+        let out = Command::new(bin())
+            .args(&args)
+            .env("COMMBENCH_NO_STORE", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(range), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// Every size argument takes the one size syntax (`controller
+/// --max-buffered-in 64M` was "invalid digit found in string" although its
+/// help gives the default as 64 MiB): the size parses, so the error that
+/// follows is about the next, invalid argument; and a bad size says what
+/// a size is.
+#[test]
+fn every_size_argument_takes_binary_suffixes() {
+    for (args, next) in [
+        (
+            vec!["controller", "--max-buffered-in", "64M", "--threads", "0"],
+            "--threads",
+        ),
+        (
+            vec!["controller", "--max-buffered-in", "1g", "--threads", "0"],
+            "--threads",
+        ),
+        (
+            vec!["controller", "--max-pending-out", "2MiB", "--threads", "0"],
+            "--threads",
+        ),
+        (
+            vec!["mux", "serve", "--buf", "64k", "--engine", "nope"],
+            "--engine",
+        ),
+        (
+            vec!["mux", "--size", "1KiB", "--engine", "nope"],
+            "--engine",
+        ),
+        (
+            vec![
+                "ipc", "stream", "--size", "512B", "--ring", "1m", "--count", "x",
+            ],
+            "--count",
+        ),
+        (
+            vec!["pipeline", "run", "--sizes", "64,1K", "--burst", "x"],
+            "--burst",
+        ),
+        (
+            vec!["pipeline", "netns", "--size", "1k", "--burst", "x"],
+            "--burst",
+        ),
+        (vec!["budget", "--size", "1K", "--ghz", "x"], "--ghz"),
+    ] {
+        let out = Command::new(bin())
+            .args(&args)
+            .env("COMMBENCH_NO_STORE", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(next), "{args:?}: {err}");
+        // No complaint about the sizes themselves.
+        for size_flag in args.iter().filter(|a| a.starts_with("--") && **a != next) {
+            assert!(!err.contains(&format!("'{size_flag} ")), "{args:?}: {err}");
+        }
+    }
+    // Out of range or not a size: a clear message.
+    for (args, msg) in [
+        (
+            vec!["controller", "--max-buffered-in", "64K"],
+            "1MiB..=64GiB",
+        ),
+        (
+            vec!["controller", "--max-buffered-in", "99999999999G"],
+            "too large",
+        ),
+        (
+            vec!["mux", "serve", "--buf", "2M"],
+            "--buf must be 512 B..=1 MiB",
+        ),
+        (vec!["mux", "--size", "1.5M"], "not a size"),
+    ] {
+        let out = Command::new(bin())
+            .args(&args)
+            .env("COMMBENCH_NO_STORE", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
+}

@@ -163,6 +163,9 @@ fn io_uring_unavailable_is_skipped_with_a_message_and_the_others_run() {
     .stderr(predicate::str::contains("no engine can run here"));
 }
 
+const TOKEN_ENV: &str = "COMMBENCH_MUX_TOKEN";
+const TOKEN: &str = "00112233445566778899aabbccddeeff";
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -197,6 +200,7 @@ fn a_killed_server_ends_the_load_with_exit_1() {
             .arg(format!("127.0.0.1:{port}"))
             .arg("--control")
             .arg(format!("127.0.0.1:{ctl}"))
+            .env(TOKEN_ENV, TOKEN)
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -208,6 +212,7 @@ fn a_killed_server_ends_the_load_with_exit_1() {
         .arg("--control")
         .arg(format!("127.0.0.1:{ctl}"))
         .args(["--conns", "20", "--rounds", "100000000", "--timeout", "120"])
+        .env(TOKEN_ENV, TOKEN)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -231,6 +236,7 @@ fn a_server_out_of_descriptors_is_an_error_not_a_smaller_run() {
                 "ulimit -n 100; exec {} mux serve --engine poll --listen 127.0.0.1:{port} --control 127.0.0.1:{ctl}",
                 bin_path().display()
             ))
+            .env(TOKEN_ENV, TOKEN)
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -242,6 +248,7 @@ fn a_server_out_of_descriptors_is_an_error_not_a_smaller_run() {
         .arg("--control")
         .arg(format!("127.0.0.1:{ctl}"))
         .args(["--conns", "300", "--rounds", "2", "--timeout", "60"])
+        .env(TOKEN_ENV, TOKEN)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -310,6 +317,9 @@ fn serve_and_load_split_across_two_network_namespaces() {
         eprintln!("skipped: could not create namespaces and a veth pair here");
         return;
     };
+    let dir = std::env::temp_dir().join(format!("cbmux-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("token");
     let _server = KillOnDrop(
         std::process::Command::new("ip")
             .args(["netns", "exec", &ns.a])
@@ -321,7 +331,9 @@ fn serve_and_load_split_across_two_network_namespaces() {
                 "epoll-et",
                 "--listen",
                 "10.77.0.1:7100",
+                "--control-token-file",
             ])
+            .arg(&token_file)
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -345,7 +357,10 @@ fn serve_and_load_split_across_two_network_namespaces() {
                 "512",
                 "--format",
                 "json",
+                "--control-token-file",
             ])
+            .arg(&token_file)
+            .env_remove(TOKEN_ENV)
             .output()
             .unwrap();
         if out.status.success() || Instant::now() > deadline {
@@ -360,6 +375,7 @@ fn serve_and_load_split_across_two_network_namespaces() {
     assert_eq!(r["params"]["target"], "10.77.0.1:7100");
     assert_eq!(r["params"]["engine"], "epoll-et");
     assert!(r["metrics"]["server_cpu_us_per_rt"].as_f64().unwrap() > 0.0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -411,5 +427,258 @@ fn load_procs_split_the_connections_and_add_up() {
         cb().args(["mux", "--conns", "10", "--load-procs", bad])
             .assert()
             .code(2);
+    }
+}
+
+/// A `mux serve` on loopback with the test token; (server, echo port, control port).
+fn token_server(engine: &str) -> (KillOnDrop, u16, u16) {
+    let port = free_port();
+    let ctl = free_port();
+    let server = KillOnDrop(
+        std::process::Command::new(bin_path())
+            .args(["mux", "serve", "--engine", engine, "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--control")
+            .arg(format!("127.0.0.1:{ctl}"))
+            .env(TOKEN_ENV, TOKEN)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(ctl);
+    (server, port, ctl)
+}
+
+/// Sends `lines` on a fresh control connection; returns everything the
+/// server answered until it closed the connection (guarded by a timeout).
+fn control_exchange(ctl: u16, lines: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", ctl)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(lines.as_bytes()).unwrap();
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn serve_binds_loopback_by_default() {
+    cb().args(["mux", "serve", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("[default: 127.0.0.1:7000]"))
+        .stdout(predicate::str::contains("0.0.0.0:7000").not());
+}
+
+#[test]
+fn a_control_peer_without_the_token_can_neither_read_stats_nor_quit() {
+    let (mut server, _, ctl) = token_server("epoll-lt");
+    let out = control_exchange(ctl, "STATS\n");
+    assert!(out.starts_with("ERR"), "{out}");
+    assert!(!out.contains("user_s"), "{out}");
+    let out = control_exchange(ctl, "QUIT\n");
+    assert!(out.starts_with("ERR"), "{out}");
+    let out = control_exchange(ctl, "TOKEN ffffffffffffffffffffffffffffffff\nQUIT\n");
+    assert!(out.starts_with("ERR wrong control token"), "{out}");
+    // Still there: the right token reads STATS.
+    let out = control_exchange(ctl, &format!("TOKEN {TOKEN}\nSTATS\n"));
+    assert!(out.starts_with("OK\n"), "{out}");
+    assert!(out.contains("\"user_s\""), "{out}");
+    assert!(server.0.try_wait().unwrap().is_none());
+    // And QUIT with it stops the server.
+    control_exchange(ctl, &format!("TOKEN {TOKEN}\nQUIT\n"));
+    let st = server.0.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+}
+
+#[test]
+fn an_idle_control_peer_is_closed_and_blocks_neither_the_load_nor_shutdown() {
+    use std::io::Read;
+    let (mut server, port, ctl) = token_server("epoll-et");
+    // Connected and silent: the server closes it after a few seconds.
+    let mut idle = std::net::TcpStream::connect(("127.0.0.1", ctl)).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut buf = String::new();
+    let n = idle.read_to_string(&mut buf).unwrap();
+    assert!(n > 0 && buf.starts_with("ERR idle"), "{buf}");
+    // Another silent peer while the load runs: the load still gets its STATS.
+    let _idle2 = std::net::TcpStream::connect(("127.0.0.1", ctl)).unwrap();
+    let out = cb()
+        .args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--control")
+        .arg(format!("127.0.0.1:{ctl}"))
+        .args(["--conns", "10", "--rounds", "3", "--format", "json"])
+        .env(TOKEN_ENV, TOKEN)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["records"][0]["params"]["engine"], "epoll-et");
+    assert_eq!(v["records"][0]["metrics"]["round_trips"], 30);
+    // SIGTERM with a silent peer connected: the server does not wait for it.
+    let _idle3 = std::net::TcpStream::connect(("127.0.0.1", ctl)).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill with the pid of our own child.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let st = loop {
+        if let Some(st) = server.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.success(), "{st:?}");
+    // It was not closed by an idle timeout first: the peer is still open
+    // from our side and sees the close only now.
+    drop(_idle3);
+}
+
+#[test]
+fn load_needs_the_control_token_and_a_private_token_file() {
+    cb().args(["mux", "load", "--target", "127.0.0.1:9", "--conns", "1"])
+        .env_remove(TOKEN_ENV)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--control-token-file"));
+    cb().args([
+        "mux",
+        "load",
+        "--target",
+        "127.0.0.1:9",
+        "--conns",
+        "1",
+        "--control-token",
+        "xyz",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("32 hex digits"));
+    let dir = std::env::temp_dir().join(format!("cbmux-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("token");
+    std::fs::write(&f, format!("{TOKEN}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    cb().args(["mux", "load", "--target", "127.0.0.1:9", "--conns", "1"])
+        .arg("--control-token-file")
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("chmod 600"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_writes_its_token_to_a_private_file_that_load_reads() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("cbmux-tokfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("token");
+    let port = free_port();
+    let ctl = free_port();
+    let _server = KillOnDrop(
+        std::process::Command::new(bin_path())
+            .args(["mux", "serve", "--engine", "poll", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--control")
+            .arg(format!("127.0.0.1:{ctl}"))
+            .arg("--control-token-file")
+            .arg(&f)
+            .env_remove(TOKEN_ENV)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(ctl);
+    let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    cb().args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--control")
+        .arg(format!("127.0.0.1:{ctl}"))
+        .args(["--conns", "4", "--rounds", "2"])
+        .arg("--control-token-file")
+        .arg(&f)
+        .env_remove(TOKEN_ENV)
+        .assert()
+        .success();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
+    use std::io::{Read, Write};
+    for engine in ["poll", "epoll-lt", "epoll-et", "io-uring"] {
+        let port = free_port();
+        let ctl = free_port();
+        let mut server = KillOnDrop(
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "ulimit -n 100; exec {} mux serve --engine {engine} --listen 127.0.0.1:{port} --control 127.0.0.1:{ctl}",
+                    bin_path().display()
+                ))
+                .env(TOKEN_ENV, TOKEN)
+                .env_remove("COMMBENCH_MUX_FAIL_URING")
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", ctl)).is_err() {
+            if let Some(st) = server.0.try_wait().unwrap() {
+                let mut e = String::new();
+                let _ = server.0.stderr.take().unwrap().read_to_string(&mut e);
+                assert!(
+                    engine == "io-uring" && e.contains("io_uring"),
+                    "{engine}: {st:?} {e}"
+                );
+                eprintln!("io-uring unavailable here: {e}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "server never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if server.0.try_wait().unwrap().is_some() {
+            continue;
+        }
+        // More connections than its descriptors allow.
+        let mut conns: Vec<std::net::TcpStream> = (0..120)
+            .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok())
+            .collect();
+        let mut served = 0;
+        for c in &mut conns {
+            c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let mut b = [0u8; 1];
+            if c.write_all(b"x").is_ok() && matches!(c.read(&mut b), Ok(1)) {
+                served += 1;
+            }
+        }
+        assert!(served > 0 && served < 120, "{engine}: served {served}");
+        // Still up, its control channel answers and counts the refused.
+        assert!(
+            server.0.try_wait().unwrap().is_none(),
+            "{engine}: server exited"
+        );
+        let out = control_exchange(ctl, &format!("TOKEN {TOKEN}\nSTATS\n"));
+        let json = out.lines().nth(1).unwrap_or_default();
+        let v: Value = serde_json::from_str(json).unwrap_or_else(|_| panic!("{engine}: {out}"));
+        assert_eq!(v["accepted"].as_u64(), Some(served), "{engine}: {v}");
+        assert_eq!(v["refused"].as_u64(), Some(120 - served), "{engine}: {v}");
+        // The ones it kept are still served.
+        for c in conns.iter_mut().take(3) {
+            let mut b = [0u8; 1];
+            assert!(
+                c.write_all(b"y").is_ok() && matches!(c.read(&mut b), Ok(1)),
+                "{engine}"
+            );
+        }
+        drop(conns);
+        control_exchange(ctl, &format!("TOKEN {TOKEN}\nQUIT\n"));
+        assert!(server.0.wait().unwrap().success(), "{engine}");
     }
 }

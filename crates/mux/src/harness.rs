@@ -21,6 +21,7 @@ use commbench_core::{Record, Recorder};
 use crate::engine::{EngineKind, Lookup};
 use crate::load::{self, ClientsKind, LoadConfig};
 use crate::server::ServerStats;
+use crate::token::Token;
 use crate::{limits, MuxConfig, MuxError, Remote, Result, SERVE_SUBCOMMAND};
 
 /// Memory the io_uring server may spend on connection buffers.
@@ -46,8 +47,53 @@ enum ServerHandle {
         lines: Receiver<String>,
     },
     Remote {
-        control: Option<(TcpStream, BufReader<TcpStream>)>,
+        control: Option<RemoteControl>,
     },
+}
+
+/// A remote server's control channel: one connection per command (the
+/// server closes control peers idle for a few seconds), each opened with
+/// the run's token.
+struct RemoteControl {
+    addr: SocketAddr,
+    token: Token,
+}
+
+impl RemoteControl {
+    /// Sends `cmd` and returns the answer line.
+    fn command(&self, cmd: &str) -> Result<String> {
+        let a = self.addr;
+        let s = TcpStream::connect_timeout(&a, Duration::from_secs(10))
+            .map_err(|e| MuxError::Io(format!("cannot reach the server's control port {a}"), e))?;
+        let _ = s.set_read_timeout(Some(CONTROL_TIMEOUT));
+        let _ = s.set_write_timeout(Some(CONTROL_TIMEOUT));
+        let mut r = BufReader::new(
+            s.try_clone()
+                .map_err(|e| MuxError::Io("control socket".into(), e))?,
+        );
+        let mut w = &s;
+        w.write_all(format!("TOKEN {}\n{cmd}\n", self.token.hex()).as_bytes())
+            .map_err(|e| MuxError::Io(format!("control write to {a}"), e))?;
+        let mut line = || -> Result<String> {
+            let mut l = String::new();
+            match std::io::Read::take(&mut r, 1 << 20).read_line(&mut l) {
+                Ok(0) => Err(MuxError::Server(format!(
+                    "the control connection to {a} closed without an answer"
+                ))),
+                Ok(_) => Ok(l.trim_end().to_owned()),
+                Err(e) => Err(MuxError::Io(format!("control read from {a}"), e)),
+            }
+        };
+        let ok = line()?;
+        if ok != "OK" {
+            return Err(MuxError::Server(format!(
+                "the server at {a} refused the control token ({ok}): give the token this server made \
+                 (--control-token-file, {} or --control-token)",
+                crate::token::TOKEN_ENV
+            )));
+        }
+        line()
+    }
 }
 
 impl ServerHandle {
@@ -93,19 +139,19 @@ impl ServerHandle {
         Ok((h, port))
     }
 
-    fn remote(control: Option<SocketAddr>) -> Result<ServerHandle> {
-        let control = match control {
-            None => None,
-            Some(a) => {
-                let s = TcpStream::connect_timeout(&a, Duration::from_secs(10)).map_err(|e| {
-                    MuxError::Io(format!("cannot reach the server's control port {a}"), e)
-                })?;
-                let _ = s.set_read_timeout(Some(CONTROL_TIMEOUT));
-                let r = BufReader::new(
-                    s.try_clone()
-                        .map_err(|e| MuxError::Io("control socket".into(), e))?,
-                );
-                Some((s, r))
+    fn remote(control: Option<SocketAddr>, token: Option<&Token>) -> Result<ServerHandle> {
+        let control = match (control, token) {
+            (None, _) => None,
+            (Some(addr), Some(t)) => Some(RemoteControl {
+                addr,
+                token: t.clone(),
+            }),
+            (Some(a), None) => {
+                return Err(MuxError::Usage(format!(
+                    "the control channel {a} needs the token mux serve made: give --control-token-file PATH \
+                     (mux serve --control-token-file PATH writes it), {} or --control-token; or --control none",
+                    crate::token::TOKEN_ENV
+                )))
             }
         };
         Ok(ServerHandle::Remote { control })
@@ -126,17 +172,7 @@ impl ServerHandle {
                     Err(MuxError::Server(format!("the server process ended: {st}")))
                 }
             },
-            ServerHandle::Remote { control } => {
-                let Some((_, r)) = control else {
-                    return Err(MuxError::Server("no control connection".into()));
-                };
-                let mut l = String::new();
-                match r.read_line(&mut l) {
-                    Ok(0) => Err(MuxError::Server("the control connection closed".into())),
-                    Ok(_) => Ok(l.trim_end().to_owned()),
-                    Err(e) => Err(MuxError::Io("control read".into(), e)),
-                }
-            }
+            ServerHandle::Remote { .. } => Err(MuxError::Server("no control line pending".into())),
         }
     }
 
@@ -146,10 +182,11 @@ impl ServerHandle {
                 Some(s) => s,
                 None => return Err(MuxError::Server("control input closed".into())),
             },
-            ServerHandle::Remote { control } => match control {
-                Some((s, _)) => s,
-                None => return Err(MuxError::Server("no control connection".into())),
-            },
+            ServerHandle::Remote { .. } => {
+                return Err(MuxError::Server(format!(
+                    "{cmd}: a remote server is asked one command per connection"
+                )))
+            }
         };
         w.write_all(cmd.as_bytes())
             .and_then(|_| w.write_all(b"\n"))
@@ -159,11 +196,14 @@ impl ServerHandle {
 
     /// The server's counters now (None: a remote server without control).
     fn stats(&mut self) -> Result<Option<ServerStats>> {
-        if let ServerHandle::Remote { control: None } = self {
-            return Ok(None);
-        }
-        self.send("STATS")?;
-        let l = self.next_line(CONTROL_TIMEOUT)?;
+        let l = match self {
+            ServerHandle::Remote { control: None } => return Ok(None),
+            ServerHandle::Remote { control: Some(c) } => c.command("STATS")?,
+            ServerHandle::Child { .. } => {
+                self.send("STATS")?;
+                self.next_line(CONTROL_TIMEOUT)?
+            }
+        };
         serde_json::from_str(&l)
             .map(Some)
             .map_err(|e| MuxError::Server(format!("bad STATS answer {l:?}: {e}")))
@@ -260,7 +300,7 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
                 SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)),
             )
         }
-        Some(r) => (ServerHandle::remote(r.control)?, r.target),
+        Some(r) => (ServerHandle::remote(r.control, r.token.as_ref())?, r.target),
     };
     let lcfg = cfg.load_config(target)?;
     if let Some(c) = &cfg.client_cpus {
@@ -293,19 +333,28 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         )));
     }
     let base_accept_errors = s_start.as_ref().map_or(0, |s| s.loops.accept_errors);
+    let base_refused = s_start.as_ref().map_or(0, |s| s.loops.refused);
     let s_accepted = wait_for(&mut h, cfg.timeout.min(Duration::from_secs(30)), |s| {
         s.loops.accepted - base_accepted >= connected as u64
             || s.loops.accept_errors > base_accept_errors
+            || s.loops.refused > base_refused
     })?;
     if let Some(s) = &s_accepted {
         if s.loops.accepted - base_accepted < connected as u64 {
+            let refused = s.loops.refused - base_refused;
             return Err(MuxError::Server(format!(
                 "the server accepted only {} of {connected} connections{}",
                 s.loops.accepted - base_accepted,
-                if s.loops.accept_errors > 0 {
-                    " (accept failed: out of file descriptors in the server?)"
+                if refused > 0 {
+                    format!(
+                        " and refused {refused}: it holds at most {} (its --max-conns, or what its \
+                         RLIMIT_NOFILE of {} allows); raise them or lower --conns",
+                        s.conn_limit, s.nofile
+                    )
+                } else if s.loops.accept_errors > base_accept_errors {
+                    " (accept failed: out of file descriptors in the server?)".into()
                 } else {
-                    ""
+                    String::new()
                 }
             )));
         }
@@ -417,6 +466,9 @@ pub struct ConfigResult {
     pub runs: u32,
     pub connected: usize,
     pub connect_failures: u64,
+    /// Connections the server refused (at its limit or out of
+    /// descriptors) over the runs; None: server counters unknown.
+    pub server_refused: Option<u64>,
     pub partial: bool,
     pub round_trips: u64,
     pub rt_per_s: f64,
@@ -507,6 +559,13 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         runs: runs.len() as u32,
         connected,
         connect_failures: runs.iter().map(|r| r.connect_failures).sum(),
+        server_refused: runs
+            .iter()
+            .map(|r| match (&r.s_start, &r.s_closed) {
+                (Some(a), Some(b)) => Some(b.loops.refused.saturating_sub(a.loops.refused)),
+                _ => None,
+            })
+            .sum(),
         partial: connected < cfg.conns,
         round_trips: runs.iter().map(|r| r.rounds.round_trips).sum(),
         rt_per_s: median(rts.clone()).unwrap_or(f64::NAN),
@@ -588,11 +647,13 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
         )));
     }
     if let Some(Remote {
-        control: Some(ctl), ..
+        control: Some(ctl),
+        token,
+        ..
     }) = &cfg.remote
     {
         // The remote server says what it runs.
-        let mut h = ServerHandle::remote(Some(*ctl))?;
+        let mut h = ServerHandle::remote(Some(*ctl), token.as_ref())?;
         if let Some(s) = h.stats()? {
             let e = EngineKind::parse(&s.engine);
             let l = Lookup::parse(&s.lookup);

@@ -14,7 +14,8 @@
 //! Module map: [`engine`] (the trait and the poll/epoll/io_uring loops),
 //! [`server`] (the server process and its control channel), [`load`] (the
 //! load generator), [`harness`] (one measured run, aggregation, records),
-//! [`limits`] (descriptors, ports, private namespace), [`seed`] (the
+//! [`limits`] (descriptors, ports, private namespace), [`token`] (the
+//! control channel's secret), [`seed`] (the
 //! article's grid and its verdict), `net` (socket calls).
 
 mod child;
@@ -29,6 +30,7 @@ pub mod procs;
 pub mod protocol;
 pub mod seed;
 pub mod server;
+pub mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,6 +45,7 @@ pub use lab::MuxLab;
 pub use load::ClientsKind;
 pub use protocol::Protocol;
 pub use server::{ServeConfig, ServerStats};
+pub use token::Token;
 
 /// Whether every connection of a record did rounds (the seed's figures).
 fn all_active(r: &commbench_core::Record) -> bool {
@@ -154,6 +157,8 @@ pub struct Remote {
     pub target: SocketAddr,
     /// Its control address; None: server CPU is reported as unknown.
     pub control: Option<SocketAddr>,
+    /// The token its control channel wants (`mux serve` made it).
+    pub token: Option<token::Token>,
 }
 
 impl Default for MuxConfig {

@@ -212,3 +212,64 @@ pub fn set_blocking(fd: RawFd) -> io::Result<()> {
     cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) } as isize)?;
     Ok(())
 }
+
+/// Whether an accept failed for want of descriptors (process or system).
+pub fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+/// One descriptor held in reserve (the classic EMFILE trick): when accept
+/// fails for want of descriptors, the reserve is closed, the waiting
+/// connections are accepted and closed at once (shed: the peer sees the
+/// close instead of hanging in the queue, and the listener stops being
+/// ready), and the reserve is reopened.
+pub struct Reserve {
+    fd: RawFd,
+}
+
+fn open_reserve() -> RawFd {
+    // SAFETY: a NUL-terminated path; returns a new descriptor or -1.
+    unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+}
+
+impl Reserve {
+    pub fn new() -> Reserve {
+        Reserve { fd: open_reserve() }
+    }
+
+    /// Accepts and closes what waits on `listener` (at most `max`),
+    /// through the reserve's slot; returns how many were shed.
+    pub fn shed(&mut self, listener: RawFd, max: usize) -> u64 {
+        if self.fd >= 0 {
+            close(self.fd);
+            self.fd = -1;
+        }
+        let mut n = 0;
+        while (n as usize) < max {
+            match accept(listener) {
+                Ok(fd) => {
+                    close(fd);
+                    n += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.fd = open_reserve();
+        n
+    }
+}
+
+impl Default for Reserve {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        if self.fd >= 0 {
+            close(self.fd);
+        }
+    }
+}

@@ -268,6 +268,7 @@ mod tests {
             runs: 1,
             connected: 1,
             connect_failures: 0,
+            server_refused: None,
             partial: false,
             round_trips: 1,
             rt_per_s: 1.0,

@@ -8,21 +8,35 @@
 //!
 //! Control lines are at most [`MAX_LINE`] bytes; anything else gets an
 //! `ERR` line and the control connection is closed (bytes from a peer).
+//! Over TCP every connection first presents the run's token (`TOKEN
+//! <hex>`, answered `OK`; see [`crate::token`]); a wrong or missing token
+//! gets `ERR` and is closed. Control peers are served each on its own
+//! thread (at most [`MAX_CONTROL_PEERS`] at once), and one silent for
+//! [`CONTROL_IDLE`] is closed: an idle or hostile peer can neither block
+//! the real client nor delay shutdown (the server stops without waiting
+//! for its peers).
 
 use std::io::{self, BufRead, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use commbench_core::placement::CpuList;
 use commbench_core::rusage::Usage;
 
 use crate::engine::{self, EngineKind, Lookup, LoopCtx, LoopStats};
 use crate::net;
+use crate::token::Token;
 use crate::{MuxError, Result};
 
 /// Longest control line accepted.
 pub const MAX_LINE: usize = 64;
+/// How long a control peer may stay silent (before its token or between
+/// commands) before it is closed.
+pub const CONTROL_IDLE: Duration = Duration::from_secs(3);
+/// Control connections served at once; more are answered `ERR` and closed.
+pub const MAX_CONTROL_PEERS: usize = 16;
 
 /// What `mux serve` runs.
 #[derive(Debug, Clone)]
@@ -60,17 +74,36 @@ pub struct ServerStats {
     pub uring_deferred: Option<bool>,
     /// The soft RLIMIT_NOFILE the server runs with.
     pub nofile: u64,
+    /// Most connections the server holds at once: --max-conns, or fewer
+    /// when its descriptors allow fewer (more are refused).
+    #[serde(default)]
+    pub conn_limit: u64,
+    /// Control connections refused (too many at once, out of descriptors).
+    #[serde(default)]
+    pub control_refused: u64,
 }
 
 /// A running server: its port and the handle to stop it.
 pub struct Server {
     pub port: u16,
     stop: Arc<AtomicBool>,
-    shared: Vec<Arc<Mutex<LoopStats>>>,
     threads: Vec<std::thread::JoinHandle<io::Result<LoopStats>>>,
+    info: StatsHandle,
+}
+
+/// What STATS reads: shared with the control threads, which may outlive
+/// the loops by a moment (they are never waited for).
+#[derive(Clone)]
+pub struct StatsHandle(Arc<Info>);
+
+struct Info {
+    shared: Vec<Arc<Mutex<LoopStats>>>,
     cfg: ServeConfig,
     deferred: Option<bool>,
     nofile: u64,
+    conn_limit: usize,
+    /// Control connections refused (too many at once, out of descriptors).
+    control_refused: AtomicU64,
 }
 
 /// Starts the loops; returns once every listener is bound.
@@ -100,6 +133,8 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
         engine::uring::probe().map_err(MuxError::Unavailable)?;
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let conn_limit = conn_limit(cfg.max_conns, threads, nofile);
+    let live_total = Arc::new(AtomicUsize::new(0));
     let mut shared = Vec::new();
     let mut handles = Vec::new();
     let per_loop = cfg.max_conns.div_ceil(threads) + 16;
@@ -110,6 +145,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
         let stop = stop.clone();
         let c = cfg.clone();
         let tx = tx.clone();
+        let live_total = live_total.clone();
         let h = std::thread::Builder::new()
             .name(format!("mux-loop-{i}"))
             .spawn(move || -> io::Result<LoopStats> {
@@ -132,6 +168,8 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
                     stop: &stop,
                     buf_size: c.buf_size,
                     shared: &s,
+                    live_total: &live_total,
+                    max_conns: conn_limit,
                 };
                 eng.serve(&ctx)
             })
@@ -154,12 +192,31 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
     Ok(Server {
         port,
         stop,
-        shared,
         threads: handles,
-        cfg: cfg.clone(),
-        deferred,
-        nofile,
+        info: StatsHandle(Arc::new(Info {
+            shared,
+            cfg: cfg.clone(),
+            deferred,
+            nofile,
+            conn_limit,
+            control_refused: AtomicU64::new(0),
+        })),
     })
+}
+
+/// Descriptors the server keeps besides its connections: std streams,
+/// per loop a listener, an epoll or io_uring descriptor and a reserve, the
+/// control listener, its reserve and its peers, and some slack.
+pub fn fd_headroom(threads: usize) -> u64 {
+    24 + 3 * threads as u64 + MAX_CONTROL_PEERS as u64
+}
+
+/// Connections the server holds at most: `max_conns`, or what `nofile`
+/// descriptors leave room for (so that the control channel and the loops
+/// never run out; at least one).
+pub fn conn_limit(max_conns: usize, threads: usize, nofile: u64) -> usize {
+    let room = nofile.saturating_sub(fd_headroom(threads)).max(1);
+    max_conns.min(usize::try_from(room).unwrap_or(usize::MAX))
 }
 
 fn eng_deferred(e: &dyn engine::Engine) -> Option<bool> {
@@ -169,7 +226,12 @@ fn eng_deferred(e: &dyn engine::Engine) -> Option<bool> {
 impl Server {
     /// The counters now.
     pub fn stats(&self) -> ServerStats {
-        Server::stats_of(&self.shared, &self.cfg, self.deferred, self.nofile)
+        self.info.stats()
+    }
+
+    /// A handle that reads the counters (for control threads).
+    pub fn stats_handle(&self) -> StatsHandle {
+        self.info.clone()
     }
 
     /// Stops the loops (they close every connection) and returns the final
@@ -187,38 +249,39 @@ impl Server {
                 }
             }
         }
-        let s = Server::stats_of(&self.shared, &self.cfg, self.deferred, self.nofile);
+        let s = self.info.stats();
         match first_err {
             Some(e) => Err(MuxError::Io("server loop failed".into(), e)),
             None => Ok(s),
         }
     }
+}
 
-    fn stats_of(
-        shared: &[Arc<Mutex<LoopStats>>],
-        cfg: &ServeConfig,
-        deferred: Option<bool>,
-        nofile: u64,
-    ) -> ServerStats {
+impl StatsHandle {
+    /// The counters now.
+    pub fn stats(&self) -> ServerStats {
+        let i = &*self.0;
         let u = Usage::process();
         let mut loops = LoopStats::default();
-        for s in shared {
+        for s in &i.shared {
             if let Ok(s) = s.lock() {
                 loops.add(&s);
             }
         }
         ServerStats {
-            engine: cfg.engine.as_str().into(),
-            lookup: cfg.lookup.as_str().into(),
-            protocol: cfg.protocol.as_str().into(),
-            threads: shared.len(),
+            engine: i.cfg.engine.as_str().into(),
+            lookup: i.cfg.lookup.as_str().into(),
+            protocol: i.cfg.protocol.as_str().into(),
+            threads: i.shared.len(),
             user_s: u.user_s,
             sys_s: u.sys_s,
             voluntary_ctx: u.voluntary_ctx,
             involuntary_ctx: u.involuntary_ctx,
             loops,
-            uring_deferred: deferred,
-            nofile,
+            uring_deferred: i.deferred,
+            nofile: i.nofile,
+            conn_limit: i.conn_limit as u64,
+            control_refused: i.control_refused.load(Ordering::Relaxed),
         }
     }
 }
@@ -228,6 +291,8 @@ impl Server {
 pub enum Command {
     Stats,
     Quit,
+    /// `TOKEN <hex>`: the run's secret (its bytes as sent).
+    Token(Vec<u8>),
 }
 
 /// Reads one bounded control line: `Ok(None)` at end of input.
@@ -246,10 +311,11 @@ pub fn read_command<R: BufRead>(r: &mut R) -> io::Result<Option<Command>> {
     match line.trim_ascii() {
         b"STATS" => Ok(Some(Command::Stats)),
         b"QUIT" => Ok(Some(Command::Quit)),
+        l if l.starts_with(b"TOKEN ") => Ok(Some(Command::Token(l[6..].trim_ascii().to_vec()))),
         other => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
-                "unknown control command {:?} (expected STATS or QUIT)",
+                "unknown control command {:?} (expected TOKEN, STATS or QUIT)",
                 String::from_utf8_lossy(other)
             ),
         )),
@@ -257,14 +323,36 @@ pub fn read_command<R: BufRead>(r: &mut R) -> io::Result<Option<Command>> {
 }
 
 /// Serves control commands from one channel until QUIT or end of input;
-/// returns `true` when the server should stop.
+/// returns `true` when the server should stop. With `token`, nothing but a
+/// matching `TOKEN` line is accepted first.
 pub fn control_session(
-    server: &Server,
+    server: &StatsHandle,
     input: &mut impl BufRead,
     output: &mut impl Write,
+    token: Option<&Token>,
 ) -> io::Result<bool> {
+    let mut authed = token.is_none();
+    let refuse = |output: &mut dyn Write, msg: &str| {
+        let _ = writeln!(output, "ERR {msg}");
+        let _ = output.flush();
+        Ok(false)
+    };
     loop {
         match read_command(input) {
+            Ok(Some(Command::Token(t))) => {
+                if token.is_some_and(|k| !k.matches(&t)) {
+                    return refuse(output, "wrong control token");
+                }
+                authed = true;
+                writeln!(output, "OK")?;
+                output.flush()?;
+            }
+            Ok(Some(_)) if !authed => {
+                return refuse(
+                    output,
+                    "send the control token first (TOKEN <hex>; mux load: --control-token-file)",
+                )
+            }
             Ok(Some(Command::Stats)) => {
                 let s = serde_json::to_string(&server.stats()).map_err(io::Error::other)?;
                 writeln!(output, "{s}")?;
@@ -272,11 +360,18 @@ pub fn control_session(
             }
             Ok(Some(Command::Quit)) => return Ok(true),
             Ok(None) => return Ok(false),
-            Err(e) => {
-                let _ = writeln!(output, "ERR {e}");
-                let _ = output.flush();
-                return Ok(false);
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return refuse(
+                    output,
+                    &format!("idle for {} s: closed", CONTROL_IDLE.as_secs()),
+                )
             }
+            Err(e) => return refuse(output, &e.to_string()),
         }
     }
 }
@@ -284,6 +379,7 @@ pub fn control_session(
 /// `mux serve` with the control channel on stdin/stdout (the local
 /// harness's child): prints `READY <port>`, answers commands, stops at QUIT
 /// or when stdin closes (the parent died), then prints the final stats.
+/// No token: only the parent holds the pipes.
 pub fn serve_stdio(cfg: &ServeConfig) -> Result<()> {
     let server = start(cfg)?;
     let stdout = io::stdout();
@@ -295,7 +391,7 @@ pub fn serve_stdio(cfg: &ServeConfig) -> Result<()> {
     ready(&mut out).map_err(|e| MuxError::Io("control output".into(), e))?;
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    let _ = control_session(&server, &mut input, &mut out);
+    let _ = control_session(&server.stats_handle(), &mut input, &mut out, None);
     let s = server.stop()?;
     let line = serde_json::to_string(&s).unwrap_or_default();
     let _ = writeln!(out, "{line}");
@@ -303,39 +399,86 @@ pub fn serve_stdio(cfg: &ServeConfig) -> Result<()> {
     Ok(())
 }
 
-/// `mux serve --control ADDR:PORT`: control connections over TCP, one at a
-/// time, until `stop` is set (Ctrl-C / SIGTERM) or a peer sends QUIT.
-pub fn serve_tcp(cfg: &ServeConfig, control: SocketAddr, stop: &AtomicBool) -> Result<Server> {
+/// Serves one TCP control peer on its own thread (never joined).
+fn spawn_peer(
+    s: std::net::TcpStream,
+    info: StatsHandle,
+    token: Token,
+    quit: Arc<AtomicBool>,
+    peers: Arc<AtomicUsize>,
+) {
+    let setup = s
+        .set_nonblocking(false)
+        .and_then(|_| s.set_read_timeout(Some(CONTROL_IDLE)))
+        .and_then(|_| s.set_write_timeout(Some(CONTROL_IDLE)));
+    if setup.is_err() {
+        return;
+    }
+    peers.fetch_add(1, Ordering::SeqCst);
+    let p = peers.clone();
+    let r = std::thread::Builder::new()
+        .name("mux-control".into())
+        .spawn(move || {
+            // One descriptor per peer (no clone): read and write through &s.
+            let mut r = io::BufReader::new(&s);
+            let mut w = &s;
+            if control_session(&info, &mut r, &mut w, Some(&token)).unwrap_or(false) {
+                quit.store(true, Ordering::SeqCst);
+            }
+            p.fetch_sub(1, Ordering::SeqCst);
+        });
+    if r.is_err() {
+        peers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `mux serve --control ADDR:PORT`: control connections over TCP, each
+/// presenting `token`, until `stop` is set (Ctrl-C / SIGTERM) or a peer
+/// sends QUIT. Returns at once then: control peers are not waited for.
+pub fn serve_tcp(
+    cfg: &ServeConfig,
+    control: SocketAddr,
+    token: &Token,
+    stop: &AtomicBool,
+) -> Result<Server> {
     let server = start(cfg)?;
     let l = TcpListener::bind(control)
         .map_err(|e| MuxError::Io(format!("cannot listen for control on {control}"), e))?;
     l.set_nonblocking(true)
         .map_err(|e| MuxError::Io("control listener".into(), e))?;
+    let mut echo = cfg.listen;
+    echo.set_port(server.port);
     eprintln!(
-        "commbench mux serve: {} ({}), echo on port {}, control on {}",
+        "commbench mux serve: {} ({}), echo on {echo}, control on {}",
         cfg.engine.as_str(),
         cfg.lookup.as_str(),
-        server.port,
         l.local_addr().map(|a| a.to_string()).unwrap_or_default()
     );
-    while !stop.load(Ordering::Relaxed) {
+    let quit = Arc::new(AtomicBool::new(false));
+    let peers = Arc::new(AtomicUsize::new(0));
+    let info = server.stats_handle();
+    let mut reserve = net::Reserve::new();
+    let refused = |n: u64| info.0.control_refused.fetch_add(n, Ordering::Relaxed);
+    while !stop.load(Ordering::Relaxed) && !quit.load(Ordering::SeqCst) {
         match l.accept() {
-            Ok((s, _)) => {
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(600)));
-                let mut w = match s.try_clone() {
-                    Ok(w) => w,
-                    Err(_) => continue,
-                };
-                let mut r = io::BufReader::new(s);
-                if control_session(&server, &mut r, &mut w).unwrap_or(false) {
-                    break;
+            Ok((mut s, _)) => {
+                if peers.load(Ordering::SeqCst) >= MAX_CONTROL_PEERS {
+                    refused(1);
+                    let _ = s.write_all(b"ERR too many control connections; try again\n");
+                    continue;
                 }
+                spawn_peer(s, info.clone(), token.clone(), quit.clone(), peers.clone());
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            Err(e) => return Err(MuxError::Io("control accept".into(), e)),
+            Err(e) if net::out_of_descriptors(&e) => {
+                // Never fatal: shed the waiting peers and go on.
+                use std::os::fd::AsRawFd;
+                refused(reserve.shed(l.as_raw_fd(), 64));
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
         }
     }
     Ok(server)
@@ -355,5 +498,10 @@ mod tests {
         assert!(read_command(&mut long).is_err());
         let mut bad = io::Cursor::new(b"HELLO\n".to_vec());
         assert!(read_command(&mut bad).is_err());
+        let mut t = io::Cursor::new(b"TOKEN abc\n".to_vec());
+        assert_eq!(
+            read_command(&mut t).unwrap(),
+            Some(Command::Token(b"abc".to_vec()))
+        );
     }
 }

@@ -223,3 +223,71 @@ fn every_engine_speaks_sockperf_framing() {
         }
     }
 }
+
+/// Connects `n` clients to `port`; each says "x" and reads: `Ok(true)` for
+/// an echo, `Ok(false)` for a close (refused).
+fn probe(port: u16, n: usize) -> Vec<std::net::TcpStream> {
+    (0..n)
+        .map(|_| {
+            let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            s
+        })
+        .collect()
+}
+
+fn echoes(s: &mut std::net::TcpStream) -> bool {
+    use std::io::{Read, Write};
+    if s.write_all(b"x").is_err() {
+        return false;
+    }
+    let mut b = [0u8; 1];
+    matches!(s.read(&mut b), Ok(1))
+}
+
+#[test]
+fn max_conns_caps_connections_in_every_engine() {
+    commbench_mux::limits::ensure_nofile(1000).unwrap();
+    for e in engines() {
+        let srv = server::start(&ServeConfig {
+            engine: e,
+            lookup: Lookup::Index,
+            protocol: Protocol::Raw,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            buf_size: 4096,
+            max_conns: 5,
+            cpus: None,
+        })
+        .unwrap();
+        let mut first = probe(srv.port, 5);
+        for s in &mut first {
+            assert!(echoes(s), "{e:?}: one of the first 5 not served");
+        }
+        let mut extra = probe(srv.port, 3);
+        for s in &mut extra {
+            assert!(!echoes(s), "{e:?}: a 6th connection was served");
+        }
+        // The ones it has are still served; a place freed is taken again.
+        for s in &mut first {
+            assert!(echoes(s), "{e:?}");
+        }
+        drop(first.pop());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while srv.stats().loops.live > 4 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{e:?}: close not seen"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut again = probe(srv.port, 1);
+        assert!(echoes(&mut again[0]), "{e:?}: a freed place was not reused");
+        let st = srv.stats();
+        assert_eq!(st.conn_limit, 5);
+        assert_eq!(st.loops.accepted, 6, "{e:?}");
+        assert_eq!(st.loops.refused, 3, "{e:?}");
+        drop((first, extra, again));
+        srv.stop().unwrap();
+    }
+}

@@ -10,7 +10,7 @@ pub struct BudgetArgs {
     #[arg(long)]
     pub link: Option<String>,
     /// Frame size in bytes including FCS (64..=9216).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::parse_size_u32)]
     pub size: Option<u32>,
     /// CPU clock in GHz for the cycle budget, 0.1..=10 (default: the measured TSC rate).
     #[arg(long, value_parser = parse_ghz)]

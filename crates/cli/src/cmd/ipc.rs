@@ -64,7 +64,7 @@ pub struct NativeArgs {
     /// a list (`1,2,4,8,16,32`) runs a sweep, interleaved.
     #[arg(long, default_value = "1", value_delimiter = ',')]
     pub sessions: Vec<u32>,
-    /// Payload bytes per message (suffixes K, KiB, M, MiB), at most 16 MiB.
+    /// Payload bytes per message (suffixes B, K/KiB, M/MiB, G/GiB), at most 16 MiB.
     #[arg(long, default_value = "128", value_parser = crate::args::parse_size)]
     pub size: usize,
     /// Messages (round trips for reqres) per session.

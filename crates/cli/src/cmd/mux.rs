@@ -3,12 +3,15 @@
 //! (the article's grid and its verdict), `commbench mux serve` (a server,
 //! also the process the harness starts) and `commbench mux load` (the load
 //! side against a server on another host).
-use crate::output::{FormatArg, OutputArgs};
+use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::Recorder;
-use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Protocol, Remote};
+use commbench_mux::token::TOKEN_ENV;
+use commbench_mux::{
+    seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Protocol, Remote, Token,
+};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -111,7 +114,7 @@ pub struct LoadOpts {
     /// Unmeasured rounds first (every connection served once before timing), reported as omitted.
     #[arg(long, default_value_t = 0)]
     pub warmup_rounds: u64,
-    /// Bytes per message (suffixes K, KiB, M, MiB), 1 B..=16 MiB.
+    /// Bytes per message (suffixes B, K/KiB, M/MiB, G/GiB), 1 B..=16 MiB.
     #[arg(long, default_value = "1024", value_parser = crate::args::parse_size)]
     pub size: usize,
     /// Connections doing rounds; the rest connect and stay idle (default: all).
@@ -154,8 +157,9 @@ pub struct ServeArgs {
     /// Lookup.
     #[arg(long, value_enum, default_value = "index")]
     pub lookup: LookupArg,
-    /// Echo address (IPv4).
-    #[arg(long, default_value = "0.0.0.0:7000")]
+    /// Echo address (IPv4). Loopback by default: give 0.0.0.0:PORT (or an
+    /// interface's address) for a load generator on another host.
+    #[arg(long, default_value = "127.0.0.1:7000")]
     pub listen: SocketAddr,
     /// What travels on a connection.
     #[arg(long, value_enum, default_value = "raw")]
@@ -163,15 +167,21 @@ pub struct ServeArgs {
     /// Event loops (SO_REUSEPORT), 1..=64.
     #[arg(long, default_value_t = 1)]
     pub server_threads: usize,
-    /// Bytes per read (and per io_uring connection buffer), 512..=1048576.
-    #[arg(long, default_value_t = 65536)]
+    /// Bytes per read (and per io_uring connection buffer), 512 B..=1 MiB (suffixes K, M).
+    #[arg(long, default_value = "64KiB", value_parser = crate::args::parse_size)]
     pub buf: usize,
     /// Connections expected (listen backlog, io_uring queue sizes).
     #[arg(long, default_value_t = 10000)]
     pub max_conns: usize,
-    /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo port + 1).
+    /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo address, port + 1).
+    /// Over TCP every connection must present the run's token.
     #[arg(long)]
     pub control: Option<String>,
+    /// Write the control token to this file (mode 0600) for `mux load
+    /// --control-token-file`; without it the token is printed on stderr. The
+    /// token is random per run, or taken from COMMBENCH_MUX_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub control_token_file: Option<std::path::PathBuf>,
     /// Pin the loop threads (taskset syntax).
     #[arg(long)]
     pub cpus: Option<String>,
@@ -185,6 +195,15 @@ pub struct LoadArgs {
     /// The server's control address (default: the echo port + 1); `none`: server CPU unknown.
     #[arg(long)]
     pub control: Option<String>,
+    /// File holding the server's control token (as `mux serve
+    /// --control-token-file` wrote it; must be readable by this user only).
+    /// Or set COMMBENCH_MUX_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub control_token_file: Option<std::path::PathBuf>,
+    /// The server's control token, 32 hex digits (visible to other users in
+    /// the process list: prefer --control-token-file or COMMBENCH_MUX_TOKEN).
+    #[arg(long, value_name = "HEX")]
+    pub control_token: Option<String>,
     #[command(flatten)]
     pub load: LoadOpts,
     #[command(flatten)]
@@ -260,13 +279,21 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
     })
 }
 
-fn emit(out: &OutputArgs, report: &commbench_mux::MuxReport, rec: &Recorder) -> Result<()> {
-    if out.format == FormatArg::Table && out.output.is_none() {
-        print!("{}", commbench_mux::summary_table(report));
-        Ok(())
-    } else {
-        out.emit(rec.records())
-    }
+/// Writes a run's records (the summary table on a terminal) and keeps
+/// them in the results store; a run that failed keeps what it measured
+/// before the failure in the store, then reports the error.
+fn emit(out: &OutputArgs, report: Result<commbench_mux::MuxReport>, rec: &Recorder) -> Result<()> {
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            crate::store::keep(
+                rec.records(),
+                &commbench_core::env::Fingerprint::collect().to_value(),
+            );
+            return Err(e);
+        }
+    };
+    out.emit_or_show(rec.records(), || commbench_mux::summary_table(&report))
 }
 
 /// The server process a local run starts (its stderr is the parent's).
@@ -295,33 +322,42 @@ pub fn run(a: &MuxArgs) -> Result<()> {
         let plan = seed::SeedPlan::new(r.quick);
         let points = seed::run(&cfg, &plan, &mut rec).map_err(lib_err);
         crate::progress::finish();
-        let points = points?;
+        let points = match points {
+            Ok(p) => p,
+            Err(e) => {
+                crate::store::keep(
+                    rec.records(),
+                    &commbench_core::env::Fingerprint::collect().to_value(),
+                );
+                return Err(e);
+            }
+        };
         let lines = seed::verdict(&points, plan.conns);
         rec.push(seed::verdict_record(&lines, &plan));
-        if r.output.format == FormatArg::Table && r.output.output.is_none() {
+        return r.output.emit_or_show(rec.records(), || {
+            let mut text = String::new();
             for p in &points {
-                println!(
-                    "N={} R={} K={} active={}",
+                text.push_str(&format!(
+                    "N={} R={} K={} active={}\n",
                     p.conns, p.rounds, plan.size, p.active
-                );
+                ));
                 let rep = commbench_mux::MuxReport {
                     results: p.results.clone(),
                     skipped: Vec::new(),
                     load_start: f64::NAN,
                     load_end: f64::NAN,
                 };
-                println!("{}", commbench_mux::summary_table(&rep));
+                text.push_str(&format!("{}\n", commbench_mux::summary_table(&rep)));
             }
             for l in &lines {
-                println!("{l}");
+                text.push_str(&format!("{l}\n"));
             }
-            return Ok(());
-        }
-        return r.output.emit(rec.records());
+            text
+        });
     }
     let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
     crate::progress::finish();
-    emit(&r.output, &report?, &rec)
+    emit(&r.output, report, &rec)
 }
 
 fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
@@ -341,7 +377,10 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
         return Err(crate::usage("--server-threads must be 1..=64"));
     }
     if !(512..=1 << 20).contains(&s.buf) {
-        return Err(crate::usage("--buf must be 512..=1048576"));
+        return Err(crate::usage(format!(
+            "--buf must be 512 B..=1 MiB (512..=1048576), got {} B",
+            s.buf
+        )));
     }
     if s.max_conns == 0 || s.max_conns > commbench_mux::MAX_CONNS {
         return Err(crate::usage("--max-conns must be 1..=1000000"));
@@ -379,8 +418,10 @@ fn serve(s: &ServeArgs) -> Result<()> {
                     c
                 }
             };
+            let token = serve_token(s)?;
             let stop = commbench_core::sys::stop_on_signal();
-            let server = commbench_mux::server::serve_tcp(&cfg, control, stop).map_err(lib_err)?;
+            let server =
+                commbench_mux::server::serve_tcp(&cfg, control, &token, stop).map_err(lib_err)?;
             let st = server.stop().map_err(lib_err)?;
             eprintln!(
                 "commbench mux serve: stopped after {} connections, {} bytes echoed, user {:.3} s, sys {:.3} s",
@@ -388,6 +429,52 @@ fn serve(s: &ServeArgs) -> Result<()> {
             );
             Ok(())
         }
+    }
+}
+
+/// The control token `mux serve` wants: COMMBENCH_MUX_TOKEN or a fresh
+/// one, handed out through --control-token-file (mode 0600) or stderr.
+fn serve_token(s: &ServeArgs) -> Result<Token> {
+    let token = match std::env::var(TOKEN_ENV) {
+        Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV).map_err(lib_err)?,
+        Err(_) => Token::random().map_err(lib_err)?,
+    };
+    match &s.control_token_file {
+        Some(p) => {
+            token.write_file(p).map_err(lib_err)?;
+            eprintln!(
+                "commbench mux serve: control token in {} (mux load --control-token-file {})",
+                p.display(),
+                p.display()
+            );
+        }
+        None if std::env::var_os(TOKEN_ENV).is_some() => {
+            eprintln!("commbench mux serve: control token from {TOKEN_ENV}");
+        }
+        None => eprintln!(
+            "commbench mux serve: control token {} (give it to mux load in {TOKEN_ENV}, or use --control-token-file PATH to keep it off the terminal)",
+            token.hex()
+        ),
+    }
+    Ok(token)
+}
+
+/// The token `mux load` presents: --control-token, --control-token-file
+/// or COMMBENCH_MUX_TOKEN (None: none given).
+fn load_token(l: &LoadArgs) -> Result<Option<Token>> {
+    if let Some(t) = &l.control_token {
+        return Token::parse_or_usage(t, "--control-token")
+            .map(Some)
+            .map_err(lib_err);
+    }
+    if let Some(p) = &l.control_token_file {
+        return Token::from_file(p).map(Some).map_err(lib_err);
+    }
+    match std::env::var(TOKEN_ENV) {
+        Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV)
+            .map(Some)
+            .map_err(lib_err),
+        Err(_) => Ok(None),
     }
 }
 
@@ -412,14 +499,26 @@ fn load(l: &LoadArgs) -> Result<()> {
             Some(c)
         }
     };
+    let token = match control {
+        Some(_) => load_token(l)?,
+        None => None,
+    };
+    if let (Some(c), None) = (control, &token) {
+        return Err(crate::usage(format!(
+            "the server's control channel {c} needs its token: give --control-token-file PATH \
+             (written by mux serve --control-token-file PATH), {TOKEN_ENV} or --control-token; \
+             or --control none (server CPU unknown)"
+        )));
+    }
     cfg.remote = Some(Remote {
         target: l.target,
         control,
+        token,
     });
     let mut rec = crate::progress::recorder();
     let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
     crate::progress::finish();
-    emit(&l.output, &report?, &rec)
+    emit(&l.output, report, &rec)
 }
 
 /// One worker process of a --load-procs run (stdin/stdout speak to the parent).

@@ -321,14 +321,14 @@ pub struct ControllerArgs {
     /// Worker threads (switches are spread over them).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
-    /// Stop after this many seconds (default: run until Ctrl-C / SIGTERM).
+    /// Stop after this many seconds, 0 < SECS <= 2592000 (default: run until Ctrl-C / SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Pin the worker threads to these CPUs (taskset list syntax).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Stop reading from a switch whose unsent replies exceed this many bytes.
-    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    /// Stop reading from a switch whose unsent replies exceed this many bytes (suffixes K, M, G).
+    #[arg(long, default_value = "1MiB", value_name = "BYTES", value_parser = crate::args::parse_size)]
     pub max_pending_out: usize,
     /// Do not log connections or OFPT_ERROR messages from switches (a
     /// connection closed for an error is still logged).
@@ -346,7 +346,7 @@ pub struct ControllerArgs {
     pub partial_timeout: u64,
     /// Bound on input bytes held across all connections (started, unfinished
     /// messages); at the bound new data waits in the kernel, nothing is dropped.
-    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1_048_576..=68_719_476_736))]
+    #[arg(long, default_value = "64MiB", value_name = "BYTES", value_parser = crate::args::size_in(1 << 20, 64 << 30))]
     pub max_buffered_in: u64,
     /// TCP congestion control of each connection: auto (cubic, else reno,
     /// instead of a pacing bbr, which arms a timer per write), kernel (the
@@ -359,10 +359,11 @@ pub struct ControllerArgs {
 
 pub fn run_controller(a: &ControllerArgs) -> Result<()> {
     if let Some(d) = a.duration {
-        if !(d > 0.0 && d.is_finite()) {
-            return Err(crate::usage(
-                "--duration must be a positive number of seconds",
-            ));
+        // Up to 30 days (run without --duration for longer).
+        if !(d > 0.0 && d <= 2_592_000.0) {
+            return Err(crate::usage(format!(
+                "--duration must be 0 < seconds <= 2592000 (30 days; omit it to run until Ctrl-C), got {d}"
+            )));
         }
     }
     let cfg = ControllerConfig {

@@ -27,13 +27,17 @@ pub enum PipelineCmd {
     Io(IoArgs),
 }
 
+/// Longest duration argument, seconds (a day): a clear usage error above
+/// it instead of an overflow when the deadline is computed.
+const MAX_SECS: u64 = 86_400;
+
 #[derive(Debug, Args)]
 pub struct NetnsArgs {
     /// Frames the generator sends.
     #[arg(long, default_value_t = 1_000_000)]
     pub frames: u64,
-    /// Frame size with FCS (64..=1518).
-    #[arg(long, default_value_t = 64)]
+    /// Frame size with FCS (64..=1518 bytes).
+    #[arg(long, default_value = "64", value_parser = crate::args::parse_size_u32)]
     pub size: u32,
     /// Frames per sendmmsg.
     #[arg(long, default_value_t = 32)]
@@ -41,8 +45,8 @@ pub struct NetnsArgs {
     /// Most frames in flight before the generator waits (0: unpaced, drops expected).
     #[arg(long, default_value_t = 0)]
     pub window: u64,
-    /// Give up after this many seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Give up after this many seconds, 1..=86400.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS))]
     pub timeout_s: u64,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
@@ -121,15 +125,16 @@ pub struct IoArgs {
     /// gen: transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
     pub tx: TxArg,
-    #[arg(long, default_value_t = 64)]
+    /// Frame size with FCS (64..=1518 bytes).
+    #[arg(long, default_value = "64", value_parser = crate::args::parse_size_u32)]
     pub size: u32,
     #[arg(long, default_value_t = 32)]
     pub burst: usize,
-    /// Stop after this many seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Stop after this many seconds, 1..=86400.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS))]
     pub duration_s: u64,
-    /// fwd, sink: stop after this long without a frame.
-    #[arg(long, default_value_t = 2000)]
+    /// fwd, sink: stop after this long without a frame, 1..=86400000 ms.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS * 1000))]
     pub idle_ms: u64,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -190,7 +195,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 2_000_000)]
     pub packets: u64,
     /// Frame sizes with FCS, comma-separated (one run each).
-    #[arg(long, value_delimiter = ',', default_value = "64")]
+    #[arg(long, value_delimiter = ',', default_value = "64", value_parser = crate::args::parse_size_u32)]
     pub sizes: Vec<u32>,
     #[arg(long, value_enum, default_value = "rtc")]
     pub mode: ModeArg,

@@ -47,6 +47,7 @@ impl Engine for EpollEngine {
             sys::IN
         };
         self.ep.add(lfd, LISTENER, sys::IN)?;
+        let mut reserve = net::Reserve::new();
         let key = |slot: usize, fd: i32| match ctx.lookup {
             Lookup::Index => slot as u64,
             Lookup::Scan => fd as u64,
@@ -61,18 +62,16 @@ impl Engine for EpollEngine {
                     let tok = sys::event_token(e);
                     if tok == LISTENER {
                         let ep = &self.ep;
-                        let ok = accept_all(lfd, &mut stats, |fd, st| {
+                        accept_all(lfd, ctx, &mut reserve, &mut stats, |fd, st| {
                             let slot = conns.insert(fd);
                             st.syscalls += 1;
                             if ep.add(fd, key(slot, fd), base | et).is_err() {
                                 net::close(fd);
                                 conns.remove(slot);
+                                ctx.release(1);
                                 st.closed += 1;
                             }
                         });
-                        if !ok {
-                            let _ = self.ep.delete(lfd);
-                        }
                         continue;
                     }
                     let slot = match ctx.lookup {
@@ -113,6 +112,7 @@ impl Engine for EpollEngine {
                             stats.syscalls += 1;
                             stats.closed += 1;
                             conns.remove(slot);
+                            ctx.release(1);
                         }
                     }
                 }
@@ -120,7 +120,7 @@ impl Engine for EpollEngine {
             }
             Ok(())
         })();
-        conns.close_all(&mut stats);
+        ctx.release(conns.close_all(&mut stats));
         publish(ctx, &stats, 0);
         result.map(|_| stats)
     }

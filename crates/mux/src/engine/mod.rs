@@ -15,7 +15,11 @@
 //! Invariants: one message of state per connection ([`Conn`]); a connection
 //! with unsent echo bytes is not read from again until they are sent (the
 //! pending buffer never exceeds one read buffer: backpressure, bounded
-//! memory); every descriptor a loop accepted is closed when it ends.
+//! memory); every descriptor a loop accepted is closed when it ends; the
+//! loops together hold at most [`LoopCtx::max_conns`] connections (more
+//! are accepted and closed at once, counted as `refused`), and a loop out
+//! of descriptors sheds what waits through its reserve descriptor
+//! ([`net::Reserve`]) and keeps serving the connections it has.
 
 pub mod epoll;
 pub mod poll;
@@ -24,7 +28,7 @@ pub mod uring;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::RawFd;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::net;
 use crate::protocol::{Filter, Protocol};
@@ -96,8 +100,13 @@ pub struct LoopStats {
     pub syscalls: u64,
     /// Connections accepted.
     pub accepted: u64,
-    /// Accept failures (EMFILE, ENFILE, ...): connections left in the queue.
+    /// Accept failures (EMFILE, ENFILE, ...).
     pub accept_errors: u64,
+    /// Connections accepted and closed at once: the server was at its
+    /// connection limit (`--max-conns`, or what its descriptors allow) or
+    /// out of descriptors.
+    #[serde(default)]
+    pub refused: u64,
     /// Connections closed (peer closed or failed).
     pub closed: u64,
     /// Bytes echoed.
@@ -119,6 +128,7 @@ impl LoopStats {
         self.syscalls += o.syscalls;
         self.accepted += o.accepted;
         self.accept_errors += o.accept_errors;
+        self.refused += o.refused;
         self.closed += o.closed;
         self.bytes += o.bytes;
         self.scan_steps += o.scan_steps;
@@ -139,6 +149,26 @@ pub struct LoopCtx<'a> {
     pub buf_size: usize,
     /// Live counters, published for the control thread's STATS.
     pub shared: &'a std::sync::Mutex<LoopStats>,
+    /// Connections open in all loops together.
+    pub live_total: &'a AtomicUsize,
+    /// Most connections all loops together may hold.
+    pub max_conns: usize,
+}
+
+impl LoopCtx<'_> {
+    /// Takes a place for a new connection; `false` at the limit.
+    pub fn admit(&self) -> bool {
+        if self.live_total.fetch_add(1, Ordering::SeqCst) >= self.max_conns {
+            self.live_total.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Gives back the places of `n` closed connections.
+    pub fn release(&self, n: usize) {
+        self.live_total.fetch_sub(n, Ordering::SeqCst);
+    }
 }
 
 /// Wake-up period of a loop with nothing to do (how soon it sees `stop`).
@@ -224,16 +254,19 @@ impl Conns {
         None
     }
 
-    /// Closes every open descriptor.
-    pub fn close_all(&mut self, stats: &mut LoopStats) {
+    /// Closes every open descriptor; returns how many.
+    pub fn close_all(&mut self, stats: &mut LoopStats) -> usize {
+        let mut n = 0;
         for i in 0..self.slots.len() {
             if self.slots[i].fd >= 0 {
                 net::close(self.slots[i].fd);
                 stats.syscalls += 1;
                 stats.closed += 1;
                 self.remove(i);
+                n += 1;
             }
         }
+        n
     }
 }
 
@@ -325,24 +358,37 @@ pub fn echo_ready(
     }
 }
 
+/// Connections shed per wake-up at most when out of descriptors.
+pub const SHED_BATCH: usize = 4096;
+
 /// Accepts every queued connection (until EAGAIN) and hands each to
-/// `on_new`; on EMFILE/ENFILE counts the failure and returns `false` (the
-/// caller stops watching the listener rather than spin on it).
+/// `on_new`; past `ctx.max_conns` a connection is closed at once
+/// (`refused`); out of descriptors, the waiting connections are shed
+/// through `reserve` and the listener stays watched, so the loop accepts
+/// again as soon as descriptors are free.
 pub fn accept_all(
     listener: RawFd,
+    ctx: &LoopCtx<'_>,
+    reserve: &mut net::Reserve,
     stats: &mut LoopStats,
     mut on_new: impl FnMut(RawFd, &mut LoopStats),
-) -> bool {
+) {
     loop {
         stats.syscalls += 1;
         match net::accept(listener) {
             Ok(fd) => {
+                if !ctx.admit() {
+                    net::close(fd);
+                    stats.syscalls += 1;
+                    stats.refused += 1;
+                    continue;
+                }
                 let _ = net::set_nodelay(fd);
                 stats.syscalls += 1;
                 stats.accepted += 1;
                 on_new(fd, stats);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e)
                 if matches!(
@@ -352,9 +398,12 @@ pub fn accept_all(
             {
                 continue
             }
-            Err(_) => {
+            Err(e) => {
                 stats.accept_errors += 1;
-                return false;
+                if net::out_of_descriptors(&e) {
+                    stats.refused += reserve.shed(listener, SHED_BATCH);
+                }
+                return;
             }
         }
     }

@@ -44,6 +44,7 @@ impl Engine for PollEngine {
         let lfd = ctx.listener.as_raw_fd();
         self.pfds.clear();
         self.pfds.push(pfd(lfd, libc::POLLIN));
+        let mut reserve = net::Reserve::new();
         let result = (|| -> io::Result<()> {
             while !ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
                 stats.waits += 1;
@@ -53,7 +54,7 @@ impl Engine for PollEngine {
                 if ready > 0 && self.pfds[0].revents != 0 {
                     ready -= 1;
                     let pfds = &mut self.pfds;
-                    let ok = accept_all(lfd, &mut stats, |fd, _| {
+                    accept_all(lfd, ctx, &mut reserve, &mut stats, |fd, _| {
                         let slot = conns.insert(fd);
                         let p = pfd(fd, libc::POLLIN);
                         if slot + 1 < pfds.len() {
@@ -62,10 +63,6 @@ impl Engine for PollEngine {
                             pfds.push(p);
                         }
                     });
-                    if !ok {
-                        // Out of descriptors: stop watching the listener.
-                        self.pfds[0].fd = -1;
-                    }
                 }
                 let mut i = 1;
                 while ready > 0 && i < self.pfds.len() {
@@ -102,6 +99,7 @@ impl Engine for PollEngine {
                             stats.syscalls += 1;
                             stats.closed += 1;
                             conns.remove(slot);
+                            ctx.release(1);
                             self.pfds[i] = pfd(-1, 0);
                         }
                     }
@@ -111,7 +109,7 @@ impl Engine for PollEngine {
             }
             Ok(())
         })();
-        conns.close_all(&mut stats);
+        ctx.release(conns.close_all(&mut stats));
         stats.live = 0;
         publish(ctx, &stats, 0);
         result.map(|_| stats)

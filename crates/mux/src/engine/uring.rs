@@ -146,6 +146,8 @@ impl Engine for UringEngine {
             .build()
             .user_data(ACCEPT_DATA | OP_ACCEPT);
         self.push(accept.clone(), &mut stats)?;
+        let mut reserve = net::Reserve::new();
+        let mut fresh: Vec<RawFd> = Vec::new();
         let key = |slot: usize, fd: RawFd| match ctx.lookup {
             Lookup::Index => slot as u64,
             Lookup::Scan => fd as u64,
@@ -179,11 +181,33 @@ impl Engine for UringEngine {
                         self.inflight = self.inflight.saturating_sub(1);
                     }
                     if op == OP_ACCEPT {
+                        fresh.clear();
                         if res >= 0 {
-                            let fd = res as RawFd;
-                            let _ = net::set_nodelay(fd);
-                            stats.syscalls += 1;
-                            stats.accepted += 1;
+                            if ctx.admit() {
+                                let fd = res as RawFd;
+                                let _ = net::set_nodelay(fd);
+                                stats.syscalls += 1;
+                                stats.accepted += 1;
+                                fresh.push(fd);
+                            } else {
+                                // At the connection limit: closed at once.
+                                net::close(res as RawFd);
+                                stats.syscalls += 1;
+                                stats.refused += 1;
+                            }
+                        } else if res == -libc::EMFILE || res == -libc::ENFILE {
+                            // Out of descriptors (maybe no longer: this
+                            // completion may be old): accept what waits
+                            // here, shedding through the reserve what
+                            // finds no descriptor; keep serving.
+                            stats.accept_errors += 1;
+                            super::accept_all(lfd, ctx, &mut reserve, &mut stats, |fd, _| {
+                                fresh.push(fd)
+                            });
+                        } else if res != -libc::ECONNABORTED && res != -libc::EINTR {
+                            stats.accept_errors += 1;
+                        }
+                        for &fd in &fresh {
                             let slot = conns.insert(fd);
                             if slot >= ios.len() {
                                 ios.resize_with(slot + 1, Io::default);
@@ -192,10 +216,8 @@ impl Engine for UringEngine {
                             io.buf.resize(ctx.buf_size, 0);
                             let e = recv_entry(fd, io, key(slot, fd));
                             self.push(e, &mut stats)?;
-                        } else if res != -libc::ECONNABORTED && res != -libc::EINTR {
-                            stats.accept_errors += 1;
                         }
-                        if !cqueue::more(flags) && stats.accept_errors == 0 {
+                        if !cqueue::more(flags) {
                             self.push(accept.clone(), &mut stats)?;
                         }
                         continue;
@@ -273,6 +295,7 @@ impl Engine for UringEngine {
                         stats.syscalls += 1;
                         stats.closed += 1;
                         conns.remove(slot);
+                        ctx.release(1);
                     }
                 }
                 publish(ctx, &stats, conns.live);
@@ -305,7 +328,7 @@ impl Engine for UringEngine {
                 std::mem::forget(std::mem::take(&mut ios));
             }
         }
-        conns.close_all(&mut stats);
+        ctx.release(conns.close_all(&mut stats));
         drop(ios);
         publish(ctx, &stats, 0);
         result.map(|_| stats)
