@@ -69,6 +69,25 @@ pub fn open_for_reading() -> anyhow::Result<Store> {
     }
 }
 
+/// The configured store if it already exists (reading never creates
+/// one): where `compare` learns noise floors. A store that cannot be
+/// opened is a warning, and compare goes on without it.
+pub fn open_existing() -> Option<Store> {
+    let Choice::At(p) = choice() else {
+        return None;
+    };
+    if !p.exists() {
+        return None;
+    }
+    match Store::open(&p) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("commbench: warning: results store not read for noise floors: {e}");
+            None
+        }
+    }
+}
+
 /// Appends the measured records of this run, with its environment, to
 /// the store; warns on stderr when that fails.
 pub fn keep(records: &[Record], environment: &Value) {

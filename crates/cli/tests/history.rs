@@ -176,11 +176,24 @@ fn synthetic_run(db: &Path, host: &str, started_unix: i64, sha: &str, rate: f64)
         environment: serde_json::json!({"hostname": host}),
     };
     let recs = [
-        commbench_core::record::Record::new("ipc", "reqres")
-            .param("transport", "shm")
-            .param("msg_len", 64)
-            .metric("msgs_per_s", rate)
-            .metric("latency_ns", serde_json::json!({"p50": 1e9 / rate})),
+        {
+            // msgs_per_s measured over five repeats (±1%): judged by its
+            // interval; the latency has no samples.
+            let mut r = commbench_core::record::Record::new("ipc", "reqres")
+                .param("transport", "shm")
+                .param("msg_len", 64)
+                .metric("latency_ns", serde_json::json!({"p50": 1e9 / rate}));
+            let xs: Vec<f64> = [0.99, 1.0, 1.01, 0.995, 1.005]
+                .iter()
+                .map(|k| k * rate)
+                .collect();
+            commbench_core::estimate::attach(
+                &mut r.metrics,
+                "msgs_per_s",
+                &commbench_core::estimate::Estimate::from_samples(&xs),
+            );
+            r
+        },
         commbench_core::record::Record::new("timer", "tsc").metric("hz", 1e9),
     ];
     assert!(s.append(&meta, &recs).unwrap());
@@ -236,9 +249,11 @@ fn history_lists_the_runs_and_the_trend_per_host() {
     let t = of(&recs, "trend");
     assert_eq!(t.len(), 1);
     assert_eq!(t[0]["metrics"]["first"], 1e7);
-    // A latency is a time: grown, it is slower (it was called "worse"
-    // when directions were guessed from names).
-    assert_eq!(t[0]["metrics"]["verdict"], "slower", "a latency that grew");
+    // The latency has no samples: its trend is not judged.
+    assert_eq!(
+        t[0]["metrics"]["verdict"], "no samples",
+        "a latency without repeats"
+    );
     let recs = json_records(cb(&db).args(["history", "--since", "1970-01-01T00:40"]));
     assert_eq!(of(&recs, "run").len(), 1, "only the run at 3000 s");
     cb(&db)
@@ -304,7 +319,9 @@ fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
         ])
         .assert()
         .code(1)
-        .stderr(predicates::str::contains("regressed by more than 10%"));
+        .stderr(predicates::str::contains(
+            "regressed beyond 10% with their whole interval",
+        ));
     cb(&db)
         .args([
             "compare",
@@ -344,13 +361,14 @@ fn a_saved_baseline_names_a_run_and_unknown_or_foreign_ones_are_usage_errors() {
         .success();
     synthetic_run(&db, "ci", 2_000, "bbbb2222", 100.0);
     synthetic_run(&db, "ci", 3_000, "cccc3333", 120.0);
-    // Against v1.0 (100 → 120 msgs/s, latency down): faster, no regression.
+    // Against v1.0 (100 → 120 msgs/s, five repeats each): faster, no
+    // regression (the latency has no samples: not judged).
     cb(&db)
         .args(["compare", "--baseline", "v1.0", "--fail-on-regression", "1"])
         .assert()
         .success()
         .stderr(predicates::str::contains(&first))
-        .stderr(predicates::str::contains("2 faster"));
+        .stderr(predicates::str::contains("1 faster"));
     cb(&db)
         .args(["compare", "--baseline", "theirs"])
         .assert()

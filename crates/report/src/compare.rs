@@ -1,13 +1,27 @@
 //! Comparing two runs: records are matched by (lab, test, params) and each
-//! metric both carry gets a ratio, a change and a verdict; plus which metric
-//! heads a group of records. Invariants: a change below the threshold is
-//! "no change"; which way is better comes from the labs' declared metrics,
-//! guessed only for metrics no lab declares; records without a partner in
-//! the other run are skipped, not reported.
+//! metric both carry gets a ratio after / before, its 95% interval and a
+//! verdict judged by that interval (criterion's "change within noise
+//! threshold", Kalibera & Jones's interval of a ratio).
+//!
+//! Invariants:
+//! - A verdict of change (faster/slower, better/worse, changed) is given
+//!   only when the whole interval, widened by the between-run noise floor,
+//!   lies beyond the threshold; "no change" only when it lies within;
+//!   "inconclusive" otherwise, with the repeats that would settle it.
+//! - The interval comes from both sides' per-run samples (Hodges–Lehmann
+//!   ratio with a Mann–Whitney p-value, `core::estimate`); a metric without
+//!   samples on either side is "no samples", never a change.
+//! - Which way is better comes from the labs' declared metrics, guessed
+//!   only for metrics no lab declares; records without a partner in the
+//!   other run are skipped, not reported; a metric's interval fields
+//!   (`<key>_lo`, `_hi`, `_n`, `_samples`) belong to it and are not
+//!   compared as metrics of their own.
 
+use commbench_core::estimate::{self, Verdict};
 use commbench_core::lab::{direction, Better, Lab, Quantity};
 use commbench_core::record::Record;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// One metric of one matched record pair.
 #[derive(Debug, Clone, Serialize)]
@@ -16,20 +30,98 @@ pub struct Change {
     pub test: String,
     pub params: String,
     pub metric: String,
+    /// The values compared: medians over repeats, or the single values.
     pub before: f64,
     pub after: f64,
-    /// after / before.
+    /// after / before (the Hodges–Lehmann ratio when both sides have
+    /// samples, else the ratio of the values).
     pub ratio: f64,
+    /// The 95% interval of the ratio, widened by the noise floor (NaN
+    /// without samples).
+    pub lo: f64,
+    pub hi: f64,
+    /// Mann–Whitney U two-sided p-value (NaN without samples).
+    pub p_value: f64,
+    /// Repeats on each side.
+    pub n_before: usize,
+    pub n_after: usize,
+    /// The between-run noise floor used (relative 95% half-width).
+    pub noise_floor: f64,
     pub change_pct: f64,
     pub better: Better,
+    /// Declared as a headline metric of its test by its lab.
+    pub headline: bool,
     /// `faster`/`slower` (or `better`/`worse` for non-time metrics),
-    /// `no change` within the threshold, `changed` when direction is unknown.
+    /// `changed` for a metric without a better direction, `no change`,
+    /// `inconclusive` or `no samples`.
     pub verdict: String,
+    /// For an inconclusive verdict: repeats per side that would settle it,
+    /// if any number would.
+    pub settle: Option<usize>,
 }
 
-fn flat_metrics(r: &Record) -> Vec<(String, f64)> {
+impl Change {
+    /// Slower or worse: a regression whose whole interval lies beyond the
+    /// threshold it was judged with.
+    pub fn is_regression(&self) -> bool {
+        self.verdict == "slower" || self.verdict == "worse"
+    }
+
+    /// `slower 1.12× [1.08, 1.17]`, or the verdict with the bare ratio.
+    pub fn summary(&self) -> String {
+        if self.lo.is_finite() && self.hi.is_finite() {
+            format!(
+                "{} {:.2}× [{:.2}, {:.2}]",
+                self.verdict, self.ratio, self.lo, self.hi
+            )
+        } else if self.ratio.is_finite() {
+            format!("{} {:.2}×", self.verdict, self.ratio)
+        } else {
+            self.verdict.clone()
+        }
+    }
+}
+
+/// How to compare.
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
+    /// Relative change below which a difference is no change (0.05).
+    pub threshold: f64,
+    /// Compare only these metrics (empty: all).
+    pub only: &'a [String],
+    /// Parameters left out of the match key (a known, deliberate
+    /// difference such as `work`).
+    pub ignore_params: &'a [String],
+    /// The between-run noise floor of a metric (relative 95% half-width)
+    /// learned elsewhere, by (lab, test, params, metric); None: `default_floor`.
+    pub noise_floor: &'a dyn Fn(&str, &str, &str, &str) -> Option<f64>,
+    /// The floor when nothing was learned.
+    pub default_floor: f64,
+}
+
+/// No learned floor.
+pub fn no_floor(_: &str, _: &str, _: &str, _: &str) -> Option<f64> {
+    None
+}
+
+/// Whether `key` is an interval field of a metric the record carries
+/// (`msgs_per_s_lo` beside `msgs_per_s`).
+fn interval_field_of(metrics: &Map<String, Value>, key: &str) -> bool {
+    ["_lo", "_hi", "_n", "_samples"].iter().any(|s| {
+        key.strip_suffix(s).is_some_and(|base| {
+            metrics.contains_key(base)
+                && (metrics.contains_key(&format!("{base}_samples"))
+                    || metrics.contains_key(&format!("{base}_lo")))
+        })
+    })
+}
+
+pub(crate) fn flat_metrics(r: &Record) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     for (k, v) in &r.metrics {
+        if interval_field_of(&r.metrics, k) {
+            continue;
+        }
         let mut flat = Vec::new();
         commbench_core::record::flatten(k, v, &mut flat);
         for (k, v) in flat {
@@ -45,18 +137,21 @@ fn flat_metrics(r: &Record) -> Vec<(String, f64)> {
 
 /// The parameters as `k=v` pairs: what records are matched by.
 pub fn params_key(r: &Record) -> String {
+    params_key_without(r, &[])
+}
+
+/// [`params_key`] without the parameters in `ignore`.
+pub fn params_key_without(r: &Record, ignore: &[String]) -> String {
     r.params
         .iter()
+        .filter(|(k, _)| !ignore.iter().any(|i| i == *k))
         .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
-/// Compares matching records of two runs. `threshold` is the relative change
-/// below which a difference is noise (0.05 = 5%); `only` restricts metrics.
-/// Which way is better comes from the labs' declared metrics (`labs`),
-/// falling back to [`commbench_core::lab::guess_better`] for metrics no lab
-/// declares.
+/// Compares matching records of two runs with a plain threshold and the
+/// default floor (see [`compare_with`]).
 pub fn compare(
     a: &[Record],
     b: &[Record],
@@ -64,66 +159,125 @@ pub fn compare(
     only: &[String],
     labs: &[&dyn Lab],
 ) -> Vec<Change> {
+    compare_with(
+        a,
+        b,
+        &Options {
+            threshold,
+            only,
+            ignore_params: &[],
+            noise_floor: &no_floor,
+            default_floor: 0.0,
+        },
+        labs,
+    )
+}
+
+/// Compares matching records of two runs: per metric both carry, the ratio
+/// with its interval and the verdict (see the module docs).
+pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) -> Vec<Change> {
     let mut out = Vec::new();
     for ra in a {
-        let key = params_key(ra);
-        let Some(rb) = b
-            .iter()
-            .find(|rb| rb.lab == ra.lab && rb.test == ra.test && params_key(rb) == key)
-        else {
+        let key = params_key_without(ra, o.ignore_params);
+        let Some(rb) = b.iter().find(|rb| {
+            rb.lab == ra.lab && rb.test == ra.test && params_key_without(rb, o.ignore_params) == key
+        }) else {
             continue;
         };
         let mb = flat_metrics(rb);
+        let heads: Vec<&str> = commbench_core::lab::find(labs, &ra.lab)
+            .map(|l| l.headlines(&ra.test).iter().map(|m| m.key).collect())
+            .unwrap_or_default();
         for (m, before) in flat_metrics(ra) {
-            if !only.is_empty() && !only.iter().any(|o| o == &m) {
+            if !o.only.is_empty() && !o.only.iter().any(|x| x == &m) {
                 continue;
             }
             let Some(&(_, after)) = mb.iter().find(|(k, _)| k == &m) else {
                 continue;
             };
-            let ratio = if before != 0.0 {
-                after / before
-            } else {
-                f64::NAN
-            };
-            let change = ratio - 1.0;
             let (dir, quantity) = direction(labs, &ra.lab, &ra.test, &m);
-            let timeish = quantity == Quantity::Time;
-            let verdict = if before == after {
-                "no change"
-            } else if !ratio.is_finite() {
-                "changed"
-            } else if change.abs() < threshold {
-                "no change"
-            } else {
-                let improved = match dir {
-                    Better::Higher => Some(change > 0.0),
-                    Better::Lower => Some(change < 0.0),
-                    Better::Unknown => None,
-                };
-                match (improved, timeish) {
-                    (Some(true), true) => "faster",
-                    (Some(false), true) => "slower",
-                    (Some(true), false) => "better",
-                    (Some(false), false) => "worse",
-                    (None, _) => "changed",
-                }
-            };
-            out.push(Change {
-                lab: ra.lab.clone(),
-                test: ra.test.clone(),
-                params: key.clone(),
-                metric: m,
-                before,
-                after,
-                ratio,
-                change_pct: change * 100.0,
-                better: dir,
-                verdict: verdict.to_owned(),
-            });
+            let floor = (o.noise_floor)(&ra.lab, &ra.test, &key, &m).unwrap_or(o.default_floor);
+            let mut c = judge_pair(ra, rb, &m, before, after, dir, quantity, o.threshold, floor);
+            c.lab = ra.lab.clone();
+            c.test = ra.test.clone();
+            c.params = key.clone();
+            c.headline = heads.contains(&m.as_str());
+            out.push(c);
         }
     }
     out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_pair(
+    ra: &Record,
+    rb: &Record,
+    m: &str,
+    before: f64,
+    after: f64,
+    dir: Better,
+    quantity: Quantity,
+    threshold: f64,
+    floor: f64,
+) -> Change {
+    let timeish = quantity == Quantity::Time;
+    let samples = |r: &Record| {
+        estimate::read(&r.metrics, m)
+            .map(|e| e.samples)
+            .filter(|s| s.len() >= 2)
+    };
+    let mut c = Change {
+        lab: String::new(),
+        test: String::new(),
+        params: String::new(),
+        metric: m.to_owned(),
+        before,
+        after,
+        ratio: if before != 0.0 {
+            after / before
+        } else {
+            f64::NAN
+        },
+        lo: f64::NAN,
+        hi: f64::NAN,
+        p_value: f64::NAN,
+        n_before: 1,
+        n_after: 1,
+        noise_floor: floor,
+        change_pct: f64::NAN,
+        better: dir,
+        headline: false,
+        verdict: String::new(),
+        settle: None,
+    };
+    let verdict = match (samples(ra), samples(rb)) {
+        _ if before == after => Verdict::NoChange,
+        (Some(sa), Some(sb)) => {
+            let r = estimate::ratio(&sa, &sb);
+            let v = estimate::judge(&r, threshold, floor, dir);
+            let (lo, hi) = estimate::widen(&r, floor);
+            c.ratio = r.ratio;
+            c.lo = lo;
+            c.hi = hi;
+            c.p_value = r.p_value;
+            c.n_before = r.n_before;
+            c.n_after = r.n_after;
+            c.before = r.before_median;
+            c.after = r.after_median;
+            if v == Verdict::Inconclusive {
+                c.settle = estimate::repeats_to_settle(&r, threshold, floor);
+            }
+            v
+        }
+        (sa, sb) => {
+            c.n_before = sa.map_or(1, |s| s.len());
+            c.n_after = sb.map_or(1, |s| s.len());
+            Verdict::NoSamples
+        }
+    };
+    c.change_pct = (c.ratio - 1.0) * 100.0;
+    c.verdict = verdict.word(timeish).to_owned();
+    c
 }
 
 /// The headline metric of a group of records: the first headline metric
@@ -171,19 +325,79 @@ mod tests {
     use super::*;
     use crate::testutil::rec;
 
+    /// A record whose `msgs_per_s` was measured over repeats.
+    fn sampled(sessions: u64, xs: &[f64]) -> Record {
+        let mut r = rec("reqres", sessions, 0.0);
+        let est = estimate::Estimate::from_samples(xs);
+        estimate::attach(&mut r.metrics, "msgs_per_s", &est);
+        r
+    }
+
     #[test]
-    fn verdicts_respect_threshold() {
+    fn verdicts_are_judged_by_the_interval_of_the_ratio() {
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0];
+        let same = [1001.0, 1008.0, 992.0, 1004.0, 996.0, 1003.0, 999.0];
+        let double: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
+        let near: Vec<f64> = base.iter().map(|x| x * 1.05).collect();
+        let a = vec![sampled(1, &base), sampled(2, &base), sampled(3, &base)];
+        let b = vec![sampled(1, &same), sampled(2, &double), sampled(3, &near)];
+        let c = compare(&a, &b, 0.05, &["msgs_per_s".into()], &[]);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[0].verdict, "no change", "{:?}", c[0]);
+        assert_eq!(c[1].verdict, "faster", "{:?}", c[1]);
+        assert!(c[1].lo > 1.9 && c[1].hi < 2.1, "{:?}", c[1]);
+        assert!(
+            c[1].summary().starts_with("faster 2.00× ["),
+            "{}",
+            c[1].summary()
+        );
+        // A 5% change against a 5% threshold: the interval straddles it.
+        assert_eq!(c[2].verdict, "inconclusive", "{:?}", c[2]);
+        let slower = compare(&b, &a, 0.05, &["msgs_per_s".into()], &[]);
+        assert_eq!(slower[1].verdict, "slower");
+        assert!(slower[1].is_regression());
+    }
+
+    #[test]
+    fn a_noise_floor_widens_the_interval_before_judging() {
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0];
+        let up: Vec<f64> = base.iter().map(|x| x * 1.12).collect();
+        let a = vec![sampled(1, &base)];
+        let b = vec![sampled(1, &up)];
+        let floor = |_: &str, _: &str, _: &str, _: &str| Some(0.10);
+        let o = Options {
+            threshold: 0.05,
+            only: &[],
+            ignore_params: &[],
+            noise_floor: &floor,
+            default_floor: 0.0,
+        };
+        let c = compare_with(&a, &b, &o, &[]);
+        let rate = c.iter().find(|c| c.metric == "msgs_per_s").unwrap();
+        assert_eq!(rate.verdict, "inconclusive", "{rate:?}");
+        assert!(rate.lo < 1.05, "{rate:?}");
+    }
+
+    #[test]
+    fn values_without_samples_are_never_called_a_change() {
         let a = vec![rec("reqres", 1, 1000.0), rec("reqres", 2, 1000.0)];
         let b = vec![rec("reqres", 1, 1030.0), rec("reqres", 2, 2000.0)];
         let c = compare(&a, &b, 0.05, &["msgs_per_s".into()], &[]);
-        assert_eq!(c.len(), 2);
-        assert_eq!(c[0].verdict, "no change");
-        assert_eq!(c[1].verdict, "faster");
+        assert_eq!(c[1].verdict, "no samples");
         assert!((c[1].ratio - 2.0).abs() < 1e-12);
-        let slower = compare(&b, &a, 0.05, &["msgs_per_s".into()], &[]);
-        assert_eq!(slower[1].verdict, "slower");
         let lat = compare(&a, &a, 0.05, &["latency_ns.p99".into()], &[]);
         assert_eq!(lat[0].verdict, "no change");
+    }
+
+    #[test]
+    fn interval_fields_are_part_of_their_metric() {
+        let a = vec![sampled(1, &[1.0, 2.0, 3.0])];
+        let c = compare(&a, &a, 0.05, &[], &[]);
+        assert!(
+            !c.iter().any(|c| c.metric.starts_with("msgs_per_s_")),
+            "{:?}",
+            c.iter().map(|c| &c.metric).collect::<Vec<_>>()
+        );
     }
 
     #[test]

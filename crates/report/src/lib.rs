@@ -38,7 +38,10 @@ mod testutil;
 mod trend;
 
 pub use commbench_core::lab::Better;
-pub use compare::{compare, headline_metric, params_key, Change};
+pub use compare::{
+    compare, compare_with, headline_metric, no_floor, params_key, params_key_without, Change,
+    Options,
+};
 pub use figures::{declared_figures, figures_for_lab, Figure, RUN_PARAM};
 pub use html::{render_html, SummaryLine};
 pub use load::{load, Loaded};

@@ -1,15 +1,28 @@
-//! `commbench compare A B`: before/after ratios with a noise threshold.
+//! `commbench compare A B`: per matched record and metric, the ratio
+//! after / before with its 95% interval from both sides' repeats, widened
+//! by the between-run noise floor, and a verdict only when the whole
+//! interval clears the threshold (see `commbench_report::compare`).
 //! `commbench compare --baseline NAME|last|SHA [RESULTS]`: the given run
 //! (or the latest run in the results store) against a stored one of the
-//! same host. `--fail-on-regression PCT` turns a worse metric into exit 1
-//! for CI.
+//! same host. `--fail-on-regression PCT` exits 1 on a headline metric whose
+//! whole interval lies beyond PCT the wrong way.
+//!
+//! The noise floor of a metric is learned from the results store: the
+//! spread between consecutive stored runs of the same test on the same
+//! host (at least [`MIN_FLOOR_RUNS`] runs), because two runs made minutes
+//! apart differ by more than the repeats inside either run show. Without
+//! such history the floor is `--noise-floor` (default 5%). When the two
+//! sides ran on different kernels, CPUs, CPU counts or build profiles, a
+//! difference is reported as inconclusive, not as a change.
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
 use commbench_core::record::Record;
-use commbench_report::{compare, load, params_key, Change};
+use commbench_report::{compare_with, load, params_key, Change, Options};
 use commbench_store::{Filter, Store};
 use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -21,16 +34,29 @@ pub struct CompareArgs {
     /// Compare with a run in the results store: a name given with `history --save-baseline`, `last` (the previous run of this host), a git SHA or a run id.
     #[arg(long, value_name = "NAME|last|SHA")]
     pub baseline: Option<String>,
-    /// Relative change below which a difference is noise, in percent.
+    /// Relative change below which a difference is no change, in percent.
     #[arg(long, default_value_t = 5.0)]
     pub threshold: f64,
-    /// Exit 1 when a metric got worse (slower/worse) by more than PCT percent.
+    /// Between-run noise (95% half-width, percent) added to every interval
+    /// when the results store has too little history of a test to learn it.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub noise_floor: f64,
+    /// Never learn the noise floor from the results store: use --noise-floor.
+    #[arg(long)]
+    pub fixed_noise_floor: bool,
+    /// Exit 1 when a headline metric (or one of --metrics) is slower/worse with its whole interval beyond PCT percent.
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// With --fail-on-regression: also fail on an inconclusive verdict.
+    #[arg(long, requires = "fail_on_regression")]
+    pub strict: bool,
     /// Compare only these metrics (comma-separated, dotted for nested: latency_ns.p99).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
-    /// Show every metric, including those without change.
+    /// Match records also when these parameters differ (a deliberate change, e.g. --ignore-param work).
+    #[arg(long, value_delimiter = ',', value_name = "PARAM")]
+    pub ignore_param: Vec<String>,
+    /// Show every metric as a table, not one line per test with its headline verdicts.
     #[arg(long)]
     pub all: bool,
     #[command(flatten)]
@@ -41,8 +67,15 @@ fn pct_ok(x: f64) -> bool {
     x.is_finite() && (0.0..1000.0).contains(&x)
 }
 
-/// The records to compare: (label, records) before and after.
-type Sides = ((String, Vec<Record>), (String, Vec<Record>));
+/// One side: a label, its records and its environment.
+struct Side {
+    label: String,
+    records: Vec<Record>,
+    env: Value,
+}
+
+/// The records to compare, before and after.
+type Sides = (Side, Side);
 
 fn from_files(a: &CompareArgs) -> Result<Sides> {
     let (Some(b), Some(c)) = (&a.before, &a.after) else {
@@ -53,8 +86,16 @@ fn from_files(a: &CompareArgs) -> Result<Sides> {
     let before = load(b)?;
     let after = load(c)?;
     Ok((
-        (b.display().to_string(), before.records),
-        (c.display().to_string(), after.records),
+        Side {
+            label: b.display().to_string(),
+            records: before.records,
+            env: before.environment.unwrap_or(Value::Null),
+        },
+        Side {
+            label: c.display().to_string(),
+            records: after.records,
+            env: after.environment.unwrap_or(Value::Null),
+        },
     ))
 }
 
@@ -68,7 +109,7 @@ fn from_store(a: &CompareArgs, spec: &str) -> Result<Sides> {
     // The current run: a file (already stored when it was measured, so
     // the stored run with its start time and host is excluded below), or
     // the latest stored run.
-    let (label, records, host, current_id, current_unix) = match &a.before {
+    let (label, records, host, current_id, current_unix, current_env) = match &a.before {
         Some(p) => {
             let l = load(p)?;
             let env = l.environment.unwrap_or(Value::Null);
@@ -89,6 +130,7 @@ fn from_store(a: &CompareArgs, spec: &str) -> Result<Sides> {
                 host,
                 same.map(|r| r.run_id),
                 unix,
+                env.clone(),
             )
         }
         None => {
@@ -113,6 +155,7 @@ fn from_store(a: &CompareArgs, spec: &str) -> Result<Sides> {
                 run.host,
                 Some(id),
                 Some(run.started_unix),
+                run.environment,
             )
         }
     };
@@ -145,8 +188,16 @@ fn from_store(a: &CompareArgs, spec: &str) -> Result<Sides> {
         base.host, base.started_utc, base.git_sha
     );
     Ok((
-        (format!("run {base_id}"), run_records(&store, &base_id)?),
-        (label, records),
+        Side {
+            label: format!("run {base_id}"),
+            records: run_records(&store, &base_id)?,
+            env: base.environment,
+        },
+        Side {
+            label,
+            records,
+            env: current_env,
+        },
     ))
 }
 
@@ -198,6 +249,162 @@ fn previous_matching(
     Ok(None)
 }
 
+/// Stored runs of a test on a host needed before its noise floor is
+/// learned (three consecutive differences).
+pub const MIN_FLOOR_RUNS: usize = 4;
+
+/// The between-run noise of one metric from a series of stored run values
+/// (in time order): the 95% half-width of the ratio of two runs, from the
+/// median absolute log-difference of consecutive runs (a robust σ of the
+/// difference, 1.4826 × MAD, times 1.96). None with too few runs.
+pub fn floor_from_series(values: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    if v.len() < MIN_FLOOR_RUNS {
+        return None;
+    }
+    let mut d: Vec<f64> = v.windows(2).map(|w| (w[1] / w[0]).ln().abs()).collect();
+    d.sort_by(f64::total_cmp);
+    let mad = commbench_core::stats::percentile_sorted(&d, 0.5);
+    Some((1.96 * 1.4826 * mad).exp_m1())
+}
+
+/// Learns noise floors from the results store, one (lab, test) query at
+/// a time, for one host.
+struct Floors {
+    store: Option<Store>,
+    host: String,
+    ignore: Vec<String>,
+    series: RefCell<HashMap<(String, String), Vec<commbench_store::StoredRecord>>>,
+    learned: RefCell<Vec<(String, f64, usize)>>,
+}
+
+impl Floors {
+    fn floor(&self, lab: &str, test: &str, params: &str, metric: &str) -> Option<f64> {
+        let store = self.store.as_ref()?;
+        let mut cache = self.series.borrow_mut();
+        let recs = cache
+            .entry((lab.to_owned(), test.to_owned()))
+            .or_insert_with(|| {
+                store
+                    .records(&Filter {
+                        lab: Some(lab.to_owned()),
+                        test: Some(test.to_owned()),
+                        host: Some(self.host.clone()),
+                        ..Filter::default()
+                    })
+                    .unwrap_or_default()
+            });
+        let mut points: Vec<(i64, f64)> = recs
+            .iter()
+            .filter(|s| commbench_report::params_key_without(&s.record, &self.ignore) == params)
+            .filter_map(|s| Some((s.started_unix, s.record.metric_f64(metric)?)))
+            .collect();
+        points.sort_by_key(|p| p.0);
+        let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+        let f = floor_from_series(&values)?;
+        self.learned
+            .borrow_mut()
+            .push((format!("{lab}/{test} {metric}"), f, values.len()));
+        Some(f)
+    }
+}
+
+/// Differences between the two sides' machines that make a change
+/// meaningless (and the load, which is only reported).
+fn env_differences(before: &Value, after: &Value) -> (Vec<String>, Option<String>) {
+    let s = |v: &Value, k: &str| {
+        v.get(k)
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+    };
+    let mut hard = Vec::new();
+    for k in ["kernel", "cpu_model", "logical_cpus", "build_profile"] {
+        if let (Some(x), Some(y)) = (s(before, k), s(after, k)) {
+            if x != y {
+                hard.push(format!("{k} {x} vs {y}"));
+            }
+        }
+    }
+    let load = |v: &Value| {
+        v.get("load_average")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(Value::as_f64)
+    };
+    let soft = match (load(before), load(after)) {
+        (Some(x), Some(y)) if (x - y).abs() >= 0.5 => {
+            Some(format!("load average {x:.1} before, {y:.1} after"))
+        }
+        _ => None,
+    };
+    (hard, soft)
+}
+
+/// One line per test: its headline verdicts with their intervals.
+fn test_lines(changes: &[Change]) -> String {
+    let mut out = String::new();
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for c in changes.iter().filter(|c| c.headline) {
+        let k = (c.lab.clone(), c.test.clone(), c.params.clone());
+        if seen.contains(&k) {
+            continue;
+        }
+        let parts: Vec<String> = changes
+            .iter()
+            .filter(|d| d.headline && d.lab == c.lab && d.test == c.test && d.params == c.params)
+            .map(|d| {
+                let mut t = format!("{} {}", d.metric, d.summary());
+                if let Some(n) = d.settle.filter(|&n| n > d.n_before.min(d.n_after)) {
+                    t.push_str(&format!(" (~{n} repeats would settle it)"));
+                }
+                t
+            })
+            .collect();
+        out.push_str(&format!(
+            "{}/{} {}: {}\n",
+            c.lab,
+            c.test,
+            commbench_core::record::escape_control(&c.params),
+            parts.join("; ")
+        ));
+        seen.push(k);
+    }
+    out
+}
+
+fn count_line(changes: &[&Change]) -> String {
+    let words = [
+        "faster",
+        "slower",
+        "better",
+        "worse",
+        "changed",
+        "inconclusive",
+        "no change",
+        "no samples",
+    ];
+    let parts: Vec<String> = words
+        .iter()
+        .map(|w| (w, changes.iter().filter(|c| c.verdict == *w).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(w, n)| format!("{n} {w}"))
+        .collect();
+    parts.join(", ")
+}
+
+/// Reports a change between machines that differ as inconclusive.
+fn downgrade(changes: &mut [Change]) {
+    for c in changes.iter_mut() {
+        if ["faster", "slower", "better", "worse", "changed"].contains(&c.verdict.as_str()) {
+            c.verdict = "inconclusive".into();
+            c.settle = None;
+        }
+    }
+}
+
 pub fn run(a: &CompareArgs) -> Result<()> {
     if !pct_ok(a.threshold) {
         return Err(crate::usage(format!(
@@ -210,25 +417,115 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             "--fail-on-regression {p} is not a percentage in 0..1000"
         )));
     }
-    let ((bl, before), (al, after)) = match &a.baseline {
+    if !pct_ok(a.noise_floor) {
+        return Err(crate::usage(format!(
+            "--noise-floor {} is not a percentage in 0..1000",
+            a.noise_floor
+        )));
+    }
+    let (before, after) = match &a.baseline {
         Some(spec) => from_store(a, spec)?,
         None => from_files(a)?,
     };
-    let changes = compare(
-        &before,
-        &after,
-        a.threshold / 100.0,
-        &a.metrics,
-        crate::labs::labs(),
-    );
+    let host = after
+        .env
+        .get("hostname")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned();
+    let floors = Floors {
+        store: if a.fixed_noise_floor {
+            None
+        } else {
+            crate::store::open_existing()
+        },
+        host,
+        ignore: a.ignore_param.clone(),
+        series: RefCell::new(HashMap::new()),
+        learned: RefCell::new(Vec::new()),
+    };
+    let learned =
+        |lab: &str, test: &str, params: &str, metric: &str| floors.floor(lab, test, params, metric);
+    let judge = |threshold: f64| {
+        compare_with(
+            &before.records,
+            &after.records,
+            &Options {
+                threshold,
+                only: &a.metrics,
+                ignore_params: &a.ignore_param,
+                noise_floor: &learned,
+                default_floor: a.noise_floor / 100.0,
+            },
+            crate::labs::labs(),
+        )
+    };
+    let mut changes = judge(a.threshold / 100.0);
     if changes.is_empty() {
         anyhow::bail!(
-            "no record of {bl} matches one of {al} by lab, test and parameters (or no common metric)"
+            "no record of {} matches one of {} by lab, test and parameters (or no common metric)",
+            before.label,
+            after.label
         );
     }
-    let shown: Vec<Record> = changes
+    let (hard, soft) = env_differences(&before.env, &after.env);
+    if !hard.is_empty() {
+        eprintln!(
+            "compare: the two runs ran on different machines or builds ({}): differences are reported as inconclusive, not as changes",
+            hard.join("; ")
+        );
+        downgrade(&mut changes);
+    }
+    if let Some(l) = &soft {
+        eprintln!(
+            "compare: {l}: wall-clock rates are the most affected; CPU per operation the least"
+        );
+    }
+    // Shown: the named metrics, every metric with --all, else the headline
+    // metrics (every metric of a test no lab declares headlines for).
+    let has_headline = |c: &Change| {
+        changes
+            .iter()
+            .any(|d| d.headline && d.lab == c.lab && d.test == c.test)
+    };
+    let focus = |c: &Change| !a.metrics.is_empty() || a.all || c.headline || !has_headline(c);
+    let shown: Vec<&Change> = changes.iter().filter(|c| focus(c)).collect();
+    let rest: Vec<&Change> = changes.iter().filter(|c| !focus(c)).collect();
+    {
+        let l = floors.learned.borrow();
+        let n = l.len();
+        if n > 0 {
+            let mut f: Vec<f64> = l.iter().map(|x| x.1).collect();
+            f.sort_by(f64::total_cmp);
+            eprintln!(
+                "compare: noise floor learned from the results store for {n} metric(s) (median ±{:.1}%); elsewhere ±{}%",
+                commbench_core::stats::percentile_sorted(&f, 0.5) * 100.0,
+                a.noise_floor
+            );
+        } else {
+            eprintln!(
+                "compare: noise floor ±{}% (the results store holds fewer than {MIN_FLOOR_RUNS} runs of these tests on this host)",
+                a.noise_floor
+            );
+        }
+    }
+    eprintln!(
+        "compare: {} metrics; shown {}: {}{}",
+        changes.len(),
+        shown.len(),
+        count_line(&shown),
+        if rest.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the other {}: {} (--all shows them)",
+                rest.len(),
+                count_line(&rest)
+            )
+        }
+    );
+    let records: Vec<Record> = shown
         .iter()
-        .filter(|c| a.all || !a.metrics.is_empty() || c.verdict != "no change")
         .map(|c| {
             Record::new("compare", "change")
                 .param("source", format!("{}/{}", c.lab, c.test))
@@ -237,40 +534,66 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 .metric("before", c.before)
                 .metric("after", c.after)
                 .metric("ratio", c.ratio)
+                .metric("ratio_lo", c.lo)
+                .metric("ratio_hi", c.hi)
+                .metric("p_value", c.p_value)
+                .metric("n_before", c.n_before)
+                .metric("n_after", c.n_after)
+                .metric("noise_floor_pct", c.noise_floor * 100.0)
                 .metric("change_pct", c.change_pct)
                 .metric("better", c.better)
                 .metric("verdict", &c.verdict)
+                .metric("settle_repeats", c.settle)
         })
         .collect();
-    let n = |v: &str| changes.iter().filter(|c| c.verdict == v).count();
-    eprintln!(
-        "compare: {} metrics; {} faster, {} slower, {} better, {} worse, {} changed, {} within ±{}% (noise)",
-        changes.len(),
-        n("faster"),
-        n("slower"),
-        n("better"),
-        n("worse"),
-        n("changed"),
-        n("no change"),
-        a.threshold
-    );
-    a.out.emit(&shown)?;
+    if a.out.format == crate::output::FormatArg::Table
+        && a.out.output.is_none()
+        && !a.all
+        && a.metrics.is_empty()
+    {
+        print!("{}", test_lines(&changes));
+    } else {
+        a.out.emit(&records)?;
+    }
     if let Some(pct) = a.fail_on_regression {
-        let worse: Vec<&Change> = changes
+        let mut gate = judge(pct / 100.0);
+        if !hard.is_empty() {
+            downgrade(&mut gate);
+        }
+        let gated: Vec<&Change> = gate.iter().filter(|c| focus(c)).collect();
+        let worse: Vec<&&Change> = gated.iter().filter(|c| c.is_regression()).collect();
+        let unsure: Vec<&&Change> = gated
             .iter()
-            .filter(|c| (c.verdict == "slower" || c.verdict == "worse") && c.change_pct.abs() > pct)
+            .filter(|c| c.verdict == "inconclusive")
             .collect();
+        for u in &unsure {
+            eprintln!(
+                "compare: inconclusive against {pct}%: {}/{} {} {} {}{}",
+                u.lab,
+                u.test,
+                u.params,
+                u.metric,
+                u.summary(),
+                u.settle
+                    .map(|n| format!(" (~{n} repeats per side would settle it)"))
+                    .unwrap_or_default()
+            );
+        }
         if let Some(w) = worse.first() {
             anyhow::bail!(
-                "{} metric(s) regressed by more than {pct}%: first {}/{} {} {} {:+.1}% ({} → {})",
+                "{} metric(s) regressed beyond {pct}% with their whole interval: first {}/{} {} {} {}",
                 worse.len(),
                 w.lab,
                 w.test,
                 w.params,
                 w.metric,
-                w.change_pct,
-                w.before,
-                w.after
+                w.summary()
+            );
+        }
+        if a.strict && !unsure.is_empty() {
+            anyhow::bail!(
+                "{} metric(s) inconclusive against {pct}% (--strict)",
+                unsure.len()
             );
         }
     }

@@ -252,16 +252,40 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
         let (Some(&(_, first)), Some(&(_, last))) = (pts.first(), pts.last()) else {
             continue;
         };
-        let one = |x: f64| Record::new(&g.lab, &g.test).metric(&metric, x);
+        // The verdict from the first and the last run's own records: with
+        // their repeats' samples it is judged by the interval of the ratio;
+        // without, it says "no samples".
+        let carrying = |v: &Vec<Record>| -> Vec<Record> {
+            v.iter()
+                .filter(|r| r.metric_f64(&metric).is_some())
+                .cloned()
+                .collect()
+        };
+        let first_recs = g
+            .points
+            .iter()
+            .map(|(_, v)| carrying(v))
+            .find(|v| !v.is_empty())
+            .unwrap_or_default();
+        let last_recs = g
+            .points
+            .iter()
+            .rev()
+            .map(|(_, v)| carrying(v))
+            .find(|v| !v.is_empty())
+            .unwrap_or_default();
         let verdict = compare(
-            &[one(first)],
-            &[one(last)],
+            &first_recs[..first_recs.len().min(1)],
+            &last_recs[..last_recs.len().min(1)],
             a.threshold / 100.0,
-            &[],
+            std::slice::from_ref(&metric),
             crate::labs::labs(),
         )
-        .first()
-        .map_or_else(|| "changed".to_owned(), |c| c.verdict.clone());
+        .into_iter()
+        .next();
+        let (verdict, lo, hi) = verdict.map_or(("changed".to_owned(), f64::NAN, f64::NAN), |c| {
+            (c.verdict, c.lo, c.hi)
+        });
         let ratio = if first != 0.0 { last / first } else { f64::NAN };
         out.push(
             Record::new("history", "trend")
@@ -273,6 +297,8 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
                 .metric("first", first)
                 .metric("last", last)
                 .metric("ratio", ratio)
+                .metric("ratio_lo", lo)
+                .metric("ratio_hi", hi)
                 .metric("change_pct", (ratio - 1.0) * 100.0)
                 .metric("verdict", verdict),
         );
