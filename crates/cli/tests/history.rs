@@ -736,3 +736,57 @@ fn history_and_compare_show_a_stored_string_of_70000_characters() {
         assert!(text.lines().all(|l| l.len() < 2_000), "{args:?}");
     }
 }
+
+#[test]
+fn regressions_lists_the_run_where_a_step_began_with_its_sha_and_interval() {
+    let d = tmp("changepoint");
+    let db = d.path().join("results.db");
+    // Eight runs before the step and eight after: fewer cannot reach the
+    // permutation test's 1% level with segments of at least five.
+    let rates = [
+        100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8, 80.0, 81.0, 79.0, 80.5, 79.5, 80.0,
+        80.2, 79.8,
+    ];
+    let mut shas = Vec::new();
+    for (i, r) in rates.iter().enumerate() {
+        let sha = format!("{:08x}", 0xa000 + i);
+        synthetic_run(&db, "ci", 1_000 + 100 * i as i64, &sha, *r);
+        shas.push(sha);
+    }
+    // A flat series on another host: no change point.
+    for i in 0..16 {
+        let r = 50.0 + [0.0, 0.4, -0.3, 0.2, -0.1][i % 5];
+        synthetic_run(&db, "flat", 1_050 + 100 * i as i64, "ffff", r);
+    }
+    let out = cb(&db)
+        .args([
+            "history",
+            "--regressions",
+            "--lab",
+            "ipc",
+            "--metric",
+            "msgs_per_s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recs = v["records"].as_array().unwrap().clone();
+    assert_eq!(
+        recs.len(),
+        1,
+        "{recs:#?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cp = &recs[0];
+    assert_eq!(cp["params"]["host"], "ci");
+    assert_eq!(cp["params"]["git_sha"], shas[8], "{cp:#?}");
+    assert_eq!(cp["metrics"]["verdict"], "slower");
+    let (lo, hi) = (
+        cp["metrics"]["ratio_lo"].as_f64().unwrap(),
+        cp["metrics"]["ratio_hi"].as_f64().unwrap(),
+    );
+    assert!(lo <= 0.8 && 0.8 <= hi && hi < 0.9, "{cp:#?}");
+}

@@ -37,6 +37,9 @@ pub struct HistoryArgs {
     /// Draw the trends into one self-contained HTML page (with -o FILE).
     #[arg(long)]
     pub plot: bool,
+    /// List change points of each series' headline metric (E-Divisive on ranks with a permutation test, per-run intervals taken into account): the run where each step began, its git SHA and date, and the step with its interval.
+    #[arg(long, conflicts_with_all = ["plot", "save_baseline", "import", "export"])]
+    pub regressions: bool,
     /// Name a run as a baseline for `compare --baseline NAME` (the run given by --run).
     #[arg(long, value_name = "NAME")]
     pub save_baseline: Option<String>,
@@ -83,6 +86,72 @@ struct Group {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     commbench_core::stats::percentile_sorted(&v, 0.5)
+}
+
+/// The change points of one series (a group's runs in order) of
+/// `metric`: each run's value with its interval when its record carries
+/// repeats, through `core::changepoint::detect`.
+fn change_point_records(g: &Group, metric: &str, runs: &[commbench_store::RunMeta]) -> Vec<Record> {
+    use commbench_core::changepoint::{detect, Config, Point};
+    let mut at: Vec<usize> = Vec::new();
+    let mut points: Vec<Point> = Vec::new();
+    for (i, v) in &g.points {
+        let Some(r) = v.iter().find(|r| r.metric_f64(metric).is_some()) else {
+            continue;
+        };
+        let p = if metric.contains('.') {
+            r.metric_f64(metric).map(Point::from)
+        } else {
+            commbench_core::estimate::read(&r.metrics, metric).map(|e| Point::from(&e))
+        };
+        if let Some(p) = p {
+            at.push(*i);
+            points.push(p);
+        }
+    }
+    let (better, quantity) =
+        commbench_core::lab::direction(crate::labs::labs(), &g.lab, &g.test, metric);
+    detect(&points, &Config::default())
+        .into_iter()
+        .filter_map(|cp| {
+            let run_index = *at.get(cp.index)?;
+            let run = runs.get(run_index.checked_sub(1)?)?;
+            let up = cp.ratio > 1.0;
+            let verdict = match better {
+                commbench_core::lab::Better::Unknown => commbench_core::estimate::Verdict::Changed,
+                commbench_core::lab::Better::Higher if up => {
+                    commbench_core::estimate::Verdict::Improved
+                }
+                commbench_core::lab::Better::Lower if !up => {
+                    commbench_core::estimate::Verdict::Improved
+                }
+                _ => commbench_core::estimate::Verdict::Regressed,
+            };
+            Some(
+                Record::new("history", "change_point")
+                    .param("source", format!("{}/{}", g.lab, g.test))
+                    .param("params", &g.params)
+                    .param("host", &g.host)
+                    .param("metric", metric)
+                    .param("run", run_index)
+                    .param("run_id", &run.run_id)
+                    .param("git_sha", &run.git_sha)
+                    .param("started_utc", &run.started_utc)
+                    .metric("before_median", cp.before_median)
+                    .metric("after_median", cp.after_median)
+                    .metric("ratio", cp.ratio)
+                    .metric("ratio_lo", cp.lo)
+                    .metric("ratio_hi", cp.hi)
+                    .metric("p_value", cp.p_value)
+                    .metric("runs_before", cp.n_before)
+                    .metric("runs_after", cp.n_after)
+                    .metric(
+                        "verdict",
+                        verdict.word(quantity == commbench_core::lab::Quantity::Time),
+                    ),
+            )
+        })
+        .collect()
 }
 
 fn groups(recs: &[StoredRecord], run_index: &dyn Fn(&str) -> usize) -> Vec<Group> {
@@ -228,6 +297,8 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
         );
     }
     let mut trends: Vec<Trend> = Vec::new();
+    let mut change_points: Vec<Record> = Vec::new();
+    let mut series_checked = 0usize;
     for g in groups(&recs, &index) {
         let all: Vec<Record> = g.points.iter().flat_map(|(_, v)| v.clone()).collect();
         let Some(metric) = a
@@ -302,6 +373,10 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
                 .metric("change_pct", (ratio - 1.0) * 100.0)
                 .metric("verdict", verdict),
         );
+        if a.regressions {
+            series_checked += 1;
+            change_points.extend(change_point_records(&g, &metric, &runs));
+        }
         let title = format!("{}/{} {}", g.lab, g.test, g.params);
         let series = Series {
             name: g.host.clone(),
@@ -321,6 +396,14 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
     }
     if runs.is_empty() {
         eprintln!("history: no run in {} matches", store.path());
+    }
+    if a.regressions {
+        eprintln!(
+            "history: {} change point(s) in {series_checked} series of {} runs",
+            change_points.len(),
+            runs.len()
+        );
+        return a.out.write_with(&change_points, &serde_json::Value::Null);
     }
     if a.plot {
         let path: PathBuf = a.out.output.clone().unwrap_or_default();
