@@ -463,6 +463,37 @@ pub mod answer {
         }
     }
 
+    /// `a / b` for metric `key` of the records `pick_a` and `pick_b`
+    /// accept: with the 95% interval of the ratio when each side is one
+    /// record carrying repeats ("1.8× [1.6, 2.0]"), else as [`ratio`] of
+    /// the medians.
+    pub fn ratio_between<'a>(
+        recs: &[&'a Record],
+        pick_a: impl Fn(&Record) -> bool,
+        pick_b: impl Fn(&Record) -> bool,
+        key: &str,
+    ) -> Option<String> {
+        let a: Vec<&Record> = recs.iter().copied().filter(|r| pick_a(r)).collect();
+        let b: Vec<&Record> = recs.iter().copied().filter(|r| pick_b(r)).collect();
+        let samples = |v: &[&Record]| -> Option<Vec<f64>> {
+            match v {
+                [one] => crate::estimate::read(&one.metrics, key)
+                    .map(|e| e.samples)
+                    .filter(|s| s.len() >= 2),
+                _ => None,
+            }
+        };
+        if let (Some(sa), Some(sb)) = (samples(&a), samples(&b)) {
+            let r = crate::estimate::ratio(&sb, &sa);
+            if r.lo.is_finite() && r.hi.is_finite() {
+                return Some(format!("{:.1}× [{:.2}, {:.2}]", r.ratio, r.lo, r.hi));
+            }
+        }
+        let ma = median(a.iter().copied(), |_| true, key)?;
+        let mb = median(b.iter().copied(), |_| true, key)?;
+        Some(ratio(ma, mb))
+    }
+
     /// A time in ns with a unit that suits it.
     pub fn ns(x: f64) -> String {
         if x >= 1e6 {

@@ -7,7 +7,7 @@ use crate::{
 };
 use commbench_core::estimate::Repeats;
 use commbench_core::figure::FigureSpec;
-use commbench_core::lab::answer::{is, median, ns, of, rate, ratio};
+use commbench_core::lab::answer::{is, median, ns, of, rate, ratio_between};
 use commbench_core::lab::{
     Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
 };
@@ -202,11 +202,13 @@ impl Lab for IpcLab {
             .iter()
             .filter_map(|t| of_transport(t, "msgs_per_s").map(|v| (*t, v)))
             .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let reqres =
+            |t: &'static str| move |x: &Record| x.test == "reqres" && is(x, "transport", t);
+        let r_ratio = ratio_between(&r, reqres("shm"), reqres(best), "msgs_per_s")?;
         let mut a = format!(
-            "request/response: shm {} msg/s vs {best} (fastest kernel path) {} = {}",
+            "request/response: shm {} msg/s vs {best} (fastest kernel path) {} = {r_ratio}",
             rate(shm),
             rate(b),
-            ratio(shm, b)
         );
         if let (Some(c1), Some(c2)) = (cpu("shm"), cpu(best)) {
             a.push_str(&format!("; CPU per message {} vs {}", ns(c1), ns(c2)));

@@ -459,6 +459,10 @@ impl LoadSide {
 pub struct ConfigResult {
     pub engine: EngineKind,
     pub lookup: Lookup,
+    /// Each repeat's headline figures (server and client CPU per round
+    /// trip, round trips per second), for their samples and intervals.
+    #[serde(skip)]
+    pub per_run: Vec<Record>,
     /// False for a remote server without a control connection: engine and
     /// lookup are not known.
     #[serde(skip)]
@@ -552,9 +556,24 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
     let connected = runs.iter().map(|r| r.connected).min().unwrap_or(0);
     let cpus = online_cpus();
     let busy = cfg.server_threads + cfg.load_threads * cfg.load_procs;
+    let per_run: Vec<Record> = runs
+        .iter()
+        .zip(&rts)
+        .map(|(r, &rate)| {
+            let n = r.rounds.round_trips.max(1) as f64;
+            let cpu = diff_cpu(&r.s_accepted, &r.s_rounds);
+            Record::new("mux", "echo")
+                .metric("rt_per_s", rate)
+                .metric("server_cpu_us_per_rt", cpu.map(|c| (c.0 + c.1) * 1e6 / n))
+                .metric("server_user_us_per_rt", cpu.map(|c| c.0 * 1e6 / n))
+                .metric("server_sys_us_per_rt", cpu.map(|c| c.1 * 1e6 / n))
+                .metric("client_cpu_us_per_rt", r.rounds.usage.cpu_s() * 1e6 / n)
+        })
+        .collect();
     ConfigResult {
         engine,
         lookup,
+        per_run,
         server_known: cfg.remote.as_ref().is_none_or(|r| r.control.is_some()),
         runs: runs.len() as u32,
         connected,
@@ -746,6 +765,11 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
             }
             rec.metrics.insert(k, v);
         }
+    }
+    if r.per_run.len() > 1 {
+        // Every declared metric over the repeats (separate server
+        // processes, interleaved): samples, median, 95% interval.
+        commbench_core::lab::attach_repeats(&crate::lab::MuxLab, &mut rec, &r.per_run);
     }
     rec.push_metric("status", if r.partial { "partial" } else { "ok" });
     rec.push_metric("load_start", load_start);

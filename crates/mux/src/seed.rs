@@ -262,6 +262,7 @@ mod tests {
 
     fn res(e: EngineKind, l: Lookup, cpu: f64) -> ConfigResult {
         ConfigResult {
+            per_run: Vec::new(),
             engine: e,
             lookup: l,
             server_known: true,
