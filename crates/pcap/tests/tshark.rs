@@ -1239,3 +1239,36 @@ fn long_ipv6_extension_header_chains_match_tshark() {
     assert_eq!(protos, want);
     drop(tmp);
 }
+
+/// Regression (issue 25, item 15b): pcap 2.0-2.2 files store caplen and len
+/// swapped, 2.3 files sometimes; tshark swaps them back (libpcap's rule),
+/// and so do we: every frame, with the same lengths.
+#[test]
+fn old_pcap_versions_with_swapped_lengths_match_tshark() {
+    if !require_tshark() {
+        return;
+    }
+    let tmp = tmpdir("swapped");
+    let mut paths = Vec::new();
+    for (major, minor) in [(2u16, 0u16), (2, 2), (2, 3)] {
+        let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+        b.version(major, minor);
+        for i in 0..4u32 {
+            let mut l3 = ipv4_header(20 + 20, 6);
+            l3.extend(tcp_header(1000 + i as u16, 80, 0x10));
+            let f = eth_frame(0x0800, &l3);
+            let wire = f.len() as u32 + 100 * i;
+            if minor == 3 && i % 2 == 1 {
+                b.record_raw(1_700_000_000, i, f.len() as u32, wire, &f);
+            } else {
+                b.record_raw(1_700_000_000, i, wire, f.len() as u32, &f);
+            }
+        }
+        let p = tmp.path().join(format!("v{major}_{minor}.pcap"));
+        std::fs::write(&p, &b.bytes).unwrap();
+        assert_eq!(compare(&p).frames, 4, "{}", p.display());
+        paths.push(p);
+    }
+    check(&paths);
+    drop(tmp);
+}
