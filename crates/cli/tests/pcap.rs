@@ -437,3 +437,56 @@ fn old_versions_are_swapped_back_and_unknown_versions_exit_1() {
     }
     drop(guard);
 }
+
+/// Regression (issue 25, item 16): `pcap gen` never writes a binary capture
+/// to a terminal — without `-o`, with `-o -` and with `-o /dev/stdout` under
+/// a pseudo-terminal (`script` from util-linux) it is a usage error (exit
+/// 2, nothing binary written); `-o -` into a pipe writes the capture to
+/// standard output (it used to create a file named `-`).
+#[test]
+fn gen_refuses_a_terminal_stdout_and_writes_to_a_pipe() {
+    let guard = tmp("gen-tty");
+    let d = guard.path().to_path_buf();
+    let out = bin()
+        .current_dir(&d)
+        .args(["pcap", "gen", "--size", "64K", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.len() >= 64 * 1024, "{} bytes", out.stdout.len());
+    assert_eq!(out.stdout[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    assert!(!d.join("-").exists(), "-o - created a file named -");
+
+    let exe = assert_cmd::cargo::cargo_bin("commbench");
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        eprintln!("SKIPPED (pty part): `script` (util-linux) not installed");
+        return;
+    }
+    for extra in [&[][..], &["-o", "-"], &["-o", "/dev/stdout"]] {
+        let cmd = format!("{} pcap gen --size 64K {}", exe.display(), extra.join(" "));
+        // -e: script exits with the command's status; the pty's output
+        // (stdout and stderr of the command) comes back on script's stdout.
+        let o = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(&d)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {text}");
+        assert!(
+            text.contains("refusing to write a binary capture to a terminal"),
+            "{extra:?}: {text}"
+        );
+        assert!(
+            !o.stdout.windows(4).any(|w| w == [0xd4, 0xc3, 0xb2, 0xa1]),
+            "{extra:?}: a capture reached the terminal"
+        );
+        assert!(o.stdout.len() < 4096, "{extra:?}: {} bytes", o.stdout.len());
+    }
+    drop(guard);
+}
