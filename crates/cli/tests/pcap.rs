@@ -385,3 +385,108 @@ fn pcapng_bad_block_length_is_skipped_reported_and_strict_stops() {
         .stderr(predicate::str::contains("bad_block_length"));
     drop(guard);
 }
+
+/// Regression (issue 25, item 15b/c): a pcap 2.2 file (caplen and len
+/// swapped, as nDPI's fuzz-2021-10-13.pcap) gives every frame; unknown
+/// format versions (libpcap's pcap-invalid-version-1.pcap,
+/// pcapng-invalid-vers-1.pcapng) exit 1 with the version said, as tshark
+/// refuses them, instead of being read with exit 0.
+#[test]
+fn old_versions_are_swapped_back_and_unknown_versions_exit_1() {
+    use commbench_pcap::writer::{PcapBuilder, PcapngBuilder};
+    let guard = tmp("versions");
+    let d = guard.path().to_path_buf();
+    let frame = vec![0u8; 60];
+    let mut old = PcapBuilder::new(false, false, false, 65535, 1);
+    old.version(2, 2);
+    for i in 0..3 {
+        old.record_raw(i, 0, 1000, 60, &frame);
+    }
+    let p = d.join("old.pcap");
+    std::fs::write(&p, &old.bytes).unwrap();
+    bin()
+        .args(["pcap", "extract", "-q", "--fields", "number,caplen,len"])
+        .arg(&p)
+        .assert()
+        .success()
+        .stdout("number,caplen,len\n1,60,1000\n2,60,1000\n3,60,1000\n");
+
+    let mut v1 = PcapBuilder::new(false, false, false, 65535, 1);
+    v1.version(1, 0).record(1, 0, &frame);
+    let mut ng = PcapngBuilder::new();
+    ng.shb_version(false, 2, 0)
+        .idb(1, 65535, None, None)
+        .epb(0, 1, &frame, 60);
+    for (name, bytes, want) in [
+        ("v1.pcap", v1.bytes, "unsupported pcap format version 1.0"),
+        (
+            "v2.pcapng",
+            ng.bytes,
+            "unsupported pcapng format version 2.0",
+        ),
+    ] {
+        let p = d.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        bin()
+            .args(["pcap", "extract"])
+            .arg(&p)
+            .assert()
+            .code(1)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(want));
+    }
+    drop(guard);
+}
+
+/// Regression (issue 25, item 16): `pcap gen` never writes a binary capture
+/// to a terminal — without `-o`, with `-o -` and with `-o /dev/stdout` under
+/// a pseudo-terminal (`script` from util-linux) it is a usage error (exit
+/// 2, nothing binary written); `-o -` into a pipe writes the capture to
+/// standard output (it used to create a file named `-`).
+#[test]
+fn gen_refuses_a_terminal_stdout_and_writes_to_a_pipe() {
+    let guard = tmp("gen-tty");
+    let d = guard.path().to_path_buf();
+    let out = bin()
+        .current_dir(&d)
+        .args(["pcap", "gen", "--size", "64K", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.len() >= 64 * 1024, "{} bytes", out.stdout.len());
+    assert_eq!(out.stdout[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    assert!(!d.join("-").exists(), "-o - created a file named -");
+
+    let exe = assert_cmd::cargo::cargo_bin("commbench");
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        eprintln!("SKIPPED (pty part): `script` (util-linux) not installed");
+        return;
+    }
+    for extra in [&[][..], &["-o", "-"], &["-o", "/dev/stdout"]] {
+        let cmd = format!("{} pcap gen --size 64K {}", exe.display(), extra.join(" "));
+        // -e: script exits with the command's status; the pty's output
+        // (stdout and stderr of the command) comes back on script's stdout.
+        let o = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(&d)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {text}");
+        assert!(
+            text.contains("refusing to write a binary capture to a terminal"),
+            "{extra:?}: {text}"
+        );
+        assert!(
+            !o.stdout.windows(4).any(|w| w == [0xd4, 0xc3, 0xb2, 0xa1]),
+            "{extra:?}: a capture reached the terminal"
+        );
+        assert!(o.stdout.len() < 4096, "{extra:?}: {} bytes", o.stdout.len());
+    }
+    drop(guard);
+}

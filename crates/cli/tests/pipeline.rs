@@ -316,3 +316,89 @@ fn ctrl_c_during_netns_removes_the_namespaces() {
     assert!(err.contains("interrupted"), "{err}");
     assert!(ours().is_empty(), "left behind: {:?}", ours());
 }
+
+/// A network namespace with a veth pair in it, removed on drop (also when
+/// the test fails). `up` end is up; its peer stays down.
+struct DownPeer {
+    ns: String,
+}
+
+impl DownPeer {
+    fn new() -> Option<DownPeer> {
+        let ns = format!("cbio-{}-down", std::process::id());
+        let ip = |args: &[&str]| {
+            std::process::Command::new("ip")
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !ip(&["netns", "add", &ns]) {
+            return None;
+        }
+        let me = DownPeer { ns };
+        let ok = ip(&[
+            "-n", &me.ns, "link", "add", "cbdn0", "type", "veth", "peer", "name", "cbdn1",
+        ]) && ip(&["-n", &me.ns, "link", "set", "cbdn0", "up"]);
+        ok.then_some(me)
+    }
+}
+
+impl Drop for DownPeer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.ns])
+            .status();
+    }
+}
+
+/// Regression (issue 25, item 18): `pipeline io --engine af-xdp --mode gen`
+/// on a link that cannot carry frames spun for the whole --duration-s and
+/// exited 0 with partial: true. Now it fails at once, exit 1, saying why:
+/// no carrier (veth whose peer is down), down, not found.
+#[test]
+fn io_gen_on_a_down_link_fails_early_with_the_reason() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (creates a network namespace and a veth pair)");
+        return;
+    }
+    let Some(lab) = DownPeer::new() else {
+        panic!("cannot create a network namespace with a veth pair (ip netns add / ip link add)");
+    };
+    let exe = assert_cmd::cargo::cargo_bin("commbench");
+    for engine in ["af-xdp", "af-packet"] {
+        for (iface, want) in [
+            ("cbdn0", "has no carrier"),
+            ("cbdn1", "is down"),
+            ("cbnope9", "no interface 'cbnope9'"),
+        ] {
+            let out = std::process::Command::new("ip")
+                .args(["netns", "exec", &lab.ns])
+                .arg(&exe)
+                .args([
+                    "pipeline",
+                    "io",
+                    "--engine",
+                    engine,
+                    "--mode",
+                    "gen",
+                    "--iface",
+                    iface,
+                    "--frames",
+                    "100000",
+                    "--duration-s",
+                    "20",
+                ])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{engine} {iface}: {err}");
+            assert!(err.contains(want), "{engine} {iface}: {err}");
+            assert!(
+                out.stdout.is_empty(),
+                "{engine} {iface}: a record was written"
+            );
+        }
+    }
+    drop(lab);
+}

@@ -281,11 +281,6 @@ fn decode_ipv6(data: &[u8], f: &mut Fields) -> Step {
     if chain.truncated {
         return Err(DecodeProblem::Cut);
     }
-    if chain.too_many {
-        // Fields seen so far (the fragment flag) stay; the packet counts as
-        // malformed.
-        return Err(DecodeProblem::Malformed);
-    }
     match chain.l4 {
         Some(l4) => decode_l4(chain.protocol, l4, f),
         None => Ok(()),
@@ -552,6 +547,40 @@ pub(crate) mod tests {
         assert_eq!((f.ip_version, f.proto, f.ttl), (6, 6, 33));
         assert_eq!((f.src_port, f.dst_port, f.tcp_flags), (22, 40000, 0x18));
         assert_eq!(f.ip_src[0..2], [0x20, 0x01]);
+    }
+
+    /// An IPv6 packet over Ethernet with `n` extension headers (routing,
+    /// hop-by-hop-free destination options, alternating) then UDP.
+    pub(crate) fn ipv6_long_chain(n: usize) -> Vec<u8> {
+        let mut ext = Vec::new();
+        for i in 0..n {
+            let next = if i + 1 == n {
+                17
+            } else if i % 2 == 0 {
+                60
+            } else {
+                43
+            };
+            ext.extend([next, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        let l4 = udp(5353, 53, 4);
+        let mut p = eth(0x86dd);
+        p.extend(ipv6(43, ext.len() + l4.len()));
+        p.extend(ext);
+        p.extend(l4);
+        p
+    }
+
+    #[test]
+    fn sixteen_or_more_ipv6_extension_headers_decode_as_valid_udp() {
+        // libpcap's ipv6_ext_headers.pcap frame 1: proto was 43 and the
+        // packet counted malformed; tshark: 17.
+        for n in [16, 17, 64] {
+            let f = run(linktype::ETHERNET, &ipv6_long_chain(n));
+            assert_eq!(f.problem, None, "{n} headers");
+            assert_eq!(f.proto, 17, "{n} headers");
+            assert_eq!((f.src_port, f.dst_port), (5353, 53), "{n} headers");
+        }
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub enum PcapError {
     },
     #[error("{path}: not a capture file (first bytes: {magic}); expected pcap or pcapng, plain or gzip/zstd-compressed")]
     NotACapture { path: String, magic: String },
+    #[error("{path}: unsupported {format} format version {major}.{minor} (pcap: 2.x; pcapng: 1.0 or 1.2); tshark and libpcap refuse it too")]
+    UnsupportedVersion {
+        path: String,
+        format: &'static str,
+        major: u16,
+        minor: u16,
+    },
     #[error("{path}: bad input (--strict): {kind} at record {record}, byte offset {offset}")]
     Strict {
         path: String,

@@ -140,6 +140,21 @@ impl PcapBuilder {
     pub fn record(&mut self, ts_sec: u32, frac: u32, data: &[u8]) -> &mut Self {
         self.record_raw(ts_sec, frac, data.len() as u32, data.len() as u32, data)
     }
+
+    /// Rewrites the global header's format version (2.4 by default), for
+    /// files as old libpcaps wrote them (2.2: caplen and len swapped) or
+    /// versions nobody reads.
+    pub fn version(&mut self, major: u16, minor: u16) -> &mut Self {
+        for (at, v) in [(4, major), (6, minor)] {
+            let b = if self.big_endian {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            };
+            self.bytes[at..at + 2].copy_from_slice(&b);
+        }
+        self
+    }
 }
 
 /// Builds a pcapng image in memory, one block at a time.
@@ -187,11 +202,17 @@ impl PcapngBuilder {
 
     /// Section header block; switches the byte order of what follows.
     pub fn shb(&mut self, big_endian: bool) -> &mut Self {
+        self.shb_version(big_endian, 1, 0)
+    }
+
+    /// Section header block with an explicit format version (1.0 is the
+    /// only one written; 1.2 is read as well).
+    pub fn shb_version(&mut self, big_endian: bool, major: u16, minor: u16) -> &mut Self {
         self.big_endian = big_endian;
         let mut body = Vec::new();
         body.extend_from_slice(&self.v32(0x1a2b_3c4d));
-        body.extend_from_slice(&self.v16(1));
-        body.extend_from_slice(&self.v16(0));
+        body.extend_from_slice(&self.v16(major));
+        body.extend_from_slice(&self.v16(minor));
         body.extend_from_slice(&[0xff; 8]); // section length unknown
         self.block(0x0a0d_0d0a, &body)
     }

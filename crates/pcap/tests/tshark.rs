@@ -276,7 +276,7 @@ fn expected(t: &[Vec<String>]) -> Vec<Option<String>> {
             v
         };
         let mut p = next("ipv6.nxt");
-        for _ in 0..32 {
+        for _ in 0..512 {
             let field = match p {
                 Some(0) => "ipv6.hopopts.nxt",
                 Some(43) => "ipv6.routing.nxt",
@@ -1171,5 +1171,104 @@ fn issue_13_crafted_captures_match_tshark() {
     // Ports and TCP fields of the TSO frame, proto of the jumbograms.
     assert_eq!(rows[0][16..18], ["39556", "8080"]);
     assert_eq!((rows[2][12].as_str(), rows[3][12].as_str()), ("6", "58"));
+    drop(tmp);
+}
+
+/// Regression (issue 25, item 15a): IPv6 packets with 15 to 100 extension
+/// headers (destination options and routing, as in libpcap's
+/// tests/filter/ipv6_ext_headers.pcap) before UDP or TCP: 16 or more used to
+/// be counted malformed with an extension header as `proto` (43 where
+/// tshark shows 17).
+#[test]
+fn long_ipv6_extension_header_chains_match_tshark() {
+    if !require_tshark() {
+        return;
+    }
+    let tmp = tmpdir("ext");
+    let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+    let mut want = Vec::new();
+    for (i, n) in [15usize, 16, 17, 20, 40, 100].into_iter().enumerate() {
+        let last = if i % 2 == 0 { 17u8 } else { 6 };
+        let mut ext = Vec::new();
+        for k in 0..n {
+            let next = if k + 1 == n {
+                last
+            } else if k % 2 == 0 {
+                60
+            } else {
+                43
+            };
+            if k % 2 == 1 {
+                // Routing type 0, no segments left, one address.
+                ext.extend([next, 2, 0, 0, 0, 0, 0, 0]);
+                ext.extend([0u8; 16]);
+            } else {
+                // Destination options: one PadN.
+                ext.extend([next, 0, 1, 4, 0, 0, 0, 0]);
+            }
+        }
+        let l4 = if last == 17 {
+            vec![0x14, 0xe9, 0, 53, 0, 12, 0, 0, 1, 2, 3, 4]
+        } else {
+            tcp_header(40000 + i as u16, 443, 0x10)
+        };
+        let mut ip = vec![0x60, 0, 0, 0];
+        ip.extend(((ext.len() + l4.len()) as u16).to_be_bytes());
+        ip.extend([60, 64]);
+        ip.extend(
+            [0x20, 0x01, 0x0d, 0xb8]
+                .iter()
+                .chain([0u8; 11].iter())
+                .chain([1u8].iter()),
+        );
+        ip.extend(
+            [0x20, 0x01, 0x0d, 0xb8]
+                .iter()
+                .chain([0u8; 11].iter())
+                .chain([2u8].iter()),
+        );
+        ip.extend(ext);
+        ip.extend(l4);
+        b.record(1_700_000_000, i as u32, &eth_frame(0x86dd, &ip));
+        want.push(last.to_string());
+    }
+    let p = tmp.path().join("ext.pcap");
+    std::fs::write(&p, &b.bytes).unwrap();
+    check(std::slice::from_ref(&p));
+    let protos: Vec<String> = ours(&p).iter().map(|r| r[12].clone()).collect();
+    assert_eq!(protos, want);
+    drop(tmp);
+}
+
+/// Regression (issue 25, item 15b): pcap 2.0-2.2 files store caplen and len
+/// swapped, 2.3 files sometimes; tshark swaps them back (libpcap's rule),
+/// and so do we: every frame, with the same lengths.
+#[test]
+fn old_pcap_versions_with_swapped_lengths_match_tshark() {
+    if !require_tshark() {
+        return;
+    }
+    let tmp = tmpdir("swapped");
+    let mut paths = Vec::new();
+    for (major, minor) in [(2u16, 0u16), (2, 2), (2, 3)] {
+        let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+        b.version(major, minor);
+        for i in 0..4u32 {
+            let mut l3 = ipv4_header(20 + 20, 6);
+            l3.extend(tcp_header(1000 + i as u16, 80, 0x10));
+            let f = eth_frame(0x0800, &l3);
+            let wire = f.len() as u32 + 100 * i;
+            if minor == 3 && i % 2 == 1 {
+                b.record_raw(1_700_000_000, i, f.len() as u32, wire, &f);
+            } else {
+                b.record_raw(1_700_000_000, i, wire, f.len() as u32, &f);
+            }
+        }
+        let p = tmp.path().join(format!("v{major}_{minor}.pcap"));
+        std::fs::write(&p, &b.bytes).unwrap();
+        assert_eq!(compare(&p).frames, 4, "{}", p.display());
+        paths.push(p);
+    }
+    check(&paths);
     drop(tmp);
 }

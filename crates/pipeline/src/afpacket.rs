@@ -92,6 +92,68 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
     }
 }
 
+/// The flags of interface `name` (SIOCGIFFLAGS) in the calling thread's
+/// network namespace; NotFound when there is no such interface.
+pub fn if_flags(name: &str) -> io::Result<u32> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("'{name}' is not an interface name (1 to 15 bytes, no NUL)"),
+        ));
+    }
+    // SAFETY: plain socket(2); the fd is owned below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain data; all zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the NUL-terminated name (the rest of the
+    // zeroed array) and writes the flags into `req`.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENODEV) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface '{name}' here: {e}"),
+            ));
+        }
+        return Err(io::Error::new(e.kind(), format!("interface '{name}': {e}")));
+    }
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_flags } as u16 as u32)
+}
+
+/// Why interface `name` cannot carry frames, as an error naming it: not
+/// found, administratively down, or up without a carrier (not
+/// IFF_RUNNING: for a veth, its peer is down or gone).
+pub fn check_link_up(name: &str) -> io::Result<()> {
+    let flags = if_flags(name)?;
+    if flags & libc::IFF_UP as u32 == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NetworkDown,
+            format!("interface '{name}' is down (ip link set {name} up)"),
+        ));
+    }
+    if flags & libc::IFF_RUNNING as u32 == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NetworkDown,
+            format!(
+                "interface '{name}' is up but has no carrier (operstate not up; \
+                 for a veth: its peer is down)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// An AF_PACKET socket bound to one interface.
 pub struct PacketSocket {
     fd: OwnedFd,

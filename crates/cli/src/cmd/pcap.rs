@@ -131,7 +131,7 @@ pub struct GenArgs {
     /// All-zero payloads (compress ~50:1).
     #[arg(long)]
     pub zero_payload: bool,
-    /// Write the capture to FILE (default: standard output, not a terminal).
+    /// Write the capture to FILE (default or `-`: standard output, never a terminal).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -363,6 +363,17 @@ fn print_summary(cfg: &ExtractConfig, r: &ExtractReport, secs: f64) {
     }
 }
 
+/// A binary capture is never written to a terminal (as gzip refuses to):
+/// usage error, exit 2. A pipe, a file or `-o -` into a pipe is fine.
+fn refuse_terminal(is_terminal: bool) -> Result<()> {
+    if is_terminal {
+        return Err(crate::usage(
+            "refusing to write a binary capture to a terminal; use --output FILE or a pipe",
+        ));
+    }
+    Ok(())
+}
+
 fn run_gen(a: &GenArgs) -> Result<()> {
     let size = parse_size(&a.size).map_err(crate::usage)?;
     let cfg = GenConfig {
@@ -379,25 +390,35 @@ fn run_gen(a: &GenArgs) -> Result<()> {
         snaplen: a.snaplen,
         zero_payload: a.zero_payload,
     };
-    let rep = match &a.output {
-        Some(path) => {
-            let mut f = std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            generate(&cfg, &mut f).with_context(|| format!("writing {}", path.display()))?
+    let to_stdout = a
+        .output
+        .as_deref()
+        .is_none_or(|p| p == std::path::Path::new("-"));
+    let rep = if to_stdout {
+        refuse_terminal(std::io::stdout().is_terminal())?;
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        match generate(&cfg, &mut lock) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            r => r.context("writing standard output")?,
         }
-        None => {
-            if std::io::stdout().is_terminal() {
-                return Err(crate::usage(
-                    "refusing to write a binary capture to a terminal; use --output FILE or a pipe",
-                ));
-            }
-            let stdout = std::io::stdout();
-            let mut lock = stdout.lock();
-            match generate(&cfg, &mut lock) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-                r => r.context("writing standard output")?,
-            }
+    } else {
+        let path = a.output.as_deref().unwrap_or(std::path::Path::new("-"));
+        // `-o /dev/stdout` or `-o /dev/tty` reach a terminal too; the
+        // check needs the opened file, so it is opened without truncating
+        // (a terminal is never truncated, a file is truncated below).
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        refuse_terminal(f.is_terminal())?;
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            f.set_len(0)
+                .with_context(|| format!("cannot truncate {}", path.display()))?;
         }
+        generate(&cfg, &mut f).with_context(|| format!("writing {}", path.display()))?
     };
     let mix: Vec<String> = rep
         .per_kind
@@ -474,4 +495,19 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         eprintln!("warning: some runs exited with an error; check the command");
     }
     a.out.emit(&rec.take())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_terminal;
+
+    #[test]
+    fn gen_refuses_a_terminal_and_accepts_anything_else() {
+        let e = refuse_terminal(true).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("refusing to write a binary capture to a terminal"));
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "exit 2");
+        assert!(refuse_terminal(false).is_ok());
+    }
 }

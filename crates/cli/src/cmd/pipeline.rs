@@ -463,6 +463,10 @@ fn run_io(a: &IoArgs) -> Result<()> {
                 tx,
                 rx: engine,
             };
+            // A down link (or one without a carrier) is said at once, not
+            // after --duration-s of spinning (with exit 0 and partial).
+            netns::wait_link_up(&a.iface, Duration::from_secs(1))
+                .map_err(|e| anyhow::anyhow!("pipeline io --mode gen: {e}"))?;
             let (sent, wall, cpu) =
                 netns::gen_role(&a.iface, &cfg, &seen, &AtomicBool::new(false))?;
             Record::new("pipeline", "io-gen")

@@ -39,7 +39,7 @@ mod splitter;
 mod testutil;
 
 pub use decompress::{open, open_reader, open_with, Compression, Input};
-pub use pcap::PcapHeader;
+pub use pcap::{LengthOrder, PcapHeader};
 pub use pcapng::{NgInterface, NgSection, MAX_INTERFACES};
 pub use splitter::{Chunk, ChunkFormat, Packet, Splitter};
 

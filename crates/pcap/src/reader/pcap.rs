@@ -32,6 +32,48 @@ pub struct PcapHeader {
     pub version: (u16, u16),
     pub snaplen: u32,
     pub linktype: u32,
+    /// How the record header's caplen and len fields are ordered (from
+    /// the version, as libpcap and Wireshark read them).
+    pub lengths: LengthOrder,
+}
+
+/// Order of a pcap record header's two length fields. Files written by
+/// libpcap before format 2.3 stored caplen and len swapped; libpcap's
+/// `sf-pcap.c` and Wireshark's `libpcap.c` swap them back: always for
+/// versions 2.0-2.2 and 543.0 (DG/UX tcpdump), and for 2.3 (written by
+/// both old and new libpcaps) when the first field is larger than the
+/// second (a captured length cannot exceed the wire length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthOrder {
+    /// caplen then len (2.4 and later).
+    Normal,
+    /// len then caplen (2.0-2.2, 543.0).
+    Swapped,
+    /// Version 2.3: swapped when the first exceeds the second.
+    MaybeSwapped,
+}
+
+impl LengthOrder {
+    /// The order of `version`'s record lengths (libpcap's rule).
+    pub fn of(version: (u16, u16)) -> Self {
+        match version {
+            (2, minor) if minor < 3 => LengthOrder::Swapped,
+            (2, 3) => LengthOrder::MaybeSwapped,
+            (543, 0) => LengthOrder::Swapped,
+            _ => LengthOrder::Normal,
+        }
+    }
+
+    /// (caplen, len) from the two fields in file order.
+    #[inline(always)]
+    pub fn apply(self, first: u32, second: u32) -> (u32, u32) {
+        match self {
+            LengthOrder::Normal => (first, second),
+            LengthOrder::Swapped => (second, first),
+            LengthOrder::MaybeSwapped if first > second => (second, first),
+            LengthOrder::MaybeSwapped => (first, second),
+        }
+    }
 }
 
 impl PcapHeader {
@@ -57,14 +99,32 @@ impl PcapHeader {
                 u16::from_le_bytes(v)
             }
         };
+        let version = (r16(4), r16(6));
         Some(Self {
             big_endian,
             nsec: magic == PCAP_MAGIC_NS,
             modified: magic == PCAP_MAGIC_MODIFIED,
-            version: (r16(4), r16(6)),
+            version,
+            lengths: LengthOrder::of(version),
             snaplen: rd32(b, 16, big_endian),
             linktype: rd32(b, 20, big_endian) & 0xffff,
         })
+    }
+
+    /// A version we read: major 2 (any minor, as tshark) or 543.0 (DG/UX
+    /// tcpdump, read by libpcap and tshark). libpcap refuses every other
+    /// version and tshark refuses major versions below 2.
+    pub fn version_supported(&self) -> bool {
+        matches!(self.version, (2, _) | (543, 0))
+    }
+
+    /// (caplen, len) of the record header at `b[pos..]`.
+    #[inline(always)]
+    pub(super) fn record_lengths(&self, b: &[u8], pos: usize) -> (u32, u32) {
+        self.lengths.apply(
+            rd32(b, pos + 8, self.big_endian),
+            rd32(b, pos + 12, self.big_endian),
+        )
     }
 
     /// Record header length: 16, or 24 for the modified format.
@@ -118,8 +178,7 @@ fn pcap_record(
 ) -> Option<usize> {
     let hl = h.record_header_len();
     let be = h.big_endian;
-    let caplen = rd32(b, pos + 8, be);
-    let len = rd32(b, pos + 12, be);
+    let (caplen, len) = h.record_lengths(b, pos);
     let data_end = pos + hl + caplen as usize;
     if caplen > MAX_RECORD || data_end > b.len() {
         return None;
@@ -223,7 +282,7 @@ impl Splitter {
         let mut pos = start;
         while pos + hl <= b.len() {
             let ts = rd32(b, pos, be);
-            let caplen = rd32(b, pos + 8, be);
+            let caplen = h.record_lengths(b, pos).0;
             if caplen > MAX_RECORD || maybe_pcap_magic(ts) {
                 match file_header_at(&b[pos..], self.eof) {
                     Some(NextFile::NeedMore) => break,
@@ -294,8 +353,7 @@ fn plausible(b: &[u8], at: usize, h: &PcapHeader, last_ts: Option<u32>) -> Optio
     let be = h.big_endian;
     let ts = rd32(b, at, be);
     let frac = rd32(b, at + 4, be);
-    let caplen = rd32(b, at + 8, be);
-    let len = rd32(b, at + 12, be);
+    let (caplen, len) = h.record_lengths(b, at);
     let limit = if h.snaplen == 0 {
         MAX_RECORD
     } else {
@@ -348,6 +406,7 @@ mod tests {
     use crate::reader::testutil::{collect, pkt};
     use crate::reader::Compression;
     use crate::writer::PcapBuilder;
+    use crate::PcapError;
 
     #[test]
     fn pcap_variants() {
@@ -449,5 +508,74 @@ mod tests {
         assert_eq!(recs.len(), 1);
         assert_eq!(issues.count(IssueKind::CaplenOverSnaplen), 1);
         assert_eq!(issues.count(IssueKind::CaplenOverLen), 1);
+    }
+
+    #[test]
+    fn files_older_than_2_3_have_caplen_and_len_swapped_back() {
+        // nDPI's fuzz-2021-10-13.pcap: a 2.2 file stores len before caplen;
+        // read as caplen, the first record's len swallowed the next records
+        // (lost, exit 0). libpcap and Wireshark swap them back.
+        for be in [false, true] {
+            let mut b = PcapBuilder::new(be, false, false, 65535, 1);
+            b.version(2, 2);
+            // Fields in file order: len (wire) first, then caplen.
+            b.record_raw(1, 0, 1000, 60, &pkt(1, 60));
+            b.record_raw(2, 0, 60, 60, &pkt(2, 60));
+            b.record_raw(3, 0, 1514, 100, &pkt(3, 100));
+            let (recs, issues, _) = collect(b.bytes.clone()).unwrap();
+            assert!(issues.is_empty(), "be={be}: {issues:?}");
+            let lens: Vec<_> = recs.iter().map(|r| (r.caplen, r.len)).collect();
+            assert_eq!(lens, [(60, 1000), (60, 60), (100, 1514)], "be={be}");
+            assert_eq!(recs[2].data, pkt(3, 100));
+        }
+        // 543.0 (DG/UX tcpdump) is always swapped too.
+        let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+        b.version(543, 0).record_raw(1, 0, 90, 40, &pkt(1, 40));
+        let (recs, _, _) = collect(b.bytes).unwrap();
+        assert_eq!((recs[0].caplen, recs[0].len), (40, 90));
+    }
+
+    #[test]
+    fn version_2_3_swaps_only_when_caplen_exceeds_len() {
+        let mut b = PcapBuilder::new(false, true, false, 65535, 1);
+        b.version(2, 3);
+        b.record_raw(1, 0, 1000, 60, &pkt(1, 60)); // swapped by its writer
+        b.record_raw(2, 0, 80, 1500, &pkt(2, 80)); // already in order
+        let (recs, issues, _) = collect(b.bytes).unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        let lens: Vec<_> = recs.iter().map(|r| (r.caplen, r.len)).collect();
+        assert_eq!(lens, [(60, 1000), (80, 1500)]);
+        // 2.4 never swaps: a caplen above len is bad input, counted.
+        let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+        b.record_raw(1, 0, 60, 40, &pkt(1, 60));
+        let (recs, issues, _) = collect(b.bytes).unwrap();
+        assert_eq!((recs[0].caplen, recs[0].len), (60, 40));
+        assert_eq!(issues.count(IssueKind::CaplenOverLen), 1);
+        assert_eq!(LengthOrder::of((2, 4)), LengthOrder::Normal);
+        assert_eq!(LengthOrder::of((2, 0)), LengthOrder::Swapped);
+    }
+
+    #[test]
+    fn unknown_pcap_versions_are_refused() {
+        // libpcap's pcap-invalid-version-1.pcap was read with exit 0;
+        // tshark: "pcap: major version 1 unsupported".
+        for (major, minor) in [(1, 0), (0, 0), (3, 0), (0xffff, 4), (543, 1)] {
+            let mut b = PcapBuilder::new(false, false, false, 65535, 1);
+            b.version(major, minor).record(1, 0, &pkt(1, 60));
+            match collect(b.bytes) {
+                Err(PcapError::UnsupportedVersion {
+                    format,
+                    major: m,
+                    minor: n,
+                    ..
+                }) => assert_eq!((format, m, n), ("pcap", major, minor)),
+                other => panic!("{major}.{minor}: {:?}", other.map(|r| r.0.len())),
+            }
+        }
+        for (major, minor) in [(2, 0), (2, 1), (2, 2), (2, 3), (2, 4), (2, 5), (543, 0)] {
+            let mut b = PcapBuilder::new(true, false, false, 65535, 1);
+            b.version(major, minor).record(1, 0, &pkt(1, 60));
+            assert_eq!(collect(b.bytes).unwrap().0.len(), 1, "{major}.{minor}");
+        }
     }
 }

@@ -741,4 +741,34 @@ mod tests {
         assert_eq!(i(0xff).timestamp(u64::MAX), (0, 0));
         assert_eq!(i(200).timestamp(u64::MAX).0, 0);
     }
+
+    #[test]
+    fn unknown_pcapng_versions_are_refused() {
+        // libpcap's pcapng-invalid-vers-1.pcapng was read with exit 0;
+        // tshark: "pcapng: unknown SHB version 2.0" (1.1 too).
+        for be in [false, true] {
+            for (major, minor) in [(2, 0), (0, 1), (1, 1), (1, 3), (0xffff, 0)] {
+                let mut b = PcapngBuilder::new();
+                b.shb_version(be, major, minor)
+                    .idb(1, 65535, None, None)
+                    .epb(0, 1, &pkt(1, 60), 60);
+                match collect(b.bytes) {
+                    Err(crate::PcapError::UnsupportedVersion {
+                        format,
+                        major: m,
+                        minor: n,
+                        ..
+                    }) => assert_eq!((format, m, n), ("pcapng", major, minor)),
+                    other => panic!("{major}.{minor}: {:?}", other.map(|r| r.0.len())),
+                }
+            }
+            for (major, minor) in [(1, 0), (1, 2)] {
+                let mut b = PcapngBuilder::new();
+                b.shb_version(be, major, minor)
+                    .idb(1, 65535, None, None)
+                    .epb(0, 1, &pkt(1, 60), 60);
+                assert_eq!(collect(b.bytes).unwrap().0.len(), 1, "{major}.{minor}");
+            }
+        }
+    }
 }

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use super::decompress::{io_err, read_up_to, Compression, Input};
 use super::pcap::{NoVisit, PcapHeader, RecordVisitor, Visit};
-use super::pcapng::{NgSection, PCAPNG_SHB};
-use super::CHUNK_CAPACITY;
+use super::pcapng::{NgSection, PCAPNG_BOM, PCAPNG_SHB};
+use super::{rd16, CHUNK_CAPACITY};
 use crate::issues::{IssueKind, Issues};
 use crate::mapped::Mapping;
 use crate::PcapError;
@@ -136,6 +136,21 @@ pub struct Splitter {
     chunk: usize,
 }
 
+/// The format version of the pcapng SHB at the start of `b`, when its
+/// byte-order magic is readable. Only the first section's is checked (as
+/// tshark refuses the file at open); a later section is read as it comes.
+fn shb_version(b: &[u8]) -> Option<(u16, u16)> {
+    if b.len() < 16 {
+        return None;
+    }
+    let be = match u32::from_le_bytes([b[8], b[9], b[10], b[11]]) {
+        PCAPNG_BOM => false,
+        v if v.swap_bytes() == PCAPNG_BOM => true,
+        _ => return None,
+    };
+    Some((rd16(b, 12, be), rd16(b, 14, be)))
+}
+
 impl Splitter {
     /// Chunks of `bytes` (never below `CHUNK_CAPACITY`). The inline path
     /// keeps the default, sized for L2; the parallel path takes larger ones
@@ -157,13 +172,27 @@ impl Splitter {
                 .collect::<Vec<_>>()
                 .join(" "),
         };
+        let unsupported = |format, (major, minor)| PcapError::UnsupportedVersion {
+            path: input.name.clone(),
+            format,
+            major,
+            minor,
+        };
         let (framing, tail, offset) = if n >= 4 && head[..4] == PCAPNG_SHB.to_be_bytes() {
+            if let Some(version) = shb_version(&head[..n]) {
+                if !matches!(version, (1, 0) | (1, 2)) {
+                    return Err(unsupported("pcapng", version));
+                }
+            }
             (
                 Framing::Pcapng(Arc::new(NgSection::default())),
                 head[..n].to_vec(),
                 0,
             )
         } else if let Some(h) = PcapHeader::parse(&head[..n]) {
+            if !h.version_supported() {
+                return Err(unsupported("pcap", h.version));
+            }
             (
                 Framing::Pcap {
                     header: h,

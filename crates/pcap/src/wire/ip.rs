@@ -6,7 +6,9 @@
 //! including options (IHL is checked against the buffer); `payload()` stops
 //! at the total length when the capture holds more (Ethernet padding) and at
 //! the buffer end when the capture was cut short. The IPv6 walker never
-//! loops more than `MAX_EXT_HEADERS` times.
+//! loops more often than the bytes allow: every extension header takes at
+//! least 8 bytes, so a chain ends within `rest.len() / 8 + 1` steps (long
+//! chains are walked to the end, as tshark does).
 
 use super::{be16, ipproto, WireError};
 
@@ -123,10 +125,6 @@ pub struct Ipv6Packet<T: AsRef<[u8]>> {
     buffer: T,
 }
 
-/// Upper bound on extension headers walked; a chain longer than this is
-/// reported as malformed rather than followed.
-pub const MAX_EXT_HEADERS: usize = 16;
-
 /// Result of walking an IPv6 extension-header chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ipv6Chain<'a> {
@@ -143,11 +141,7 @@ pub struct Ipv6Chain<'a> {
     /// The chain was cut short by the end of the capture.
     pub truncated: bool,
     /// Number of extension headers walked.
-    pub ext_headers: u8,
-    /// More than [`MAX_EXT_HEADERS`] extension headers: the walk stopped;
-    /// `protocol` is the next header where it stopped (what was seen, such
-    /// as a fragment header, is kept).
-    pub too_many: bool,
+    pub ext_headers: u32,
 }
 
 impl<T: AsRef<[u8]>> Ipv6Packet<T> {
@@ -211,9 +205,12 @@ pub fn walk_ipv6_chain(mut nh: u8, mut rest: &[u8]) -> Result<Ipv6Chain<'_>, Wir
         frag_offset: 0,
         truncated: false,
         ext_headers: 0,
-        too_many: false,
     };
-    for _ in 0..MAX_EXT_HEADERS {
+    // Every extension header is at least 8 bytes long (AH: (0 + 2) * 4), so
+    // the chain ends — at the final protocol, or cut short — within this
+    // many steps; the bound is the packet itself, never a fixed count.
+    let steps = rest.len() / 8 + 1;
+    for _ in 0..steps {
         let len = match nh {
             ipproto::HOPOPTS | ipproto::ROUTING | ipproto::DSTOPTS | ipproto::MOBILITY => {
                 if rest.len() < 2 {
@@ -265,8 +262,9 @@ pub fn walk_ipv6_chain(mut nh: u8, mut rest: &[u8]) -> Result<Ipv6Chain<'_>, Wir
             return Ok(out);
         }
     }
+    // Not reached (see `steps`); a defensive end all the same.
     out.protocol = nh;
-    out.too_many = true;
+    out.truncated = true;
     Ok(out)
 }
 
@@ -398,29 +396,61 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_chain_is_bounded() {
-        let mut rest = Vec::new();
-        for _ in 0..40 {
-            rest.extend_from_slice(&[60, 0, 0, 0, 0, 0, 0, 0]);
+    fn sixteen_or_more_extension_headers_are_walked_to_the_final_protocol() {
+        // libpcap's tests/filter/ipv6_ext_headers.pcap frame 1: a valid
+        // packet with more than 16 extension headers came out malformed
+        // with an extension header (43) as its protocol; tshark: 17.
+        for n in [15usize, 16, 17, 40, 300] {
+            let mut rest = Vec::new();
+            for i in 0..n {
+                let next = if i + 1 == n { 17 } else { [43, 60, 0][i % 3] };
+                if i % 3 == 0 {
+                    // Routing header, 24 bytes.
+                    rest.extend_from_slice(&[next, 2, 0, 0, 0, 0, 0, 0]);
+                    rest.extend_from_slice(&[0; 16]);
+                } else {
+                    rest.extend_from_slice(&[next, 0, 1, 4, 0, 0, 0, 0]);
+                }
+            }
+            rest.extend_from_slice(&[0x04, 0xd2, 0, 53, 0, 12, 0, 0, 1, 2, 3, 4]);
+            let c = walk_ipv6_chain(43, &rest).unwrap();
+            assert_eq!(c.protocol, 17, "{n} headers");
+            assert_eq!(c.ext_headers as usize, n);
+            assert!(!c.truncated && !c.fragment);
+            assert_eq!(c.l4.unwrap().len(), 12);
         }
-        let c = walk_ipv6_chain(60, &rest).unwrap();
-        assert!(c.too_many && c.l4.is_none());
-        assert_eq!(c.ext_headers as usize, MAX_EXT_HEADERS);
     }
 
     #[test]
-    fn more_than_16_extension_headers_keep_the_fragment_seen() {
-        // tcpdump's ipv6_ext_headers.pcap: a fragment header among more
-        // than 16 extension headers used to give frag=0 and no protocol.
-        // Destination options whose next header is a fragment header
-        // (offset 0, more fragments), then destination options on and on.
-        let mut rest = vec![44, 0, 0, 0, 0, 0, 0, 0];
-        rest.extend_from_slice(&[60, 0, 0, 1, 0, 0, 0, 7]);
-        for _ in 0..30 {
+    fn ipv6_chain_is_bounded_by_the_packet() {
+        // A chain that never ends stops at the end of the bytes, cut short.
+        let mut rest = Vec::new();
+        for _ in 0..4000 {
             rest.extend_from_slice(&[60, 0, 0, 0, 0, 0, 0, 0]);
         }
         let c = walk_ipv6_chain(60, &rest).unwrap();
-        assert!(c.too_many && c.fragment);
+        assert!(c.truncated && c.l4.is_none());
         assert_eq!(c.protocol, 60);
+        assert_eq!(c.ext_headers, 4000);
+    }
+
+    #[test]
+    fn a_fragment_header_among_many_extension_headers_is_kept() {
+        // tcpdump's ipv6_ext_headers.pcap: a fragment header among more
+        // than 16 extension headers used to give frag=0 and no protocol.
+        // Destination options whose next header is a fragment header
+        // (offset 0, more fragments), then destination options on and on,
+        // then UDP.
+        let mut rest = vec![44, 0, 0, 0, 0, 0, 0, 0];
+        rest.extend_from_slice(&[60, 0, 0, 1, 0, 0, 0, 7]);
+        for i in 0..30 {
+            let next = if i == 29 { 17 } else { 60 };
+            rest.extend_from_slice(&[next, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        rest.extend_from_slice(&[0; 8]);
+        let c = walk_ipv6_chain(60, &rest).unwrap();
+        assert!(c.fragment && !c.truncated);
+        assert_eq!(c.protocol, 17);
+        assert_eq!(c.l4.unwrap().len(), 8);
     }
 }
