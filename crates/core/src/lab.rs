@@ -467,8 +467,8 @@ pub mod answer {
     /// accept: with the 95% interval of the ratio when each side is one
     /// record carrying repeats ("1.8× [1.6, 2.0]"), else as [`ratio`] of
     /// the medians.
-    pub fn ratio_between<'a>(
-        recs: &[&'a Record],
+    pub fn ratio_between(
+        recs: &[&Record],
         pick_a: impl Fn(&Record) -> bool,
         pick_b: impl Fn(&Record) -> bool,
         key: &str,
