@@ -8,11 +8,15 @@ usage: bench/ab.py ROUNDS NAME=COMMAND [NAME=COMMAND ...]
 e.g.   bench/ab.py 9 "old=/tmp/cb-old pcap extract f.pcap --threads 1 -o /dev/null" \\
                      "new=target/release/commbench pcap extract f.pcap --threads 1 -o /dev/null"
 """
+import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stats import fmt_median, fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 
 def main() -> int:
@@ -49,6 +53,22 @@ def main() -> int:
             f"  user med {med(u for u, _, _ in v):.3f} sys med {med(s for _, s, _ in v):.3f}"
             f"  wall min {min(w for _, _, w in v):.3f} med {med(w for _, _, w in v):.3f}"
         )
+    # Medians with their 95% intervals, and each variant against the first
+    # (interleaved repeats: the Hodges-Lehmann ratio and its interval).
+    names = list(runs)
+    first = names[0]
+    cpu0 = [u + s for u, s, _ in runs[first]]
+    wall0 = [w for _, _, w in runs[first]]
+    for name in names:
+        cpu = [u + s for u, s, _ in runs[name]]
+        wall = [w for _, _, w in runs[name]]
+        line = f"{name}: cpu {fmt_median(median_ci(cpu))} s, wall {fmt_median(median_ci(wall))} s"
+        if name != first:
+            line += (
+                f"; / {first}: cpu {fmt_ratio(ratio_ci(cpu0, cpu))},"
+                f" wall {fmt_ratio(ratio_ci(wall0, wall))}"
+            )
+        print(line)
     with open("/proc/loadavg") as f:
         print("load average after:", f.read().strip())
     return 0
