@@ -7,6 +7,16 @@
 #
 #   bash bench/mux-compare.sh [--conns N] [--rounds R] [--size K] [--repeat N]
 #
+# With --uring first: only the io_uring servers, commbench against the C
+# liburing server, interleaved, with medians, 95% intervals and the ratio
+# (Hodges-Lehmann, Moses interval), then VmRSS with --idle N idle
+# connections (default 10000) and after they left (bench/mux/uring_compare.py):
+#
+#   bash bench/mux-compare.sh --uring [--conns N] [--rounds R] [--size K] [--repeat N] [--idle N]
+#
+# MUX_COMPARE_BEFORE=/path/to/older/commbench adds that binary's io_uring
+# server to the --uring comparison (before/after).
+#
 # Needs: gcc, liburing-dev (apt-get install liburing-dev), cargo; sockperf
 # (apt-get install sockperf) for the sockperf part.
 set -euo pipefail
@@ -22,16 +32,22 @@ if [ -n "${MUX_COMPARE_NS:-}" ]; then
   # server listens (TCP simultaneous open).
   echo "10000 65535" > /proc/sys/net/ipv4/ip_local_port_range
 fi
-out=target/mux-compare
+tgt=${CARGO_TARGET_DIR:-target}
+out=$tgt/mux-compare
 mkdir -p "$out"
 cargo build --release -q -p commbench
 gcc -O2 -DHAVE_URING -o "$out/c_echo" bench/mux/c_echo.c -luring
+if [ "${1:-}" = --uring ]; then
+  shift
+  exec python3 bench/mux/uring_compare.py --commbench "$tgt/release/commbench" \
+    ${MUX_COMPARE_BEFORE:+--before "$MUX_COMPARE_BEFORE"} --c-echo "$out/c_echo" "$@"
+fi
 gcc -O2 -o "$out/c_client" bench/mux/c_client.c
 cargo build --release -q --manifest-path bench/mux/tokio-echo/Cargo.toml
 python3 bench/mux/compare.py \
-  --commbench target/release/commbench \
+  --commbench "$tgt/release/commbench" \
   --c-echo "$out/c_echo" --c-client "$out/c_client" \
   --tokio bench/mux/tokio-echo/target/release/tokio-echo "$@"
 if command -v sockperf >/dev/null && [ -z "${MUX_COMPARE_NO_SOCKPERF:-}" ]; then
-  python3 bench/mux/sockperf_compare.py --commbench target/release/commbench "$@"
+  python3 bench/mux/sockperf_compare.py --commbench "$tgt/release/commbench" "$@"
 fi

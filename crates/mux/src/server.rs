@@ -81,6 +81,10 @@ pub struct ServerStats {
     /// Control connections refused (too many at once, out of descriptors).
     #[serde(default)]
     pub control_refused: u64,
+    /// Resident memory of the whole server process now (VmRSS, KiB; 0
+    /// where /proc is not readable).
+    #[serde(default)]
+    pub rss_kib: u64,
 }
 
 /// A running server: its port and the handle to stop it.
@@ -282,8 +286,21 @@ impl StatsHandle {
             nofile: i.nofile,
             conn_limit: i.conn_limit as u64,
             control_refused: i.control_refused.load(Ordering::Relaxed),
+            rss_kib: rss_kib(),
         }
     }
+}
+
+/// This process's VmRSS in KiB (0 when unknown).
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// One control command read from a peer.

@@ -2,7 +2,8 @@
 //! kernel interface (the shape of mio's `sys/unix/selector`): [`poll`]
 //! (poll(2) over the whole pollfd array), [`epoll`] (level- or
 //! edge-triggered), [`uring`] (io_uring completions: multishot accept,
-//! recv → send → recv per connection).
+//! multishot recv into a shared provided-buffer ring, send from the ring
+//! buffer).
 //!
 //! The seed's finding lives in [`Lookup`]: when an engine reports a ready
 //! descriptor, its connection state is found either by a linear scan of the
@@ -119,6 +120,28 @@ pub struct LoopStats {
     pub sqes: u64,
     /// Connections closed for a malformed message (sockperf framing).
     pub protocol_errors: u64,
+    /// io_uring: receive buffers in the provided-buffer ring (fixed when
+    /// the loop starts; does not grow with connections). 0 for the others.
+    #[serde(default)]
+    pub bufs: u64,
+    /// io_uring: ring buffers taken by a receive and not yet given back
+    /// (data being echoed). An idle connection holds none.
+    #[serde(default)]
+    pub bufs_in_use: u64,
+    /// io_uring: bytes of receive buffer reserved for the ring (address
+    /// space; pages become resident only when data lands in them, and are
+    /// given back when the loop's last connection leaves).
+    #[serde(default)]
+    pub buf_bytes: u64,
+    /// io_uring: bytes of per-connection memory now (state arrays and echo
+    /// bytes copied out of the ring while a send is in progress); falls
+    /// back when connections leave.
+    #[serde(default)]
+    pub conn_bytes: u64,
+    /// io_uring: receives that found the buffer ring empty (ENOBUFS); each
+    /// waits, its data in the socket, until buffers come back.
+    #[serde(default)]
+    pub enobufs: u64,
 }
 
 impl LoopStats {
@@ -135,6 +158,11 @@ impl LoopStats {
         self.live += o.live;
         self.sqes += o.sqes;
         self.protocol_errors += o.protocol_errors;
+        self.bufs += o.bufs;
+        self.bufs_in_use += o.bufs_in_use;
+        self.buf_bytes += o.buf_bytes;
+        self.conn_bytes += o.conn_bytes;
+        self.enobufs += o.enobufs;
     }
 }
 
