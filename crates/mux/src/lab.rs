@@ -117,9 +117,10 @@ impl Lab for MuxLab {
         &METRICS
     }
     fn budget(&self) -> Budget {
+        // Five repeats of every engine and lookup (a server process each).
         Budget {
-            quick_s: 10,
-            default_s: 30,
+            quick_s: 15,
+            default_s: 35,
         }
     }
     /// Every engine, both lookups, N=1000 (10,000 under the full preset);
