@@ -71,6 +71,23 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 
+/// A template environment that HTML-escapes every value it prints,
+/// whatever the template's name: strings from a results file (host name,
+/// CPU model, command line, parameters, string metrics, the lab and test
+/// names) and the page title are untrusted, since result files travel
+/// between hosts. Only the SVG of a figure is printed raw (`|safe`), and
+/// [`crate::plot`] checks that it holds nothing but drawing elements.
+pub(crate) fn page_env(
+    name: &'static str,
+    template: &'static str,
+) -> Result<minijinja::Environment<'static>, ReportError> {
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template(name, template)
+        .map_err(|e| ReportError::Template(e.to_string()))?;
+    Ok(env)
+}
+
 /// One line of the summary at the top of the page (see [`summary`]: a
 /// lab's question and the answer its records give).
 #[derive(Debug, Clone, Serialize)]
@@ -209,9 +226,7 @@ pub fn render_html(
             ))
         })
         .collect();
-    let mut env = minijinja::Environment::new();
-    env.add_template("report", TEMPLATE)
-        .map_err(|e| ReportError::Template(e.to_string()))?;
+    let env = page_env("report", TEMPLATE)?;
     let tmpl = env
         .get_template("report")
         .map_err(|e| ReportError::Template(e.to_string()))?;
@@ -317,6 +332,47 @@ mod tests {
         assert!(html.contains("latency percentiles"));
         assert!(html.contains("Test CPU"));
         assert!(!html.contains("src=\"http"), "must be self-contained");
+    }
+
+    /// Payloads a hostile results file can carry in any string.
+    const PAYLOADS: [&str; 3] = [
+        "<script>window.__pwned=1</script>",
+        "\"><img src=x onerror=window.__pwned=2>",
+        "'><svg onload=window.__pwned=3>",
+    ];
+
+    /// Strings from a results file and the title reach the page escaped:
+    /// no payload leaves a tag of its own, every one is shown as text.
+    #[test]
+    fn hostile_strings_from_a_results_file_and_the_title_are_escaped() {
+        let [s, img, svg] = PAYLOADS;
+        let run = |host: &str| Loaded {
+            path: format!("{svg}{host}.jsonl"),
+            records: (1..=4)
+                .map(|n| {
+                    let mut r = rec("reqres", n, 1000.0 * n as f64)
+                        .param("transport", format!("shm{s}{img}"))
+                        .metric("note", format!("{svg}{s}"));
+                    r.lab = format!("ipc{img}");
+                    r.test = format!("reqres{s}");
+                    r
+                })
+                .collect(),
+            environment: Some(serde_json::json!({
+                "hostname": format!("{host}{s}{img}"),
+                "started_utc": "2026-11-24T10:00:00Z",
+                "cpu_model": format!("{img}{s}"),
+                "kernel": svg,
+                "command_line": ["commbench", s, img, svg],
+            })),
+        };
+        let html = render_html(&[run("a"), run("b")], &format!("{s}{img}"), &[]).unwrap();
+        assert!(!html.contains("<script"), "a script tag got through");
+        assert!(!html.contains("<img"), "an img tag got through");
+        assert!(!html.contains("<svg onload"), "an svg tag got through");
+        assert!(html.contains("&lt;script&gt;window.__pwned=1&lt;"));
+        assert!(html.contains("&lt;img src=x onerror=window.__pwned=2&gt;"));
+        assert!(html.contains("<svg"), "the figures are still drawn");
     }
 
     #[test]

@@ -20,6 +20,33 @@ fn perr(e: impl std::fmt::Display) -> ReportError {
     ReportError::Plot(e.to_string())
 }
 
+/// The elements a plot may contain. The page prints a figure's SVG raw,
+/// so anything else (a `<script>`, an `<img>`, a `<foreignObject>`) would
+/// be markup from the data: plotters escapes the text it draws (titles,
+/// axis labels, series names), and this check makes sure of it.
+const SVG_ELEMENTS: &[&str] = &[
+    "svg", "g", "rect", "circle", "line", "polyline", "polygon", "path", "text",
+];
+
+/// The SVG as drawn, or an error when it holds an element other than
+/// [`SVG_ELEMENTS`] or an unescaped `<`.
+fn checked(svg: String) -> Result<String, ReportError> {
+    for (i, _) in svg.match_indices('<') {
+        let rest = svg[i + 1..].strip_prefix('/').unwrap_or(&svg[i + 1..]);
+        let name: String = rest
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        let ends = rest[name.len()..].starts_with([' ', '>', '/', '\n']);
+        if !(ends && SVG_ELEMENTS.contains(&name.as_str())) {
+            return Err(ReportError::Plot(format!(
+                "the drawn SVG holds markup other than drawing elements (at byte {i}); refusing to embed it in the page"
+            )));
+        }
+    }
+    Ok(svg)
+}
+
 fn bounds(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in vals.filter(|v| v.is_finite()) {
@@ -145,7 +172,7 @@ fn render(
         }
         root.present().map_err(perr)?;
     }
-    Ok(buf)
+    checked(buf)
 }
 
 /// A line plot of y against x, log axes where the data span > 100×.
@@ -304,5 +331,52 @@ pub fn bar_svg(
         }
         root.present().map_err(perr)?;
     }
-    Ok(buf)
+    checked(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: &str = "<script>window.__pwned=1</script>";
+    const IMG: &str = "\"><img src=x onerror=window.__pwned=2>";
+
+    /// Titles, axis labels and series names are text inside `<text>`:
+    /// escaped, and the drawn SVG holds drawing elements only.
+    #[test]
+    fn svg_text_of_titles_axes_and_series_names_is_escaped() {
+        let series = [Series {
+            name: format!("{S}{IMG}"),
+            points: vec![(1.0, 2.0), (2.0, 3.0)],
+        }];
+        let svgs = [
+            line_svg(S, IMG, S, &series).unwrap(),
+            ladder_svg(IMG, &series).unwrap(),
+            bar_svg(
+                S,
+                IMG,
+                &[S.to_owned(), IMG.to_owned()],
+                &[(IMG.to_owned(), vec![Some(1.0), Some(2.0)])],
+                false,
+            )
+            .unwrap(),
+        ];
+        for svg in svgs {
+            assert!(!svg.contains("<script") && !svg.contains("<img"), "{svg}");
+            assert!(svg.contains("&lt;script&gt;") || svg.contains("&lt;img"));
+        }
+    }
+
+    #[test]
+    fn svg_with_markup_other_than_drawing_is_refused() {
+        assert!(checked("<svg><text>a</text>\n<rect/></svg>".into()).is_ok());
+        for bad in [
+            "<svg><script>x</script></svg>",
+            "<svg><foreignObject/></svg>",
+            "<svg><textarea></svg>",
+            "<svg>< script></svg>",
+        ] {
+            assert!(checked(bad.into()).is_err(), "{bad}");
+        }
+    }
 }

@@ -82,9 +82,7 @@ pub fn render_trends_html(
             caption: format!(" {} per run, one line per host", t.metric),
         });
     }
-    let mut env = minijinja::Environment::new();
-    env.add_template("trend.html", TEMPLATE)
-        .map_err(|e| ReportError::Template(e.to_string()))?;
+    let env = crate::html::page_env("trend.html", TEMPLATE)?;
     let tmpl = env
         .get_template("trend.html")
         .map_err(|e| ReportError::Template(e.to_string()))?;
