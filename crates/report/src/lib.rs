@@ -42,7 +42,10 @@ pub use compare::{compare, headline_metric, params_key, Change};
 pub use figures::{declared_figures, figures_for_lab, Figure, RUN_PARAM};
 pub use html::{render_html, SummaryLine};
 pub use load::{load, Loaded};
-pub use plot::{ladder_svg, line_svg, Series};
+pub use plot::{
+    ladder_svg, line_svg, plottable, LeftOut, Plot, Series, MAX_ABS, MAX_CATEGORIES, MAX_POINTS,
+    MAX_SERIES, MIN_ABS,
+};
 pub use trend::{render_trends_html, RunRow, Trend};
 
 /// Everything that can go wrong reading, plotting or rendering.

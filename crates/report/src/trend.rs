@@ -70,16 +70,20 @@ pub fn render_trends_html(
             .series
             .iter()
             .filter(|s| s.points.len() >= 2)
-            .take(12)
             .cloned()
             .collect();
         if series.is_empty() {
             continue;
         }
+        let plot = line_svg(&t.title, "run", &t.metric, &series)?;
         figures.push(Figure {
-            svg: line_svg(&t.title, "run", &t.metric, &series)?,
+            svg: plot.svg,
             title: t.title.clone(),
-            caption: format!(" {} per run, one line per host", t.metric),
+            caption: format!(
+                " {} per run, one line per host.{}",
+                t.metric,
+                plot.left_out.note()
+            ),
         });
     }
     let env = crate::html::page_env("trend.html", TEMPLATE)?;
