@@ -4,6 +4,7 @@
 //! that a hang fails the test instead of the suite.
 
 use assert_cmd::Command;
+use predicates::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -108,4 +109,73 @@ fn history_plot_after_importing_a_metric_of_1_7e308_finishes() {
         .success();
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<svg"));
+}
+
+/// `report` on `path`: exit 2 (bad input), saying `says`, and no page.
+fn refused(d: &Path, path: &Path, says: &str) {
+    let page = d.join("refused.html");
+    cb().args(["--no-store", "report"])
+        .arg(path)
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(says));
+    assert!(!page.exists());
+}
+
+/// `"records": {}` was reported as a failed run (exit 1) with serde's
+/// words; a document without records rendered an empty page.
+#[test]
+fn report_refuses_a_document_without_an_array_of_records_with_exit_2() {
+    let d = tmp("records");
+    let f = d.path().join("x.json");
+    for (doc, says) in [
+        (
+            r#"{"records": {}}"#,
+            "\"records\" is an object, not an array of records",
+        ),
+        (r#"{"records": []}"#, "no records in it"),
+        ("", "the file is empty"),
+        ("{\"hello\": 1}", "not commbench output"),
+    ] {
+        std::fs::write(&f, doc).unwrap();
+        refused(d.path(), &f, says);
+    }
+}
+
+/// A FIFO hung `report` in its open; /dev/zero was read until memory ran
+/// out; a 5 MiB line and a record of 20,000 metrics were taken whole.
+#[test]
+fn report_refuses_special_files_and_files_past_the_bounds_with_exit_2() {
+    let d = tmp("bounds");
+    let fifo = d.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    refused(
+        d.path(),
+        &fifo,
+        "it is a FIFO: report reads regular files only",
+    );
+    refused(
+        d.path(),
+        Path::new("/dev/zero"),
+        "it is a character device: report reads regular files only",
+    );
+    refused(d.path(), d.path(), "it is a directory");
+    let mut rec = results("2026-11-24T10:00:00Z", 1.0)["records"][0].clone();
+    rec["params"]["note"] = Value::from("x".repeat(5 << 20));
+    let f = d.path().join("long.jsonl");
+    std::fs::write(&f, rec.to_string()).unwrap();
+    refused(d.path(), &f, "more than 4194304 in a line");
+    let mut rec = results("2026-11-24T10:00:00Z", 1.0)["records"][0].clone();
+    rec["metrics"] = (0..20_000)
+        .map(|i| (format!("m{i}"), Value::from(i)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    std::fs::write(&f, rec.to_string()).unwrap();
+    refused(d.path(), &f, "more than 10000 parameters and metrics");
 }

@@ -41,7 +41,7 @@ pub use commbench_core::lab::Better;
 pub use compare::{compare, headline_metric, params_key, Change};
 pub use figures::{declared_figures, figures_for_lab, Figure, RUN_PARAM};
 pub use html::{render_html, SummaryLine};
-pub use load::{load, Loaded};
+pub use load::{load, load_with, LoadLimits, Loaded};
 pub use plot::{
     ladder_svg, line_svg, plottable, LeftOut, Plot, Series, MAX_ABS, MAX_CATEGORIES, MAX_POINTS,
     MAX_SERIES, MIN_ABS,
@@ -55,6 +55,10 @@ pub enum ReportError {
     Io { path: String, err: std::io::Error },
     #[error("{path}: not commbench output ({reason}); give a file written with --format json or jsonl, or a suite's results.jsonl")]
     Format { path: String, reason: String },
+    /// A file refused before or while it is read: not a regular file, or
+    /// past one of the [`LoadLimits`].
+    #[error("{path}: {reason}")]
+    Input { path: String, reason: String },
     #[error("template error: {0}")]
     Template(String),
     #[error("plot error: {0}")]
