@@ -97,13 +97,23 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>, String) {
     (cols, rows, note)
 }
 
+/// A number for a table cell: as `human_number` writes it, but in
+/// scientific notation from 1e15 up, so that 1.7e308 is not 309 digits.
+fn number(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e15 {
+        format!("{x:.3e}")
+    } else {
+        commbench_core::record::human_number(x)
+    }
+}
+
 fn cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
         Value::Number(n) => match n.as_i64() {
             Some(i) => i.to_string(),
-            None => commbench_core::record::human_number(n.as_f64().unwrap_or(f64::NAN)),
+            None => number(n.as_f64().unwrap_or(f64::NAN)),
         },
         v => v.to_string(),
     }
@@ -303,8 +313,8 @@ pub fn render_html(
                 format!("{} {}", c.lab, c.test),
                 c.params,
                 c.metric,
-                commbench_core::record::human_number(c.before),
-                commbench_core::record::human_number(c.after),
+                number(c.before),
+                number(c.after),
                 format!("{:.2}×", c.ratio),
                 c.verdict,
             ]
@@ -454,6 +464,7 @@ mod tests {
             html.contains("1 value out of range (not finite, beyond ±1e300"),
             "the caption says what was left out"
         );
+        assert!(html.contains(">1.700e308<"), "the table shows it short");
     }
 
     /// However many labs, records and columns a file holds, the page holds

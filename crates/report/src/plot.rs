@@ -196,6 +196,11 @@ fn log_fits(lo: f64, hi: f64) -> bool {
 /// Axis tick text: 1.5k, 20M, 3G instead of 20000000.0.
 pub fn si(v: &f64) -> String {
     let a = v.abs();
+    // Far outside what SI prefixes name: scientific notation, so that an
+    // axis tick of 1e300 stays a short label.
+    if a >= 1e15 || (a > 0.0 && a < 1e-3) {
+        return format!("{v:.1e}");
+    }
     let (x, suffix) = if a >= 1e9 {
         (v / 1e9, "G")
     } else if a >= 1e6 {
@@ -660,6 +665,16 @@ mod tests {
             (p.left_out.categories, p.left_out.series),
             (100 - MAX_CATEGORIES, 30 - MAX_SERIES)
         );
+    }
+
+    #[test]
+    fn tick_labels_stay_short_at_extreme_values() {
+        assert_eq!(si(&1e300), "1.0e300");
+        assert_eq!(si(&-2.5e-200), "-2.5e-200");
+        assert_eq!(si(&20_000_000.0), "20M");
+        assert_eq!(si(&1500.0), "1.5k");
+        assert_eq!(si(&0.0), "0");
+        assert_eq!(si(&0.25), "0.25");
     }
 
     #[test]
