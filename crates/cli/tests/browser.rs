@@ -4,8 +4,11 @@
 //! marks and a title, no table runs past the page edge outside its scroll
 //! box, the summary and the machine line are visible), writes its verdict
 //! into the DOM, and `--dump-dom` hands it back. A screenshot is taken too
-//! and checked for non-blank content. Skipped, with a message, when no
-//! Chromium is installed (`.ci/run` installs Debian's `chromium`).
+//! and checked for non-blank content. A report built from hostile result
+//! files is opened the same way to see that none of the markup they carry
+//! runs. Skipped, with a message, when no Chromium is installed outside
+//! CI; under `CI=true` a missing Chromium fails (`.ci/run` installs
+//! Debian's `chromium`).
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -96,10 +99,24 @@ fn run_chromium(bin: &Path, args: &[&str], url: &str, out: &Path) -> String {
     std::fs::read_to_string(out).unwrap_or_default()
 }
 
+/// Chromium, or `None` (with a message) when it is not installed outside
+/// CI; under `CI=true` a missing Chromium fails the test (`.ci/run`
+/// installs it).
+fn chromium_or_skip() -> Option<PathBuf> {
+    let bin = chromium();
+    if bin.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no chromium on PATH under CI=true: .ci/run installs Debian's chromium"
+        );
+        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+    }
+    bin
+}
+
 #[test]
 fn report_in_headless_chromium_draws_every_figure_and_keeps_tables_in_their_boxes() {
-    let Some(bin) = chromium() else {
-        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+    let Some(bin) = chromium_or_skip() else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("cbtest-browser-{}", std::process::id()));
@@ -177,5 +194,160 @@ fn report_in_headless_chromium_draws_every_figure_and_keeps_tables_in_their_boxe
         "screenshot looks blank ({} bytes)",
         png.len()
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What each payload would do if it ran: mark the page.
+const PAYLOADS: [&str; 4] = [
+    "<script>window.__pwned='script';document.title='PWNED'</script>",
+    "\"><img src=x onerror=\"window.__pwned='img';document.body.setAttribute('data-pwned','img')\">",
+    "'><svg onload=\"window.__pwned='svg'\">",
+    "</title></textarea><iframe srcdoc=\"<script>parent.__pwned='iframe'</script>\"></iframe>",
+];
+
+/// Reads what the page's own checking script found: every `<script>`,
+/// `<img>`, `<iframe>` and `on…` attribute on the page, the title, whether
+/// any payload ran, and whether the payloads show as text.
+const HOSTILE_CHECK: &str = r#"
+<script>
+window.addEventListener('load', () => {
+  setTimeout(() => {
+    const on = [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length;
+    const out = {
+      pwned: window.__pwned || null,
+      marked: document.body.getAttribute('data-pwned'),
+      title: document.title,
+      scripts: document.scripts.length,
+      imgs: document.images.length,
+      iframes: document.querySelectorAll('iframe, foreignObject, textarea').length,
+      on_attributes: on,
+      text_shown: document.querySelector('h1').textContent.includes('<script>window.__pwned='),
+      img_shown: [...document.querySelectorAll('td')].some(td => td.textContent.includes('<img src=x onerror=')),
+      figures: document.querySelectorAll('figure svg').length,
+    };
+    document.body.setAttribute('data-check', JSON.stringify(out));
+  }, 200);
+});
+</script>
+"#;
+
+/// A result file whose every string is a payload: host name, CPU model,
+/// command line, kernel, lab, test, string parameters (series and category
+/// names) and string metrics.
+fn hostile_results(host: &str) -> Value {
+    let [script, img, svg, frame] = PAYLOADS;
+    let rec = |lab: String, test: &str, n: u64, rate: f64| {
+        serde_json::json!({
+            "schema_version": 1,
+            "lab": lab,
+            "test": test,
+            "params": {
+                "transport": if n.is_multiple_of(2) { format!("shm{img}") } else { format!("uds{script}") },
+                "size": format!("64{svg}"),
+                "sessions": n,
+                "kind": format!("{frame}{}", n % 2),
+            },
+            "metrics": {
+                "msgs_per_s": rate,
+                "cpu_ns_per_op": 100.0 + n as f64,
+                "note": format!("{script}{img}"),
+            },
+        })
+    };
+    let mut records = Vec::new();
+    for n in 1..=6u64 {
+        records.push(rec("ipc".into(), "reqres", n, 1000.0 * n as f64));
+        records.push(rec(
+            format!("lab{img}"),
+            &format!("t{script}"),
+            n,
+            10.0 * n as f64,
+        ));
+    }
+    serde_json::json!({
+        "environment": {
+            "hostname": format!("{host}{script}{img}"),
+            "started_utc": "2026-11-24T10:00:00Z",
+            "cpu_model": format!("{img}{script}"),
+            "kernel": svg,
+            "logical_cpus": 2,
+            "command_line": ["commbench", script, img, svg, frame],
+        },
+        "records": records,
+    })
+}
+
+#[test]
+fn report_of_hostile_results_runs_no_script_in_headless_chromium() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cbtest-hostile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    std::fs::write(&a, hostile_results("alpha").to_string()).unwrap();
+    std::fs::write(&b, hostile_results("beta").to_string()).unwrap();
+    let page = dir.join("report.html");
+    Command::cargo_bin("commbench")
+        .unwrap()
+        .args(["--no-store", "report"])
+        .arg(&a)
+        .arg(&b)
+        .arg("--title")
+        .arg(PAYLOADS.concat())
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "a script tag in the page");
+    let checked = dir.join("checked.html");
+    std::fs::write(
+        &checked,
+        html.replace("</body>", &format!("{HOSTILE_CHECK}</body>")),
+    )
+    .unwrap();
+    let url = format!("file://{}", checked.display());
+    let dom = run_chromium(&bin, &["--dump-dom"], &url, &dir.join("dom.html"));
+    let attr = dom
+        .split("data-check=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the check script did not run; dom starts: {}",
+                &dom[..dom.len().min(400)]
+            )
+        });
+    let json = attr
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["pwned"], Value::Null, "a payload ran: {v}");
+    assert_eq!(v["marked"], Value::Null, "a payload ran: {v}");
+    assert_ne!(v["title"], "PWNED", "{v}");
+    assert!(
+        v["title"].as_str().unwrap().contains("<script>"),
+        "the title shows the payload as text: {v}"
+    );
+    assert_eq!(v["scripts"], 1, "only the checking script: {v}");
+    assert_eq!(v["imgs"], 0, "{v}");
+    assert_eq!(v["iframes"], 0, "{v}");
+    assert_eq!(v["on_attributes"], 0, "{v}");
+    assert_eq!(v["text_shown"], true, "the payloads show as text: {v}");
+    assert_eq!(v["img_shown"], true, "{v}");
+    assert!(
+        v["figures"].as_u64().unwrap() >= 2,
+        "figures still drawn: {v}"
+    );
+    // And the DOM as Chromium parsed it carries the payloads as escaped text.
+    assert!(
+        dom.contains("&lt;script&gt;window.__pwned='script'"),
+        "escaped text"
+    );
+    assert!(!dom.contains("data-pwned=\"img\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }

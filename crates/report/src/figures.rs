@@ -5,23 +5,39 @@
 //! drawn as their median; a figure is drawn only when its records fill it
 //! (a line series needs two points, a ladder three quantiles); a lab that
 //! declares figures never gets a guessed line; overlaid runs are told apart
-//! by [`RUN_PARAM`], which prefixes their series names.
+//! by [`RUN_PARAM`], which prefixes their series names. Records are grouped
+//! in one pass through hash maps (linear in the records, whatever a file
+//! holds), and what a figure leaves out to stay drawable (values out of
+//! range, series, categories and points past the bounds of
+//! [`crate::plot`]) is said in its caption.
 
 use crate::compare::headline_metric;
-use crate::plot::{self, ladder_svg, line_svg, Series};
+use crate::plot::{self, ladder_svg, line_svg, Plot, Series, MAX_CATEGORIES, MAX_SERIES};
 use crate::ReportError;
 use commbench_core::figure::{FigureKind, FigureSpec};
 use commbench_core::record::Record;
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 /// A plot made from a group of records.
 #[derive(Debug, Clone, Serialize)]
 pub struct Figure {
     pub title: String,
     pub svg: String,
-    /// What the figure answers (declared figures only).
+    /// What the figure answers (declared figures only), and what it left
+    /// out, if anything.
     pub caption: String,
+}
+
+impl Figure {
+    fn new(title: String, caption: &str, plot: Plot) -> Figure {
+        Figure {
+            title,
+            caption: format!("{caption}{}", plot.left_out.note()),
+            svg: plot.svg,
+        }
+    }
 }
 
 /// Draws the declared figures of a lab that its records can fill (at
@@ -65,6 +81,16 @@ fn text_of(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
 
+/// The index of `key` in `order`, added at the end when new.
+fn index_of(order: &mut Vec<String>, index: &mut HashMap<String, usize>, key: String) -> usize {
+    if let Some(&i) = index.get(&key) {
+        return i;
+    }
+    order.push(key.clone());
+    index.insert(key, order.len() - 1);
+    order.len() - 1
+}
+
 /// Bars: categories are the values of `spec.x`; grouped bars are one per
 /// series (y = `metrics[0]`), stacked bars one per category and series
 /// with `metrics` as the parts; medians over repeats.
@@ -74,10 +100,10 @@ fn bar_figure(
     metrics: &[&str],
     stacked: bool,
 ) -> Result<Option<Figure>, ReportError> {
-    let mut cats: Vec<String> = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    // (category, series name, metric) -> samples
-    let mut samples: Vec<(usize, usize, usize, Vec<f64>)> = Vec::new();
+    let (mut cats, mut cat_ix) = (Vec::new(), HashMap::new());
+    let (mut names, mut name_ix) = (Vec::new(), HashMap::new());
+    // (category, series name, metric) -> samples, for the drawn ones only.
+    let mut samples: HashMap<(usize, usize, usize), Vec<f64>> = HashMap::new();
     for r in records.iter().filter(|r| spec.accepts(r)) {
         let Some(x) = r.params.get(spec.x) else {
             continue;
@@ -97,56 +123,40 @@ fn bar_figure(
             let Some(y) = r.metric_f64(m).filter(|y| y.is_finite()) else {
                 continue;
             };
-            let ci = match cats.iter().position(|c| *c == cat_name) {
-                Some(i) => i,
-                None => {
-                    cats.push(cat_name.clone());
-                    cats.len() - 1
-                }
-            };
+            let ci = index_of(&mut cats, &mut cat_ix, cat_name.clone());
             let sname = series.clone().unwrap_or_else(|| (*m).to_owned());
-            let si = match names.iter().position(|n| *n == sname) {
-                Some(i) => i,
-                None => {
-                    names.push(sname);
-                    names.len() - 1
-                }
-            };
-            match samples
-                .iter_mut()
-                .find(|(c, s, k, _)| *c == ci && *s == si && *k == mi)
-            {
-                Some((.., v)) => v.push(y),
-                None => samples.push((ci, si, mi, vec![y])),
+            let si = index_of(&mut names, &mut name_ix, sname);
+            if ci < MAX_CATEGORIES && si < MAX_SERIES {
+                samples.entry((ci, si, mi)).or_default().push(y);
             }
         }
     }
     if cats.is_empty() || names.is_empty() {
         return Ok(None);
     }
-    cats.truncate(24);
-    names.truncate(12);
+    let (all_cats, all_names) = (cats.len(), names.len());
+    cats.truncate(MAX_CATEGORIES);
+    names.truncate(MAX_SERIES);
     let series: Vec<(String, Vec<Option<f64>>)> = names
         .iter()
         .enumerate()
         .map(|(si, n)| {
             let vals = (0..cats.len())
                 .map(|ci| {
-                    samples
-                        .iter()
-                        .find(|(c, s, _, _)| *c == ci && *s == si)
-                        .map(|(.., v)| median_of(v.clone()))
+                    // The first metric with samples (grouped bars have one).
+                    (0..metrics.len())
+                        .find_map(|mi| samples.get(&(ci, si, mi)))
+                        .map(|v| median_of(v.clone()))
                 })
                 .collect();
             (n.clone(), vals)
         })
         .collect();
     let y_desc = if stacked { "" } else { spec.y };
-    Ok(Some(Figure {
-        svg: plot::bar_svg(spec.title, y_desc, &cats, &series, stacked)?,
-        title: spec.title.to_owned(),
-        caption: spec.caption.to_owned(),
-    }))
+    let mut plot = plot::bar_svg(spec.title, y_desc, &cats, &series, stacked)?;
+    plot.left_out.categories += all_cats - cats.len();
+    plot.left_out.series += all_names - names.len();
+    Ok(Some(Figure::new(spec.title.to_owned(), spec.caption, plot)))
 }
 
 /// One percentile ladder per series (the median of each quantile over
@@ -157,11 +167,13 @@ fn ladder_figure(
     qs: &[(f64, &str)],
 ) -> Result<Option<Figure>, ReportError> {
     let mut by_series: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let mut ix: HashMap<String, usize> = HashMap::new();
     for r in records.iter().filter(|r| spec.accepts(r)) {
         let name = run_series(spec, r);
-        let i = match by_series.iter().position(|(n, _)| *n == name) {
-            Some(i) => i,
+        let i = match ix.get(&name) {
+            Some(&i) => i,
             None => {
+                ix.insert(name.clone(), by_series.len());
                 by_series.push((name, vec![Vec::new(); qs.len()]));
                 by_series.len() - 1
             }
@@ -184,95 +196,128 @@ fn ladder_figure(
                 .collect(),
         })
         .filter(|s| s.points.len() >= 3)
-        .take(12)
         .collect();
     if series.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Figure {
-        svg: ladder_svg(spec.title, &series)?,
-        title: spec.title.to_owned(),
-        caption: spec.caption.to_owned(),
-    }))
+    let plot = ladder_svg(spec.title, &series)?;
+    Ok(Some(Figure::new(spec.title.to_owned(), spec.caption, plot)))
 }
 
 fn line_figure(spec: &FigureSpec, records: &[&Record]) -> Result<Option<Figure>, ReportError> {
     // (series, x) -> y samples (repeats, several runs): the median is drawn.
     let mut samples: Vec<(String, f64, Vec<f64>)> = Vec::new();
+    let mut ix: HashMap<(String, u64), usize> = HashMap::new();
     for r in records.iter().filter(|r| spec.accepts(r)) {
         let (Some(x), Some(y)) = (r.params.get(spec.x).and_then(num), r.metric_f64(spec.y)) else {
             continue;
         };
         let name = run_series(spec, r);
-        match samples.iter_mut().find(|(n, px, _)| *n == name && *px == x) {
-            Some((_, _, v)) => v.push(y),
-            None => samples.push((name, x, vec![y])),
+        // -0.0 and 0.0 are one x.
+        let key = (name, (x + 0.0).to_bits());
+        match ix.get(&key) {
+            Some(&i) => samples[i].2.push(y),
+            None => {
+                ix.insert(key.clone(), samples.len());
+                samples.push((key.0, x, vec![y]));
+            }
         }
     }
-    let mut series: Vec<Series> = Vec::new();
-    for (name, x, ys) in samples {
-        let med = median_of(ys);
-        match series.iter_mut().find(|s| s.name == name) {
-            Some(s) => s.points.push((x, med)),
-            None => series.push(Series {
-                name,
-                points: vec![(x, med)],
-            }),
-        }
-    }
-    series.retain(|s| s.points.len() >= 2);
+    let series = group_series(samples.into_iter().map(|(n, x, ys)| (n, x, median_of(ys))));
     if series.is_empty() {
         return Ok(None);
     }
+    let plot = line_svg(spec.title, spec.x, spec.y, &series)?;
+    Ok(Some(Figure::new(spec.title.to_owned(), spec.caption, plot)))
+}
+
+/// (series name, x, y) points as series in first-seen order, each sorted
+/// by x; series of fewer than two points are dropped.
+fn group_series(points: impl Iterator<Item = (String, f64, f64)>) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    let mut ix: HashMap<String, usize> = HashMap::new();
+    for (name, x, y) in points {
+        match ix.get(&name) {
+            Some(&i) => series[i].points.push((x, y)),
+            None => {
+                ix.insert(name.clone(), series.len());
+                series.push(Series {
+                    name,
+                    points: vec![(x, y)],
+                });
+            }
+        }
+    }
+    series.retain(|s| s.points.len() >= 2);
     for s in &mut series {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    Ok(Some(Figure {
-        svg: line_svg(spec.title, spec.x, spec.y, &series)?,
-        title: spec.title.to_owned(),
-        caption: spec.caption.to_owned(),
-    }))
+    series
 }
 
 fn num(v: &Value) -> Option<f64> {
     v.as_f64().filter(|x| x.is_finite())
 }
 
-/// Parameter names whose value differs between records (the ones worth
-/// naming a series by), and whether the test names differ.
-fn varying(records: &[&Record]) -> (Vec<String>, bool) {
+/// Parameter names in first-seen order; those whose value differs
+/// between records (the ones worth naming a series by), each with its
+/// place in that order; and whether the test names differ. One pass over
+/// the records' parameters.
+fn varying(records: &[&Record]) -> (Vec<String>, HashMap<String, usize>, bool) {
     let mut keys: Vec<String> = Vec::new();
+    let mut pos: HashMap<&str, usize> = HashMap::new();
+    let mut differs: HashSet<&str> = HashSet::new();
+    let first = records.first();
+    let mut tests_differ = false;
     for r in records {
-        for k in r.params.keys() {
-            if !keys.contains(k) {
+        tests_differ |= Some(&r.test) != first.map(|f| &f.test);
+        for (k, v) in &r.params {
+            if !pos.contains_key(k.as_str()) {
+                pos.insert(k, keys.len());
                 keys.push(k.clone());
             }
+            if first.and_then(|f| f.params.get(k)) != Some(v) {
+                differs.insert(k);
+            }
+        }
+        if let Some(f) = first {
+            // Keys of the first record that this one lacks.
+            differs.extend(
+                f.params
+                    .keys()
+                    .filter(|k| !r.params.contains_key(*k))
+                    .map(String::as_str),
+            );
         }
     }
-    let first = records.first();
-    keys.retain(|k| {
-        records
-            .iter()
-            .any(|r| r.params.get(k) != first.and_then(|f| f.params.get(k)))
-    });
-    let tests_differ = records
-        .iter()
-        .any(|r| Some(&r.test) != first.map(|f| &f.test));
-    (keys, tests_differ)
+    let vary = differs
+        .into_iter()
+        .map(|k| (k.to_owned(), pos[k]))
+        .collect();
+    (keys, vary, tests_differ)
 }
 
-fn series_name(r: &Record, vary: &[String], tests_differ: bool, skip: &str) -> String {
+/// A record's series name from its varying parameters (in first-seen
+/// order), `skip` left out; the test first when tests differ.
+fn series_name(
+    r: &Record,
+    vary: &HashMap<String, usize>,
+    tests_differ: bool,
+    skip: &str,
+) -> String {
     let mut parts = Vec::new();
     if tests_differ {
         parts.push(r.test.clone());
     }
-    for k in vary {
-        if k == skip {
-            continue;
-        }
-        if let Some(v) = r.params.get(k) {
-            parts.push(format!("{k}={}", v.to_string().trim_matches('"')));
-        }
+    let mut own: Vec<(usize, &String, &Value)> = r
+        .params
+        .iter()
+        .filter(|(k, _)| *k != skip)
+        .filter_map(|(k, v)| vary.get(k).map(|&p| (p, k, v)))
+        .collect();
+    own.sort_by_key(|(p, ..)| *p);
+    for (_, k, v) in own {
+        parts.push(format!("{k}={}", v.to_string().trim_matches('"')));
     }
     if parts.is_empty() {
         r.test.clone()
@@ -293,65 +338,43 @@ pub fn figures_for_lab(
     // A lab that declares figures gets those only: no line guessed
     // through its categories.
     let declared = !figs.is_empty() || specs.iter().any(|s| s.lab == lab);
-    let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
-    let (vary, tests_differ) = varying(records);
-    // Line plots: group by metric set shape (records that share a headline).
-    let mut tests: Vec<&str> = Vec::new();
+    let (keys, vary, tests_differ) = varying(records);
+    // x axis: the first numeric parameter with ≥ 2 distinct values over the
+    // lab (one pass: each key's first value, and whether another followed).
+    let mut firsts: HashMap<&str, (f64, bool)> = HashMap::new();
     for r in records {
-        if !tests.contains(&r.test.as_str()) {
-            tests.push(&r.test);
-        }
-    }
-    // x axis: the first numeric parameter with ≥ 2 distinct values over the lab.
-    let mut keys: Vec<String> = Vec::new();
-    for r in records {
-        for k in r.params.keys() {
-            if !keys.contains(k) {
-                keys.push(k.clone());
+        for (k, v) in &r.params {
+            if let Some(x) = num(v) {
+                let e = firsts.entry(k).or_insert((x, false));
+                e.1 |= e.0 != x;
             }
         }
     }
-    let x_key = keys.iter().find(|k| {
-        let mut vals: Vec<f64> = records
-            .iter()
-            .filter_map(|r| r.params.get(*k).and_then(num))
-            .collect();
-        vals.sort_by(f64::total_cmp);
-        vals.dedup();
-        vals.len() >= 2
-    });
-    if let (false, Some(x_key), Some(y_key)) = (declared, x_key, headline_metric(&owned, &[])) {
-        let mut series: Vec<Series> = Vec::new();
-        for r in records {
-            let (Some(x), Some(y)) = (r.params.get(x_key).and_then(num), r.metric_f64(&y_key))
-            else {
-                continue;
-            };
-            let name = series_name(r, &vary, tests_differ, x_key);
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((x, y)),
-                None => series.push(Series {
-                    name,
-                    points: vec![(x, y)],
-                }),
-            }
-        }
-        series.retain(|s| s.points.len() >= 2);
-        series.truncate(10);
+    let x_key = keys
+        .iter()
+        .find(|k| firsts.get(k.as_str()).is_some_and(|e| e.1));
+    let y_key = if declared || x_key.is_none() {
+        None
+    } else {
+        let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
+        headline_metric(&owned, &[])
+    };
+    if let (Some(x_key), Some(y_key)) = (x_key, y_key) {
+        let series = group_series(records.iter().filter_map(|r| {
+            let x = r.params.get(x_key).and_then(num)?;
+            let y = r.metric_f64(&y_key)?;
+            Some((series_name(r, &vary, tests_differ, x_key), x, y))
+        }));
         if !series.is_empty() {
-            for s in &mut series {
-                s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            }
             let title = format!("{lab}: {y_key} vs {x_key}");
-            figs.push(Figure {
-                svg: line_svg(&title, x_key, &y_key, &series)?,
-                title,
-                caption: String::new(),
-            });
+            let plot = line_svg(&title, x_key, &y_key, &series)?;
+            figs.push(Figure::new(title, "", plot));
         }
     }
-    // Percentile ladders: every metric object with p50 … max.
+    // Percentile ladders: every metric object with p50 … max; the first
+    // MAX_SERIES are drawn, the others counted.
     let mut ladders: Vec<Series> = Vec::new();
+    let mut more = 0;
     for r in records {
         for (k, v) in &r.metrics {
             let Some(o) = v.as_object() else { continue };
@@ -367,21 +390,22 @@ pub fn figures_for_lab(
                 .filter_map(|(name, q)| o.get(*name).and_then(num).map(|v| (*q, v)))
                 .collect();
             if pts.len() >= 3 {
-                ladders.push(Series {
-                    name: format!("{} {k}", series_name(r, &vary, tests_differ, "")),
-                    points: pts,
-                });
+                if ladders.len() < MAX_SERIES {
+                    ladders.push(Series {
+                        name: format!("{} {k}", series_name(r, &vary, tests_differ, "")),
+                        points: pts,
+                    });
+                } else {
+                    more += 1;
+                }
             }
         }
     }
-    ladders.truncate(10);
     if !ladders.is_empty() {
         let title = format!("{lab}: latency percentiles");
-        figs.push(Figure {
-            svg: ladder_svg(&title, &ladders)?,
-            title,
-            caption: String::new(),
-        });
+        let mut plot = ladder_svg(&title, &ladders)?;
+        plot.left_out.series += more;
+        figs.push(Figure::new(title, "", plot));
     }
     Ok(figs)
 }

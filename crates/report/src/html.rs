@@ -24,52 +24,119 @@ struct LabSection {
     figures: Vec<Figure>,
     columns: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// What the table leaves out ("" when nothing).
+    note: String,
 }
 
-fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
-    let flat: Vec<Vec<(String, Value)>> = records
-        .iter()
-        .map(|r| {
-            let mut v = vec![("test".to_owned(), Value::from(r.test.clone()))];
-            for (k, x) in &r.params {
-                commbench_core::record::flatten(k, x, &mut v);
-            }
-            for (k, x) in &r.metrics {
-                commbench_core::record::flatten(k, x, &mut v);
-            }
-            v
-        })
-        .collect();
+/// Figures on one page (each lab's figures until this many are drawn).
+pub const MAX_PAGE_FIGURES: usize = 200;
+/// Rows of one lab's table shown on the page.
+pub const MAX_TABLE_ROWS: usize = 5_000;
+/// Columns of one lab's table shown on the page.
+pub const MAX_TABLE_COLUMNS: usize = 300;
+
+/// A lab's table: one row per record (at most [`MAX_TABLE_ROWS`]), one
+/// column per flattened parameter or metric in first-seen order (at most
+/// [`MAX_TABLE_COLUMNS`]), and a note of what was left out.
+fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>, String) {
     let mut cols: Vec<String> = Vec::new();
-    for row in &flat {
-        for (k, _) in row {
-            if !cols.contains(k) {
-                cols.push(k.clone());
-            }
+    let mut col_ix: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut more_cols = 0usize;
+    let mut rows = Vec::new();
+    for r in records.iter().take(MAX_TABLE_ROWS) {
+        let mut v = vec![("test".to_owned(), Value::from(r.test.clone()))];
+        for (k, x) in &r.params {
+            commbench_core::record::flatten(k, x, &mut v);
         }
+        for (k, x) in &r.metrics {
+            commbench_core::record::flatten(k, x, &mut v);
+        }
+        let mut row: Vec<Option<String>> = vec![None; cols.len()];
+        for (k, x) in v {
+            let i = match col_ix.get(&k) {
+                Some(&i) => i,
+                None if cols.len() < MAX_TABLE_COLUMNS => {
+                    col_ix.insert(k.clone(), cols.len());
+                    cols.push(k);
+                    row.push(None);
+                    cols.len() - 1
+                }
+                None => {
+                    more_cols += 1;
+                    continue;
+                }
+            };
+            row[i] = Some(cell(&x));
+        }
+        rows.push(row);
     }
-    let rows = flat
-        .iter()
-        .map(|row| {
-            cols.iter()
-                .map(|c| match row.iter().find(|(k, _)| k == c).map(|(_, v)| v) {
-                    None | Some(Value::Null) => String::new(),
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Number(n)) => match n.as_i64() {
-                        Some(i) => i.to_string(),
-                        None => {
-                            commbench_core::record::human_number(n.as_f64().unwrap_or(f64::NAN))
-                        }
-                    },
-                    Some(v) => v.to_string(),
-                })
-                .collect()
+    let rows = rows
+        .into_iter()
+        .map(|mut row| {
+            row.resize(cols.len(), None);
+            row.into_iter().map(Option::unwrap_or_default).collect()
         })
         .collect();
-    (cols, rows)
+    let mut note = Vec::new();
+    if records.len() > MAX_TABLE_ROWS {
+        note.push(format!(
+            "the first {MAX_TABLE_ROWS} of {} records are shown",
+            records.len()
+        ));
+    }
+    if more_cols > 0 {
+        note.push(format!(
+            "{more_cols} values in columns past the first {MAX_TABLE_COLUMNS} are not shown"
+        ));
+    }
+    let note = if note.is_empty() {
+        String::new()
+    } else {
+        format!("{}; the results file has them all.", note.join("; "))
+    };
+    (cols, rows, note)
+}
+
+/// A number for a table cell: as `human_number` writes it, but in
+/// scientific notation from 1e15 up, so that 1.7e308 is not 309 digits.
+fn number(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e15 {
+        format!("{x:.3e}")
+    } else {
+        commbench_core::record::human_number(x)
+    }
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => number(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        v => v.to_string(),
+    }
 }
 
 const TEMPLATE: &str = include_str!("templates/report.html");
+
+/// A template environment that HTML-escapes every value it prints,
+/// whatever the template's name: strings from a results file (host name,
+/// CPU model, command line, parameters, string metrics, the lab and test
+/// names) and the page title are untrusted, since result files travel
+/// between hosts. Only the SVG of a figure is printed raw (`|safe`), and
+/// [`crate::plot`] checks that it holds nothing but drawing elements.
+pub(crate) fn page_env(
+    name: &'static str,
+    template: &'static str,
+) -> Result<minijinja::Environment<'static>, ReportError> {
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template(name, template)
+        .map_err(|e| ReportError::Template(e.to_string()))?;
+    Ok(env)
+}
 
 /// One line of the summary at the top of the page (see [`summary`]: a
 /// lab's question and the answer its records give).
@@ -172,27 +239,36 @@ pub fn render_html(
     } else {
         runs.iter().flat_map(|l| l.records.iter()).collect()
     };
-    for r in &all {
-        if !labs.contains(&r.lab) {
+    // Records by lab in first-seen order, in one pass.
+    let mut by_lab: Vec<Vec<&Record>> = Vec::new();
+    let mut lab_ix: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for r in all.iter().copied().filter(|r| r.lab != "suite") {
+        let i = *lab_ix.entry(r.lab.as_str()).or_insert_with(|| {
             labs.push(r.lab.clone());
-        }
+            by_lab.push(Vec::new());
+            by_lab.len() - 1
+        });
+        by_lab[i].push(r);
     }
     let mut sections = Vec::new();
-    for lab in labs {
-        let recs: Vec<&Record> = all
-            .iter()
-            .copied()
-            .filter(|r| r.lab == lab && r.lab != "suite")
-            .collect();
-        if recs.is_empty() {
-            continue;
-        }
-        let (columns, rows) = table(&recs);
+    let mut figures_left = MAX_PAGE_FIGURES;
+    for (lab, recs) in labs.into_iter().zip(by_lab) {
+        let (columns, rows, mut note) = table(&recs);
+        let figures = if figures_left > 0 {
+            let mut f = figures_for_lab(&lab, &recs, specs)?;
+            f.truncate(figures_left);
+            figures_left -= f.len();
+            f
+        } else {
+            note = format!("No figures: the page already holds {MAX_PAGE_FIGURES}. {note}");
+            Vec::new()
+        };
         sections.push(LabSection {
-            figures: figures_for_lab(&lab, &recs, specs)?,
+            figures,
             lab,
             columns,
             rows,
+            note,
         });
     }
     let envs: Vec<(String, Vec<(String, String)>)> = runs
@@ -209,9 +285,7 @@ pub fn render_html(
             ))
         })
         .collect();
-    let mut env = minijinja::Environment::new();
-    env.add_template("report", TEMPLATE)
-        .map_err(|e| ReportError::Template(e.to_string()))?;
+    let env = page_env("report", TEMPLATE)?;
     let tmpl = env
         .get_template("report")
         .map_err(|e| ReportError::Template(e.to_string()))?;
@@ -239,8 +313,8 @@ pub fn render_html(
                 format!("{} {}", c.lab, c.test),
                 c.params,
                 c.metric,
-                commbench_core::record::human_number(c.before),
-                commbench_core::record::human_number(c.after),
+                number(c.before),
+                number(c.after),
                 format!("{:.2}×", c.ratio),
                 c.verdict,
             ]
@@ -317,6 +391,120 @@ mod tests {
         assert!(html.contains("latency percentiles"));
         assert!(html.contains("Test CPU"));
         assert!(!html.contains("src=\"http"), "must be self-contained");
+    }
+
+    /// Payloads a hostile results file can carry in any string.
+    const PAYLOADS: [&str; 3] = [
+        "<script>window.__pwned=1</script>",
+        "\"><img src=x onerror=window.__pwned=2>",
+        "'><svg onload=window.__pwned=3>",
+    ];
+
+    /// Strings from a results file and the title reach the page escaped:
+    /// no payload leaves a tag of its own, every one is shown as text.
+    #[test]
+    fn hostile_strings_from_a_results_file_and_the_title_are_escaped() {
+        let [s, img, svg] = PAYLOADS;
+        let run = |host: &str| Loaded {
+            path: format!("{svg}{host}.jsonl"),
+            records: (1..=4)
+                .map(|n| {
+                    let mut r = rec("reqres", n, 1000.0 * n as f64)
+                        .param("transport", format!("shm{s}{img}"))
+                        .metric("note", format!("{svg}{s}"));
+                    r.lab = format!("ipc{img}");
+                    r.test = format!("reqres{s}");
+                    r
+                })
+                .collect(),
+            environment: Some(serde_json::json!({
+                "hostname": format!("{host}{s}{img}"),
+                "started_utc": "2026-11-24T10:00:00Z",
+                "cpu_model": format!("{img}{s}"),
+                "kernel": svg,
+                "command_line": ["commbench", s, img, svg],
+            })),
+        };
+        let html = render_html(&[run("a"), run("b")], &format!("{s}{img}"), &[]).unwrap();
+        assert!(!html.contains("<script"), "a script tag got through");
+        assert!(!html.contains("<img"), "an img tag got through");
+        assert!(!html.contains("<svg onload"), "an svg tag got through");
+        assert!(html.contains("&lt;script&gt;window.__pwned=1&lt;"));
+        assert!(html.contains("&lt;img src=x onerror=window.__pwned=2&gt;"));
+        assert!(html.contains("<svg"), "the figures are still drawn");
+    }
+
+    /// A results file with a metric of 1.7e308 hung `report` forever in
+    /// plotters' tick code; the value is now left out and the caption
+    /// says so.
+    #[test]
+    fn a_metric_of_1_7e308_draws_and_the_caption_says_it_was_left_out() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut records: Vec<Record> = (1..=4)
+                .map(|s| rec("reqres", s, 1000.0 * s as f64))
+                .collect();
+            records[3] = rec("reqres", 4, 1.7e308).metric(
+                "latency_ns",
+                serde_json::json!({"p50": 1.0, "p90": 2.0, "p99": 1.7e308, "p999": 3.0}),
+            );
+            let run = Loaded {
+                path: "a.jsonl".into(),
+                records,
+                environment: None,
+            };
+            let _ = tx.send(render_html(&[run], "t", &[]));
+        });
+        let html = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("report did not finish within 60 s")
+            .unwrap();
+        assert!(html.contains("<svg"));
+        assert!(
+            html.contains("1 value out of range (not finite, beyond ±1e300"),
+            "the caption says what was left out"
+        );
+        assert!(html.contains(">1.700e308<"), "the table shows it short");
+    }
+
+    /// However many labs, records and columns a file holds, the page holds
+    /// at most MAX_PAGE_FIGURES figures and each table at most
+    /// MAX_TABLE_ROWS rows of MAX_TABLE_COLUMNS columns, and says so.
+    #[test]
+    fn a_page_is_bounded_in_figures_rows_and_columns() {
+        let mut records = Vec::new();
+        for lab in 0..(MAX_PAGE_FIGURES + 20) {
+            for s in 1..=2 {
+                let mut r = Record::new(&format!("lab{lab}"), "t")
+                    .param("n", s)
+                    .metric("rate", s as f64);
+                r.lab = format!("lab{lab}");
+                records.push(r);
+            }
+        }
+        for i in 0..(MAX_TABLE_ROWS + 10) {
+            let mut r = Record::new("wide", "t").metric("rate", i as f64);
+            for c in 0..3 {
+                r = r.metric(&format!("m{}", i * 3 + c), 1.0);
+            }
+            records.push(r);
+        }
+        let run = Loaded {
+            path: "a.jsonl".into(),
+            records,
+            environment: None,
+        };
+        let html = render_html(&[run], "t", &[]).unwrap();
+        assert_eq!(html.matches("<figure>").count(), MAX_PAGE_FIGURES);
+        assert!(html.contains("No figures: the page already holds 200."));
+        assert!(html.contains(&format!(
+            "the first {MAX_TABLE_ROWS} of {} records are shown",
+            MAX_TABLE_ROWS + 10
+        )));
+        assert!(html.contains("columns past the first 300 are not shown"));
+        let wide = html.split("id=\"lab-wide\"").nth(1).unwrap();
+        let header = wide.split("</tr>").next().unwrap();
+        assert_eq!(header.matches("<th>").count(), MAX_TABLE_COLUMNS);
     }
 
     #[test]

@@ -44,8 +44,11 @@ pub use compare::{
 };
 pub use figures::{declared_figures, figures_for_lab, Figure, RUN_PARAM};
 pub use html::{render_html, SummaryLine};
-pub use load::{load, Loaded};
-pub use plot::{ladder_svg, line_svg, Series};
+pub use load::{load, load_with, LoadLimits, Loaded};
+pub use plot::{
+    ladder_svg, line_svg, plottable, LeftOut, Plot, Series, MAX_ABS, MAX_CATEGORIES, MAX_POINTS,
+    MAX_SERIES, MIN_ABS,
+};
 pub use trend::{render_trends_html, RunRow, Trend};
 
 /// Everything that can go wrong reading, plotting or rendering.
@@ -55,6 +58,10 @@ pub enum ReportError {
     Io { path: String, err: std::io::Error },
     #[error("{path}: not commbench output ({reason}); give a file written with --format json or jsonl, or a suite's results.jsonl")]
     Format { path: String, reason: String },
+    /// A file refused before or while it is read: not a regular file, or
+    /// past one of the [`LoadLimits`].
+    #[error("{path}: {reason}")]
+    Input { path: String, reason: String },
     #[error("template error: {0}")]
     Template(String),
     #[error("plot error: {0}")]

@@ -16,8 +16,151 @@ pub struct Series {
 const W: u32 = 760;
 const H: u32 = 420;
 
+/// The largest magnitude a plot takes: plotters' axis code spins forever
+/// near `f64::MAX` (1.7e308) once a range is padded past it.
+pub const MAX_ABS: f64 = 1e300;
+/// The smallest non-zero magnitude a plot takes: a log axis down to a
+/// subnormal number spins too.
+pub const MIN_ABS: f64 = 1e-300;
+/// Series drawn in one figure (the legend holds no more).
+pub const MAX_SERIES: usize = 12;
+/// Points drawn per series; a longer series is thinned evenly.
+pub const MAX_POINTS: usize = 2_000;
+/// Bar categories drawn in one figure.
+pub const MAX_CATEGORIES: usize = 24;
+
+/// Whether a value can be drawn: finite, at most [`MAX_ABS`] and zero or at
+/// least [`MIN_ABS`] in magnitude.
+pub fn plottable(v: f64) -> bool {
+    v.is_finite() && v.abs() <= MAX_ABS && (v == 0.0 || v.abs() >= MIN_ABS)
+}
+
+/// What a figure left out to stay drawable and bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Values that are not [`plottable`].
+    pub out_of_range: usize,
+    /// Series past [`MAX_SERIES`].
+    pub series: usize,
+    /// Points not drawn when a series was thinned to [`MAX_POINTS`].
+    pub points: usize,
+    /// Categories past [`MAX_CATEGORIES`].
+    pub categories: usize,
+}
+
+impl LeftOut {
+    /// A sentence for the caption ("" when nothing was left out).
+    pub fn note(&self) -> String {
+        let mut parts = Vec::new();
+        if self.out_of_range > 0 {
+            parts.push(format!(
+                "{} value{} out of range (not finite, beyond ±{MAX_ABS:e} or non-zero below {MIN_ABS:e} in magnitude)",
+                self.out_of_range,
+                if self.out_of_range == 1 { "" } else { "s" }
+            ));
+        }
+        if self.series > 0 {
+            parts.push(format!(
+                "{} series past the first {MAX_SERIES}",
+                self.series
+            ));
+        }
+        if self.categories > 0 {
+            parts.push(format!(
+                "{} categories past the first {MAX_CATEGORIES}",
+                self.categories
+            ));
+        }
+        if self.points > 0 {
+            parts.push(format!(
+                "{} points (series thinned evenly to {MAX_POINTS} points)",
+                self.points
+            ));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Not drawn: {}; the table below has every record.",
+                parts.join("; ")
+            )
+        }
+    }
+}
+
+/// A drawn figure and what it left out.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    pub svg: String,
+    pub left_out: LeftOut,
+}
+
+/// The series as they will be drawn: points that are not [`plottable`]
+/// dropped, at most [`MAX_SERIES`] series of at most [`MAX_POINTS`]
+/// points (thinned evenly, first and last kept).
+fn prepared(series: &[Series]) -> (Vec<Series>, LeftOut) {
+    let mut left = LeftOut {
+        series: series.len().saturating_sub(MAX_SERIES),
+        ..LeftOut::default()
+    };
+    let out = series
+        .iter()
+        .take(MAX_SERIES)
+        .map(|s| {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|&(x, y)| plottable(x) && plottable(y))
+                .collect();
+            left.out_of_range += s.points.len() - pts.len();
+            let n = pts.len();
+            let points = if n > MAX_POINTS {
+                left.points += n - MAX_POINTS;
+                (0..MAX_POINTS)
+                    .map(|i| pts[i * (n - 1) / (MAX_POINTS - 1)])
+                    .collect()
+            } else {
+                pts
+            };
+            Series {
+                name: s.name.clone(),
+                points,
+            }
+        })
+        .collect();
+    (out, left)
+}
+
 fn perr(e: impl std::fmt::Display) -> ReportError {
     ReportError::Plot(e.to_string())
+}
+
+/// The elements a plot may contain. The page prints a figure's SVG raw,
+/// so anything else (a `<script>`, an `<img>`, a `<foreignObject>`) would
+/// be markup from the data: plotters escapes the text it draws (titles,
+/// axis labels, series names), and this check makes sure of it.
+const SVG_ELEMENTS: &[&str] = &[
+    "svg", "g", "rect", "circle", "line", "polyline", "polygon", "path", "text",
+];
+
+/// The SVG as drawn, or an error when it holds an element other than
+/// [`SVG_ELEMENTS`] or an unescaped `<`.
+fn checked(svg: String) -> Result<String, ReportError> {
+    for (i, _) in svg.match_indices('<') {
+        let rest = svg[i + 1..].strip_prefix('/').unwrap_or(&svg[i + 1..]);
+        let name: String = rest
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        let ends = rest[name.len()..].starts_with([' ', '>', '/', '\n']);
+        if !(ends && SVG_ELEMENTS.contains(&name.as_str())) {
+            return Err(ReportError::Plot(format!(
+                "the drawn SVG holds markup other than drawing elements (at byte {i}); refusing to embed it in the page"
+            )));
+        }
+    }
+    Ok(svg)
 }
 
 fn bounds(vals: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -29,7 +172,9 @@ fn bounds(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     if !lo.is_finite() {
         return (0.0, 1.0);
     }
-    if lo == hi {
+    // A range too narrow to tell apart at f64 precision counts as one
+    // value: ticks a few ulps apart never advance.
+    if hi - lo <= lo.abs().max(hi.abs()) * 1e-9 {
         let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
         return (lo - pad, hi + pad);
     }
@@ -40,9 +185,22 @@ fn wants_log(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo > 100.0
 }
 
+/// Whether a log axis can span `lo..hi` once padded (by at most 2× at
+/// each end): plotters divides the ends, and a ratio past `f64::MAX`
+/// (1e-155..1e155) makes its tick code spin. A wider span is drawn on a
+/// linear axis.
+fn log_fits(lo: f64, hi: f64) -> bool {
+    lo > 0.0 && hi / lo <= 1e300
+}
+
 /// Axis tick text: 1.5k, 20M, 3G instead of 20000000.0.
 pub fn si(v: &f64) -> String {
     let a = v.abs();
+    // Far outside what SI prefixes name: scientific notation, so that an
+    // axis tick of 1e300 stays a short label.
+    if a >= 1e15 || (a > 0.0 && a < 1e-3) {
+        return format!("{v:.1e}");
+    }
     let (x, suffix) = if a >= 1e9 {
         (v / 1e9, "G")
     } else if a >= 1e6 {
@@ -103,12 +261,12 @@ fn render(
 ) -> Result<String, ReportError> {
     let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
     let (ylo, yhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    let x_log = x_log && xlo > 0.0;
-    let y_log = y_log && ylo > 0.0;
+    let x_log = x_log && log_fits(xlo, xhi);
+    let y_log = y_log && log_fits(ylo, yhi);
     let (ylo, yhi) = if y_log {
         (ylo * 0.8, yhi * 1.25)
     } else {
-        (ylo.min(0.0), yhi * 1.1)
+        (ylo.min(0.0), yhi.max(0.0) * 1.1)
     };
     let mut buf = String::new();
     {
@@ -145,11 +303,15 @@ fn render(
         }
         root.present().map_err(perr)?;
     }
-    Ok(buf)
+    checked(buf)
 }
 
 /// A line plot of y against x, log axes where the data span > 100×.
-pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<String, ReportError> {
+/// Values that are not [`plottable`] are left out, and the figure is
+/// bounded by [`MAX_SERIES`] and [`MAX_POINTS`] (see [`Plot::left_out`]).
+pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<Plot, ReportError> {
+    let (series, left_out) = prepared(series);
+    let series = series.as_slice();
     let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
     let (ylo, yhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
     render(
@@ -160,13 +322,15 @@ pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<Stri
         wants_log(xlo, xhi),
         wants_log(ylo, yhi),
     )
+    .map(|svg| Plot { svg, left_out })
 }
 
 /// A percentile ladder: x = 1/(1−q) on a log axis (p50 → 2, p99 → 100,
 /// p99.99 → 10⁴), y = latency in ns on a log axis — the tail made visible.
-pub fn ladder_svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
+pub fn ladder_svg(title: &str, series: &[Series]) -> Result<Plot, ReportError> {
     let s: Vec<Series> = series
         .iter()
+        .take(MAX_SERIES)
         .map(|s| Series {
             name: s.name.clone(),
             points: s
@@ -176,6 +340,8 @@ pub fn ladder_svg(title: &str, series: &[Series]) -> Result<String, ReportError>
                 .collect(),
         })
         .collect();
+    let (s, mut left_out) = prepared(&s);
+    left_out.series += series.len().saturating_sub(MAX_SERIES);
     render(
         title,
         "1/(1-q): 2 = p50, 100 = p99, 10000 = p99.99",
@@ -184,6 +350,7 @@ pub fn ladder_svg(title: &str, series: &[Series]) -> Result<String, ReportError>
         true,
         true,
     )
+    .map(|svg| Plot { svg, left_out })
 }
 
 /// Bars over categories: `values[s][c]` is series `s` at category `c`
@@ -196,7 +363,32 @@ pub fn bar_svg(
     cats: &[String],
     series: &[(String, Vec<Option<f64>>)],
     stacked: bool,
-) -> Result<String, ReportError> {
+) -> Result<Plot, ReportError> {
+    let mut left_out = LeftOut {
+        series: series.len().saturating_sub(MAX_SERIES),
+        categories: cats.len().saturating_sub(MAX_CATEGORIES),
+        ..LeftOut::default()
+    };
+    let cats = &cats[..cats.len().min(MAX_CATEGORIES)];
+    let series: Vec<(String, Vec<Option<f64>>)> = series
+        .iter()
+        .take(MAX_SERIES)
+        .map(|(name, vals)| {
+            let vals = vals
+                .iter()
+                .take(cats.len())
+                .map(|v| {
+                    let keep = v.filter(|x| plottable(*x));
+                    if v.is_some() && keep.is_none() {
+                        left_out.out_of_range += 1;
+                    }
+                    keep
+                })
+                .collect();
+            (name.clone(), vals)
+        })
+        .collect();
+    let series = series.as_slice();
     let ncat = cats.len().max(1);
     let tops: Vec<f64> = if stacked {
         (0..ncat)
@@ -215,11 +407,19 @@ pub fn bar_svg(
             .collect()
     };
     let (lo, hi) = bounds(tops.iter().copied());
-    let log = !stacked && wants_log(lo, hi);
+    let log = !stacked && wants_log(lo, hi) && log_fits(lo, hi);
     let (ylo, yhi) = if log {
         (lo * 0.5, hi * 1.6)
     } else {
-        (0.0, hi.max(0.0) * 1.15 + f64::MIN_POSITIVE)
+        // From zero to the furthest bar either side; a range narrower
+        // than MIN_ABS (no bar at all, or -1e-300 alone) spins the tick
+        // code, so it becomes 0..1.
+        let (bottom, top) = (lo.min(0.0) * 1.15, hi.max(0.0) * 1.15);
+        if top - bottom < MIN_ABS {
+            (0.0, 1.0)
+        } else {
+            (bottom, top)
+        }
     };
     let label = |x: &f64| {
         let r = x.round();
@@ -304,5 +504,189 @@ pub fn bar_svg(
         }
         root.present().map_err(perr)?;
     }
-    Ok(buf)
+    checked(buf).map(|svg| Plot { svg, left_out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: &str = "<script>window.__pwned=1</script>";
+    const IMG: &str = "\"><img src=x onerror=window.__pwned=2>";
+
+    /// Titles, axis labels and series names are text inside `<text>`:
+    /// escaped, and the drawn SVG holds drawing elements only.
+    #[test]
+    fn svg_text_of_titles_axes_and_series_names_is_escaped() {
+        let series = [Series {
+            name: format!("{S}{IMG}"),
+            points: vec![(1.0, 2.0), (2.0, 3.0)],
+        }];
+        let svgs = [
+            line_svg(S, IMG, S, &series).unwrap().svg,
+            ladder_svg(IMG, &series).unwrap().svg,
+            bar_svg(
+                S,
+                IMG,
+                &[S.to_owned(), IMG.to_owned()],
+                &[(IMG.to_owned(), vec![Some(1.0), Some(2.0)])],
+                false,
+            )
+            .unwrap()
+            .svg,
+        ];
+        for svg in svgs {
+            assert!(!svg.contains("<script") && !svg.contains("<img"), "{svg}");
+            assert!(svg.contains("&lt;script&gt;") || svg.contains("&lt;img"));
+        }
+    }
+
+    /// Runs `f` on a thread and fails the test if it takes longer than
+    /// 30 s (a plot that spins must fail, not hang the suite).
+    fn within_30s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the plot did not finish within 30 s")
+    }
+
+    fn two(y0: f64, y1: f64) -> Vec<Series> {
+        vec![Series {
+            name: "s".into(),
+            points: vec![(1.0, y0), (2.0, y1), (3.0, 3.0)],
+        }]
+    }
+
+    /// 1.7e308 made plotters' log-axis tick code spin forever (1e307 did
+    /// not); such values are left out and counted in the caption.
+    #[test]
+    fn a_metric_of_1_7e308_is_left_out_instead_of_hanging_the_plot() {
+        let p = within_30s(|| line_svg("t", "x", "y", &two(1.0, 1.7e308)).unwrap());
+        assert_eq!(p.left_out.out_of_range, 1);
+        assert!(
+            p.left_out.note().contains("1 value out of range"),
+            "{}",
+            p.left_out.note()
+        );
+        let p = within_30s(|| {
+            ladder_svg(
+                "t",
+                &[Series {
+                    name: "s".into(),
+                    points: vec![(0.5, 1.0), (0.9, 2.0), (0.99, 1.7e308)],
+                }],
+            )
+            .unwrap()
+        });
+        assert_eq!(p.left_out.out_of_range, 1);
+        let p = within_30s(|| {
+            bar_svg(
+                "t",
+                "y",
+                &["a".into(), "b".into()],
+                &[("s".into(), vec![Some(1.0), Some(1.7e308)])],
+                false,
+            )
+            .unwrap()
+        });
+        assert_eq!(p.left_out.out_of_range, 1);
+    }
+
+    /// Other values that spun plotters: 1e308 in a bar (padded past
+    /// f64::MAX), a subnormal against 1 on a log axis, a log span whose
+    /// ratio overflows (1e-155..1e155), bars of -1e-300 only, NaN and
+    /// infinities. Every one draws (or is left out) within the bound.
+    #[test]
+    fn extreme_values_draw_within_bounds() {
+        let cases = [
+            (1.0, 1e308),
+            (5e-324, 1.0),
+            (5e-324, 1e-320),
+            (1e-155, 1e155),
+            (1e-300, 1e300),
+            (-1e300, -1e-300),
+            (f64::NAN, f64::INFINITY),
+            (1.0, 1.0 + f64::EPSILON),
+        ];
+        for (a, b) in cases {
+            let p = within_30s(move || line_svg("t", "x", "y", &two(a, b)).unwrap());
+            assert!(p.svg.contains("<svg"), "{a:e} {b:e}");
+            within_30s(move || {
+                ladder_svg(
+                    "t",
+                    &[Series {
+                        name: "s".into(),
+                        points: vec![(0.5, a), (0.9, b), (0.99, 3.0)],
+                    }],
+                )
+                .unwrap()
+            });
+            for stacked in [false, true] {
+                within_30s(move || {
+                    bar_svg(
+                        "t",
+                        "y",
+                        &["a".into(), "b".into()],
+                        &[("s".into(), vec![Some(a), Some(b)])],
+                        stacked,
+                    )
+                    .unwrap()
+                });
+            }
+        }
+        assert!(!plottable(1.7e308) && !plottable(5e-324) && !plottable(f64::NAN));
+        assert!(plottable(0.0) && plottable(-1e300) && plottable(1e-300));
+    }
+
+    /// One figure draws at most MAX_SERIES series of MAX_POINTS points,
+    /// whatever it is given, and says what it left out.
+    #[test]
+    fn a_figure_is_bounded_in_series_and_points() {
+        let series: Vec<Series> = (0..40)
+            .map(|i| Series {
+                name: format!("s{i}"),
+                points: (0..10_000)
+                    .map(|x| (f64::from(x), f64::from(x * i)))
+                    .collect(),
+            })
+            .collect();
+        let p = within_30s(move || line_svg("t", "x", "y", &series).unwrap());
+        assert_eq!(p.left_out.series, 40 - MAX_SERIES);
+        assert_eq!(p.left_out.points, MAX_SERIES * (10_000 - MAX_POINTS));
+        assert!(p.svg.len() < 4 << 20, "{} bytes", p.svg.len());
+        let note = p.left_out.note();
+        assert!(note.contains("28 series past the first 12"), "{note}");
+        let cats: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
+        let bars = vec![("s".to_owned(), vec![Some(1.0); 100]); 30];
+        let p = bar_svg("t", "y", &cats, &bars, false).unwrap();
+        assert_eq!(
+            (p.left_out.categories, p.left_out.series),
+            (100 - MAX_CATEGORIES, 30 - MAX_SERIES)
+        );
+    }
+
+    #[test]
+    fn tick_labels_stay_short_at_extreme_values() {
+        assert_eq!(si(&1e300), "1.0e300");
+        assert_eq!(si(&-2.5e-200), "-2.5e-200");
+        assert_eq!(si(&20_000_000.0), "20M");
+        assert_eq!(si(&1500.0), "1.5k");
+        assert_eq!(si(&0.0), "0");
+        assert_eq!(si(&0.25), "0.25");
+    }
+
+    #[test]
+    fn svg_with_markup_other_than_drawing_is_refused() {
+        assert!(checked("<svg><text>a</text>\n<rect/></svg>".into()).is_ok());
+        for bad in [
+            "<svg><script>x</script></svg>",
+            "<svg><foreignObject/></svg>",
+            "<svg><textarea></svg>",
+            "<svg>< script></svg>",
+        ] {
+            assert!(checked(bad.into()).is_err(), "{bad}");
+        }
+    }
 }

@@ -70,21 +70,23 @@ pub fn render_trends_html(
             .series
             .iter()
             .filter(|s| s.points.len() >= 2)
-            .take(12)
             .cloned()
             .collect();
         if series.is_empty() {
             continue;
         }
+        let plot = line_svg(&t.title, "run", &t.metric, &series)?;
         figures.push(Figure {
-            svg: line_svg(&t.title, "run", &t.metric, &series)?,
+            svg: plot.svg,
             title: t.title.clone(),
-            caption: format!(" {} per run, one line per host", t.metric),
+            caption: format!(
+                " {} per run, one line per host.{}",
+                t.metric,
+                plot.left_out.note()
+            ),
         });
     }
-    let mut env = minijinja::Environment::new();
-    env.add_template("trend.html", TEMPLATE)
-        .map_err(|e| ReportError::Template(e.to_string()))?;
+    let env = crate::html::page_env("trend.html", TEMPLATE)?;
     let tmpl = env
         .get_template("trend.html")
         .map_err(|e| ReportError::Template(e.to_string()))?;
@@ -130,5 +132,35 @@ mod tests {
         assert!(html.contains("hostA") && html.contains("hostB"));
         assert!(!html.contains("<script>"), "titles are escaped");
         assert!(html.contains("<svg"));
+    }
+
+    /// The history page from an imported hostile file: host names (series),
+    /// titles, metric names and run rows are escaped, and a value of
+    /// 1.7e308 is left out with a note.
+    #[test]
+    fn trend_page_escapes_imported_strings_and_leaves_out_huge_values() {
+        let bad = "\"><img src=x onerror=alert(1)><script>x</script>";
+        let t = Trend {
+            title: format!("ipc/reqres {bad}"),
+            metric: bad.into(),
+            series: vec![Series {
+                name: bad.into(),
+                points: vec![(1.0, 10.0), (2.0, 1.7e308), (3.0, 12.0)],
+            }],
+        };
+        let row = RunRow {
+            index: 1,
+            run_id: bad.into(),
+            started_utc: bad.into(),
+            host: bad.into(),
+            git_sha: bad.into(),
+        };
+        let html = render_trends_html(bad, &[t], &[row]).unwrap();
+        assert!(
+            !html.contains("<img") && !html.contains("<script"),
+            "{html}"
+        );
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(html.contains("1 value out of range"));
     }
 }
