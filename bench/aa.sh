@@ -16,10 +16,13 @@
 #   pooled median of all A runs.
 #
 # Every run goes into one results store of its own (a temp dir), so the
-# noise floor compare learns from the history builds up as the pairs go
-# (the first pairs use the default floor).
+# noise floor compare learns from the history builds up as the pairs go.
+# WARMUP runs (default 3) go into the store first, the history a CI job
+# has after its first runs: compare learns a test's floor from 4 stored
+# runs of it, and uses --noise-floor (5%) before that. WARMUP=0 shows the
+# first comparisons of an empty store.
 #
-# Usage: bench/aa.sh [PAIRS] [aa|known|both] [BIN]
+# Usage: [WARMUP=N] bench/aa.sh [PAIRS] [aa|known|both] [BIN]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${1:-10}
@@ -32,6 +35,7 @@ fi
 WORK=$(mktemp -d /tmp/commbench-aa.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT INT TERM
 STORE=$WORK/store.db
+WARMUP=${WARMUP:-3}
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)  binary: $CB"
 
 headline_flags() { # compare output (JSON records of the headline metrics) -> count of changes
@@ -53,6 +57,10 @@ if [ "$WHAT" = aa ] || [ "$WHAT" = both ]; then
   echo "## A/A: $PAIRS pairs of suite --quick"
   echo "| pair | load before | flagged headline | headline compared | no change | inconclusive | no samples | gate exit (10%) |"
   echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for w in $(seq "$WARMUP"); do
+    "$CB" --store "$STORE" suite --quick --out "$WORK/w$w" >/dev/null 2>&1 || true
+  done
+  echo "($WARMUP suite runs stored first)"
   ok_flag=0
   ok_gate=0
   for i in $(seq "$PAIRS"); do
@@ -83,6 +91,9 @@ if [ "$WHAT" = known ] || [ "$WHAT" = both ]; then
     "$CB" --store "$STORE" pipeline run --mode rtc --work "$1" --packets 1000000 --repeat 7 \
       --format jsonl -o "$2" 2>/dev/null
   }
+  for w in $(seq "$WARMUP"); do
+    run delay:100 "$WORK/kw$w.jsonl"
+  done
   for i in $(seq "$PAIRS"); do
     run delay:100 "$WORK/ka$i.jsonl"
     run delay:110 "$WORK/kb$i.jsonl"

@@ -93,7 +93,8 @@ pub struct Options<'a> {
     /// difference such as `work`).
     pub ignore_params: &'a [String],
     /// The between-run noise floor of a metric (relative 95% half-width)
-    /// learned elsewhere, by (lab, test, params, metric); None: `default_floor`.
+    /// learned elsewhere, by (lab, test, params of the "before" record with
+    /// none ignored, metric); None: `default_floor`.
     pub noise_floor: &'a dyn Fn(&str, &str, &str, &str) -> Option<f64>,
     /// The floor when nothing was learned.
     pub default_floor: f64,
@@ -196,7 +197,10 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
                 continue;
             };
             let (dir, quantity) = direction(labs, &ra.lab, &ra.test, &m);
-            let floor = (o.noise_floor)(&ra.lab, &ra.test, &key, &m).unwrap_or(o.default_floor);
+            // Learned on runs of exactly the "before" configuration: with
+            // ignored parameters, the other side's runs differ on purpose.
+            let floor =
+                (o.noise_floor)(&ra.lab, &ra.test, &params_key(ra), &m).unwrap_or(o.default_floor);
             let mut c = judge_pair(ra, rb, &m, before, after, dir, quantity, o.threshold, floor);
             c.lab = ra.lab.clone();
             c.test = ra.test.clone();

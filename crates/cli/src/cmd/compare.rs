@@ -254,10 +254,11 @@ fn previous_matching(
 pub const MIN_FLOOR_RUNS: usize = 4;
 
 /// The between-run noise of one metric from a series of stored run values
-/// (in time order): the 95% half-width of the ratio of two runs, from the
-/// median absolute log-difference of consecutive runs (a robust σ of the
-/// difference, 1.4826 × MAD, times 1.96). None with too few runs.
-pub fn floor_from_series(values: &[f64]) -> Option<f64> {
+/// (in time order): the half-width of the ratio of two runs at `z`
+/// standard deviations, from the median absolute log-difference of
+/// consecutive runs (a robust σ of the difference, 1.4826 × MAD). None
+/// with too few runs.
+pub fn floor_from_series(values: &[f64], z: f64) -> Option<f64> {
     let v: Vec<f64> = values
         .iter()
         .copied()
@@ -269,7 +270,15 @@ pub fn floor_from_series(values: &[f64]) -> Option<f64> {
     let mut d: Vec<f64> = v.windows(2).map(|w| (w[1] / w[0]).ln().abs()).collect();
     d.sort_by(f64::total_cmp);
     let mad = commbench_core::stats::percentile_sorted(&d, 0.5);
-    Some((1.96 * 1.4826 * mad).exp_m1())
+    Some((z * 1.4826 * mad).exp_m1())
+}
+
+/// The z of a floor that holds for all `m` metrics of one comparison at
+/// once with 95% confidence (Bonferroni): a comparison judges tens of
+/// metrics, and a per-metric 95% floor lets a few of them cross it in
+/// every identical rerun.
+pub fn familywise_z(m: usize) -> f64 {
+    commbench_core::estimate::normal_quantile(1.0 - 0.025 / m.max(1) as f64)
 }
 
 /// Learns noise floors from the results store, one (lab, test) query at
@@ -277,7 +286,7 @@ pub fn floor_from_series(values: &[f64]) -> Option<f64> {
 struct Floors {
     store: Option<Store>,
     host: String,
-    ignore: Vec<String>,
+    z: f64,
     series: RefCell<HashMap<(String, String), Vec<commbench_store::StoredRecord>>>,
     learned: RefCell<Vec<(String, f64, usize)>>,
 }
@@ -300,12 +309,12 @@ impl Floors {
             });
         let mut points: Vec<(i64, f64)> = recs
             .iter()
-            .filter(|s| commbench_report::params_key_without(&s.record, &self.ignore) == params)
+            .filter(|s| params_key(&s.record) == params)
             .filter_map(|s| Some((s.started_unix, s.record.metric_f64(metric)?)))
             .collect();
         points.sort_by_key(|p| p.0);
         let values: Vec<f64> = points.iter().map(|p| p.1).collect();
-        let f = floor_from_series(&values)?;
+        let f = floor_from_series(&values, self.z)?;
         self.learned
             .borrow_mut()
             .push((format!("{lab}/{test} {metric}"), f, values.len()));
@@ -433,14 +442,46 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         .and_then(Value::as_str)
         .unwrap_or("unknown")
         .to_owned();
+    // How many metrics this comparison judges with samples: the floor is
+    // learned at the family-wise 95% level over them.
+    let judged = {
+        let probe = compare_with(
+            &before.records,
+            &after.records,
+            &Options {
+                threshold: a.threshold / 100.0,
+                only: &a.metrics,
+                ignore_params: &a.ignore_param,
+                noise_floor: &commbench_report::no_floor,
+                default_floor: 0.0,
+            },
+            crate::labs::labs(),
+        );
+        let headline_tests: Vec<(String, String)> = probe
+            .iter()
+            .filter(|c| c.headline)
+            .map(|c| (c.lab.clone(), c.test.clone()))
+            .collect();
+        probe
+            .iter()
+            .filter(|c| {
+                !a.metrics.is_empty()
+                    || a.all
+                    || c.headline
+                    || !headline_tests.contains(&(c.lab.clone(), c.test.clone()))
+            })
+            .filter(|c| c.n_before > 1 && c.n_after > 1)
+            .count()
+    };
+    let z = familywise_z(judged);
     let floors = Floors {
+        z,
         store: if a.fixed_noise_floor {
             None
         } else {
             crate::store::open_existing()
         },
         host,
-        ignore: a.ignore_param.clone(),
         series: RefCell::new(HashMap::new()),
         learned: RefCell::new(Vec::new()),
     };
@@ -498,7 +539,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             let mut f: Vec<f64> = l.iter().map(|x| x.1).collect();
             f.sort_by(f64::total_cmp);
             eprintln!(
-                "compare: noise floor learned from the results store for {n} metric(s) (median ±{:.1}%); elsewhere ±{}%",
+                "compare: noise floor learned from the results store for {n} metric(s) (median ±{:.1}%, at the family-wise 95% level over {judged} metrics: z = {z:.2}); elsewhere ±{}%",
                 commbench_core::stats::percentile_sorted(&f, 0.5) * 100.0,
                 a.noise_floor
             );

@@ -454,3 +454,12 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn normal_quantiles_match_the_table() {
+    assert!((normal_quantile(0.975) - 1.959_963_985).abs() < 1e-6);
+    assert!((normal_quantile(0.5)).abs() < 1e-9);
+    assert!((normal_quantile(0.005) + 2.575_829_304).abs() < 1e-6);
+    assert!((normal_quantile(1.0 - 0.025 / 60.0) - 3.341_479).abs() < 1e-5);
+    assert!(normal_quantile(0.0).is_nan() && normal_quantile(1.0).is_nan());
+}
