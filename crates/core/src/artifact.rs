@@ -291,12 +291,36 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// the same folder (created exclusively, never through a symlink), are
 /// synced, and the temp file is renamed over `path` only when `fill`
 /// succeeded. A full disk or an error leaves the previous file as it was;
-/// a symlink placed at `path` is replaced, never followed.
+/// a symlink placed at `path` that leads to a regular file (or nowhere) is
+/// replaced, never followed.
+///
+/// A path that is not a file to replace — a character device, a FIFO, a
+/// socket (`/dev/null`, a pipe), or a symlink to one (`/dev/stdout`) — is
+/// opened and written in place: renaming over it would replace the device.
 pub fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let special = |t: std::fs::FileType| {
+        t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+    };
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let t = m.file_type();
+        if t.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "{} is a folder",
+                path.display()
+            )));
+        }
+        let through = special(t)
+            || (t.is_symlink() && std::fs::metadata(path).is_ok_and(|m| special(m.file_type())));
+        if through {
+            let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+            fill(&mut f)?;
+            return std::io::Write::flush(&mut f);
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -356,6 +380,26 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
         assert_eq!(std::fs::read(&out).unwrap(), b"new");
         assert!(!std::fs::symlink_metadata(&out)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn write_atomic_writes_into_devices_instead_of_replacing_them() {
+        use std::os::unix::fs::FileTypeExt;
+        write_atomic(Path::new("/dev/null"), |f| {
+            std::io::Write::write_all(f, b"discarded")
+        })
+        .unwrap();
+        let m = std::fs::symlink_metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device(), "/dev/null was replaced");
+        // A symlink to a device is written through, not replaced.
+        let dir = TempDir::new("atomic").unwrap();
+        let link = dir.path().join("out");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        write_atomic(&link, |f| std::io::Write::write_all(f, b"x")).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
             .is_symlink());

@@ -58,9 +58,16 @@ pub struct Change {
     /// For an inconclusive verdict: repeats per side that would settle it,
     /// if any number would.
     pub settle: Option<usize>,
+    /// Why a change was not called one (`load 1.1 vs 2.6`), else empty.
+    pub note: String,
 }
 
 impl Change {
+    /// Faster, slower, better, worse or changed.
+    pub fn verdict_is_change(&self) -> bool {
+        ["faster", "slower", "better", "worse", "changed"].contains(&self.verdict.as_str())
+    }
+
     /// Slower or worse: a regression whose whole interval lies beyond the
     /// threshold it was judged with.
     pub fn is_regression(&self) -> bool {
@@ -79,6 +86,12 @@ impl Change {
         } else {
             self.verdict.clone()
         }
+        .to_string()
+            + &if self.note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.note)
+            }
     }
 }
 
@@ -98,6 +111,23 @@ pub struct Options<'a> {
     pub noise_floor: &'a dyn Fn(&str, &str, &str, &str) -> Option<f64>,
     /// The floor when nothing was learned.
     pub default_floor: f64,
+    /// A load-average difference between the two sides' runs at or above
+    /// which a change is reported as inconclusive (the machine, not the
+    /// code, changed); 0 or NaN: never. Each record's own `load_start` /
+    /// `load_end` are used, else the runs' environment (`env_load`).
+    pub load_gap: f64,
+    /// The load average at the start of each side's run, when known.
+    pub env_load: (Option<f64>, Option<f64>),
+}
+
+/// The load a record ran under: the mean of its `load_start` and
+/// `load_end`, else `fallback`.
+fn record_load(r: &Record, fallback: Option<f64>) -> Option<f64> {
+    match (r.metric_f64("load_start"), r.metric_f64("load_end")) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => Some((a + b) / 2.0),
+        (Some(a), _) if a.is_finite() => Some(a),
+        _ => fallback,
+    }
 }
 
 /// No learned floor.
@@ -169,6 +199,8 @@ pub fn compare(
             ignore_params: &[],
             noise_floor: &no_floor,
             default_floor: 0.0,
+            load_gap: 0.0,
+            env_load: (None, None),
         },
         labs,
     )
@@ -206,6 +238,17 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
             c.test = ra.test.clone();
             c.params = key.clone();
             c.headline = heads.contains(&m.as_str());
+            if c.verdict_is_change() && o.load_gap > 0.0 {
+                if let (Some(la), Some(lb)) =
+                    (record_load(ra, o.env_load.0), record_load(rb, o.env_load.1))
+                {
+                    if (la - lb).abs() >= o.load_gap {
+                        c.verdict = "inconclusive".into();
+                        c.settle = None;
+                        c.note = format!("load {la:.1} vs {lb:.1}: the machine changed");
+                    }
+                }
+            }
             out.push(c);
         }
     }
@@ -253,6 +296,7 @@ fn judge_pair(
         headline: false,
         verdict: String::new(),
         settle: None,
+        note: String::new(),
     };
     let verdict = match (samples(ra), samples(rb)) {
         _ if before == after => Verdict::NoChange,
@@ -375,11 +419,50 @@ mod tests {
             ignore_params: &[],
             noise_floor: &floor,
             default_floor: 0.0,
+            load_gap: 0.0,
+            env_load: (None, None),
         };
         let c = compare_with(&a, &b, &o, &[]);
         let rate = c.iter().find(|c| c.metric == "msgs_per_s").unwrap();
         assert_eq!(rate.verdict, "inconclusive", "{rate:?}");
         assert!(rate.lo < 1.05, "{rate:?}");
+    }
+
+    #[test]
+    fn a_change_under_a_different_load_is_inconclusive() {
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0];
+        let double: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
+        let mut a = sampled(1, &base);
+        a.push_metric("load_start", 1.0);
+        a.push_metric("load_end", 1.2);
+        let mut b = sampled(1, &double);
+        b.push_metric("load_start", 2.5);
+        b.push_metric("load_end", 2.9);
+        let o = |gap: f64| Options {
+            threshold: 0.05,
+            only: &[],
+            ignore_params: &[],
+            noise_floor: &no_floor,
+            default_floor: 0.0,
+            load_gap: gap,
+            env_load: (None, None),
+        };
+        let rate = |gap: f64| {
+            compare_with(
+                std::slice::from_ref(&a),
+                std::slice::from_ref(&b),
+                &o(gap),
+                &[],
+            )
+            .into_iter()
+            .find(|c| c.metric == "msgs_per_s")
+            .unwrap()
+        };
+        let c = rate(1.0);
+        assert_eq!(c.verdict, "inconclusive", "{c:?}");
+        assert!(c.summary().contains("load 1.1 vs 2.7"), "{}", c.summary());
+        assert_eq!(rate(0.0).verdict, "faster");
+        assert_eq!(rate(2.0).verdict, "faster");
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct CompareArgs {
     /// Show every metric as a table, not one line per test with its headline verdicts.
     #[arg(long)]
     pub all: bool,
+    /// A load-average difference between the two runs (each record's own load when it carries one) at or above which a change is called inconclusive; default: half the logical CPUs; 0: never.
+    #[arg(long, value_name = "LOAD")]
+    pub load_gap: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -426,6 +429,11 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             "--fail-on-regression {p} is not a percentage in 0..1000"
         )));
     }
+    if let Some(g) = a.load_gap.filter(|g| !(g.is_finite() && *g >= 0.0)) {
+        return Err(crate::usage(format!(
+            "--load-gap {g} is not a load average difference (0 or more)"
+        )));
+    }
     if !pct_ok(a.noise_floor) {
         return Err(crate::usage(format!(
             "--noise-floor {} is not a percentage in 0..1000",
@@ -454,6 +462,8 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 ignore_params: &a.ignore_param,
                 noise_floor: &commbench_report::no_floor,
                 default_floor: 0.0,
+                load_gap: 0.0,
+                env_load: (None, None),
             },
             crate::labs::labs(),
         );
@@ -487,6 +497,18 @@ pub fn run(a: &CompareArgs) -> Result<()> {
     };
     let learned =
         |lab: &str, test: &str, params: &str, metric: &str| floors.floor(lab, test, params, metric);
+    let env_load = |e: &Value| {
+        e.get("load_average")
+            .and_then(Value::as_array)
+            .and_then(|v| v.first())
+            .and_then(Value::as_f64)
+    };
+    let cpus = after
+        .env
+        .get("logical_cpus")
+        .and_then(Value::as_f64)
+        .unwrap_or(2.0);
+    let load_gap = a.load_gap.unwrap_or(cpus / 2.0);
     let judge = |threshold: f64| {
         compare_with(
             &before.records,
@@ -497,6 +519,8 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 ignore_params: &a.ignore_param,
                 noise_floor: &learned,
                 default_floor: a.noise_floor / 100.0,
+                load_gap,
+                env_load: (env_load(&before.env), env_load(&after.env)),
             },
             crate::labs::labs(),
         )
@@ -585,6 +609,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 .metric("better", c.better)
                 .metric("verdict", &c.verdict)
                 .metric("settle_repeats", c.settle)
+                .metric("note", &c.note)
         })
         .collect();
     if a.out.format == crate::output::FormatArg::Table

@@ -419,7 +419,10 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             })
             .collect();
         let html = commbench_report::render_trends_html("commbench history", &trends, &rows)?;
-        std::fs::write(&path, html).with_context(|| format!("cannot write {}", path.display()))?;
+        commbench_core::artifact::write_atomic(&path, |f| {
+            std::io::Write::write_all(f, html.as_bytes())
+        })
+        .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!(
             "history: {} runs, {} trends drawn into {}",
             runs.len(),

@@ -282,11 +282,9 @@ fn write_file(
     format: Format,
     fp: &Fingerprint,
 ) -> Result<()> {
-    let mut f = std::fs::File::create(path)
-        .with_context(|| format!("cannot create output file {}", path.display()))?;
-    export(records, format, &fp.to_value(), &mut f)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    // Whole or not at all (a temp file renamed into place).
+    commbench_core::artifact::write_atomic(path, |f| export(records, format, &fp.to_value(), f))
+        .with_context(|| format!("cannot write output file {}", path.display()))
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]

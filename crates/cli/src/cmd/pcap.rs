@@ -204,11 +204,39 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
             ));
         }
     };
+    // A file output is written whole or not at all: into a temp file in
+    // its folder, renamed into place when the extraction ended (devices
+    // and pipes such as /dev/null are written in place).
+    let into_file = |path: &std::path::Path,
+                     run: &mut dyn FnMut(
+        &mut std::fs::File,
+    )
+        -> Result<commbench_pcap::ExtractReport, PcapError>|
+     -> Result<commbench_pcap::ExtractReport, PcapError> {
+        let mut out = None;
+        let io = commbench_core::artifact::write_atomic(path, |f| match run(f) {
+            Ok(r) => {
+                out = Some(Ok(r));
+                Ok(())
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                out = Some(Err(e));
+                Err(std::io::Error::other(msg))
+            }
+        });
+        match (out, io) {
+            (Some(r), Ok(())) => r,
+            (Some(Err(e)), Err(_)) => Err(e),
+            (_, Err(e)) => Err(PcapError::Output(e)),
+            (None, Ok(())) => Err(PcapError::Output(std::io::Error::other(
+                "the extraction did not run",
+            ))),
+        }
+    };
     let res = match &a.output {
         #[cfg(feature = "parquet")]
         Some(path) if a.format == DataFormat::Parquet => {
-            let f = std::fs::File::create(path)
-                .with_context(|| format!("cannot create output file {}", path.display()))?;
             use commbench_pcap::parquet_out::{
                 extract_parquet, ParquetCompression, ParquetOptions,
             };
@@ -219,19 +247,17 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
                 },
                 ..ParquetOptions::default()
             };
-            extract_parquet(
-                &cfg,
-                std::io::BufWriter::with_capacity(1 << 20, f),
-                &opts,
-                &mut progress,
-            )
-            .map(|(report, _)| report)
+            into_file(path, &mut |f| {
+                extract_parquet(
+                    &cfg,
+                    std::io::BufWriter::with_capacity(1 << 20, f),
+                    &opts,
+                    &mut progress,
+                )
+                .map(|(report, _)| report)
+            })
         }
-        Some(path) => {
-            let mut f = std::fs::File::create(path)
-                .with_context(|| format!("cannot create output file {}", path.display()))?;
-            extract(&cfg, &mut f, &mut progress)
-        }
+        Some(path) => into_file(path, &mut |f| extract(&cfg, f, &mut progress)),
         None => {
             let stdout = std::io::stdout();
             let mut lock = stdout.lock();
