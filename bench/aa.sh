@@ -10,7 +10,7 @@
 #
 #   Known change: PAIRS pairs of `pipeline run --work delay:100` against
 #   `--work delay:110` (the same binary; ~10% more ticks per packet),
-#   compared with `--ignore-param work`. Target: ticks_total called slower
+#   compared with `--ignore-param work,delay_ns`. Target: ticks_total called slower
 #   ("worse") with the true ratio inside the printed interval in at least 9
 #   of 10 pairs; the true ratio is the pooled median of all B runs over the
 #   pooled median of all A runs.
@@ -97,7 +97,7 @@ if [ "$WHAT" = known ] || [ "$WHAT" = both ]; then
   for i in $(seq "$PAIRS"); do
     run delay:100 "$WORK/ka$i.jsonl"
     run delay:110 "$WORK/kb$i.jsonl"
-    "$CB" --store "$STORE" compare --ignore-param work --metrics ticks_total --format json \
+    "$CB" --store "$STORE" compare --ignore-param work,delay_ns --metrics ticks_total --format json \
       "$WORK/ka$i.jsonl" "$WORK/kb$i.jsonl" 2>/dev/null >"$WORK/kc$i.json"
   done
   python3 - "$WORK" "$PAIRS" <<'EOF'

@@ -238,6 +238,15 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
             c.test = ra.test.clone();
             c.params = key.clone();
             c.headline = heads.contains(&m.as_str());
+            let oversubscribed =
+                |r: &Record| matches!(r.metrics.get("oversubscribed"), Some(Value::Bool(true)));
+            if c.verdict_is_change() && (oversubscribed(ra) || oversubscribed(rb)) {
+                // More busy threads than CPUs: what was timed, and the CPU
+                // spent spinning, is the scheduler's doing.
+                c.verdict = "inconclusive".into();
+                c.settle = None;
+                c.note = "oversubscribed: more busy threads than CPUs".into();
+            }
             if c.verdict_is_change() && o.load_gap > 0.0 {
                 if let (Some(la), Some(lb)) =
                     (record_load(ra, o.env_load.0), record_load(rb, o.env_load.1))
@@ -463,6 +472,22 @@ mod tests {
         assert!(c.summary().contains("load 1.1 vs 2.7"), "{}", c.summary());
         assert_eq!(rate(0.0).verdict, "faster");
         assert_eq!(rate(2.0).verdict, "faster");
+    }
+
+    #[test]
+    fn a_change_in_an_oversubscribed_run_is_inconclusive() {
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0];
+        let double: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
+        let a = sampled(1, &base);
+        let mut b = sampled(1, &double);
+        b.push_metric("oversubscribed", true);
+        let c = compare(&[a], &[b], 0.05, &["msgs_per_s".into()], &[]);
+        assert_eq!(c[0].verdict, "inconclusive");
+        assert!(
+            c[0].summary().contains("oversubscribed"),
+            "{}",
+            c[0].summary()
+        );
     }
 
     #[test]

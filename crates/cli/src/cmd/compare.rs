@@ -252,28 +252,34 @@ fn previous_matching(
     Ok(None)
 }
 
-/// Stored runs of a test on a host needed before its noise floor is
-/// learned (three consecutive differences).
+/// Stored runs of a configuration on a host needed before its noise floor
+/// is learned (three differences between consecutive runs of one build).
 pub const MIN_FLOOR_RUNS: usize = 4;
 
-/// The between-run noise of one metric from a series of stored run values
-/// (in time order): the half-width of the ratio of two runs at `z`
-/// standard deviations, from the median absolute log-difference of
-/// consecutive runs (a robust σ of the difference, 1.4826 × MAD). None
-/// with too few runs.
-pub fn floor_from_series(values: &[f64], z: f64) -> Option<f64> {
-    let v: Vec<f64> = values
-        .iter()
-        .copied()
-        .filter(|x| x.is_finite() && *x > 0.0)
+/// The between-run noise of one metric from stored runs of one
+/// configuration on one host, as (git SHA, value) in time order: only
+/// consecutive runs of the same build count (A/A-like reruns; a step
+/// between builds is what compare looks for, not noise). The floor is the
+/// larger of the half-width of the ratio of two runs at `z` standard
+/// deviations (a robust σ of the log-difference, 1.4826 × its median
+/// absolute value) and the largest swing seen between two such runs: a
+/// bimodal metric (shared memory that spins or sleeps by the load) has a
+/// small median swing and rare large ones. None with fewer than
+/// [`MIN_FLOOR_RUNS`] − 1 such differences.
+pub fn floor_from_series(series: &[(String, f64)], z: f64) -> Option<f64> {
+    let mut d: Vec<f64> = series
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .filter(|w| w[0].1 > 0.0 && w[1].1 > 0.0 && w[0].1.is_finite() && w[1].1.is_finite())
+        .map(|w| (w[1].1 / w[0].1).ln().abs())
         .collect();
-    if v.len() < MIN_FLOOR_RUNS {
+    if d.len() + 1 < MIN_FLOOR_RUNS {
         return None;
     }
-    let mut d: Vec<f64> = v.windows(2).map(|w| (w[1] / w[0]).ln().abs()).collect();
     d.sort_by(f64::total_cmp);
     let mad = commbench_core::stats::percentile_sorted(&d, 0.5);
-    Some((z * 1.4826 * mad).exp_m1())
+    let widest = d.last().copied().unwrap_or(0.0);
+    Some((z * 1.4826 * mad).max(widest).exp_m1())
 }
 
 /// The z of a floor that holds for all `m` metrics of one comparison at
@@ -310,13 +316,19 @@ impl Floors {
                     })
                     .unwrap_or_default()
             });
-        let mut points: Vec<(i64, f64)> = recs
+        let mut points: Vec<(i64, String, f64)> = recs
             .iter()
             .filter(|s| params_key(&s.record) == params)
-            .filter_map(|s| Some((s.started_unix, s.record.metric_f64(metric)?)))
+            .filter_map(|s| {
+                Some((
+                    s.started_unix,
+                    s.git_sha.clone(),
+                    s.record.metric_f64(metric)?,
+                ))
+            })
             .collect();
         points.sort_by_key(|p| p.0);
-        let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+        let values: Vec<(String, f64)> = points.into_iter().map(|p| (p.1, p.2)).collect();
         let f = floor_from_series(&values, self.z)?;
         self.learned
             .borrow_mut()
@@ -664,4 +676,37 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(sha: &str, xs: &[f64]) -> Vec<(String, f64)> {
+        xs.iter().map(|&x| (sha.to_owned(), x)).collect()
+    }
+
+    #[test]
+    fn the_floor_is_learned_from_reruns_of_one_build_and_covers_their_widest_swing() {
+        // Too few reruns: nothing learned.
+        assert_eq!(
+            floor_from_series(&runs("a", &[100.0, 101.0, 99.0]), 1.96),
+            None
+        );
+        // A step between builds is not noise: only same-build pairs count.
+        let mut s = runs("a", &[100.0, 101.0, 99.0, 100.0]);
+        s.extend(runs("b", &[150.0, 151.0, 149.0, 150.0]));
+        let f = floor_from_series(&s, 1.96).unwrap();
+        assert!(f < 0.1, "{f}");
+        // A bimodal metric: the rare large swing sets the floor.
+        let bimodal = runs("a", &[100.0, 101.0, 99.0, 100.0, 400.0, 100.0, 99.0]);
+        let f = floor_from_series(&bimodal, 1.96).unwrap();
+        assert!(f >= 3.0, "{f}");
+    }
+
+    #[test]
+    fn the_familywise_z_grows_with_the_metrics_judged() {
+        assert!((familywise_z(1) - 1.96).abs() < 0.01);
+        assert!((familywise_z(60) - 3.34).abs() < 0.01);
+    }
 }
