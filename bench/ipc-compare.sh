@@ -8,24 +8,29 @@
 # on free cores, then with one busy loop per CPU beside them. Both tools put
 # the server on CPU 0 and the client on CPU 1. Prints round-trip p50/p99,
 # round trips/s, CPU per round trip (both ends, getrusage) and context
-# switches per round trip: medians of REPEAT with their ranges, and the
-# ratios. The peer program is bench/iceoryx2-peer (its own cargo project,
+# switches per round trip: medians of REPEAT with their 95% intervals
+# (bench/stats.py, order statistics) and ranges, and every ratio
+# commbench / iceoryx2 with its 95% interval (Hodges-Lehmann over the
+# interleaved repeats, Moses' interval): a target such as "<= 1.05x" is met
+# only when the interval's upper bound is. A median's interval needs >= 6
+# repeats ("n<6: no interval" below that; the default is 5), a ratio's >= 2. The peer program is bench/iceoryx2-peer (its own cargo project,
 # not part of commbench; building it needs libclang, apt-get install
 # libclang-dev). The busy loops are killed on exit, also on Ctrl-C.
 # Usage: bench/ipc-compare.sh [REPEAT] [COUNT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPEAT=${1:-3}
+REPEAT=${1:-5}
 COUNT=${2:-20000}
 cargo build --release -q -p commbench
 (cd bench/iceoryx2-peer && cargo build --release -q)
 export CB=$PWD/target/release/commbench
 export ICE=$PWD/bench/iceoryx2-peer/target/release/iceoryx2-peer
-export REPEAT COUNT
+export REPEAT COUNT BENCH=$PWD/bench
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)  command: bench/ipc-compare.sh $REPEAT $COUNT"
 echo "placement: server CPU 0, client CPU 1 (both tools); $REPEAT interleaved rounds"
 run_set() {
   python3 - "$@" <<'EOF'
@@ -34,6 +39,8 @@ label, which, COUNT = sys.argv[1], sys.argv[2], int(sys.argv[3])
 CB, ICE = os.environ["CB"], os.environ["ICE"]
 REPEAT = int(os.environ["REPEAT"])
 SIZES = [("8", 8), ("128", 128), ("1K", 1024), ("64K", 65536)]
+sys.path.insert(0, os.environ["BENCH"])
+from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
 
 def ours(size, wait):
     out = subprocess.run([CB, "--no-store", "ipc", "reqres", "--transport", "shm", "--wait", wait,
@@ -67,27 +74,34 @@ for r in range(REPEAT):
             res.setdefault((s, name), []).append(f(s, n))
 load = os.getloadavg()[0]
 print(f"\n{label} ({COUNT} round trips per run, load {load:.1f} at the end)\n")
+print("Each cell: median [95% interval] over the repeats; p50 also (min–max).\n")
 print("| size | tool | p50 ns | p99 ns | round trips/s | CPU ns / round trip | ctx / round trip |")
 print("|---|---|---:|---:|---:|---:|---:|")
 med = lambda v, k: statistics.median(x[k] for x in v)
 rng = lambda v, k: f"{min(x[k] for x in v):.0f}–{max(x[k] for x in v):.0f}"
+ci = lambda v, k, d=0: fmt_median(median_ci([x[k] for x in v]), d)
+col = lambda key, k: [x[k] for x in res[key]]
+rat = lambda s, ours, peer, k: fmt_ratio(ratio_ci(col((s, peer), k), col((s, ours), k)))
 for s, _ in SIZES:
     for name, _ in tools:
         v = res[(s, name)]
-        print(f"| {s} | {name} | {med(v,'p50'):.0f} ({rng(v,'p50')}) | {med(v,'p99'):.0f} | {med(v,'rate'):.0f} | "
-              f"{med(v,'cpu'):.0f} | {med(v,'ctx'):.3f} |")
+        print(f"| {s} | {name} | {ci(v,'p50')} ({rng(v,'p50')}) | {ci(v,'p99')} | {ci(v,'rate')} | "
+              f"{ci(v,'cpu')} | {ci(v,'ctx',3)} |")
 print()
+print("ratios commbench / iceoryx2: Hodges-Lehmann estimate [95% interval] over the interleaved repeats")
 for s, _ in SIZES:
-    a = med(res[(s, "commbench shm spin")], "p50") / med(res[(s, "iceoryx2 poll")], "p50") if which == "all" else float("nan")
-    b = med(res[(s, "commbench shm adaptive")], "rate") / med(res[(s, "iceoryx2 event")], "rate")
-    c = med(res[(s, "commbench shm adaptive")], "cpu") / med(res[(s, "iceoryx2 event")], "cpu")
-    print(f"{s}: p50 spin / iceoryx2 poll {a:.2f}; round trips/s adaptive / iceoryx2 event {b:.2f}, CPU per round trip {c:.2f}")
+    a = rat(s, "commbench shm spin", "iceoryx2 poll", "p50") if which == "all" else "n/a (not measured)"
+    b = rat(s, "commbench shm adaptive", "iceoryx2 event", "rate")
+    c = rat(s, "commbench shm adaptive", "iceoryx2 event", "cpu")
+    print(f"{s}: p50 spin / iceoryx2 poll {a}; round trips/s adaptive / iceoryx2 event {b}, CPU per round trip {c}")
 EOF
 }
 run_set "free cores" all "$COUNT"
 python3 - "$((COUNT * 5))" <<'EOF'
 import json, os, statistics, subprocess, sys
 COUNT = int(sys.argv[1]); CB, ICE = os.environ["CB"], os.environ["ICE"]; REPEAT = int(os.environ["REPEAT"])
+sys.path.insert(0, os.environ["BENCH"])
+from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
 SIZES = [("8", 8), ("128", 128), ("1K", 1024), ("64K", 65536)]
 def ours(size, wait):
     out = subprocess.run([CB, "--no-store", "ipc", "stream", "--transport", "shm", "--wait", wait, "--size", size,
@@ -110,12 +124,23 @@ for r in range(REPEAT):
             res.setdefault((s, name), []).append(f(s, n))
 med = lambda v, k: statistics.median(x[k] for x in v)
 print(f"\nstream, free cores ({COUNT} messages one way per run, load {os.getloadavg()[0]:.1f} at the end)\n")
+print("Each cell: median [95% interval] over the repeats; msgs/s also (min–max).\n")
 print("| size | tool | msgs/s | GiB/s | CPU ns / message |")
 print("|---|---|---:|---:|---:|")
+ci = lambda v, k, d=0: fmt_median(median_ci([x[k] for x in v]), d)
 for s, _ in SIZES:
     for name, _ in tools:
         v = res[(s, name)]
-        print(f"| {s} | {name} | {med(v,'rate'):.0f} ({min(x['rate'] for x in v):.0f}–{max(x['rate'] for x in v):.0f}) | {med(v,'gib'):.2f} | {med(v,'cpu'):.0f} |")
+        print(f"| {s} | {name} | {ci(v,'rate')} ({min(x['rate'] for x in v):.0f}–{max(x['rate'] for x in v):.0f}) | {ci(v,'gib',2)} | {ci(v,'cpu')} |")
+print()
+print("ratios commbench / iceoryx2 pub/sub: Hodges-Lehmann estimate [95% interval] over the interleaved repeats")
+peer = "iceoryx2 pub/sub (polling)"
+for s, _ in SIZES:
+    col = lambda name, k: [x[k] for x in res[(s, name)]]
+    parts = [f"{w}: msgs/s {fmt_ratio(ratio_ci(col(peer, 'rate'), col(name, 'rate')))}, "
+             f"CPU per message {fmt_ratio(ratio_ci(col(peer, 'cpu'), col(name, 'cpu')))}"
+             for w, name in (("spin", "commbench shm spin"), ("adaptive", "commbench shm adaptive"))]
+    print(f"{s}: " + "; ".join(parts))
 EOF
 for _ in $(seq "$(nproc)"); do
   sh -c 'while :; do :; done' &
