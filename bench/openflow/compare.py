@@ -11,8 +11,12 @@ Controller on one CPU, generator on the other (taskset). CPU of each side
 from /proc/PID/stat (utime + stime, split user / sys) around the run;
 responses counted by the generator (commbench cbench: its 'responses:'
 line; real cbench: the sum of its per-window 'total = X per ms' lines times
-the window length). Prints the medians over the repeats, their ranges, and
-the ratios the issue asks for.
+the window length). Prints the medians over the repeats with their 95%
+intervals (bench/stats.py, order statistics) and ranges, and the ratios the
+issue asks for (ours / peer), each the Hodges-Lehmann estimate over the
+interleaved repeats with its 95% interval: a target such as "<= 1.05x" is
+met only when the interval's upper bound is. A median's interval needs >= 6
+repeats ("n<6: no interval" below that), a ratio's >= 2.
 
 TCP congestion control (--cc): real cbench always gets the kernel's
 default. With --cc auto (the default) both commbench sides run with their
@@ -21,9 +25,12 @@ and the C controller is given the same algorithm, so that the controller
 comparison is about the code; with --cc kernel every program keeps the
 kernel's default.
 
-usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 3] [--switches 16] [--ms 1000] [--loops 4] [--cc auto|kernel]
+usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 5] [--switches 16] [--ms 1000] [--loops 4] [--cc auto|kernel]
 """
 import argparse, os, re, signal, socket, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from stats import fmt_median, fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 TCK = os.sysconf("SC_CLK_TCK")
 
@@ -120,7 +127,7 @@ def main():
     ap.add_argument("cbench")
     ap.add_argument("c_controller")
     ap.add_argument("commbench")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--switches", type=int, default=16)
     ap.add_argument("--ms", type=int, default=1000)
     ap.add_argument("--loops", type=int, default=4)
@@ -139,6 +146,7 @@ def main():
         tcp += f"; commbench and the C controller {args.c_cc}, real cbench {kernel_cc}"
     pairs = [("cbench", "commbench"), ("cbench", "c"), ("commbench", "commbench"), ("commbench", "c")]
     res = {p: [] for p in pairs}
+    print(f"command: {' '.join(sys.argv)}")
     print(f"date {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}  load before {os.getloadavg()[0]:.1f}  "
           f"switches {args.switches}  loops {args.loops} x {args.ms} ms  controller cpu {args.ctl_cpu}, generator cpu {args.gen_cpu}  {tcp}")
     for r in range(args.repeat):
@@ -152,21 +160,29 @@ def main():
     med = lambda v, k: statistics.median([x[k] for x in v]) if v else float("nan")
     rng = lambda v, k: f"{min(x[k] for x in v):.0f}-{max(x[k] for x in v):.0f}" if v else "-"
     print()
-    print("| generator -> controller | generator CPU ns/response (user+sys) | controller CPU ns/response (user+sys) | runs |")
-    print("|---|---:|---:|---:|")
+    ci = lambda v, k: fmt_median(median_ci([x[k] for x in v]), 1) if v else "-"
+    col = lambda p, k: [x[k] for x in res[p]]
+    print("each CPU cell: median (user+sys medians) [range]; 95% interval of the median on the next column")
+    print()
+    print("| generator -> controller | generator CPU ns/response (user+sys) | generator median [95% interval] "
+          "| controller CPU ns/response (user+sys) | controller median [95% interval] | runs |")
+    print("|---|---:|---:|---:|---:|---:|")
     for p in pairs:
         v = res[p]
         print(f"| {name[p[0]]} -> {name[p[1]] if p[1] != 'commbench' else 'commbench controller'} | "
-              f"{med(v,'gen_ns'):.1f} ({med(v,'gen_user_ns'):.1f}+{med(v,'gen_sys_ns'):.1f}) [{rng(v,'gen_ns')}] | "
-              f"{med(v,'ctl_ns'):.1f} ({med(v,'ctl_user_ns'):.1f}+{med(v,'ctl_sys_ns'):.1f}) [{rng(v,'ctl_ns')}] | {len(v)} |")
+              f"{med(v,'gen_ns'):.1f} ({med(v,'gen_user_ns'):.1f}+{med(v,'gen_sys_ns'):.1f}) [{rng(v,'gen_ns')}] | {ci(v,'gen_ns')} | "
+              f"{med(v,'ctl_ns'):.1f} ({med(v,'ctl_user_ns'):.1f}+{med(v,'ctl_sys_ns'):.1f}) [{rng(v,'ctl_ns')}] | {ci(v,'ctl_ns')} | {len(v)} |")
     print()
+    print("ratios of CPU per response: Hodges-Lehmann estimate [95% interval] over the interleaved repeats "
+          "(ratio of the medians in parentheses)")
     for g in ["cbench", "commbench"]:
         a, b = med(res[(g, "commbench")], "ctl_ns"), med(res[(g, "c")], "ctl_ns")
-        print(f"controller, ours / C, under {name[g]}: {a / b:.2f}")
+        r = fmt_ratio(ratio_ci(col((g, "c"), "ctl_ns"), col((g, "commbench"), "ctl_ns")))
+        print(f"controller, ours / C, under {name[g]}: {r} ({a / b:.2f})")
     for c in ["commbench", "c"]:
         a, b = med(res[("commbench", c)], "gen_ns"), med(res[("cbench", c)], "gen_ns")
-        print(f"generator, ours / real cbench, against the {name[c] if c == 'c' else 'commbench controller'}: {a / b:.2f}")
-
+        r = fmt_ratio(ratio_ci(col(("cbench", c), "gen_ns"), col(("commbench", c), "gen_ns")))
+        print(f"generator, ours / real cbench, against the {name[c] if c == 'c' else 'commbench controller'}: {r} ({a / b:.2f})")
 
 if __name__ == "__main__":
     main()
