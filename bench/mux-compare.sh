@@ -4,6 +4,12 @@
 # server, under the same load; commbench's load generator against a C epoll
 # client; and, with sockperf installed, sockperf's client and server against
 # ours in both directions. Runs in a private network namespace when root.
+# Every median is printed with its 95% interval and every ratio commbench /
+# peer with its 95% interval over the interleaved repeats (bench/stats.py:
+# Hodges-Lehmann, Moses' interval); a target such as "<= 1.05x" is met only
+# when the interval's upper bound is. A median's interval needs >= 6 repeats
+# ("n<6" below that; the default --repeat is 5, 7 with --uring), a
+# ratio's >= 2.
 #
 #   bash bench/mux-compare.sh [--conns N] [--rounds R] [--size K] [--repeat N]
 #
@@ -32,6 +38,8 @@ if [ -n "${MUX_COMPARE_NS:-}" ]; then
   # server listens (TCP simultaneous open).
   echo "10000 65535" > /proc/sys/net/ipv4/ip_local_port_range
 fi
+echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'command: bash bench/mux-compare.sh'; [ $# -eq 0 ] || printf ' %q' "$@"; echo
 tgt=${CARGO_TARGET_DIR:-target}
 out=$tgt/mux-compare
 mkdir -p "$out"

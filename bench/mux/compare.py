@@ -5,7 +5,13 @@ Every server runs pinned to one CPU and is measured the same way from the
 outside (utime/stime in /proc/PID/stat before it accepts and after the load
 closed its connections: server CPU per round trip including accept and
 close); the load runs pinned to the other CPU. Servers are interleaved
-(A B C A B C) over the repeats and summarised as medians with min-max.
+(A B C A B C) over the repeats and summarised as medians with min-max and
+their 95% intervals (bench/stats.py, order statistics); every ratio
+commbench / peer is the Hodges-Lehmann estimate over the interleaved
+repeats with its 95% interval (Moses), beside the ratio of the medians: a
+target such as "<= 1.05x" is met only when the interval's upper bound is.
+A median's interval needs >= 6 repeats ("n<6" below that; the default is
+5), a ratio's >= 2.
 
 Servers: C reference (poll, epoll LT with index, io_uring via liburing),
 commbench mux serve (each engine, index lookup), a current-thread tokio
@@ -15,6 +21,9 @@ client, each against the C epoll server and commbench's epoll server.
 Called by bench/mux-compare.sh, which builds the programs first.
 """
 import argparse, json, os, socket, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from stats import fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -113,7 +122,7 @@ def main():
     ap.add_argument("--conns", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--size", type=int, default=1024)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--server-cpu", default="1")
     ap.add_argument("--load-cpu", default="0")
     a = ap.parse_args()
@@ -158,31 +167,43 @@ def main():
     print(f"# mux-compare: N={a.conns} R={a.rounds} K={a.size}, {a.repeat} interleaved repeats, "
           f"server on CPU {SERVER_CPU}, load on CPU {LOAD_CPU}, load average {load0:.2f} -> {load1:.2f}, "
           f"{time.time()-t0:.0f} s")
-    print(f"{'load':16s} {'server':26s} {'srv us/rt':>10s} {'(min-max)':>13s} {'user us/rt':>10s} "
-          f"{'cli us/rt':>9s} {'rt/s':>9s}")
+    def iv(rs, k, d):
+        _, lo, hi = median_ci([r[k] for r in rs])
+        return "n<6" if lo is None else f"{lo:.{d}f}-{hi:.{d}f}"
+
+    def rat(ours, theirs, k):
+        return fmt_ratio(ratio_ci([r[k] for r in theirs], [r[k] for r in ours]))
+
+    print("# medians; [95%] = the median's 95% interval (n<6: no interval)")
+    print(f"{'load':16s} {'server':26s} {'srv us/rt':>10s} {'(min-max)':>13s} {'[95%]':>13s} {'user us/rt':>10s} "
+          f"{'[95%]':>11s} {'cli us/rt':>9s} {'[95%]':>11s} {'rt/s':>9s} {'[95%]':>15s}")
     for (lname, sname), rs in res.items():
         s, smin, smax = med(rs, "server_us")
-        print(f"{lname:16s} {sname:26s} {s:10.2f} {smin:6.2f}-{smax:<6.2f} {med(rs, 'server_user_us')[0]:10.2f} "
-              f"{med(rs, 'client_us')[0]:9.2f} {med(rs, 'rt_per_s')[0]:9.0f}")
+        print(f"{lname:16s} {sname:26s} {s:10.2f} {smin:6.2f}-{smax:<6.2f} {iv(rs, 'server_us', 2):>13s} "
+              f"{med(rs, 'server_user_us')[0]:10.2f} {iv(rs, 'server_user_us', 2):>11s} "
+              f"{med(rs, 'client_us')[0]:9.2f} {iv(rs, 'client_us', 2):>11s} "
+              f"{med(rs, 'rt_per_s')[0]:9.0f} {iv(rs, 'rt_per_s', 0):>15s}")
     ref = {"poll": "C poll", "epoll-lt index": "C epoll-lt index", "epoll-et index": "C epoll-lt index",
            "io-uring index": "C io_uring"}
-    print("\n# commbench server CPU per round trip / C reference (same load, medians):")
+    print("\n# commbench server CPU per round trip / C reference (same load): ratio of the medians, then the\n"
+          "# Hodges-Lehmann ratio [95% interval] over the interleaved repeats:")
     for k, c in ref.items():
         ours = res.get(("commbench load", f"commbench {k}"))
         theirs = res.get(("commbench load", c))
         if ours and theirs:
-            print(f"  {k:16s} {med(ours, 'server_us')[0] / med(theirs, 'server_us')[0]:.3f} (vs {c})")
+            print(f"  {k:16s} {med(ours, 'server_us')[0] / med(theirs, 'server_us')[0]:.3f} (vs {c})  "
+                  f"{rat(ours, theirs, 'server_us')}")
     tok = res.get(("commbench load", "tokio current-thread"))
     ours = res.get(("commbench load", "commbench epoll-lt index"))
     if tok and ours:
-        print(f"  epoll-lt index / tokio: {med(ours, 'server_us')[0] / med(tok, 'server_us')[0]:.3f}")
+        print(f"  epoll-lt index / tokio: {med(ours, 'server_us')[0] / med(tok, 'server_us')[0]:.3f}  "
+              f"{rat(ours, tok, 'server_us')}")
     cl = res.get(("commbench load", "C epoll-lt index"))
     cc = res.get(("C epoll client", "C epoll-lt index"))
     if cl and cc:
         print(f"  load generator client CPU per rt, commbench / C client (vs C epoll server): "
               f"{med(cl, 'client_us')[0]:.2f} / {med(cc, 'client_us')[0]:.2f} = "
-              f"{med(cl, 'client_us')[0] / med(cc, 'client_us')[0]:.3f}")
-
+              f"{med(cl, 'client_us')[0] / med(cc, 'client_us')[0]:.3f}  {rat(cl, cc, 'client_us')}")
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """sockperf side by side with the mux lab, both directions, at the same
-connection count, interleaved over repeats (medians):
+connection count, interleaved over repeats (medians with their 95%
+intervals, bench/stats.py; every ratio commbench / sockperf the
+Hodges-Lehmann estimate over the interleaved repeats with its 95% interval,
+so that a target such as "<= 1.05x" is met only when the upper bound is; a
+median's interval needs >= 6 repeats, "n<6" below that, the default is 5;
+a ratio's >= 2):
 
   load generators: sockperf ping-pong vs commbench mux load, each against
                    commbench's epoll server speaking sockperf's framing;
@@ -13,6 +18,9 @@ from wait4 (clients) or /proc/PID/stat (servers). Called by
 bench/mux-compare.sh.
 """
 import argparse, json, os, re, socket, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from stats import fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -94,7 +102,7 @@ def main():
     ap.add_argument("--sp-conns", type=int, default=500,
                     help="connections (sockperf's server takes at most 1023 per port and accepts ~15 per second)")
     ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=3, help="sockperf client run time")
     ap.add_argument("--server-cpu", default="1")
     ap.add_argument("--load-cpu", default="0")
@@ -134,21 +142,37 @@ def main():
                           file=sys.stderr, flush=True)
     print(f"\n# sockperf side by side: K={a.size} B, {a.repeat} interleaved repeats, server CPU {a.server_cpu}, "
           f"load CPU {a.load_cpu}, load average {load0:.2f} -> {os.getloadavg()[0]:.2f}")
-    print(f"{'conns':>5s} {'load':16s} {'server':17s} {'rt/s':>9s} {'cli us/rt':>9s} {'srv us/rt':>9s}")
     med = lambda rs, k: statistics.median(r[k] for r in rs)
+
+    def iv(rs, k, d):
+        _, lo, hi = median_ci([r[k] for r in rs])
+        return "n<6" if lo is None else f"{lo:.{d}f}-{hi:.{d}f}"
+
+    def rat(ours, theirs, k):
+        return fmt_ratio(ratio_ci([r[k] for r in theirs], [r[k] for r in ours]))
+
+    print("# medians; [95%] = the median's 95% interval (n<6: no interval)")
+    print(f"{'conns':>5s} {'load':16s} {'server':17s} {'rt/s':>9s} {'[95%]':>17s} {'cli us/rt':>9s} {'[95%]':>11s} "
+          f"{'srv us/rt':>9s} {'[95%]':>11s}")
     for (conns, sk, lk), rs in sorted(res.items()):
-        print(f"{conns:5d} {lk:16s} {sk:17s} {med(rs, 'rt_per_s'):9.0f} {med(rs, 'client_us'):9.2f} {med(rs, 'server_us'):9.2f}")
+        print(f"{conns:5d} {lk:16s} {sk:17s} {med(rs, 'rt_per_s'):9.0f} {iv(rs, 'rt_per_s', 0):>17s} "
+              f"{med(rs, 'client_us'):9.2f} {iv(rs, 'client_us', 2):>11s} "
+              f"{med(rs, 'server_us'):9.2f} {iv(rs, 'server_us', 2):>11s}")
+    print("# ratios: of the medians, then Hodges-Lehmann [95% interval] over the interleaved repeats")
     for conns in (2, a.sp_conns):
         ours = res[(conns, "commbench server", "commbench load")]
         theirs = res[(conns, "commbench server", "sockperf client")]
         print(f"  {conns} conns, load generators against our server: commbench/sockperf rt/s "
-              f"{med(ours, 'rt_per_s') / med(theirs, 'rt_per_s'):.2f}x, CPU per rt "
-              f"{med(ours, 'client_us') / med(theirs, 'client_us'):.2f}x")
+              f"{med(ours, 'rt_per_s') / med(theirs, 'rt_per_s'):.2f}x {rat(ours, theirs, 'rt_per_s')}, CPU per rt "
+              f"{med(ours, 'client_us') / med(theirs, 'client_us'):.2f}x {rat(ours, theirs, 'client_us')}")
         so = res[(conns, "commbench server", "commbench load")]
         ss = res[(conns, "sockperf server", "commbench load")]
         print(f"  {conns} conns, servers under our load: commbench/sockperf server CPU per rt "
-              f"{med(so, 'server_us') / med(ss, 'server_us'):.2f}x")
-
+              f"{med(so, 'server_us') / med(ss, 'server_us'):.2f}x {rat(so, ss, 'server_us')}")
+        so = res[(conns, "commbench server", "sockperf client")]
+        ss = res[(conns, "sockperf server", "sockperf client")]
+        print(f"  {conns} conns, servers under sockperf's client: commbench/sockperf server CPU per rt "
+              f"{med(so, 'server_us') / med(ss, 'server_us'):.2f}x {rat(so, ss, 'server_us')}")
 
 if __name__ == "__main__":
     main()
