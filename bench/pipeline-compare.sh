@@ -16,6 +16,12 @@
 #          sendmmsg) on one veth pair in a namespace the script creates and
 #          removes; and gen → fwd → sink over veth with AF_PACKET vs AF_XDP
 #          receive (commbench pipeline netns --rx)
+# Every median is also printed with its 95% interval (bench/stats.py, order
+# statistics) and every ratio with the Hodges-Lehmann estimate over the
+# interleaved rounds and its 95% interval (Moses), beside the ratio of the
+# medians: a target such as "<= 1.05x C" is met only when the interval's
+# upper bound is. A median's interval needs >= 6 rounds ("n<6: no interval";
+# the default ROUNDS is 5), a ratio's >= 2.
 # Usage: bench/pipeline-compare.sh [ROUNDS] [PACKETS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +50,29 @@ if pkg-config --exists libdpdk 2>/dev/null &&
   SOFTRSS=$OUT/softrss-bin
 fi
 
+BENCH=$PWD/bench
+# ci FILE: median [95% interval] of the numbers in FILE.
+# ratio BEFORE AFTER: AFTER / BEFORE, Hodges-Lehmann [95% interval].
+ci() {
+  python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from stats import fmt_median, median_ci
+def nums(f):
+    out = []
+    for t in open(f).read().split():
+        try: out.append(float(t))
+        except ValueError: pass
+    return out
+print(fmt_median(median_ci(nums(sys.argv[2])), 2))' "$BENCH" "$1"
+}
+ratio() {
+  python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from stats import fmt_ratio, ratio_ci
+def nums(f):
+    out = []
+    for t in open(f).read().split():
+        try: out.append(float(t))
+        except ValueError: pass
+    return out
+print(fmt_ratio(ratio_ci(nums(sys.argv[2]), nums(sys.argv[3]))))' "$BENCH" "$1" "$2"
+}
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f %.2f %.2f\n", m, a[1], a[NR]}'; }
 
 ours() {
@@ -72,6 +101,7 @@ testpmd() {
 
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "command: bench/pipeline-compare.sh $ROUNDS $PACKETS"
 rss_ours() {
   "$CB" pipeline rss --format jsonl 2>/dev/null | python3 -c '
 import json, sys
@@ -101,28 +131,28 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 read -r om omin omax < <(median < "$OUT/ours")
 read -r cm cmin cmax < <(median < "$OUT/c")
 echo
-echo "| path | ticks per packet, median | min..max over $ROUNDS rounds |"
-echo "|---|---|---|"
+echo "| path | ticks per packet, median | min..max over $ROUNDS rounds | median [95% interval] |"
+echo "|---|---|---|---|"
 read -r sm2 smin2 smax2 < <(median < "$OUT/split")
-echo "| commbench rtc: rx burst 32 → swap → tx buffer 32 (--timing total) | $om | $omin..$omax |"
-echo "| the same, --timing split (rx/work/tx, four reads per burst) | $sm2 | $smin2..$smax2 |"
-echo "| plain C, same loop (gcc -O2) | $cm | $cmin..$cmax |"
+echo "| commbench rtc: rx burst 32 → swap → tx buffer 32 (--timing total) | $om | $omin..$omax | $(ci "$OUT/ours") |"
+echo "| the same, --timing split (rx/work/tx, four reads per burst) | $sm2 | $smin2..$smax2 | $(ci "$OUT/split") |"
+echo "| plain C, same loop (gcc -O2) | $cm | $cmin..$cmax | $(ci "$OUT/c") |"
 if [ -s "$OUT/dpdk" ]; then
   read -r dm dmin dmax < <(median < "$OUT/dpdk")
-  echo "| dpdk-testpmd macswap, net_null (its CPU cycles/packet) | $dm | $dmin..$dmax |"
+  echo "| dpdk-testpmd macswap, net_null (its CPU cycles/packet) | $dm | $dmin..$dmax | $(ci "$OUT/dpdk") |"
 else
-  echo "| dpdk-testpmd | not installed (apt-get install dpdk-dev) | |"
+  echo "| dpdk-testpmd | not installed (apt-get install dpdk-dev) | | |"
 fi
 read -r rm rmin rmax < <(median < "$OUT/rss")
-echo "| Toeplitz IPv4 4-tuple, commbench byte table (ticks per hash) | $rm | $rmin..$rmax |"
+echo "| Toeplitz IPv4 4-tuple, commbench byte table (ticks per hash) | $rm | $rmin..$rmax | $(ci "$OUT/rss") |"
 if [ -s "$OUT/softrss" ]; then
   read -r sm smin smax < <(median < "$OUT/softrss")
-  echo "| Toeplitz IPv4 4-tuple, DPDK rte_softrss | $sm | $smin..$smax |"
+  echo "| Toeplitz IPv4 4-tuple, DPDK rte_softrss | $sm | $smin..$smax | $(ci "$OUT/softrss") |"
   echo
-  echo "rte_softrss / ours: $(awk -v a="$sm" -v b="$rm" 'BEGIN {printf "%.1f", a / b}')x"
+  echo "rte_softrss / ours: $(awk -v a="$sm" -v b="$rm" 'BEGIN {printf "%.1f", a / b}')x (of the medians); Hodges-Lehmann $(ratio "$OUT/rss" "$OUT/softrss")"
 fi
 echo
-echo "ratio ours / C: $(awk -v a="$om" -v b="$cm" 'BEGIN {printf "%.2f", a / b}')"
+echo "ratio ours / C: $(awk -v a="$om" -v b="$cm" 'BEGIN {printf "%.2f", a / b}') (of the medians); Hodges-Lehmann $(ratio "$OUT/c" "$OUT/ours")"
 if [ $ROOT = 1 ]; then
   read -r am amin amax < <(median < "$OUT/afp-ours")
   read -r bm bmin bmax < <(median < "$OUT/afp-c")
@@ -130,16 +160,17 @@ if [ $ROOT = 1 ]; then
   read -r pm pmin pmax < <(median < "$OUT/rx-afp")
   read -r qm qmin qmax < <(median < "$OUT/rx-xdp")
   echo
-  echo "| veth, $AFP_FRAMES frames of 64 B | median | min..max |"
-  echo "|---|---|---|"
-  echo "| commbench gen, AF_PACKET sendmmsg: frames per CPU-second | $am | $amin..$amax |"
-  echo "| C gen (afp_gen.c), AF_PACKET sendmmsg: frames per CPU-second | $bm | $bmin..$bmax |"
-  echo "| commbench gen, AF_XDP copy mode: frames per CPU-second | $xm | $xmin..$xmax |"
-  echo "| gen → fwd → sink, AF_PACKET receive: sink frames/s | $pm | $pmin..$pmax |"
-  echo "| gen → fwd → sink, AF_XDP receive (copy, native XDP): sink frames/s | $qm | $qmin..$qmax |"
+  echo "| veth, $AFP_FRAMES frames of 64 B | median | min..max | median [95% interval] |"
+  echo "|---|---|---|---|"
+  echo "| commbench gen, AF_PACKET sendmmsg: frames per CPU-second | $am | $amin..$amax | $(ci "$OUT/afp-ours") |"
+  echo "| C gen (afp_gen.c), AF_PACKET sendmmsg: frames per CPU-second | $bm | $bmin..$bmax | $(ci "$OUT/afp-c") |"
+  echo "| commbench gen, AF_XDP copy mode: frames per CPU-second | $xm | $xmin..$xmax | $(ci "$OUT/xdp-tx") |"
+  echo "| gen → fwd → sink, AF_PACKET receive: sink frames/s | $pm | $pmin..$pmax | $(ci "$OUT/rx-afp") |"
+  echo "| gen → fwd → sink, AF_XDP receive (copy, native XDP): sink frames/s | $qm | $qmin..$qmax | $(ci "$OUT/rx-xdp") |"
   echo
-  echo "AF_PACKET gen ours / C per CPU-second: $(awk -v a="$am" -v b="$bm" 'BEGIN {printf "%.2f", a / b}')"
-  echo "AF_XDP / AF_PACKET tx per CPU-second: $(awk -v a="$xm" -v b="$am" 'BEGIN {printf "%.2f", a / b}')"
+  echo "AF_PACKET gen ours / C per CPU-second: $(awk -v a="$am" -v b="$bm" 'BEGIN {printf "%.2f", a / b}') (of the medians); Hodges-Lehmann $(ratio "$OUT/afp-c" "$OUT/afp-ours")"
+  echo "AF_XDP / AF_PACKET tx per CPU-second: $(awk -v a="$xm" -v b="$am" 'BEGIN {printf "%.2f", a / b}') (of the medians); Hodges-Lehmann $(ratio "$OUT/afp-ours" "$OUT/xdp-tx")"
+  echo "AF_XDP / AF_PACKET receive, sink frames/s: $(awk -v a="$qm" -v b="$pm" 'BEGIN {printf "%.2f", a / b}') (of the medians); Hodges-Lehmann $(ratio "$OUT/rx-afp" "$OUT/rx-xdp")"
 else
   echo "(not root: the veth rows were skipped)"
 fi
