@@ -79,6 +79,45 @@ impl Record {
     }
 }
 
+/// The leaves (numbers, strings, booleans, nulls) of the values, counted
+/// up to just past `max` (nested objects and arrays count their leaves):
+/// the bound on how many parameters and metrics a record read from a file
+/// may hold.
+pub fn count_leaves<'a>(values: impl IntoIterator<Item = &'a Value>, max: usize) -> usize {
+    fn walk(v: &Value, n: &mut usize, max: usize) {
+        if *n > max {
+            return;
+        }
+        match v {
+            Value::Object(m) => m.values().for_each(|x| walk(x, n, max)),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, n, max)),
+            _ => *n += 1,
+        }
+    }
+    let mut n = 0;
+    for v in values {
+        walk(v, &mut n, max);
+    }
+    n
+}
+
+/// Bytes `v` takes as JSON, without writing it anywhere.
+pub fn json_len<T: Serialize + ?Sized>(v: &T) -> usize {
+    struct Count(usize);
+    impl Write for Count {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
 /// Receives progress messages.
 pub type ProgressSink = Box<dyn FnMut(&str) + Send>;
 

@@ -132,41 +132,12 @@ fn read_bounded(path: &Path, p: &str, lim: &LoadLimits) -> Result<String, Report
     })
 }
 
-/// Counts the leaves of `v` into `n`, stopping past `max`.
-fn leaves(v: &Value, n: &mut usize, max: usize) {
-    if *n > max {
-        return;
-    }
-    match v {
-        Value::Object(m) => m.values().for_each(|x| leaves(x, n, max)),
-        Value::Array(a) => a.iter().for_each(|x| leaves(x, n, max)),
-        _ => *n += 1,
-    }
-}
-
-/// Bytes `v` takes as JSON, without writing it anywhere.
-fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
-}
-
 /// A record within the metric and size bounds (`at` names it).
 fn check_record(r: &Record, at: &str, p: &str, lim: &LoadLimits) -> Result<(), ReportError> {
-    let mut n = 0;
-    for m in [&r.params, &r.metrics] {
-        m.values().for_each(|v| leaves(v, &mut n, lim.max_metrics));
-    }
+    let n = commbench_core::record::count_leaves(
+        r.params.values().chain(r.metrics.values()),
+        lim.max_metrics,
+    );
     let bound = |reason: String| ReportError::Input {
         path: p.to_owned(),
         reason,
@@ -177,7 +148,7 @@ fn check_record(r: &Record, at: &str, p: &str, lim: &LoadLimits) -> Result<(), R
             lim.max_metrics
         )));
     }
-    let bytes = json_len(r);
+    let bytes = commbench_core::record::json_len(r);
     if bytes > lim.max_record_bytes {
         return Err(bound(format!(
             "{at}: a record of {bytes} bytes, more than {} (commbench writes far smaller ones; is this a result file?)",

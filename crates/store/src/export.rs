@@ -410,47 +410,18 @@ fn check_started(at: &str, utc: &str) -> Result<i64, StoreError> {
     })
 }
 
-/// Counts the leaves of `v` into `n`, stopping past `max`.
-fn leaves(v: &Value, n: &mut usize, max: usize) {
-    if *n > max {
-        return;
-    }
-    match v {
-        Value::Object(m) => m.values().for_each(|x| leaves(x, n, max)),
-        Value::Array(a) => a.iter().for_each(|x| leaves(x, n, max)),
-        _ => *n += 1,
-    }
-}
-
-/// Bytes `v` takes as JSON, without writing it anywhere.
-fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
-}
-
 fn check_record(r: &Record, env: &Value, at: &str, lim: &ImportLimits) -> Result<(), StoreError> {
-    let mut n = 0;
-    for m in [&r.params, &r.metrics] {
-        m.values().for_each(|v| leaves(v, &mut n, lim.max_metrics));
-    }
+    let n = commbench_core::record::count_leaves(
+        r.params.values().chain(r.metrics.values()),
+        lim.max_metrics,
+    );
     if n > lim.max_metrics {
         return Err(input(format!(
             "{at}: a record with more than {} parameters and metrics (--import-max-metrics raises the bound)",
             lim.max_metrics
         )));
     }
-    let bytes = json_len(r) + json_len(env);
+    let bytes = commbench_core::record::json_len(r) + commbench_core::record::json_len(env);
     if bytes > lim.max_record_bytes {
         return Err(input(format!(
             "{at}: a record of {bytes} bytes, more than {} (--import-max-record-bytes raises the bound)",
