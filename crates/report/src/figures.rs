@@ -94,6 +94,9 @@ fn index_of(order: &mut Vec<String>, index: &mut HashMap<String, usize>, key: St
 /// Bars: categories are the values of `spec.x`; grouped bars are one per
 /// series (y = `metrics[0]`), stacked bars one per category and series
 /// with `metrics` as the parts; medians over repeats.
+/// A record's 95% interval of a metric, when it carries one.
+type Interval = Option<(f64, f64)>;
+
 fn bar_figure(
     spec: &FigureSpec,
     records: &[&Record],
@@ -104,6 +107,9 @@ fn bar_figure(
     let (mut names, mut name_ix) = (Vec::new(), HashMap::new());
     // (category, series name, metric) -> samples, for the drawn ones only.
     let mut samples: HashMap<(usize, usize, usize), Vec<f64>> = HashMap::new();
+    // The same key -> the 95% interval each contributing record carries
+    // (its repeats'), when it carries one.
+    let mut intervals: HashMap<(usize, usize, usize), Vec<Interval>> = HashMap::new();
     for r in records.iter().filter(|r| spec.accepts(r)) {
         let Some(x) = r.params.get(spec.x) else {
             continue;
@@ -128,6 +134,10 @@ fn bar_figure(
             let si = index_of(&mut names, &mut name_ix, sname);
             if ci < MAX_CATEGORIES && si < MAX_SERIES {
                 samples.entry((ci, si, mi)).or_default().push(y);
+                let iv = r
+                    .metric_f64(&format!("{m}_lo"))
+                    .zip(r.metric_f64(&format!("{m}_hi")));
+                intervals.entry((ci, si, mi)).or_default().push(iv);
             }
         }
     }
@@ -152,11 +162,42 @@ fn bar_figure(
             (n.clone(), vals)
         })
         .collect();
+    // A bar drawn from one record with an interval gets an error bar; a
+    // bar that is the median of several records (overlaid runs) does not.
+    let bars: Vec<Vec<Option<(f64, f64)>>> = (0..names.len())
+        .map(|si| {
+            (0..cats.len())
+                .map(|ci| {
+                    (0..metrics.len())
+                        .find_map(|mi| intervals.get(&(ci, si, mi)))
+                        .and_then(|v| match v.as_slice() {
+                            [one] => *one,
+                            _ => None,
+                        })
+                })
+                .collect()
+        })
+        .collect();
+    let with_intervals = !stacked && bars.iter().flatten().any(Option::is_some);
     let y_desc = if stacked { "" } else { spec.y };
-    let mut plot = plot::bar_svg(spec.title, y_desc, &cats, &series, stacked)?;
+    let mut plot =
+        plot::bar_svg_with_intervals(spec.title, y_desc, &cats, &series, stacked, &bars)?;
     plot.left_out.categories += all_cats - cats.len();
     plot.left_out.series += all_names - names.len();
-    Ok(Some(Figure::new(spec.title.to_owned(), spec.caption, plot)))
+    let caption = if stacked {
+        spec.caption.to_owned()
+    } else if with_intervals {
+        format!(
+            "{} Error bars: the 95% interval of the median over the repeated runs.",
+            spec.caption
+        )
+    } else {
+        format!(
+            "{} No error bars: these records carry no repeats (one run each).",
+            spec.caption
+        )
+    };
+    Ok(Some(Figure::new(spec.title.to_owned(), &caption, plot)))
 }
 
 /// One percentile ladder per series (the median of each quantile over
@@ -446,6 +487,57 @@ mod tests {
         assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
         let figs = figures_for_lab("ipc", &refs, &[]).unwrap();
         assert!(figs.iter().any(|f| f.title.contains("vs sessions")));
+    }
+
+    #[test]
+    fn bars_of_repeated_runs_carry_error_bars_and_say_so() {
+        let bar = FigureSpec {
+            kind: FigureKind::Bar,
+            lab: "ipc",
+            test: "reqres",
+            title: "bars",
+            caption: "Rates.",
+            x: "transport",
+            y: "msgs_per_s",
+            series: &[],
+            filter: None,
+        };
+        let with = |t: &str, v: f64, iv: Option<(f64, f64)>| {
+            let mut r = Record::new("ipc", "reqres")
+                .param("transport", t)
+                .metric("msgs_per_s", v);
+            if let Some((lo, hi)) = iv {
+                r.push_metric("msgs_per_s_lo", lo);
+                r.push_metric("msgs_per_s_hi", hi);
+            }
+            r
+        };
+        let recs = [
+            with("shm", 100.0, Some((90.0, 120.0))),
+            with("uds", 50.0, Some((45.0, 52.0))),
+        ];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let figs = declared_figures("ipc", &refs, &[bar]).unwrap();
+        assert!(
+            figs[0].caption.contains("Error bars"),
+            "{}",
+            figs[0].caption
+        );
+        // Three strokes (whisker and two caps) per bar.
+        let paths = |svg: &str| svg.matches("<polyline").count() + svg.matches("<path").count();
+        let plain = [with("shm", 100.0, None), with("uds", 50.0, None)];
+        let refs2: Vec<&Record> = plain.iter().collect();
+        let figs2 = declared_figures("ipc", &refs2, &[bar]).unwrap();
+        assert!(
+            figs2[0].caption.contains("No error bars"),
+            "{}",
+            figs2[0].caption
+        );
+        assert_eq!(
+            paths(&figs[0].svg),
+            paths(&figs2[0].svg) + 6,
+            "one whisker and two caps per bar"
+        );
     }
 
     #[test]

@@ -357,12 +357,27 @@ pub fn ladder_svg(title: &str, series: &[Series]) -> Result<Plot, ReportError> {
 /// (None: no bar). Grouped side by side, or stacked when `stacked` (the
 /// series are then the parts of each bar). Log y when the values span more
 /// than 100× (grouped only).
+#[cfg(test)]
 pub fn bar_svg(
     title: &str,
     y_desc: &str,
     cats: &[String],
     series: &[(String, Vec<Option<f64>>)],
     stacked: bool,
+) -> Result<Plot, ReportError> {
+    bar_svg_with_intervals(title, y_desc, cats, series, stacked, &[])
+}
+
+/// [`bar_svg`] with an error bar on each grouped bar that has an interval:
+/// `intervals[s][c]` is the (lo, hi) of series `s` at category `c` (the
+/// 95% interval of the median over repeats); stacked bars draw none.
+pub fn bar_svg_with_intervals(
+    title: &str,
+    y_desc: &str,
+    cats: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+    stacked: bool,
+    intervals: &[Vec<Option<(f64, f64)>>],
 ) -> Result<Plot, ReportError> {
     let mut left_out = LeftOut {
         series: series.len().saturating_sub(MAX_SERIES),
@@ -486,6 +501,37 @@ pub fn bar_svg(
                         .legend(move |(x, y)| {
                             Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
                         });
+                    if !stacked {
+                        // Error bars: the 95% interval of the median.
+                        let mut whiskers = Vec::new();
+                        for (c, iv) in intervals
+                            .get(j)
+                            .map(|v| v.as_slice())
+                            .unwrap_or(&[])
+                            .iter()
+                            .enumerate()
+                            .take(ncat)
+                        {
+                            let Some((lo, hi)) = iv.filter(|(lo, hi)| {
+                                plottable(*lo) && plottable(*hi) && lo <= hi && (!log || *lo > 0.0)
+                            }) else {
+                                continue;
+                            };
+                            if vals.get(c).copied().flatten().is_none() {
+                                continue;
+                            }
+                            let (lo, hi) = (lo.clamp(ylo, yhi), hi.clamp(ylo, yhi));
+                            let xm = c as f64 - 0.4 + j as f64 * w + w * 0.46;
+                            let cap = w * 0.2;
+                            let ink = BLACK.stroke_width(1);
+                            whiskers.push(PathElement::new(vec![(xm, lo), (xm, hi)], ink));
+                            whiskers
+                                .push(PathElement::new(vec![(xm - cap, lo), (xm + cap, lo)], ink));
+                            whiskers
+                                .push(PathElement::new(vec![(xm - cap, hi), (xm + cap, hi)], ink));
+                        }
+                        chart.draw_series(whiskers).map_err(perr)?;
+                    }
                 }
                 chart
                     .configure_series_labels()
