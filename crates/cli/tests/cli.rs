@@ -425,12 +425,16 @@ fn compare_rejects_files_that_are_not_results() {
     let dir = tempfile_dir("compare-bad");
     let a = dir.join("a.json");
     std::fs::write(&a, "{\"x\": 1}").unwrap();
+    // Not results: bad input, exit 2 (as `report` and `history --import`).
     cb().arg("compare")
         .arg(&a)
         .arg(&a)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("not commbench output"));
+    let b = dir.join("b.json");
+    std::fs::write(&b, "{\"records\": {}}").unwrap();
+    cb().arg("compare").arg(&b).arg(&b).assert().code(2);
     cb().args(["compare", "--threshold=-3"])
         .arg(&a)
         .arg(&a)

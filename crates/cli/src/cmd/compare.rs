@@ -86,8 +86,9 @@ fn from_files(a: &CompareArgs) -> Result<Sides> {
             "give two result files (BEFORE AFTER), or --baseline NAME|last|SHA [RESULTS]",
         ));
     };
-    let before = load(b)?;
-    let after = load(c)?;
+    // A file that is not results is bad input (exit 2), as for `report`.
+    let before = load(b).map_err(super::report::input_error)?;
+    let after = load(c).map_err(super::report::input_error)?;
     Ok((
         Side {
             label: b.display().to_string(),
@@ -114,7 +115,7 @@ fn from_store(a: &CompareArgs, spec: &str) -> Result<Sides> {
     // the latest stored run.
     let (label, records, host, current_id, current_unix, current_env) = match &a.before {
         Some(p) => {
-            let l = load(p)?;
+            let l = load(p).map_err(super::report::input_error)?;
             let env = l.environment.unwrap_or(Value::Null);
             let get = |k: &str| env.get(k).and_then(Value::as_str).map(str::to_owned);
             let host = get("hostname").unwrap_or_else(|| "unknown".into());

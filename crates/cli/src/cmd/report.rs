@@ -36,7 +36,7 @@ pub fn write(results: &[PathBuf], output: &Path, title: &str) -> Result<()> {
 /// or is refused by the load bounds (a FIFO, a device, a 5 MiB line) is
 /// bad input: exit 2, as `history --import` does; a read error stays a
 /// run error (exit 1).
-fn input_error(e: ReportError) -> anyhow::Error {
+pub fn input_error(e: ReportError) -> anyhow::Error {
     match e {
         ReportError::Format { .. } | ReportError::Input { .. } => crate::usage(e.to_string()),
         e => e.into(),
