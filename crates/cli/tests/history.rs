@@ -789,4 +789,24 @@ fn regressions_lists_the_run_where_a_step_began_with_its_sha_and_interval() {
         cp["metrics"]["ratio_hi"].as_f64().unwrap(),
     );
     assert!(lo <= 0.8 && (0.8..0.9).contains(&hi), "{cp:#?}");
+    // The trend plot marks it.
+    let page = d.path().join("trend.html");
+    cb(&db)
+        .args([
+            "history",
+            "--plot",
+            "--lab",
+            "ipc",
+            "--metric",
+            "msgs_per_s",
+            "-o",
+        ])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!("change point at run {}", cp["params"]["run"])),
+        "no change-point mark on the trend plot"
+    );
 }

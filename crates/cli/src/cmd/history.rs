@@ -378,19 +378,45 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             change_points.extend(change_point_records(&g, &metric, &runs));
         }
         let title = format!("{}/{} {}", g.lab, g.test, g.params);
-        let series = Series {
+        let mut series = vec![Series {
             name: g.host.clone(),
             points: pts.iter().map(|&(i, y)| (i as f64, y)).collect(),
-        };
+        }];
+        if a.plot {
+            // Each change point as a vertical mark across the series'
+            // range, named with its step and interval.
+            let (ylo, yhi) = pts
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                    (lo.min(p.1), hi.max(p.1))
+                });
+            for cp in change_point_records(&g, &metric, &runs) {
+                let (Some(run), Some(r), Some(lo), Some(hi)) = (
+                    cp.params.get("run").and_then(serde_json::Value::as_f64),
+                    cp.metric_f64("ratio"),
+                    cp.metric_f64("ratio_lo"),
+                    cp.metric_f64("ratio_hi"),
+                ) else {
+                    continue;
+                };
+                series.push(Series {
+                    name: format!(
+                        "{}: change point at run {run} ({r:.2}× [{lo:.2}, {hi:.2}])",
+                        g.host
+                    ),
+                    points: vec![(run - 0.5, ylo), (run - 0.5, yhi)],
+                });
+            }
+        }
         match trends
             .iter_mut()
             .find(|t| t.title == title && t.metric == metric)
         {
-            Some(t) => t.series.push(series),
+            Some(t) => t.series.extend(series),
             None => trends.push(Trend {
                 title,
                 metric,
-                series: vec![series],
+                series,
             }),
         }
     }
