@@ -17,6 +17,9 @@ use serde_json::Value;
 /// The pcap lab.
 pub struct PcapLab;
 
+/// Repeats of each extraction configuration in the suite.
+const REPEATS: usize = 5;
+
 const EXTRACT: &[&str] = &["extract", "extract_gzip"];
 const BENCH: &[&str] = &["bench"];
 
@@ -162,19 +165,49 @@ impl Lab for PcapLab {
         let all = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
+        // Every extraction configuration five times, interleaved; one
+        // record per configuration (the median run by CPU throughput) with
+        // each declared metric's samples and interval.
+        let mut cfgs = Vec::new();
         for (path, test) in [(&plain, "extract"), (&gz, "extract_gzip")] {
             for threads in [1, all] {
-                if out.cut_if_over(ctx, format!("pcap {test} with {threads} thread(s)")) {
+                cfgs.push((path.display().to_string(), test, threads));
+            }
+        }
+        let mut runs: Vec<Vec<Record>> = vec![Vec::new(); cfgs.len()];
+        'rounds: for round in 0..REPEATS {
+            for (i, (path, test, threads)) in cfgs.iter().enumerate() {
+                if round == 0
+                    && out.cut_if_over(ctx, format!("pcap {test} with {threads} thread(s)"))
+                {
                     continue;
                 }
-                rec.progress(&format!("pcap: {test} with {threads} thread(s)"));
+                if round > 0 && ctx.over() {
+                    break 'rounds;
+                }
+                rec.progress(&format!(
+                    "pcap: {test} with {threads} thread(s) ({}/{REPEATS})",
+                    round + 1
+                ));
                 let cfg = ExtractConfig {
-                    inputs: vec![path.display().to_string()],
-                    threads,
+                    inputs: vec![path.clone()],
+                    threads: *threads,
                     ..Default::default()
                 };
-                measure_extract(&cfg, test, rec)?;
+                let mut one = Recorder::new();
+                measure_extract(&cfg, test, &mut one)?;
+                runs[i].extend(one.take());
             }
+        }
+        for v in runs.into_iter().filter(|v| !v.is_empty()) {
+            let mut order: Vec<usize> = (0..v.len()).collect();
+            let key = |r: &Record| r.metric_f64("cpu_mb_s").unwrap_or(f64::NAN);
+            order.sort_by(|&a, &b| key(&v[a]).total_cmp(&key(&v[b])));
+            let mut r = v[order[order.len() / 2]].clone();
+            if v.len() > 1 {
+                commbench_core::lab::attach_repeats(self, &mut r, &v);
+            }
+            rec.push(r);
         }
         let exe = std::env::current_exe().ok();
         if let Some(exe) = exe.filter(|e| {
