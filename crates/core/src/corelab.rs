@@ -300,17 +300,31 @@ impl Lab for CoreLab {
             default_s: 10,
         }
     }
+    /// The clock reads and the busy-wait delays five times, interleaved
+    /// (one record per configuration with its samples and interval), the
+    /// line-rate budget once (arithmetic), then nanosleep if the budget
+    /// allows.
     fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
         rec.progress("core: timer");
-        for r in timer_records(if ctx.quick() { 200 } else { 2000 }) {
+        let requests = [100, 1_000, 10_000];
+        let samples = if ctx.quick() { Some(500) } else { None };
+        let mut rounds = Vec::new();
+        for round in 0..5 {
+            if round > 0 && ctx.over() {
+                break;
+            }
+            rounds.extend(timer_records(if ctx.quick() { 200 } else { 2000 }));
+            rounds.extend(delay_records(
+                &[DelayMethod::TscSpin],
+                &requests,
+                samples,
+                rec,
+            )?);
+        }
+        for r in crate::lab::fold_repeats(self, rounds) {
             rec.push(r);
         }
         for r in budget_records(Some("10G"), Some(64), CpuClock::Tsc)? {
-            rec.push(r);
-        }
-        let requests = [100, 1_000, 10_000];
-        let samples = if ctx.quick() { Some(500) } else { None };
-        for r in delay_records(&[DelayMethod::TscSpin], &requests, samples, rec)? {
             rec.push(r);
         }
         let mut out = StepOutcome::default();

@@ -356,6 +356,48 @@ pub fn attach_repeats(lab: &dyn Lab, target: &mut Record, runs: &[Record]) {
     }
 }
 
+/// Folds the records of repeated rounds into one record per (lab, test,
+/// parameters), in first-seen order: the round whose first headline
+/// metric is the median, with [`attach_repeats`] over all rounds. Records
+/// measured once pass through unchanged.
+pub fn fold_repeats(lab: &dyn Lab, rounds: Vec<Record>) -> Vec<Record> {
+    let key = |r: &Record| {
+        format!(
+            "{}\u{1f}{}\u{1f}{}",
+            r.lab,
+            r.test,
+            serde_json::to_string(&r.params).unwrap_or_default()
+        )
+    };
+    let mut groups: Vec<(String, Vec<Record>)> = Vec::new();
+    for r in rounds {
+        let k = key(&r);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((k, vec![r])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, v)| {
+            if v.len() == 1 {
+                return v.into_iter().next().expect("one record");
+            }
+            let head = lab
+                .headlines(&v[0].test)
+                .into_iter()
+                .find(|h| v[0].metric_f64(h.key).is_some())
+                .map(|h| h.key);
+            let val = |r: &Record| head.and_then(|h| r.metric_f64(h)).unwrap_or(f64::NAN);
+            let mut order: Vec<usize> = (0..v.len()).collect();
+            order.sort_by(|&a, &b| val(&v[a]).total_cmp(&val(&v[b])));
+            let mut out = v[order[order.len() / 2]].clone();
+            attach_repeats(lab, &mut out, &v);
+            out
+        })
+        .collect()
+}
+
 /// Whether one configuration's runs want another repeat: while the first
 /// headline metric of the lab that the runs carry has fewer than
 /// `plan.min` values, or a 95% interval wider than the plan's target and
