@@ -462,13 +462,16 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
         let mut lines = Vec::new();
         export(&step_records, Format::Jsonl, &env, &mut lines)?;
         append_synced(&path, &lines)?;
+        // The records are on disk: from here a signal says the step was
+        // kept (the note first, so that no one who reads the journal's
+        // step-done can interrupt before the note says so).
+        commbench_core::artifact::set_signal_note(&interrupt_note(&dir, &finished));
         journal(
             &dir,
             serde_json::json!({"event": "step-done", "step": step.name(), "at": now_utc(),
                 "status": if failed.last() == Some(&step.name()) { "failed" } else { "ok" },
                 "records": step_records.len()}),
         )?;
-        commbench_core::artifact::set_signal_note(&interrupt_note(&dir, &finished));
         progress.done(step.name(), secs, &status, b);
         fresh.extend(step_records);
     }
