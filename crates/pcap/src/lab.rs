@@ -166,7 +166,7 @@ impl Lab for PcapLab {
             .map(|n| n.get())
             .unwrap_or(1);
         // Every extraction configuration five times, interleaved; one
-        // record per configuration (the median run by CPU throughput) with
+        // record per configuration (the run of median CPU throughput) with
         // each declared metric's samples and interval.
         let mut cfgs = Vec::new();
         for (path, test) in [(&plain, "extract"), (&gz, "extract_gzip")] {
@@ -174,9 +174,9 @@ impl Lab for PcapLab {
                 cfgs.push((path.display().to_string(), test, threads));
             }
         }
-        let mut runs: Vec<Vec<Record>> = vec![Vec::new(); cfgs.len()];
+        let mut rounds: Vec<Record> = Vec::new();
         'rounds: for round in 0..REPEATS {
-            for (i, (path, test, threads)) in cfgs.iter().enumerate() {
+            for (path, test, threads) in &cfgs {
                 if round == 0
                     && out.cut_if_over(ctx, format!("pcap {test} with {threads} thread(s)"))
                 {
@@ -196,17 +196,10 @@ impl Lab for PcapLab {
                 };
                 let mut one = Recorder::new();
                 measure_extract(&cfg, test, &mut one)?;
-                runs[i].extend(one.take());
+                rounds.extend(one.take());
             }
         }
-        for v in runs.into_iter().filter(|v| !v.is_empty()) {
-            let mut order: Vec<usize> = (0..v.len()).collect();
-            let key = |r: &Record| r.metric_f64("cpu_mb_s").unwrap_or(f64::NAN);
-            order.sort_by(|&a, &b| key(&v[a]).total_cmp(&key(&v[b])));
-            let mut r = v[order[order.len() / 2]].clone();
-            if v.len() > 1 {
-                commbench_core::lab::attach_repeats(self, &mut r, &v);
-            }
+        for r in commbench_core::lab::fold_repeats(self, rounds) {
             rec.push(r);
         }
         let exe = std::env::current_exe().ok();

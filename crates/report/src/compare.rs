@@ -118,6 +118,9 @@ pub struct Options<'a> {
     pub load_gap: f64,
     /// The load average at the start of each side's run, when known.
     pub env_load: (Option<f64>, Option<f64>),
+    /// How the two sides' machines or builds differ (kernel, CPU, build
+    /// profile), when they do: every change is then inconclusive.
+    pub machines_differ: Option<&'a str>,
 }
 
 /// The load a record ran under: the mean of its `load_start` and
@@ -201,6 +204,7 @@ pub fn compare(
             default_floor: 0.0,
             load_gap: 0.0,
             env_load: (None, None),
+            machines_differ: None,
         },
         labs,
     )
@@ -430,6 +434,7 @@ mod tests {
             default_floor: 0.0,
             load_gap: 0.0,
             env_load: (None, None),
+            machines_differ: None,
         };
         let c = compare_with(&a, &b, &o, &[]);
         let rate = c.iter().find(|c| c.metric == "msgs_per_s").unwrap();
@@ -455,6 +460,7 @@ mod tests {
             default_floor: 0.0,
             load_gap: gap,
             env_load: (None, None),
+            machines_differ: None,
         };
         let rate = |gap: f64| {
             compare_with(

@@ -9,7 +9,7 @@
 //!
 //! The noise floor of a metric is learned from the results store: the
 //! spread between consecutive stored runs of the same test on the same
-//! host (at least [`MIN_FLOOR_RUNS`] runs), because two runs made minutes
+//! host (at least `MIN_FLOOR_RUNS` runs, `core::estimate::floor_from_series`), because two runs made minutes
 //! apart differ by more than the repeats inside either run show. Without
 //! such history the floor is `--noise-floor` (default 5%). When the two
 //! sides ran on different kernels, CPUs, CPU counts or build profiles, a
@@ -17,6 +17,7 @@
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
+use commbench_core::estimate::{familywise_z, floor_from_series, MIN_FLOOR_RUNS};
 use commbench_core::record::Record;
 use commbench_report::{compare_with, load, params_key, Change, Options};
 use commbench_store::{Filter, Store};
@@ -253,44 +254,6 @@ fn previous_matching(
     Ok(None)
 }
 
-/// Stored runs of a configuration on a host needed before its noise floor
-/// is learned (three differences between consecutive runs of one build).
-pub const MIN_FLOOR_RUNS: usize = 4;
-
-/// The between-run noise of one metric from stored runs of one
-/// configuration on one host, as (git SHA, value) in time order: only
-/// consecutive runs of the same build count (A/A-like reruns; a step
-/// between builds is what compare looks for, not noise). The floor is the
-/// larger of the half-width of the ratio of two runs at `z` standard
-/// deviations (a robust σ of the log-difference, 1.4826 × its median
-/// absolute value) and the largest swing seen between two such runs: a
-/// bimodal metric (shared memory that spins or sleeps by the load) has a
-/// small median swing and rare large ones. None with fewer than
-/// [`MIN_FLOOR_RUNS`] − 1 such differences.
-pub fn floor_from_series(series: &[(String, f64)], z: f64) -> Option<f64> {
-    let mut d: Vec<f64> = series
-        .windows(2)
-        .filter(|w| w[0].0 == w[1].0)
-        .filter(|w| w[0].1 > 0.0 && w[1].1 > 0.0 && w[0].1.is_finite() && w[1].1.is_finite())
-        .map(|w| (w[1].1 / w[0].1).ln().abs())
-        .collect();
-    if d.len() + 1 < MIN_FLOOR_RUNS {
-        return None;
-    }
-    d.sort_by(f64::total_cmp);
-    let mad = commbench_core::stats::percentile_sorted(&d, 0.5);
-    let widest = d.last().copied().unwrap_or(0.0);
-    Some((z * 1.4826 * mad).max(widest).exp_m1())
-}
-
-/// The z of a floor that holds for all `m` metrics of one comparison at
-/// once with 95% confidence (Bonferroni): a comparison judges tens of
-/// metrics, and a per-metric 95% floor lets a few of them cross it in
-/// every identical rerun.
-pub fn familywise_z(m: usize) -> f64 {
-    commbench_core::estimate::normal_quantile(1.0 - 0.025 / m.max(1) as f64)
-}
-
 /// Learns noise floors from the results store, one (lab, test) query at
 /// a time, for one host.
 struct Floors {
@@ -420,16 +383,6 @@ fn count_line(changes: &[&Change]) -> String {
     parts.join(", ")
 }
 
-/// Reports a change between machines that differ as inconclusive.
-fn downgrade(changes: &mut [Change]) {
-    for c in changes.iter_mut() {
-        if ["faster", "slower", "better", "worse", "changed"].contains(&c.verdict.as_str()) {
-            c.verdict = "inconclusive".into();
-            c.settle = None;
-        }
-    }
-}
-
 pub fn run(a: &CompareArgs) -> Result<()> {
     if !pct_ok(a.threshold) {
         return Err(crate::usage(format!(
@@ -477,6 +430,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 default_floor: 0.0,
                 load_gap: 0.0,
                 env_load: (None, None),
+                machines_differ: None,
             },
             crate::labs::labs(),
         );
@@ -522,6 +476,8 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         .and_then(Value::as_f64)
         .unwrap_or(2.0);
     let load_gap = a.load_gap.unwrap_or(cpus / 2.0);
+    let (hard, soft) = env_differences(&before.env, &after.env);
+    let machines_differ = (!hard.is_empty()).then(|| hard.join("; "));
     let judge = |threshold: f64| {
         compare_with(
             &before.records,
@@ -534,11 +490,12 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 default_floor: a.noise_floor / 100.0,
                 load_gap,
                 env_load: (env_load(&before.env), env_load(&after.env)),
+                machines_differ: machines_differ.as_deref(),
             },
             crate::labs::labs(),
         )
     };
-    let mut changes = judge(a.threshold / 100.0);
+    let changes = judge(a.threshold / 100.0);
     if changes.is_empty() {
         anyhow::bail!(
             "no record of {} matches one of {} by lab, test and parameters (or no common metric)",
@@ -546,13 +503,10 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             after.label
         );
     }
-    let (hard, soft) = env_differences(&before.env, &after.env);
-    if !hard.is_empty() {
+    if let Some(d) = &machines_differ {
         eprintln!(
-            "compare: the two runs ran on different machines or builds ({}): differences are reported as inconclusive, not as changes",
-            hard.join("; ")
+            "compare: the two runs ran on different machines or builds ({d}): differences are reported as inconclusive, not as changes"
         );
-        downgrade(&mut changes);
     }
     if let Some(l) = &soft {
         eprintln!(
@@ -635,10 +589,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         a.out.emit(&records)?;
     }
     if let Some(pct) = a.fail_on_regression {
-        let mut gate = judge(pct / 100.0);
-        if !hard.is_empty() {
-            downgrade(&mut gate);
-        }
+        let gate = judge(pct / 100.0);
         let gated: Vec<&Change> = gate.iter().filter(|c| focus(c)).collect();
         let worse: Vec<&&Change> = gated.iter().filter(|c| c.is_regression()).collect();
         let unsure: Vec<&&Change> = gated
@@ -677,37 +628,4 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn runs(sha: &str, xs: &[f64]) -> Vec<(String, f64)> {
-        xs.iter().map(|&x| (sha.to_owned(), x)).collect()
-    }
-
-    #[test]
-    fn the_floor_is_learned_from_reruns_of_one_build_and_covers_their_widest_swing() {
-        // Too few reruns: nothing learned.
-        assert_eq!(
-            floor_from_series(&runs("a", &[100.0, 101.0, 99.0]), 1.96),
-            None
-        );
-        // A step between builds is not noise: only same-build pairs count.
-        let mut s = runs("a", &[100.0, 101.0, 99.0, 100.0]);
-        s.extend(runs("b", &[150.0, 151.0, 149.0, 150.0]));
-        let f = floor_from_series(&s, 1.96).unwrap();
-        assert!(f < 0.1, "{f}");
-        // A bimodal metric: the rare large swing sets the floor.
-        let bimodal = runs("a", &[100.0, 101.0, 99.0, 100.0, 400.0, 100.0, 99.0]);
-        let f = floor_from_series(&bimodal, 1.96).unwrap();
-        assert!(f >= 3.0, "{f}");
-    }
-
-    #[test]
-    fn the_familywise_z_grows_with_the_metrics_judged() {
-        assert!((familywise_z(1) - 1.96).abs() < 0.01);
-        assert!((familywise_z(60) - 3.34).abs() < 0.01);
-    }
 }

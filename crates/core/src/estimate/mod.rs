@@ -851,6 +851,46 @@ pub fn normal_quantile(p: f64) -> f64 {
     }
 }
 
+// ---------------------------------------------------------- noise floor
+
+/// Stored runs of a configuration on a host needed before `compare`
+/// learns its noise floor (three differences between consecutive runs of one build).
+pub const MIN_FLOOR_RUNS: usize = 4;
+
+/// The between-run noise of one metric from stored runs of one
+/// configuration on one host, as (git SHA, value) in time order: only
+/// consecutive runs of the same build count (A/A-like reruns; a step
+/// between builds is what compare looks for, not noise). The floor is the
+/// larger of the half-width of the ratio of two runs at `z` standard
+/// deviations (a robust σ of the log-difference, 1.4826 × its median
+/// absolute value) and the largest swing seen between two such runs: a
+/// bimodal metric (shared memory that spins or sleeps by the load) has a
+/// small median swing and rare large ones. None with fewer than
+/// [`MIN_FLOOR_RUNS`] − 1 such differences.
+pub fn floor_from_series(series: &[(String, f64)], z: f64) -> Option<f64> {
+    let mut d: Vec<f64> = series
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .filter(|w| w[0].1 > 0.0 && w[1].1 > 0.0 && w[0].1.is_finite() && w[1].1.is_finite())
+        .map(|w| (w[1].1 / w[0].1).ln().abs())
+        .collect();
+    if d.len() + 1 < MIN_FLOOR_RUNS {
+        return None;
+    }
+    d.sort_by(f64::total_cmp);
+    let mad = crate::stats::percentile_sorted(&d, 0.5);
+    let widest = d.last().copied().unwrap_or(0.0);
+    Some((z * 1.4826 * mad).max(widest).exp_m1())
+}
+
+/// The z of a floor that holds for all `m` metrics of one comparison at
+/// once with 95% confidence (Bonferroni): a comparison judges tens of
+/// metrics, and a per-metric 95% floor lets a few of them cross it in
+/// every identical rerun.
+pub fn familywise_z(m: usize) -> f64 {
+    normal_quantile(1.0 - 0.025 / m.max(1) as f64)
+}
+
 /// The interval widened by `noise_floor`, the 95% relative half-width of
 /// between-run noise the repeats could not see, added in quadrature to
 /// each half-width on the log scale.

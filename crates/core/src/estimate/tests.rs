@@ -463,3 +463,31 @@ fn normal_quantiles_match_the_table() {
     assert!((normal_quantile(1.0 - 0.025 / 60.0) - 3.341_479).abs() < 1e-5);
     assert!(normal_quantile(0.0).is_nan() && normal_quantile(1.0).is_nan());
 }
+
+fn runs(sha: &str, xs: &[f64]) -> Vec<(String, f64)> {
+    xs.iter().map(|&x| (sha.to_owned(), x)).collect()
+}
+
+#[test]
+fn the_floor_is_learned_from_reruns_of_one_build_and_covers_their_widest_swing() {
+    // Too few reruns: nothing learned.
+    assert_eq!(
+        floor_from_series(&runs("a", &[100.0, 101.0, 99.0]), 1.96),
+        None
+    );
+    // A step between builds is not noise: only same-build pairs count.
+    let mut s = runs("a", &[100.0, 101.0, 99.0, 100.0]);
+    s.extend(runs("b", &[150.0, 151.0, 149.0, 150.0]));
+    let f = floor_from_series(&s, 1.96).unwrap();
+    assert!(f < 0.1, "{f}");
+    // A bimodal metric: the rare large swing sets the floor.
+    let bimodal = runs("a", &[100.0, 101.0, 99.0, 100.0, 400.0, 100.0, 99.0]);
+    let f = floor_from_series(&bimodal, 1.96).unwrap();
+    assert!(f >= 3.0, "{f}");
+}
+
+#[test]
+fn the_familywise_z_grows_with_the_metrics_judged() {
+    assert!((familywise_z(1) - 1.96).abs() < 0.01);
+    assert!((familywise_z(60) - 3.34).abs() < 0.01);
+}
