@@ -349,6 +349,8 @@ fn openflow_bench_quick_runs_side_by_side() {
             "2",
             "--ms-per-test",
             "100",
+            "--repeat",
+            "3",
             "--format",
             "json",
         ])
@@ -370,6 +372,23 @@ fn openflow_bench_quick_runs_side_by_side() {
             "{r}"
         );
         assert!(r["metrics"]["controller_cpu_s"].as_f64().unwrap() > 0.0);
+        // Three separate runs, folded into one record with their samples
+        // and the interval around the median run's figure.
+        let m = &r["metrics"];
+        for k in ["controller_ns_per_response", "responses_per_s_median"] {
+            assert_eq!(m[format!("{k}_n")].as_u64(), Some(3), "{k}: {r}");
+            assert_eq!(
+                m[format!("{k}_samples")].as_array().map(Vec::len),
+                Some(3),
+                "{k}: {r}"
+            );
+            let (lo, v, hi) = (
+                m[format!("{k}_lo")].as_f64().unwrap(),
+                m[k].as_f64().unwrap(),
+                m[format!("{k}_hi")].as_f64().unwrap(),
+            );
+            assert!(lo <= v && v <= hi, "{k}: {lo} {v} {hi}");
+        }
     }
 }
 

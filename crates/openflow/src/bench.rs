@@ -53,6 +53,13 @@ pub struct BenchConfig {
     pub emulator_threads: usize,
     pub controller_cpus: Option<String>,
     pub emulator_cpus: Option<String>,
+    /// Runs of every configuration, interleaved (A B C A B C): at least
+    /// `repeats`, more up to `max_repeats` while a headline metric's
+    /// interval is wider than ±2% (`max_repeats <= repeats`: exactly
+    /// `repeats`). The windows of one run are not repeats; separate runs
+    /// are, and each record carries their samples and interval.
+    pub repeats: usize,
+    pub max_repeats: usize,
     /// Start no configuration after this instant (the suite's time
     /// budget); the configurations left out are listed in
     /// [`BenchReport::skipped`].
@@ -74,6 +81,8 @@ impl Default for BenchConfig {
             emulator_threads: 1,
             controller_cpus: None,
             emulator_cpus: None,
+            repeats: 1,
+            max_repeats: 1,
             deadline: None,
         }
     }
@@ -132,7 +141,14 @@ pub struct BenchRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub config: BenchConfig,
+    /// One row per configuration: the run whose headline metric is the
+    /// median of its repeats.
     pub rows: Vec<BenchRow>,
+    /// Every run of each configuration, in the order of `rows`.
+    pub runs: Vec<Vec<BenchRow>>,
+    /// Configurations that got fewer runs than `repeats` because the
+    /// deadline passed ("16 switches, latency, naive: 3 of 5 runs").
+    pub short: Vec<String>,
     /// Configurations not started because the deadline had passed
     /// ("16 switches, latency, naive").
     pub skipped: Vec<String>,
@@ -210,53 +226,68 @@ impl BenchReport {
         for k in &self.skipped {
             s.push_str(&format!("not run (time budget spent): {k}\n"));
         }
+        for k in &self.short {
+            s.push_str(&format!("fewer runs than asked (time budget spent): {k}\n"));
+        }
+        if let Some(n) = self.runs.iter().map(Vec::len).max().filter(|&n| n > 1) {
+            let lo = self.runs.iter().map(Vec::len).min().unwrap_or(n);
+            s.push_str(&format!(
+                "each row is the median of {} separate runs, interleaved; the records carry every run's figures and the 95% intervals\n",
+                if lo == n { n.to_string() } else { format!("{lo}-{n}") }
+            ));
+        }
         s
     }
 
     pub fn records(&self) -> Vec<Record> {
-        self.rows
+        self.runs
             .iter()
-            .map(|r| {
-                let mut rec = Record::new("openflow", "bench")
-                    .param("switches", r.switches)
-                    .param("mode", r.mode)
-                    .param("variant", r.variant)
-                    .param("ms_per_test", self.config.ms_per_test)
-                    .param("loops", self.config.loops)
-                    .param("of13", self.config.of13)
-                    .param("controller_threads", self.config.controller_threads)
-                    .param("emulator_threads", self.config.emulator_threads)
-                    .param("tcp_congestion", &r.tcp_congestion)
-                    .metric("responses_per_s_median", r.median)
-                    .metric("responses_per_s_avg", r.avg)
-                    .metric("responses_per_s_min", r.min)
-                    .metric("responses_per_s_max", r.max)
-                    .metric("responses_per_s_stdev", r.stdev)
-                    .metric("tests", r.tests)
-                    .metric("matched", r.matched)
-                    .metric("duplicate", r.duplicate)
-                    .metric("controller_cpu_s", r.controller_cpu_s)
-                    .metric("controller_ns_per_response", r.controller_ns_per_response)
-                    .metric("emulator_cpu_s", r.emulator_cpu_s)
-                    .metric("emulator_ns_per_response", r.emulator_ns_per_response)
-                    .metric("emulator_busy", r.emulator_busy)
-                    .metric("backpressure_pauses", r.backpressure_pauses)
-                    .metric("closed_connections", r.closed_connections)
-                    .metric("switches_ready", r.switches_connected)
-                    .metric("partial", r.switches_connected < r.switches)
-                    .metric("stall_worst_ms", r.stall_worst_ms);
-                // The windows of one run are not repeats: their spread is
-                // the noise within the run, far below the noise between
-                // runs (an A/A of two suites moved these rates 0.4-2.7x
-                // with window intervals of +-10%), so they are recorded
-                // as windows, not as the metric's samples.
-                rec.push_metric("responses_per_s_windows", &r.window_rates);
-                if let Some(rt) = &r.round_trip_ns {
-                    rec.push_metric("round_trip_ns", rt);
-                }
-                rec
+            .flat_map(|runs| {
+                let recs = runs.iter().map(|r| self.record(r)).collect();
+                commbench_core::lab::fold_repeats(&crate::lab::OpenflowLab, recs)
             })
             .collect()
+    }
+
+    fn record(&self, r: &BenchRow) -> Record {
+        let mut rec = Record::new("openflow", "bench")
+            .param("switches", r.switches)
+            .param("mode", r.mode)
+            .param("variant", r.variant)
+            .param("ms_per_test", self.config.ms_per_test)
+            .param("loops", self.config.loops)
+            .param("of13", self.config.of13)
+            .param("controller_threads", self.config.controller_threads)
+            .param("emulator_threads", self.config.emulator_threads)
+            .param("tcp_congestion", &r.tcp_congestion)
+            .metric("responses_per_s_median", r.median)
+            .metric("responses_per_s_avg", r.avg)
+            .metric("responses_per_s_min", r.min)
+            .metric("responses_per_s_max", r.max)
+            .metric("responses_per_s_stdev", r.stdev)
+            .metric("tests", r.tests)
+            .metric("matched", r.matched)
+            .metric("duplicate", r.duplicate)
+            .metric("controller_cpu_s", r.controller_cpu_s)
+            .metric("controller_ns_per_response", r.controller_ns_per_response)
+            .metric("emulator_cpu_s", r.emulator_cpu_s)
+            .metric("emulator_ns_per_response", r.emulator_ns_per_response)
+            .metric("emulator_busy", r.emulator_busy)
+            .metric("backpressure_pauses", r.backpressure_pauses)
+            .metric("closed_connections", r.closed_connections)
+            .metric("switches_ready", r.switches_connected)
+            .metric("partial", r.switches_connected < r.switches)
+            .metric("stall_worst_ms", r.stall_worst_ms);
+        // The windows of one run are not repeats: their spread is the
+        // noise within the run, far below the noise between runs (an A/A
+        // of two suites moved these rates 0.4-2.7x with window intervals
+        // of +-10%), so they are recorded as windows; the samples of a
+        // metric are separate runs (`repeats`).
+        rec.push_metric("responses_per_s_windows", &r.window_rates);
+        if let Some(rt) = &r.round_trip_ns {
+            rec.push_metric("round_trip_ns", rt);
+        }
+        rec
     }
 }
 
@@ -342,6 +373,10 @@ fn one(
 }
 
 /// Run the benchmark matrix; progress goes to `rec`, records are pushed.
+///
+/// Every configuration runs `repeats` times or more (see
+/// [`BenchConfig::repeats`]), interleaved over configurations, so that a
+/// slow spell of the machine lands on every variant alike.
 pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchError> {
     if cfg.warmup >= cfg.loops {
         return Err(BenchError::Config("warmup must be less than loops".into()));
@@ -351,91 +386,103 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
             "need at least one switch count, mode and variant".into(),
         ));
     }
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
+    if cfg.repeats == 0 {
+        return Err(BenchError::Config("repeats must be at least 1".into()));
+    }
+    let plan = commbench_core::estimate::Repeats {
+        min: cfg.repeats,
+        max: cfg.max_repeats.max(cfg.repeats),
+        ..Default::default()
+    };
+    // Configuration order; the variants alternate direction between
+    // (switches, mode) groups so that no variant always runs first.
+    let mut order = Vec::new();
     let mut flip = false;
     for &n in &cfg.switches {
         for &tp in &cfg.modes {
-            let mut order = cfg.variants.clone();
+            let mut vs = cfg.variants.clone();
             if flip {
-                order.reverse();
+                vs.reverse();
             }
             flip = !flip;
-            for v in order {
-                if cfg.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                    skipped.push(format!("{n} switches, {}, {}", mode_name(tp), v.name()));
-                    continue;
-                }
-                rec.progress(&format!(
-                    "openflow: {n} switches, {}, {}",
-                    mode_name(tp),
-                    v.name()
-                ));
-                let (mut report, mut ctl) = one(cfg, n, tp, v)?;
-                if report.rounds[0].partial() {
-                    // A slow start on a loaded machine: try once more
-                    // before recording the configuration as partial.
-                    rec.progress(&format!(
-                        "openflow: {n} switches, {}: only {} ready, retrying",
-                        mode_name(tp),
-                        report.rounds[0].switches_ready
-                    ));
-                    (report, ctl) = one(cfg, n, tp, v)?;
-                }
-                let round = &report.rounds[0];
-                let responses = round.tally.responses.max(1);
-                rows.push(BenchRow {
-                    switches: n,
-                    tcp_congestion: report.tcp_congestion.applied.clone(),
-                    mode: mode_name(tp),
-                    variant: v.name(),
-                    min: round.result.min,
-                    max: round.result.max,
-                    avg: round.result.avg,
-                    stdev: round.result.stdev,
-                    median: kept_median(round),
-                    window_rates: round
-                        .windows
-                        .iter()
-                        .filter(|w| w.kept)
-                        .map(|w| 1000.0 * w.per_ms)
-                        .collect(),
-                    tests: round.result.tests,
-                    responses: round.tally.responses,
-                    matched: round.tally.matched,
-                    duplicate: round.tally.duplicate,
-                    round_trip_ns: round.round_trip_ns.clone(),
-                    controller_cpu_s: ctl.cpu_s(),
-                    emulator_cpu_s: round.emulator_cpu_s,
-                    wall_s: round.wall_s,
-                    controller_ns_per_response: ctl.cpu_s() * 1e9 / ctl.flow_mod_sent.max(1) as f64,
-                    emulator_ns_per_response: round.emulator_cpu_s * 1e9 / responses as f64,
-                    emulator_busy: round.emulator_busy_max,
-                    backpressure_pauses: ctl.backpressure_pauses,
-                    closed_connections: round.closed.len(),
-                    switches_connected: round.switches_ready,
-                    stall_worst_ms: round
-                        .windows
-                        .iter()
-                        .map(|w| w.stall.worst_ms)
-                        .fold(0.0, f64::max),
-                });
-            }
+            order.extend(vs.into_iter().map(|v| (n, tp, v)));
         }
     }
-    // Present rows in configuration order regardless of run order.
-    let idx = |r: &BenchRow| {
+    let mut runs: Vec<Vec<BenchRow>> = vec![Vec::new(); order.len()];
+    let past = || cfg.deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    let mut round = 0;
+    loop {
+        let wanted: Vec<bool> = runs
+            .iter()
+            .map(|v| {
+                if v.len() < plan.min {
+                    return true;
+                }
+                let recs: Vec<Record> = v.iter().map(row_record).collect();
+                commbench_core::lab::wants_more(&crate::lab::OpenflowLab, &recs, &plan)
+            })
+            .collect();
+        if round >= plan.max || !wanted.iter().any(|&w| w) || (round > 0 && past()) {
+            break;
+        }
+        round += 1;
+        for (i, &(n, tp, v)) in order.iter().enumerate() {
+            if !wanted[i] || past() {
+                continue;
+            }
+            rec.progress(&format!(
+                "openflow: {n} switches, {}, {} (run {round} of {})",
+                mode_name(tp),
+                v.name(),
+                plan.min
+            ));
+            let (mut report, mut ctl) = one(cfg, n, tp, v)?;
+            if report.rounds[0].partial() {
+                // A slow start on a loaded machine: try once more
+                // before recording the configuration as partial.
+                rec.progress(&format!(
+                    "openflow: {n} switches, {}: only {} ready, retrying",
+                    mode_name(tp),
+                    report.rounds[0].switches_ready
+                ));
+                (report, ctl) = one(cfg, n, tp, v)?;
+            }
+            runs[i].push(bench_row(&report, &ctl, n, tp, v));
+        }
+    }
+    let mut skipped = Vec::new();
+    let mut short = Vec::new();
+    for (i, &(n, tp, v)) in order.iter().enumerate() {
+        let name = format!("{n} switches, {}, {}", mode_name(tp), v.name());
+        match runs[i].len() {
+            0 => skipped.push(name),
+            k if k < plan.min => short.push(format!("{name}: {k} of {} runs", plan.min)),
+            _ => {}
+        }
+    }
+    // Present configurations in their declared order regardless of run
+    // order; each row is the run with the median headline figure.
+    let idx = |&(n, tp, v): &(usize, bool, Variant)| {
         (
-            cfg.switches.iter().position(|&s| s == r.switches),
-            cfg.modes.iter().position(|&m| mode_name(m) == r.mode),
-            cfg.variants.iter().position(|v| v.name() == r.variant),
+            cfg.switches.iter().position(|&s| s == n),
+            cfg.modes.iter().position(|&m| m == tp),
+            cfg.variants.iter().position(|&x| x == v),
         )
     };
-    rows.sort_by_key(idx);
+    let mut measured: Vec<(usize, Vec<BenchRow>)> = runs
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    measured.sort_by_key(|(i, _)| idx(&order[*i]));
+    let runs: Vec<Vec<BenchRow>> = measured.into_iter().map(|(_, v)| v).collect();
+    let rows = runs.iter().map(|v| median_run(v).clone()).collect();
     let report = BenchReport {
         config: cfg.clone(),
         rows,
+        runs,
         skipped,
+        short,
     };
     for r in report.records() {
         rec.push(r);
@@ -443,8 +490,80 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
     Ok(report)
 }
 
-/// The quick pass for `commbench suite`: 1 and 16 switches, both modes,
-/// naive vs template vs the trivial responder.
+/// The record of one run, for deciding whether more runs are wanted (the
+/// parameters do not matter there, only the headline metrics).
+fn row_record(r: &BenchRow) -> Record {
+    Record::new("openflow", "bench")
+        .metric("controller_ns_per_response", r.controller_ns_per_response)
+        .metric("responses_per_s_median", r.median)
+}
+
+/// The run whose controller CPU per response is the median of the runs
+/// (its rate when the controller's CPU is not known).
+fn median_run(v: &[BenchRow]) -> &BenchRow {
+    let key = |r: &BenchRow| {
+        if r.controller_ns_per_response.is_finite() && r.controller_ns_per_response > 0.0 {
+            r.controller_ns_per_response
+        } else {
+            r.median
+        }
+    };
+    let mut order: Vec<&BenchRow> = v.iter().collect();
+    order.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    order[(order.len() - 1) / 2]
+}
+
+fn bench_row(
+    report: &CbenchReport,
+    ctl: &ControllerStats,
+    n: usize,
+    tp: bool,
+    v: Variant,
+) -> BenchRow {
+    let round = &report.rounds[0];
+    let responses = round.tally.responses.max(1);
+    BenchRow {
+        switches: n,
+        tcp_congestion: report.tcp_congestion.applied.clone(),
+        mode: mode_name(tp),
+        variant: v.name(),
+        min: round.result.min,
+        max: round.result.max,
+        avg: round.result.avg,
+        stdev: round.result.stdev,
+        median: kept_median(round),
+        window_rates: round
+            .windows
+            .iter()
+            .filter(|w| w.kept)
+            .map(|w| 1000.0 * w.per_ms)
+            .collect(),
+        tests: round.result.tests,
+        responses: round.tally.responses,
+        matched: round.tally.matched,
+        duplicate: round.tally.duplicate,
+        round_trip_ns: round.round_trip_ns.clone(),
+        controller_cpu_s: ctl.cpu_s(),
+        emulator_cpu_s: round.emulator_cpu_s,
+        wall_s: round.wall_s,
+        controller_ns_per_response: ctl.cpu_s() * 1e9 / ctl.flow_mod_sent.max(1) as f64,
+        emulator_ns_per_response: round.emulator_cpu_s * 1e9 / responses as f64,
+        emulator_busy: round.emulator_busy_max,
+        backpressure_pauses: ctl.backpressure_pauses,
+        closed_connections: round.closed.len(),
+        switches_connected: round.switches_ready,
+        stall_worst_ms: round
+            .windows
+            .iter()
+            .map(|w| w.stall.worst_ms)
+            .fold(0.0, f64::max),
+    }
+}
+
+/// The suite's openflow step: every configuration five runs or more,
+/// interleaved, short windows (the variance lives between runs, so many
+/// short runs say more than a few long ones). The quick preset measures
+/// throughput only (the answer's figures); the default adds latency mode.
 pub fn suite(
     quick: bool,
     deadline: Option<std::time::Instant>,
@@ -452,15 +571,20 @@ pub fn suite(
 ) -> Result<BenchReport, BenchError> {
     let cfg = if quick {
         BenchConfig {
-            loops: 3,
-            ms_per_test: 300,
+            modes: vec![true],
+            loops: 2,
+            ms_per_test: 200,
+            repeats: 5,
+            max_repeats: 8,
             deadline,
             ..Default::default()
         }
     } else {
         BenchConfig {
-            loops: 4,
-            ms_per_test: 1000,
+            loops: 3,
+            ms_per_test: 250,
+            repeats: 5,
+            max_repeats: 10,
             deadline,
             ..Default::default()
         }

@@ -118,8 +118,8 @@ impl Lab for OpenflowLab {
     }
     fn budget(&self) -> Budget {
         Budget {
-            quick_s: 15,
-            default_s: 55,
+            quick_s: 20,
+            default_s: 58,
         }
     }
     fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
@@ -130,9 +130,9 @@ impl Lab for OpenflowLab {
                 row.switches, row.switches_connected, row.mode, row.variant
             );
         }
-        Ok(StepOutcome {
-            cut_short: r.skipped,
-        })
+        let mut cut_short = r.skipped;
+        cut_short.extend(r.short);
+        Ok(StepOutcome { cut_short })
     }
     fn answer(&self, recs: &[Record]) -> Option<String> {
         let r = of(recs, self.record_labs());

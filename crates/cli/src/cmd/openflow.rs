@@ -509,6 +509,10 @@ pub struct BenchArgs {
     /// Short runs (3 windows of 300 ms).
     #[arg(long)]
     pub quick: bool,
+    /// Separate runs per configuration, interleaved (A B C A B C), 1..=100:
+    /// the records carry their samples and 95% intervals.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
     /// OpenFlow 1.3 instead of 1.0.
     #[arg(long)]
     pub of13: bool,
@@ -564,6 +568,8 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         emulator_threads: a.emulator_threads as usize,
         controller_cpus: a.controller_cpus.clone(),
         emulator_cpus: a.emulator_cpus.clone(),
+        repeats: a.repeat as usize,
+        max_repeats: a.repeat as usize,
         deadline: None,
     };
     let mut rec = crate::progress::recorder();
