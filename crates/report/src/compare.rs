@@ -233,10 +233,21 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
                 continue;
             };
             let (dir, quantity) = direction(labs, &ra.lab, &ra.test, &m);
-            // Learned on runs of exactly the "before" configuration: with
-            // ignored parameters, the other side's runs differ on purpose.
-            let floor =
-                (o.noise_floor)(&ra.lab, &ra.test, &params_key(ra), &m).unwrap_or(o.default_floor);
+            // Learned per side on runs of exactly that side's
+            // configuration (with ignored parameters the two sides differ
+            // on purpose, and each side's reruns show its own noise); the
+            // larger floor counts, since either side may have drifted.
+            let (ka, kb) = (params_key(ra), params_key(rb));
+            let fa = (o.noise_floor)(&ra.lab, &ra.test, &ka, &m);
+            let fb = if kb == ka {
+                None
+            } else {
+                (o.noise_floor)(&rb.lab, &rb.test, &kb, &m)
+            };
+            let floor = match (fa, fb) {
+                (Some(a), Some(b)) => a.max(b),
+                (a, b) => a.or(b).unwrap_or(o.default_floor),
+            };
             let mut c = judge_pair(ra, rb, &m, before, after, dir, quantity, o.threshold, floor);
             c.lab = ra.lab.clone();
             c.test = ra.test.clone();
@@ -440,6 +451,34 @@ mod tests {
         let rate = c.iter().find(|c| c.metric == "msgs_per_s").unwrap();
         assert_eq!(rate.verdict, "inconclusive", "{rate:?}");
         assert!(rate.lo < 1.05, "{rate:?}");
+    }
+
+    #[test]
+    fn with_ignored_parameters_the_noisier_side_sets_the_floor() {
+        // delay:1000 against delay:1100 with `work` ignored: only the
+        // after side's reruns are noisy, and its floor must widen the
+        // interval too.
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0];
+        let up: Vec<f64> = base.iter().map(|x| x * 1.12).collect();
+        let a = vec![sampled(1, &base).param("work", "delay:1000")];
+        let b = vec![sampled(1, &up).param("work", "delay:1100")];
+        let floor =
+            |_: &str, _: &str, params: &str, _: &str| params.contains("delay:1100").then_some(0.10);
+        let ignore = ["work".to_owned()];
+        let o = Options {
+            threshold: 0.05,
+            only: &[],
+            ignore_params: &ignore,
+            noise_floor: &floor,
+            default_floor: 0.0,
+            load_gap: 0.0,
+            env_load: (None, None),
+            machines_differ: None,
+        };
+        let c = compare_with(&a, &b, &o, &[]);
+        let rate = c.iter().find(|c| c.metric == "msgs_per_s").unwrap();
+        assert!((rate.noise_floor - 0.10).abs() < 1e-12, "{rate:?}");
+        assert_eq!(rate.verdict, "inconclusive", "{rate:?}");
     }
 
     #[test]
