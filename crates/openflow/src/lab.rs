@@ -4,7 +4,7 @@
 
 use crate::bench;
 use commbench_core::figure::FigureSpec;
-use commbench_core::lab::answer::{is, median, ns, of, rate, ratio};
+use commbench_core::lab::answer::{is, median, ns, of, rate, ratio, ratio_between};
 use commbench_core::lab::{
     Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
 };
@@ -150,11 +150,26 @@ impl Lab for OpenflowLab {
         };
         let t = get("template", "responses_per_s_median")?;
         let nv = get("naive", "responses_per_s_median")?;
+        let pick = |v: &'static str| {
+            move |x: &Record| {
+                x.test == "bench"
+                    && is(x, "variant", v)
+                    && is(x, "mode", "throughput")
+                    && x.params.get("switches").and_then(Value::as_u64) == Some(1)
+            }
+        };
+        // With the interval of the ratio when the records carry repeats.
+        let times = ratio_between(
+            &r,
+            pick("template"),
+            pick("naive"),
+            "responses_per_s_median",
+        )
+        .unwrap_or_else(|| ratio(t, nv));
         let mut a = format!(
-            "template {}/s vs naive {}/s = {} (seed: ~10× in Ruby)",
+            "template {}/s vs naive {}/s = {times} (seed: ~10× in Ruby)",
             rate(t),
             rate(nv),
-            ratio(t, nv)
         );
         if let (Some(ct), Some(cn)) = (
             get("template", "controller_ns_per_response"),

@@ -41,7 +41,8 @@ const TOKEN_WAKER: u64 = u64::MAX - 1;
 const SCRATCH_LEN: usize = 65536 + READ_CHUNK;
 /// A connection's input buffer above this is freed when it empties.
 const KEEP_PARTIAL: usize = 4096;
-/// A connection's output buffer above this is freed when it drains.
+/// A connection's output buffer above this is freed by the sweep when it
+/// is empty.
 const KEEP_OUT: usize = 65536;
 /// Freed buffer bytes after which a sweep returns heap memory to the kernel.
 const TRIM_AFTER: usize = 1 << 20;
@@ -409,6 +410,11 @@ impl Worker {
                 continue;
             };
             self.summarise(&mut c, now, false);
+            if c.out.is_empty() && c.out.capacity() > KEEP_OUT {
+                // A burst of replies is over: give its memory back.
+                self.freed += c.out.capacity();
+                c.out = Vec::new();
+            }
             let started = c.partial_since.map(|t| now.duration_since(t));
             let idle = now.duration_since(c.last_msg);
             let why = if started.is_some_and(|d| d >= self.cfg.partial_timeout) {
@@ -472,13 +478,12 @@ impl Worker {
             }
         }
         if c.out_pos == c.out.len() {
-            if c.out.capacity() > KEEP_OUT {
-                // A burst of replies is over: give its memory back.
-                self.freed += c.out.capacity();
-                c.out = Vec::new();
-            } else {
-                c.out.clear();
-            }
+            // Keep the capacity: under a generator that sends large
+            // batches, every turn's replies outgrow KEEP_OUT, and freeing
+            // them per turn cost a chain of reallocations (and the
+            // allocator's trims) per turn. The sweep gives an empty
+            // buffer above KEEP_OUT back within SWEEP_EVERY.
+            c.out.clear();
             c.out_pos = 0;
         } else if c.out_pos >= 65536 {
             c.out.drain(..c.out_pos);
