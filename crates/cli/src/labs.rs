@@ -314,6 +314,39 @@ mod tests {
         }
     }
 
+    /// A figure's axis shows a metric's label and unit: every metric a
+    /// declared figure draws is declared by its lab for the figure's test.
+    #[test]
+    fn every_metric_a_figure_draws_is_declared_with_a_unit() {
+        use commbench_core::figure::FigureKind;
+        for lab in labs() {
+            for f in lab.figures() {
+                let keys: Vec<&str> = match f.kind {
+                    FigureKind::Line | FigureKind::Bar => vec![f.y],
+                    FigureKind::Stacked(parts) => parts.to_vec(),
+                    FigureKind::Ladder(qs) => qs.iter().map(|q| q.1).collect(),
+                };
+                for k in keys {
+                    let m = lab.metric(f.test, k).unwrap_or_else(|| {
+                        panic!(
+                            "{}: figure {:?} draws {k}, which its lab does not declare for {}",
+                            lab.name(),
+                            f.title,
+                            f.test
+                        )
+                    });
+                    assert!(!m.unit.is_empty(), "{}: {k} has no unit", lab.name());
+                }
+                assert!(
+                    !f.x_label.is_empty() || matches!(f.kind, FigureKind::Ladder(_)),
+                    "{}: {:?} has no x label",
+                    lab.name(),
+                    f.title
+                );
+            }
+        }
+    }
+
     #[test]
     fn every_suite_step_respects_a_spent_budget() {
         // A deadline already past: each step starts nothing optional and

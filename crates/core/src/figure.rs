@@ -39,6 +39,27 @@ pub struct FigureSpec {
     pub series: &'static [&'static str],
     /// Only records this accepts (None: all of the lab's `test` records).
     pub filter: Option<fn(&Record) -> bool>,
+    /// The x axis in words with its unit (`message size (B)`; a
+    /// categorical axis is named: `transport`, `threads`).
+    pub x_label: &'static str,
+    /// The y axis in words when it is not one declared metric (a stacked
+    /// figure's whole: `CPU time`); empty: the declared label of `y`. The
+    /// unit always comes from the declared metrics.
+    pub y_label: &'static str,
+    /// Reference lines computed from the figure's records (a link's
+    /// budget, a peer's figure) when the caption refers to them.
+    pub reference: Option<References>,
+}
+
+/// Computes a figure's reference lines from the records it draws.
+pub type References = fn(&[&Record]) -> Vec<Reference>;
+
+/// A horizontal reference line: its name and its value in the unit of
+/// the figure's y axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub label: String,
+    pub y: f64,
 }
 
 impl FigureSpec {
@@ -47,18 +68,29 @@ impl FigureSpec {
         r.lab == self.lab && r.test == self.test && self.filter.is_none_or(|f| f(r))
     }
 
-    /// The series name of a record (`epoll-lt index`).
+    /// The series name of a record in words (`epoll-lt, index`,
+    /// `switches 16, throughput`): a text value as it is, a number or a
+    /// flag after its parameter's name.
     pub fn series_name(&self, r: &Record) -> String {
-        let parts: Vec<String> = self
-            .series
+        self.series_name_of(r, self.series)
+    }
+
+    /// [`Self::series_name`] from the parameters `keys` only (the report
+    /// leaves out those that do not vary within a figure).
+    pub fn series_name_of(&self, r: &Record, keys: &[&str]) -> String {
+        let parts: Vec<String> = keys
             .iter()
-            .filter_map(|k| r.params.get(*k))
-            .map(|v| v.to_string().trim_matches('"').to_owned())
+            .filter_map(|k| r.params.get(*k).map(|v| (k, v)))
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => format!("{} none", k.replace('_', " ")),
+                v => format!("{} {v}", k.replace('_', " ")),
+            })
             .collect();
         if parts.is_empty() {
             r.test.clone()
         } else {
-            parts.join(" ")
+            parts.join(", ")
         }
     }
 }

@@ -17,6 +17,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "msgs_per_s",
             series: &["size", "sessions"],
             filter: None,
+            x_label: "transport",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -28,6 +31,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "cpu_ns_per_op",
             series: &["size", "sessions"],
             filter: None,
+            x_label: "transport",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -39,6 +45,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "rt_p99_ns",
             series: &["size", "sessions"],
             filter: None,
+            x_label: "transport",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Ladder(&[
@@ -56,6 +65,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "",
             series: &["transport", "size"],
             filter: None,
+            x_label: "",
+            y_label: "round trip",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -67,6 +79,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "gib_per_s",
             series: &["size"],
             filter: None,
+            x_label: "transport",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -78,6 +93,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "msgs_per_s",
             series: &["clients", "transport", "wait"],
             filter: None,
+            x_label: "sessions",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -89,6 +107,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "cpu_ns_per_op",
             series: &["clients", "transport", "wait"],
             filter: None,
+            x_label: "sessions",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -100,6 +121,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "ctx_per_op",
             series: &["clients", "transport", "wait"],
             filter: None,
+            x_label: "sessions",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -111,6 +135,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "msgs_per_s",
             series: &["transport"],
             filter: None,
+            x_label: "message size (B)",
+            y_label: "",
+            reference: None,
         },
     ]
 }

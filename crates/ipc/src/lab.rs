@@ -19,7 +19,7 @@ pub struct IpcLab;
 const REQRES: &[&str] = &["reqres"];
 const STREAM: &[&str] = &["stream"];
 
-static METRICS: [MetricSpec; 10] = [
+static METRICS: [MetricSpec; 13] = [
     MetricSpec::headline(
         "cpu_ns_per_op",
         "CPU per message (both sides)",
@@ -47,6 +47,30 @@ static METRICS: [MetricSpec; 10] = [
     MetricSpec::other(
         "rt_p50_ns",
         "round trip, median",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        REQRES,
+    ),
+    MetricSpec::other(
+        "rt_p90_ns",
+        "round trip, p90",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        REQRES,
+    ),
+    MetricSpec::other(
+        "rt_p999_ns",
+        "round trip, p99.9",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        REQRES,
+    ),
+    MetricSpec::other(
+        "rt_p9999_ns",
+        "round trip, p99.99",
         "ns",
         Better::Lower,
         Quantity::Time,

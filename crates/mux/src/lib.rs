@@ -68,6 +68,9 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             y: "server_cpu_us_per_rt",
             series: &["engine", "lookup", "conns"],
             filter: None,
+            x_label: "active connections",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -79,6 +82,9 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             y: "server_cpu_us_per_rt",
             series: &["lookup", "conns", "active"],
             filter: None,
+            x_label: "engine",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -90,6 +96,9 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             y: "server_cpu_us_per_rt",
             series: &["engine", "lookup", "conns"],
             filter: Some(all_active),
+            x_label: "rounds per connection",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -101,6 +110,9 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             y: "rt_per_s",
             series: &["engine", "lookup", "conns"],
             filter: Some(all_active),
+            x_label: "rounds per connection",
+            y_label: "",
+            reference: None,
         },
     ]
 }

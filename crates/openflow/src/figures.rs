@@ -18,6 +18,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "responses_per_s_median",
             series: &["switches", "mode"],
             filter: None,
+            x_label: "controller variant",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -29,6 +32,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "controller_ns_per_response",
             series: &["switches", "mode"],
             filter: None,
+            x_label: "controller variant",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -40,6 +46,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "responses_per_s_median",
             series: &["controller", "switches"],
             filter: None,
+            x_label: "cbench mode",
+            y_label: "",
+            reference: None,
         },
     ]
 }

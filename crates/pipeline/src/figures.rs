@@ -3,7 +3,47 @@
 //! bulk size (TxBuffer), over RSS queues, over injected delay per packet —
 //! one series per mode, frame size and work, the median over repeats.
 
-use commbench_core::figure::{FigureKind, FigureSpec};
+use commbench_core::figure::{FigureKind, FigureSpec, Reference};
+use commbench_core::Record;
+
+/// Link speeds whose per-packet budget the stacked figure draws (Gb/s).
+const LINKS_GBPS: [f64; 4] = [10.0, 25.0, 40.0, 100.0];
+
+/// The ticks per packet each link of [`LINKS_GBPS`] allows at the frame
+/// size of the records drawn, from the records themselves: a run records
+/// its ticks and what is left of the 10 GbE budget, so the budget is their
+/// sum (the median over the records of the most common frame size), and
+/// a link N times faster allows 1/N of it.
+fn link_budgets(records: &[&Record]) -> Vec<Reference> {
+    let size = |r: &Record| r.params.get("size").and_then(|v| v.as_u64());
+    let mut sizes: Vec<u64> = records.iter().filter_map(|r| size(r)).collect();
+    sizes.sort_unstable();
+    let Some(common) = sizes
+        .chunk_by(|a, b| a == b)
+        .max_by_key(|c| c.len())
+        .map(|c| c[0])
+    else {
+        return Vec::new();
+    };
+    let mut at_10g: Vec<f64> = records
+        .iter()
+        .filter(|r| size(r) == Some(common))
+        .filter_map(|r| Some(r.metric_f64("ticks_total")? + r.metric_f64("left_ticks_10G")?))
+        .filter(|b| b.is_finite() && *b > 0.0)
+        .collect();
+    if at_10g.is_empty() {
+        return Vec::new();
+    }
+    at_10g.sort_by(f64::total_cmp);
+    let b10 = at_10g[at_10g.len() / 2];
+    LINKS_GBPS
+        .iter()
+        .map(|g| Reference {
+            label: format!("{g} GbE at {common} B"),
+            y: b10 * 10.0 / g,
+        })
+        .collect()
+}
 
 pub fn figures() -> Vec<FigureSpec> {
     vec![
@@ -12,11 +52,14 @@ pub fn figures() -> Vec<FigureSpec> {
             lab: "pipeline",
             test: "run",
             title: "pipeline: TSC ticks per packet, rx burst + work + tx",
-            caption: "What each part of a DPDK-style loop costs per packet (the seed's three parts); compare with the ticks a link speed allows per packet.",
+            caption: "What each part of a DPDK-style loop costs per packet (the seed's three parts). Dashed lines: the ticks per packet a 10, 25, 40 and 100 GbE link allows at the frame size drawn; a bar below a line keeps up with that link.",
             x: "mode",
             y: "",
             series: &["size", "work"],
             filter: None,
+            x_label: "mode",
+            y_label: "TSC ticks per packet",
+            reference: Some(link_budgets),
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -28,6 +71,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "ticks_per_hash",
             series: &["impl"],
             filter: None,
+            x_label: "hash input",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -39,6 +85,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "mpps",
             series: &["mode", "size", "work"],
             filter: None,
+            x_label: "tx bulk (packets)",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -50,6 +99,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "mpps",
             series: &["mode", "size", "work"],
             filter: None,
+            x_label: "RSS queues",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -61,6 +113,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "mpps",
             series: &["mode", "size"],
             filter: None,
+            x_label: "injected delay per packet (ns)",
+            y_label: "",
+            reference: None,
         },
     ]
 }
@@ -68,7 +123,20 @@ pub fn figures() -> Vec<FigureSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use commbench_core::Record;
+
+    #[test]
+    fn link_budgets_come_from_the_records_ticks_and_what_is_left() {
+        let r = Record::new("pipeline", "run")
+            .param("size", 64)
+            .metric("ticks_total", 9.0)
+            .metric("left_ticks_10G", 165.0);
+        let refs = link_budgets(&[&r]);
+        assert_eq!(refs.len(), 4);
+        assert_eq!(refs[0].y, 174.0);
+        assert_eq!(refs[3].y, 17.4);
+        assert_eq!(refs[3].label, "100 GbE at 64 B");
+        assert!(link_budgets(&[&Record::new("pipeline", "run")]).is_empty());
+    }
 
     #[test]
     fn each_sweep_has_a_figure_that_takes_its_records() {
@@ -81,7 +149,7 @@ mod tests {
         assert!(f.iter().any(|s| s.accepts(&r) && s.x == "queues"));
         assert!(f
             .iter()
-            .any(|s| s.accepts(&r) && s.series_name(&r) == "rtc 64 swap"));
+            .any(|s| s.accepts(&r) && s.series_name(&r) == "rtc, size 64, swap"));
         assert!(!f
             .iter()
             .any(|s| s.kind == FigureKind::Line && s.accepts(&Record::new("pipeline", "run"))));

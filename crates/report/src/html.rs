@@ -1,13 +1,22 @@
 //! The HTML report: one self-contained page (no external resources) for
 //! one or several runs, rendered through the minijinja template
-//! `templates/report.html`: each lab's question and answer, the machine,
-//! compare's verdicts between runs, per-lab figures and tables, and every
-//! run's environment. Invariants: several runs are overlaid in the same
-//! figures, each record tagged with its run under [`RUN_PARAM`]; the summary
-//! is computed over the untagged records; `suite` records get no section.
+//! `templates/report.html`: each lab's question and answer (one line per
+//! run when several are overlaid), the machine, compare's verdicts between
+//! runs of the same preset, per-lab figures and tables, and every run's
+//! environment.
+//!
+//! Invariants: a section is a registry lab (`core` holds the `timer`,
+//! `budget` and `delay` records), so the summary's link to it resolves;
+//! several runs are overlaid in the same figures, each record tagged with
+//! its run under [`RUN_PARAM`], while answers and verdicts are computed
+//! per run, never over a mix; "what changed" compares only runs of the
+//! same preset and lists the others as not comparable; each test's table
+//! shows the parameters that vary and the declared headline metrics with
+//! units, every other field in a collapsed block; `suite` records get no
+//! section.
 
-use crate::compare::{compare, Change};
-use crate::figures::{figures_for_lab, Figure, RUN_PARAM};
+use crate::compare::{compare_with, no_floor, Change, Options};
+use crate::figures::{figures_for_lab, value, Figure, RUN_PARAM};
 use crate::load::Loaded;
 use crate::summary;
 use crate::ReportError;
@@ -16,42 +25,87 @@ use commbench_core::lab::Lab;
 use commbench_core::record::Record;
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::Path;
+
+/// A table cell: the text shown (long text cut, the whole of it on
+/// hover) and whether it is a number (right-aligned).
+#[derive(Debug, Clone, Serialize)]
+struct Cell {
+    text: String,
+    /// The whole text when `text` was cut, else empty.
+    full: String,
+    n: bool,
+}
+
+/// Characters a cell shows before it is cut (the rest on hover).
+const CELL_CHARS: usize = 28;
+
+impl Cell {
+    fn new(text: String, n: bool) -> Cell {
+        if text.chars().count() > CELL_CHARS {
+            let cut: String = text.chars().take(CELL_CHARS - 1).collect();
+            Cell {
+                text: format!("{cut}…"),
+                full: text,
+                n,
+            }
+        } else {
+            Cell {
+                text,
+                full: String::new(),
+                n,
+            }
+        }
+    }
+}
+
+/// One test's table: the columns that matter, and every field collapsed.
+#[derive(Serialize)]
+struct TestTable {
+    name: String,
+    columns: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+    all_columns: Vec<String>,
+    all_rows: Vec<Vec<Cell>>,
+    /// What the table leaves out ("" when nothing).
+    note: String,
+}
 
 #[derive(Serialize)]
 struct LabSection {
     lab: String,
     figures: Vec<Figure>,
-    columns: Vec<String>,
-    rows: Vec<Vec<String>>,
-    /// What the table leaves out ("" when nothing).
+    tables: Vec<TestTable>,
+    /// What the section leaves out ("" when nothing).
     note: String,
 }
 
 /// Figures on one page (each lab's figures until this many are drawn).
 pub const MAX_PAGE_FIGURES: usize = 200;
-/// Rows of one lab's table shown on the page.
+/// Rows of one test's table shown on the page.
 pub const MAX_TABLE_ROWS: usize = 5_000;
-/// Columns of one lab's table shown on the page.
+/// Columns of one test's "all fields" table shown on the page.
 pub const MAX_TABLE_COLUMNS: usize = 300;
 
-/// A lab's table: one row per record (at most [`MAX_TABLE_ROWS`]), one
-/// column per flattened parameter or metric in first-seen order (at most
-/// [`MAX_TABLE_COLUMNS`]), and a note of what was left out.
-fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>, String) {
+/// Every field of a test's records: one row per record (at most
+/// [`MAX_TABLE_ROWS`]), one column per flattened parameter or metric in
+/// first-seen order (at most [`MAX_TABLE_COLUMNS`]), and a note of what
+/// was left out.
+fn all_fields(records: &[&Record]) -> (Vec<String>, Vec<Vec<Cell>>, String) {
     let mut cols: Vec<String> = Vec::new();
-    let mut col_ix: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut col_ix: HashMap<String, usize> = HashMap::new();
     let mut more_cols = 0usize;
     let mut rows = Vec::new();
     for r in records.iter().take(MAX_TABLE_ROWS) {
-        let mut v = vec![("test".to_owned(), Value::from(r.test.clone()))];
+        let mut v = Vec::new();
         for (k, x) in &r.params {
             commbench_core::record::flatten(k, x, &mut v);
         }
         for (k, x) in &r.metrics {
             commbench_core::record::flatten(k, x, &mut v);
         }
-        let mut row: Vec<Option<String>> = vec![None; cols.len()];
+        let mut row: Vec<Option<Cell>> = vec![None; cols.len()];
         for (k, x) in v {
             let i = match col_ix.get(&k) {
                 Some(&i) => i,
@@ -66,7 +120,7 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>, String) {
                     continue;
                 }
             };
-            row[i] = Some(cell(&x));
+            row[i] = Some(Cell::new(cell(&x), x.is_number()));
         }
         rows.push(row);
     }
@@ -74,7 +128,9 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>, String) {
         .into_iter()
         .map(|mut row| {
             row.resize(cols.len(), None);
-            row.into_iter().map(Option::unwrap_or_default).collect()
+            row.into_iter()
+                .map(|c| c.unwrap_or_else(|| Cell::new(String::new(), false)))
+                .collect()
         })
         .collect();
     let mut note = Vec::new();
@@ -95,6 +151,124 @@ fn table(records: &[&Record]) -> (Vec<String>, Vec<Vec<String>>, String) {
         format!("{}; the results file has them all.", note.join("; "))
     };
     (cols, rows, note)
+}
+
+/// Metrics that mark a run that could not do what was asked.
+const FLAGS: [&str; 4] = ["partial", "oversubscribed", "behind_schedule", "cut_short"];
+
+/// One test's table: the run (when overlaid), the parameters whose value
+/// differs between its records, the declared headline metrics the records
+/// carry (with units and the 95% interval when a record has one), and the
+/// flags; every field in the collapsed block.
+fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTable {
+    let test = recs.first().map_or("", |r| r.test.as_str());
+    let mut params: Vec<&str> = Vec::new();
+    for r in recs {
+        for k in r.params.keys() {
+            if k != RUN_PARAM && !params.contains(&k.as_str()) {
+                params.push(k);
+            }
+        }
+    }
+    let first = recs.first();
+    params.retain(|k| {
+        recs.iter()
+            .any(|r| r.params.get(*k) != first.and_then(|f| f.params.get(*k)))
+    });
+    let overlaid = recs.iter().any(|r| r.params.contains_key(RUN_PARAM));
+    let mut metrics: Vec<(&str, String)> = Vec::new();
+    if let Some(l) = lab {
+        let mut heads: Vec<_> = l.headlines(test);
+        if heads.is_empty() {
+            heads = l
+                .metrics()
+                .iter()
+                .filter(|m| m.applies_to(test))
+                .take(4)
+                .collect();
+        }
+        for m in heads {
+            if recs.iter().any(|r| r.metric_f64(m.key).is_some()) {
+                metrics.push((m.key, format!("{} ({})", m.label, m.unit)));
+            }
+        }
+    }
+    let flagged = |r: &Record| -> Vec<&str> {
+        FLAGS
+            .iter()
+            .copied()
+            .filter(|f| match r.metrics.get(*f) {
+                Some(Value::Bool(b)) => *b,
+                Some(Value::Null) | None => false,
+                Some(Value::String(s)) => !s.is_empty(),
+                Some(_) => true,
+            })
+            .collect()
+    };
+    let any_flag = recs.iter().any(|r| !flagged(r).is_empty());
+    let mut columns = Vec::new();
+    if overlaid {
+        columns.push("run".to_owned());
+    }
+    columns.extend(params.iter().map(|p| p.replace('_', " ")));
+    columns.extend(metrics.iter().map(|(_, h)| h.clone()));
+    if any_flag {
+        columns.push("flags".into());
+    }
+    let rows = recs
+        .iter()
+        .take(MAX_TABLE_ROWS)
+        .map(|r| {
+            let mut row = Vec::new();
+            if overlaid {
+                row.push(Cell::new(
+                    r.params.get(RUN_PARAM).map(cell).unwrap_or_default(),
+                    false,
+                ));
+            }
+            for p in &params {
+                let v = r.params.get(*p);
+                row.push(Cell::new(
+                    v.map(cell).unwrap_or_default(),
+                    v.is_some_and(Value::is_number),
+                ));
+            }
+            for (k, _) in &metrics {
+                let text = match r.metric_f64(k) {
+                    Some(v) => {
+                        let iv = r
+                            .metric_f64(&format!("{k}_lo"))
+                            .zip(r.metric_f64(&format!("{k}_hi")));
+                        match iv {
+                            Some((lo, hi)) => {
+                                format!("{} [{}, {}]", value(v, ""), value(lo, ""), value(hi, ""))
+                            }
+                            None => value(v, ""),
+                        }
+                    }
+                    None => String::new(),
+                };
+                row.push(Cell {
+                    text,
+                    full: String::new(),
+                    n: true,
+                });
+            }
+            if any_flag {
+                row.push(Cell::new(flagged(r).join(", "), false));
+            }
+            row
+        })
+        .collect();
+    let (all_columns, all_rows, note) = all_fields(recs);
+    TestTable {
+        name,
+        columns,
+        rows,
+        all_columns,
+        all_rows,
+        note,
+    }
 }
 
 /// A number for a table cell: as `human_number` writes it, but in
@@ -144,6 +318,8 @@ pub(crate) fn page_env(
 pub struct SummaryLine {
     pub lab: String,
     pub question: String,
+    /// The run the answer is of, when several runs are overlaid.
+    pub run: String,
     pub answer: String,
     pub flags: String,
 }
@@ -158,6 +334,34 @@ fn run_label(l: &Loaded) -> String {
             .file_name()
             .map_or_else(|| l.path.clone(), |f| f.to_string_lossy().into_owned()),
     }
+}
+
+/// The suite preset a run was made with (`quick`, `default`, `full`), or
+/// `none` for records that no suite wrote.
+fn preset_of(l: &Loaded) -> String {
+    l.records
+        .iter()
+        .find(|r| r.lab == "suite" && r.test == "step")
+        .and_then(|r| r.params.get("preset"))
+        .and_then(Value::as_str)
+        .unwrap_or("none")
+        .to_owned()
+}
+
+/// How two runs' machines or builds differ (CPU, core count, kernel,
+/// build profile), when they do.
+fn machines_differ(a: &Loaded, b: &Loaded) -> Option<String> {
+    let (ea, eb) = (a.environment.as_ref()?, b.environment.as_ref()?);
+    let diffs: Vec<String> = ["cpu_model", "logical_cpus", "kernel", "build_profile"]
+        .iter()
+        .filter(|k| ea.get(**k) != eb.get(**k))
+        .map(|k| format!("{k} {} vs {}", cell_of(ea.get(*k)), cell_of(eb.get(*k))))
+        .collect();
+    (!diffs.is_empty()).then(|| diffs.join("; "))
+}
+
+fn cell_of(v: Option<&Value>) -> String {
+    v.map(cell).unwrap_or_else(|| "?".into())
 }
 
 /// The machine in one line: CPU, cores, kernel, load, build.
@@ -193,6 +397,120 @@ fn machine_line(runs: &[Loaded], all: &[&Record]) -> String {
     )
 }
 
+/// The summary: each lab's answer from each run's own records (one line
+/// per lab and run, never an answer over a mix of runs).
+fn summary_lines(runs: &[Loaded], registry: &[&dyn Lab]) -> Vec<SummaryLine> {
+    let per_run: Vec<(String, Vec<summary::Row>)> = runs
+        .iter()
+        .map(|l| {
+            let label = if runs.len() > 1 {
+                run_label(l)
+            } else {
+                String::new()
+            };
+            (label, summary::rows(&l.records, registry))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for lab in registry {
+        for (label, rows) in &per_run {
+            if let Some(r) = rows.iter().find(|r| r.lab == lab.name()) {
+                out.push(SummaryLine {
+                    lab: r.lab.to_owned(),
+                    question: r.question.to_owned(),
+                    run: label.clone(),
+                    answer: r.answer.clone(),
+                    flags: r.flags.join("; "),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One verdict of "what changed".
+#[derive(Serialize)]
+struct ChangeRow {
+    runs: String,
+    what: String,
+    params: String,
+    metric: String,
+    before: String,
+    after: String,
+    verdict: String,
+}
+
+/// "What changed": per later run against the first, compare's verdicts
+/// on the declared headline metrics of records with the same lab, test
+/// and parameters, when both runs are of the same preset; otherwise the
+/// pair is listed as not comparable.
+fn what_changed(runs: &[Loaded], registry: &[&dyn Lab]) -> (Vec<ChangeRow>, Vec<String>, usize) {
+    let mut rows: Vec<(f64, ChangeRow)> = Vec::new();
+    let mut not_comparable = Vec::new();
+    let mut unchanged = 0;
+    let Some((first, rest)) = runs.split_first() else {
+        return (Vec::new(), not_comparable, 0);
+    };
+    for later in rest {
+        let label = format!("{} → {}", run_label(first), run_label(later));
+        let (pa, pb) = (preset_of(first), preset_of(later));
+        if pa != pb {
+            not_comparable.push(format!(
+                "{label}: not comparable, the runs are of different presets ({pa} vs {pb})"
+            ));
+            continue;
+        }
+        let differ = machines_differ(first, later);
+        let o = Options {
+            threshold: 0.05,
+            only: &[],
+            ignore_params: &[],
+            noise_floor: &no_floor,
+            default_floor: 0.0,
+            load_gap: 0.0,
+            env_load: (None, None),
+            machines_differ: differ.as_deref(),
+        };
+        let changes: Vec<Change> = compare_with(&first.records, &later.records, &o, registry)
+            .into_iter()
+            .filter(|c| c.headline)
+            .collect();
+        if changes.is_empty() {
+            not_comparable.push(format!(
+                "{label}: no record of one run has a partner with the same lab, test and parameters in the other"
+            ));
+        }
+        for c in changes {
+            if c.verdict == "no change" {
+                unchanged += 1;
+                continue;
+            }
+            let unit = commbench_core::lab::spec_of(registry, &c.lab, &c.test, &c.metric)
+                .map_or("", |m| m.unit);
+            let size = c.change_pct.abs();
+            rows.push((
+                if size.is_finite() { size } else { 0.0 },
+                ChangeRow {
+                    runs: label.clone(),
+                    what: format!("{} {}", c.lab, c.test),
+                    params: c.params.clone(),
+                    metric: c.metric.clone(),
+                    before: value(c.before, unit),
+                    after: value(c.after, unit),
+                    verdict: c.summary(),
+                },
+            ));
+        }
+    }
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    rows.truncate(60);
+    (
+        rows.into_iter().map(|(_, r)| r).collect(),
+        not_comparable,
+        unchanged,
+    )
+}
+
 /// Renders a self-contained HTML page (no external resources) for the runs.
 /// Several runs are overlaid in the same figures, their series named by
 /// host and start time.
@@ -203,22 +521,7 @@ pub fn render_html(
 ) -> Result<String, ReportError> {
     let specs: Vec<FigureSpec> = registry.iter().flat_map(|l| l.figures()).collect();
     let specs = specs.as_slice();
-    let summary: Vec<SummaryLine> = {
-        let every: Vec<Record> = runs
-            .iter()
-            .flat_map(|l| l.records.iter().cloned())
-            .collect();
-        summary::rows(&every, registry)
-            .into_iter()
-            .map(|r| SummaryLine {
-                lab: r.lab.to_owned(),
-                question: r.question.to_owned(),
-                answer: r.answer,
-                flags: r.flags.join("; "),
-            })
-            .collect()
-    };
-    let mut labs: Vec<String> = Vec::new();
+    let summary = summary_lines(runs, registry);
     let labelled: Vec<Record> = if runs.len() > 1 {
         runs.iter()
             .flat_map(|l| {
@@ -239,35 +542,67 @@ pub fn render_html(
     } else {
         runs.iter().flat_map(|l| l.records.iter()).collect()
     };
-    // Records by lab in first-seen order, in one pass.
-    let mut by_lab: Vec<Vec<&Record>> = Vec::new();
-    let mut lab_ix: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    // Sections by registry lab in first-seen order; inside, records by
+    // record lab and test in first-seen order, in one pass.
+    let mut sections_ix: HashMap<String, usize> = HashMap::new();
+    // section -> record lab -> test -> records.
+    type Tests<'a> = Vec<(String, Vec<&'a Record>)>;
+    let mut grouped: Vec<(String, Vec<(String, Tests)>)> = Vec::new();
     for r in all.iter().copied().filter(|r| r.lab != "suite") {
-        let i = *lab_ix.entry(r.lab.as_str()).or_insert_with(|| {
-            labs.push(r.lab.clone());
-            by_lab.push(Vec::new());
-            by_lab.len() - 1
+        let sec = commbench_core::lab::find(registry, &r.lab)
+            .map_or_else(|| r.lab.clone(), |l| l.name().to_owned());
+        let si = *sections_ix.entry(sec.clone()).or_insert_with(|| {
+            grouped.push((sec, Vec::new()));
+            grouped.len() - 1
         });
-        by_lab[i].push(r);
+        let labs = &mut grouped[si].1;
+        let li = match labs.iter().position(|(l, _)| *l == r.lab) {
+            Some(i) => i,
+            None => {
+                labs.push((r.lab.clone(), Vec::new()));
+                labs.len() - 1
+            }
+        };
+        let tests = &mut labs[li].1;
+        let ti = match tests.iter().position(|(t, _)| *t == r.test) {
+            Some(i) => i,
+            None => {
+                tests.push((r.test.clone(), Vec::new()));
+                tests.len() - 1
+            }
+        };
+        tests[ti].1.push(r);
     }
     let mut sections = Vec::new();
     let mut figures_left = MAX_PAGE_FIGURES;
-    for (lab, recs) in labs.into_iter().zip(by_lab) {
-        let (columns, rows, mut note) = table(&recs);
-        let figures = if figures_left > 0 {
-            let mut f = figures_for_lab(&lab, &recs, specs)?;
-            f.truncate(figures_left);
-            figures_left -= f.len();
-            f
-        } else {
-            note = format!("No figures: the page already holds {MAX_PAGE_FIGURES}. {note}");
-            Vec::new()
-        };
+    for (sec, labs) in grouped {
+        let mut figures = Vec::new();
+        let mut tables = Vec::new();
+        let mut note = String::new();
+        for (record_lab, tests) in labs {
+            let recs: Vec<&Record> = tests.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+            if figures_left > 0 {
+                let mut f = figures_for_lab(&record_lab, &recs, specs, registry)?;
+                f.truncate(figures_left);
+                figures_left -= f.len();
+                figures.extend(f);
+            } else if note.is_empty() {
+                note = format!("No figures: the page already holds {MAX_PAGE_FIGURES}.");
+            }
+            let lab = commbench_core::lab::find(registry, &record_lab);
+            for (test, v) in tests {
+                let name = if record_lab == sec {
+                    test
+                } else {
+                    format!("{record_lab} {test}")
+                };
+                tables.push(test_table(name, &v, lab));
+            }
+        }
         sections.push(LabSection {
             figures,
-            lab,
-            columns,
-            rows,
+            lab: sec,
+            tables,
             note,
         });
     }
@@ -289,41 +624,14 @@ pub fn render_html(
     let tmpl = env
         .get_template("report")
         .map_err(|e| ReportError::Template(e.to_string()))?;
-    // Several runs: compare's verdicts, first run against each later one,
-    // beyond a 5% noise threshold, the clearest changes first.
-    let mut changes: Vec<(String, Change)> = Vec::new();
-    if let Some((first, rest)) = runs.split_first() {
-        for later in rest {
-            let label = format!("{} → {}", run_label(first), run_label(later));
-            for c in compare(&first.records, &later.records, 0.05, &[], registry)
-                .into_iter()
-                .filter(|c| c.verdict != "no change")
-            {
-                changes.push((label.clone(), c));
-            }
-        }
-    }
-    changes.sort_by(|a, b| b.1.change_pct.abs().total_cmp(&a.1.change_pct.abs()));
-    changes.truncate(60);
-    let changes: Vec<Vec<String>> = changes
-        .into_iter()
-        .map(|(l, c)| {
-            vec![
-                l,
-                format!("{} {}", c.lab, c.test),
-                c.params,
-                c.metric,
-                number(c.before),
-                number(c.after),
-                format!("{:.2}×", c.ratio),
-                c.verdict,
-            ]
-        })
-        .collect();
+    let (changes, not_comparable, unchanged) = what_changed(runs, registry);
     tmpl.render(minijinja::context! {
         title => title,
         generated => commbench_core::env::now_utc(),
+        several => runs.len() > 1,
         changes => changes,
+        not_comparable => not_comparable,
+        unchanged => unchanged,
         machine => machine_line(runs, &all),
         summary => summary,
         sections => sections,
@@ -356,7 +664,20 @@ mod tests {
             self.0.clone()
         }
         fn metrics(&self) -> &'static [commbench_core::lab::MetricSpec] {
-            &[]
+            use commbench_core::lab::{Better, MetricSpec, Quantity};
+            static M: [MetricSpec; 1] = [MetricSpec::headline(
+                "msgs_per_s",
+                "messages per second",
+                "msg/s",
+                Better::Higher,
+                Quantity::Time,
+                &[],
+            )];
+            &M
+        }
+        fn answer(&self, records: &[Record]) -> Option<String> {
+            let r = records.iter().find(|r| r.lab == "ipc")?;
+            Some(format!("rate {}", r.metric_f64("msgs_per_s")?))
         }
         fn budget(&self) -> commbench_core::lab::Budget {
             commbench_core::lab::Budget {
@@ -370,9 +691,6 @@ mod tests {
             _: &mut commbench_core::Recorder,
         ) -> Result<commbench_core::lab::StepOutcome, commbench_core::lab::LabError> {
             Ok(Default::default())
-        }
-        fn answer(&self, _: &[Record]) -> Option<String> {
-            None
         }
     }
 
@@ -495,7 +813,7 @@ mod tests {
             environment: None,
         };
         let html = render_html(&[run], "t", &[]).unwrap();
-        assert_eq!(html.matches("<figure>").count(), MAX_PAGE_FIGURES);
+        assert_eq!(html.matches("<figure ").count(), MAX_PAGE_FIGURES);
         assert!(html.contains("No figures: the page already holds 200."));
         assert!(html.contains(&format!(
             "the first {MAX_TABLE_ROWS} of {} records are shown",
@@ -503,18 +821,37 @@ mod tests {
         )));
         assert!(html.contains("columns past the first 300 are not shown"));
         let wide = html.split("id=\"lab-wide\"").nth(1).unwrap();
-        let header = wide.split("</tr>").next().unwrap();
+        let all = wide.split("<table class=\"all\">").nth(1).unwrap();
+        let header = all.split("</tr>").next().unwrap();
         assert_eq!(header.matches("<th>").count(), MAX_TABLE_COLUMNS);
     }
 
     #[test]
     fn several_runs_overlay_with_series_named_by_host_and_time_and_compare_verdicts() {
-        let run = |host: &str, t: &str, k: f64| Loaded {
-            path: format!("{host}.jsonl"),
-            records: (1..=4)
-                .map(|s| rec("reqres", s, k * 1000.0 * s as f64))
-                .collect(),
-            environment: Some(serde_json::json!({"hostname": host, "started_utc": t})),
+        // Five repeats per record so that compare can judge; `preset`
+        // from a suite step record.
+        let run = |host: &str, t: &str, k: f64, preset: &str| {
+            let mut records: Vec<Record> = (1..=4)
+                .map(|s| {
+                    let mut r = rec("reqres", s, k * 1000.0 * s as f64);
+                    let xs: Vec<f64> = (0..5)
+                        .map(|i| k * 1000.0 * s as f64 * (1.0 + 0.001 * (i as f64 - 2.0)))
+                        .collect();
+                    let e = commbench_core::estimate::Estimate::from_samples(&xs);
+                    commbench_core::estimate::attach(&mut r.metrics, "msgs_per_s", &e);
+                    r
+                })
+                .collect();
+            records.push(
+                Record::new("suite", "step")
+                    .param("step", "ipc")
+                    .param("preset", preset),
+            );
+            Loaded {
+                path: format!("{host}.jsonl"),
+                records,
+                environment: Some(serde_json::json!({"hostname": host, "started_utc": t})),
+            }
         };
         let spec = FigureSpec {
             kind: FigureKind::Line,
@@ -526,21 +863,42 @@ mod tests {
             y: "msgs_per_s",
             series: &["transport"],
             filter: None,
+            x_label: "",
+            y_label: "",
+            reference: None,
         };
+        let lab = SpecLab(vec![spec]);
         let runs = [
-            run("alpha", "2026-11-24T10:00:00Z", 1.0),
-            run("beta", "2026-11-24T11:00:00Z", 2.0),
+            run("alpha", "2026-11-24T10:00:00Z", 1.0, "quick"),
+            run("beta", "2026-11-24T11:00:00Z", 2.0, "quick"),
         ];
-        let html = render_html(&runs, "t", &[&SpecLab(vec![spec])]).unwrap();
+        let html = render_html(&runs, "t", &[&lab]).unwrap();
+        // Series named by run (the transport, the same everywhere, is said
+        // once in the caption).
         assert!(
-            html.contains("alpha 2026-11-24T10:00: shm"),
+            html.contains(">alpha 2026-11-24T10:00</li>"),
             "series not named by run"
         );
-        assert!(html.contains("beta 2026-11-24T11:00: shm"));
+        assert!(html.contains(">beta 2026-11-24T11:00</li>"));
+        assert!(html.contains("All lines: transport shm."));
+        // Each run's own answer, never their mean.
+        assert!(html.contains("rate 1000<"), "alpha's answer");
+        assert!(html.contains("rate 2000<"), "beta's answer");
+        assert!(!html.contains("rate 1500"), "an answer over both runs");
         assert!(html.contains("What changed between the runs"));
         assert!(
-            html.contains("2.00×"),
-            "the doubled rate is not among the changes"
+            html.contains("faster 2.00× ["),
+            "the doubled rate with its interval is not among the changes"
         );
+        // Runs of different presets are listed, not compared.
+        let runs = [
+            run("alpha", "2026-11-24T10:00:00Z", 1.0, "quick"),
+            run("beta", "2026-11-24T11:00:00Z", 2.0, "default"),
+        ];
+        let html = render_html(&runs, "t", &[&lab]).unwrap();
+        assert!(
+            html.contains("not comparable, the runs are of different presets (quick vs default)")
+        );
+        assert!(!html.contains("faster 2.00×"));
     }
 }

@@ -42,11 +42,14 @@ pub use compare::{
     compare, compare_with, headline_metric, no_floor, params_key, params_key_without, Change,
     Options,
 };
-pub use figures::{declared_figures, figures_for_lab, Figure, RUN_PARAM};
+pub use figures::{
+    declared_figures, figures_for_lab, value, DataCell, DataTable, Figure, RUN_PARAM,
+};
 pub use html::{render_html, SummaryLine};
 pub use load::{load, load_with, LoadLimits, Loaded};
 pub use plot::{
-    ladder_svg, line_svg, plottable, LeftOut, Plot, Series, MAX_ABS, MAX_CATEGORIES, MAX_POINTS,
+    bar_plot, colours, ladder_plot, ladder_svg, line_plot, line_svg, plottable, Axes, Band,
+    LeftOut, LegendItem, Plot, RefLine, Series, LOG_SPAN, MAX_ABS, MAX_CATEGORIES, MAX_POINTS,
     MAX_SERIES, MIN_ABS,
 };
 pub use trend::{render_trends_html, RunRow, Trend};

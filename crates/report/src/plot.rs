@@ -1,10 +1,21 @@
 //! SVG plots with plotters' SVG backend (text is emitted as `<text>`, so no
-//! font files or C libraries are needed). Axes switch to a log scale when
-//! the data span more than two decades (sessions 1…1000, delays 10 ns…10 µs).
+//! font files or C libraries are needed).
+//!
+//! Conventions every figure keeps (Grafana's panels, Brendan Gregg's
+//! latency plots): both axes carry a label in words with the unit, in type
+//! a reader can read at the page's width; an axis switches to a log scale
+//! when the data span more than [`LOG_SPAN`]× and says so in its label; a
+//! series keeps its colour across figures ([`colours`]: a transport,
+//! engine or variant has one colour everywhere); the legend is not drawn
+//! inside the plot but returned as [`LegendItem`]s for the page to set
+//! beside it, so it can never cover a mark; intervals are drawn as error
+//! bars on bars and as bands around lines; reference lines (a link's
+//! budget, a peer's value) are dashed and named in the right margin.
 
 use crate::ReportError;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use serde::Serialize;
 
 /// One named line of (x, y) points.
 #[derive(Debug, Clone)]
@@ -13,8 +24,41 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// A horizontal reference line (a link budget, a peer's figure).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefLine {
+    pub label: String,
+    pub y: f64,
+}
+
+/// One entry of a figure's legend, set by the page beside the plot.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LegendItem {
+    pub name: String,
+    /// `#rrggbb`, from [`PALETTE`] or the reference grey only.
+    pub colour: String,
+    /// `line`, `bar` or `ref` (dashed).
+    pub mark: &'static str,
+}
+
+/// A figure's title and axis labels (words with the unit; the plot adds
+/// "log scale" when it chooses one).
+#[derive(Debug, Clone, Copy)]
+pub struct Axes<'a> {
+    pub title: &'a str,
+    pub x: &'a str,
+    pub y: &'a str,
+}
+
 const W: u32 = 760;
-const H: u32 = 420;
+const H: u32 = 440;
+const TITLE_PX: u32 = 18;
+const DESC_PX: u32 = 16;
+const TICK_PX: u32 = 14;
+
+/// An axis is drawn on a log scale when its values span more than this
+/// ratio (and are all positive).
+pub const LOG_SPAN: f64 = 20.0;
 
 /// The largest magnitude a plot takes: plotters' axis code spins forever
 /// near `f64::MAX` (1.7e308) once a range is padded past it.
@@ -28,6 +72,85 @@ pub const MAX_SERIES: usize = 12;
 pub const MAX_POINTS: usize = 2_000;
 /// Bar categories drawn in one figure.
 pub const MAX_CATEGORIES: usize = 24;
+
+/// Twelve colours told apart on screen and in print (Tableau's ten and two
+/// darker ones).
+pub const PALETTE: [(u8, u8, u8); 12] = [
+    (0x4e, 0x79, 0xa7),
+    (0xf2, 0x8e, 0x2b),
+    (0xe1, 0x57, 0x59),
+    (0x76, 0xb7, 0xb2),
+    (0x59, 0xa1, 0x4f),
+    (0xed, 0xc9, 0x48),
+    (0xb0, 0x7a, 0xa1),
+    (0xff, 0x9d, 0xa7),
+    (0x9c, 0x75, 0x5f),
+    (0xba, 0xb0, 0xac),
+    (0x1f, 0x4e, 0x79),
+    (0x8c, 0x2d, 0x04),
+];
+const REF_GREY: (u8, u8, u8) = (0x44, 0x44, 0x44);
+
+/// The colour a name always gets when it is free: the labs' transports,
+/// engines, variants, cache states and parts of a packet's cost.
+fn known_colour(word: &str) -> Option<usize> {
+    Some(match word {
+        "shm" | "cold" | "rx" | "user" | "user_s_median" | "ticks_rx" | "table" | "rtc" => 0,
+        "uds" | "warm" | "work" | "sys" | "sys_s_median" | "ticks_work" | "poll" | "bitwise" => 1,
+        "tcp" | "naive" | "scan" => 2,
+        "epoll-et" | "index" => 3,
+        "pipe" | "template" | "tx" | "ticks_tx" | "epoll-lt" => 4,
+        "mt" | "commbench" => 5,
+        "io-uring" | "pipeline" | "mp" => 6,
+        "trivial" | "peer" => 9,
+        _ => return None,
+    })
+}
+
+/// FNV-1a: a hash that is the same in every build (std's is not).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The colour index a series name asks for: its first known word (so
+/// `shm, size 128` is shm's colour in every figure), else a hash of the
+/// whole name. A run prefix (`host time: shm`) makes the whole name count,
+/// so overlaid runs do not share a colour.
+fn preferred(name: &str) -> usize {
+    if !name.contains(": ") {
+        for w in name.split([',', ' ']).filter(|w| !w.is_empty()) {
+            if let Some(i) = known_colour(w) {
+                return i;
+            }
+        }
+    }
+    (fnv(name) % PALETTE.len() as u64) as usize
+}
+
+/// Colours for the series of one figure: each its preferred colour, or
+/// the next free one when an earlier series took it.
+pub fn colours(names: &[String]) -> Vec<RGBColor> {
+    let mut used = [false; PALETTE.len()];
+    names
+        .iter()
+        .map(|n| {
+            let p = preferred(n);
+            let i = (0..PALETTE.len())
+                .map(|k| (p + k) % PALETTE.len())
+                .find(|&i| !used[i])
+                .unwrap_or(p);
+            used[i] = true;
+            let (r, g, b) = PALETTE[i];
+            RGBColor(r, g, b)
+        })
+        .collect()
+}
+
+fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
 
 /// Whether a value can be drawn: finite, at most [`MAX_ABS`] and zero or at
 /// least [`MIN_ABS`] in magnitude.
@@ -88,11 +211,14 @@ impl LeftOut {
     }
 }
 
-/// A drawn figure and what it left out.
+/// A drawn figure, its legend and what it left out.
 #[derive(Debug, Clone)]
 pub struct Plot {
     pub svg: String,
     pub left_out: LeftOut,
+    pub legend: Vec<LegendItem>,
+    /// Whether the y axis is on a log scale.
+    pub y_log: bool,
 }
 
 /// The series as they will be drawn: points that are not [`plottable`]
@@ -182,7 +308,7 @@ fn bounds(vals: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 fn wants_log(lo: f64, hi: f64) -> bool {
-    lo > 0.0 && hi / lo > 100.0
+    lo > 0.0 && hi / lo > LOG_SPAN
 }
 
 /// Whether a log axis can span `lo..hi` once padded (by at most 2× at
@@ -191,6 +317,15 @@ fn wants_log(lo: f64, hi: f64) -> bool {
 /// linear axis.
 fn log_fits(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo <= 1e300
+}
+
+/// An axis label with the scale said when it is a log one.
+fn desc(label: &str, log: bool) -> String {
+    if log {
+        format!("{label} — log scale")
+    } else {
+        label.to_owned()
+    }
 }
 
 /// Axis tick text: 1.5k, 20M, 3G instead of 20000000.0.
@@ -215,82 +350,205 @@ pub fn si(v: &f64) -> String {
     format!("{s}{suffix}")
 }
 
-fn draw_series<'a, DB: DrawingBackend + 'a, X, Y>(
+/// A percentile ladder's x tick: 1/(1−q) as the percentile it stands for.
+fn percentile_tick(x: &f64) -> String {
+    let q = 1.0 - 1.0 / x;
+    if !(q.is_finite() && q > 0.0) {
+        return String::new();
+    }
+    let p = q * 100.0;
+    let t = format!("{p:.2}");
+    format!("p{}", t.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// Draws the dashed reference lines across the plot and names each in the
+/// right margin.
+fn draw_refs<'a, DB: DrawingBackend + 'a, X, Y>(
+    root: &DrawingArea<DB, Shift>,
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    series: &[Series],
+    refs: &[RefLine],
+    x_ends: (X::ValueType, X::ValueType),
 ) -> Result<(), ReportError>
 where
-    X: Ranged<ValueType = f64>,
+    X: Ranged,
+    X::ValueType: Clone,
     Y: Ranged<ValueType = f64>,
     DB::ErrorType: 'static,
 {
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    let (r, g, b) = REF_GREY;
+    let grey = RGBColor(r, g, b);
+    for rl in refs {
+        let (x0, x1) = (x_ends.0.clone(), x_ends.1.clone());
         chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
+            .draw_series(DashedLineSeries::new(
+                vec![(x0, rl.y), (x1.clone(), rl.y)],
+                8,
+                5,
+                grey.stroke_width(1),
             ))
-            .map_err(perr)?
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(perr)?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(("sans-serif", 12))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
+        let (px, py) = chart.backend_coord(&(x1, rl.y));
+        root.draw(&Text::new(
+            rl.label.clone(),
+            (px + 6, py - 7),
+            ("sans-serif", 13).into_font().color(&grey),
+        ))
         .map_err(perr)?;
+    }
     Ok(())
 }
 
-fn render(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
+fn ref_legend(refs: &[RefLine]) -> Vec<LegendItem> {
+    let (r, g, b) = REF_GREY;
+    refs.iter()
+        .map(|rl| LegendItem {
+            name: rl.label.clone(),
+            colour: hex(RGBColor(r, g, b)),
+            mark: "ref",
+        })
+        .collect()
+}
+
+/// Space for the reference lines' names right of the plot.
+fn right_margin(refs: &[RefLine]) -> u32 {
+    if refs.is_empty() {
+        16
+    } else {
+        let longest = refs
+            .iter()
+            .map(|r| r.label.chars().count())
+            .max()
+            .unwrap_or(0);
+        (longest as u32 * 7 + 14).clamp(40, 180)
+    }
+}
+
+/// A band per series: (x, lo, hi) of each point's 95% interval.
+pub type Band = Vec<(f64, f64, f64)>;
+
+/// Lines of y against x, with a band around each series that has one and
+/// dashed reference lines; log axes where the data span more than
+/// [`LOG_SPAN`]×. Values that are not [`plottable`] are left out, and the
+/// figure is bounded by [`MAX_SERIES`] and [`MAX_POINTS`].
+pub fn line_plot(
+    axes: &Axes,
     series: &[Series],
-    x_log: bool,
-    y_log: bool,
-) -> Result<String, ReportError> {
+    bands: &[Band],
+    refs: &[RefLine],
+) -> Result<Plot, ReportError> {
+    lines(axes, series, bands, refs, false)
+}
+
+/// A line plot without bands or references (the history page).
+pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<Plot, ReportError> {
+    line_plot(&Axes { title, x, y }, series, &[], &[])
+}
+
+fn lines(
+    axes: &Axes,
+    series: &[Series],
+    bands: &[Band],
+    refs: &[RefLine],
+    ladder: bool,
+) -> Result<Plot, ReportError> {
+    let (series, left_out) = prepared(series);
+    // Bands of drawn, unthinned series only, within what a plot takes.
+    let bands: Vec<Band> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            bands
+                .get(i)
+                .filter(|b| b.len() <= MAX_POINTS && s.points.len() == b.len())
+                .map(|b| {
+                    b.iter()
+                        .copied()
+                        .filter(|&(x, lo, hi)| {
+                            plottable(x) && plottable(lo) && plottable(hi) && lo <= hi
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let refs: Vec<RefLine> = refs.iter().filter(|r| plottable(r.y)).cloned().collect();
     let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    let (ylo, yhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    let x_log = x_log && log_fits(xlo, xhi);
-    let y_log = y_log && log_fits(ylo, yhi);
+    let ys = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(bands.iter().flatten().flat_map(|&(_, lo, hi)| [lo, hi]))
+            .chain(refs.iter().map(|r| r.y))
+    };
+    let (ylo, yhi) = bounds(ys());
+    let x_log = (ladder || wants_log(xlo, xhi)) && log_fits(xlo, xhi);
+    let y_log = (ladder || wants_log(ylo, yhi)) && log_fits(ylo, yhi);
     let (ylo, yhi) = if y_log {
         (ylo * 0.8, yhi * 1.25)
     } else {
         (ylo.min(0.0), yhi.max(0.0) * 1.1)
     };
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let cols = colours(&names);
+    let x_desc = if ladder {
+        axes.x.to_owned()
+    } else {
+        desc(axes.x, x_log)
+    };
+    let y_desc = desc(axes.y, y_log);
     let mut buf = String::new();
     {
         let root: DrawingArea<SVGBackend, Shift> =
             SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
         let mut b = ChartBuilder::on(&root);
-        b.caption(title, ("sans-serif", 16))
+        b.caption(axes.title, ("sans-serif", TITLE_PX))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70);
+            .margin_right(if ladder { 36 } else { right_margin(&refs) })
+            .x_label_area_size(52)
+            .y_label_area_size(84);
         macro_rules! finish {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(perr)?;
+                let fmt: &dyn Fn(&f64) -> String = if ladder { &percentile_tick } else { &si };
                 chart
                     .configure_mesh()
-                    .x_desc(x_desc)
-                    .y_desc(y_desc)
-                    .label_style(("sans-serif", 11))
-                    .x_label_formatter(&si)
+                    .x_desc(x_desc.as_str())
+                    .y_desc(y_desc.as_str())
+                    .axis_desc_style(("sans-serif", DESC_PX))
+                    .label_style(("sans-serif", TICK_PX))
+                    .y_labels(8)
+                    .x_label_formatter(fmt)
                     .y_label_formatter(&si)
                     .draw()
                     .map_err(perr)?;
-                draw_series(&mut chart, series)?;
+                for (i, band) in bands.iter().enumerate() {
+                    if band.len() < 2 {
+                        continue;
+                    }
+                    let mut poly: Vec<(f64, f64)> =
+                        band.iter().map(|&(x, lo, _)| (x, lo)).collect();
+                    poly.extend(band.iter().rev().map(|&(x, _, hi)| (x, hi)));
+                    let poly: Vec<(f64, f64)> = poly
+                        .into_iter()
+                        .map(|(x, y)| (x, y.clamp(ylo, yhi)))
+                        .collect();
+                    chart
+                        .draw_series(std::iter::once(Polygon::new(
+                            poly,
+                            cols[i].mix(0.18).filled(),
+                        )))
+                        .map_err(perr)?;
+                }
+                for (s, c) in series.iter().zip(&cols) {
+                    chart
+                        .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
+                        .map_err(perr)?;
+                    chart
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                        .map_err(perr)?;
+                }
+                draw_refs(&root, &mut chart, &refs, (xlo, xhi))?;
             }};
         }
         match (x_log, y_log) {
@@ -303,31 +561,28 @@ fn render(
         }
         root.present().map_err(perr)?;
     }
-    checked(buf)
+    let mut legend: Vec<LegendItem> = names
+        .into_iter()
+        .zip(&cols)
+        .map(|(name, c)| LegendItem {
+            name,
+            colour: hex(*c),
+            mark: "line",
+        })
+        .collect();
+    legend.extend(ref_legend(&refs));
+    checked(buf).map(|svg| Plot {
+        svg,
+        left_out,
+        legend,
+        y_log,
+    })
 }
 
-/// A line plot of y against x, log axes where the data span > 100×.
-/// Values that are not [`plottable`] are left out, and the figure is
-/// bounded by [`MAX_SERIES`] and [`MAX_POINTS`] (see [`Plot::left_out`]).
-pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<Plot, ReportError> {
-    let (series, left_out) = prepared(series);
-    let series = series.as_slice();
-    let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    let (ylo, yhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    render(
-        title,
-        x,
-        y,
-        series,
-        wants_log(xlo, xhi),
-        wants_log(ylo, yhi),
-    )
-    .map(|svg| Plot { svg, left_out })
-}
-
-/// A percentile ladder: x = 1/(1−q) on a log axis (p50 → 2, p99 → 100,
-/// p99.99 → 10⁴), y = latency in ns on a log axis — the tail made visible.
-pub fn ladder_svg(title: &str, series: &[Series]) -> Result<Plot, ReportError> {
+/// A percentile ladder: x = 1/(1−q) on a log axis labelled by percentile
+/// (p50, p90, p99, p99.9, p99.99), y on a log axis — the tail made
+/// visible. Points are (q, value).
+pub fn ladder_plot(title: &str, y: &str, series: &[Series]) -> Result<Plot, ReportError> {
     let s: Vec<Series> = series
         .iter()
         .take(MAX_SERIES)
@@ -340,23 +595,30 @@ pub fn ladder_svg(title: &str, series: &[Series]) -> Result<Plot, ReportError> {
                 .collect(),
         })
         .collect();
-    let (s, mut left_out) = prepared(&s);
-    left_out.series += series.len().saturating_sub(MAX_SERIES);
-    render(
-        title,
-        "1/(1-q): 2 = p50, 100 = p99, 10000 = p99.99",
-        "ns",
+    let mut p = lines(
+        &Axes {
+            title,
+            x: "percentile (log scale of 1/(1−q))",
+            y,
+        },
         &s,
+        &[],
+        &[],
         true,
-        true,
-    )
-    .map(|svg| Plot { svg, left_out })
+    )?;
+    p.left_out.series += series.len().saturating_sub(MAX_SERIES);
+    Ok(p)
+}
+
+/// [`ladder_plot`] with the y axis in nanoseconds.
+pub fn ladder_svg(title: &str, series: &[Series]) -> Result<Plot, ReportError> {
+    ladder_plot(title, "latency (ns)", series)
 }
 
 /// Bars over categories: `values[s][c]` is series `s` at category `c`
 /// (None: no bar). Grouped side by side, or stacked when `stacked` (the
 /// series are then the parts of each bar). Log y when the values span more
-/// than 100× (grouped only).
+/// than [`LOG_SPAN`]×.
 #[cfg(test)]
 pub fn bar_svg(
     title: &str,
@@ -365,19 +627,33 @@ pub fn bar_svg(
     series: &[(String, Vec<Option<f64>>)],
     stacked: bool,
 ) -> Result<Plot, ReportError> {
-    bar_svg_with_intervals(title, y_desc, cats, series, stacked, &[])
+    bar_plot(
+        &Axes {
+            title,
+            x: "category",
+            y: y_desc,
+        },
+        cats,
+        series,
+        stacked,
+        &[],
+        &[],
+    )
 }
 
-/// [`bar_svg`] with an error bar on each grouped bar that has an interval:
+/// Bars with an error bar on each grouped bar that has an interval:
 /// `intervals[s][c]` is the (lo, hi) of series `s` at category `c` (the
-/// 95% interval of the median over repeats); stacked bars draw none.
-pub fn bar_svg_with_intervals(
-    title: &str,
-    y_desc: &str,
+/// 95% interval of the median over repeats); stacked bars draw none. A
+/// single series of grouped bars is coloured per category (a transport
+/// keeps its colour) and needs no legend; otherwise each series has its
+/// colour and a legend entry.
+pub fn bar_plot(
+    axes: &Axes,
     cats: &[String],
     series: &[(String, Vec<Option<f64>>)],
     stacked: bool,
     intervals: &[Vec<Option<(f64, f64)>>],
+    refs: &[RefLine],
 ) -> Result<Plot, ReportError> {
     let mut left_out = LeftOut {
         series: series.len().saturating_sub(MAX_SERIES),
@@ -404,6 +680,7 @@ pub fn bar_svg_with_intervals(
         })
         .collect();
     let series = series.as_slice();
+    let refs: Vec<RefLine> = refs.iter().filter(|r| plottable(r.y)).cloned().collect();
     let ncat = cats.len().max(1);
     let tops: Vec<f64> = if stacked {
         (0..ncat)
@@ -421,8 +698,19 @@ pub fn bar_svg_with_intervals(
             .flat_map(|(_, v)| v.iter().flatten().copied())
             .collect()
     };
-    let (lo, hi) = bounds(tops.iter().copied());
-    let log = !stacked && wants_log(lo, hi) && log_fits(lo, hi);
+    // On a log axis, the smallest stacked part must show too.
+    let smallest_part = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten().copied())
+        .filter(|x| *x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let (lo, hi) = bounds(tops.iter().copied().chain(refs.iter().map(|r| r.y)));
+    let log = wants_log(lo, hi) && log_fits(lo, hi);
+    let lo = if log && stacked && smallest_part.is_finite() {
+        lo.min(smallest_part)
+    } else {
+        lo
+    };
     let (ylo, yhi) = if log {
         (lo * 0.5, hi * 1.6)
     } else {
@@ -436,24 +724,41 @@ pub fn bar_svg_with_intervals(
             (bottom, top)
         }
     };
+    let by_category = !stacked && series.len() == 1;
+    let cols = if by_category {
+        colours(cats)
+    } else {
+        colours(&series.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>())
+    };
+    // A category name longer than its slot is cut (the numbers under
+    // the figure have it whole).
+    let fits = ((W as usize - 110) / ncat * 10 / 78).max(4);
     let label = |x: &f64| {
         let r = x.round();
         if (x - r).abs() < 1e-6 && r >= 0.0 {
-            cats.get(r as usize).cloned().unwrap_or_default()
+            let c = cats.get(r as usize).cloned().unwrap_or_default();
+            if c.chars().count() > fits {
+                let cut: String = c.chars().take(fits - 1).collect();
+                format!("{cut}…")
+            } else {
+                c
+            }
         } else {
             String::new()
         }
     };
+    let y_desc = desc(axes.y, log);
     let mut buf = String::new();
     {
         let root: DrawingArea<SVGBackend, Shift> =
             SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
         let mut b = ChartBuilder::on(&root);
-        b.caption(title, ("sans-serif", 16))
+        b.caption(axes.title, ("sans-serif", TITLE_PX))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70);
+            .margin_right(right_margin(&refs))
+            .x_label_area_size(52)
+            .y_label_area_size(84);
         let xr = -0.5..(ncat as f64 - 0.5);
         let k = series.len().max(1) as f64;
         let w = 0.8 / if stacked { 1.0 } else { k };
@@ -465,19 +770,22 @@ pub fn bar_svg_with_intervals(
                     .disable_x_mesh()
                     .x_labels(ncat + 1)
                     .x_label_formatter(&label)
-                    .y_desc(y_desc)
-                    .label_style(("sans-serif", 11))
+                    .x_desc(axes.x)
+                    .y_desc(y_desc.as_str())
+                    .axis_desc_style(("sans-serif", DESC_PX))
+                    .label_style(("sans-serif", TICK_PX))
+                    .y_labels(8)
                     .y_label_formatter(&si)
                     .draw()
                     .map_err(perr)?;
                 let mut base = vec![if log { ylo } else { 0.0 }; ncat];
-                for (j, (name, vals)) in series.iter().enumerate() {
-                    let color = Palette99::pick(j).to_rgba();
+                for (j, (_, vals)) in series.iter().enumerate() {
                     let mut rects = Vec::new();
                     for (c, v) in vals.iter().enumerate().take(ncat) {
                         let Some(v) = v.filter(|v| v.is_finite() && (!log || *v > 0.0)) else {
                             continue;
                         };
+                        let color = if by_category { cols[c] } else { cols[j] };
                         let (x0, y0, y1) = if stacked {
                             let y0 = base[c];
                             base[c] += v.max(0.0);
@@ -494,13 +802,7 @@ pub fn bar_svg_with_intervals(
                             color.filled(),
                         ));
                     }
-                    chart
-                        .draw_series(rects)
-                        .map_err(perr)?
-                        .label(name.clone())
-                        .legend(move |(x, y)| {
-                            Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                        });
+                    chart.draw_series(rects).map_err(perr)?;
                     if !stacked {
                         // Error bars: the 95% interval of the median.
                         let mut whiskers = Vec::new();
@@ -533,14 +835,7 @@ pub fn bar_svg_with_intervals(
                         chart.draw_series(whiskers).map_err(perr)?;
                     }
                 }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.3))
-                    .label_font(("sans-serif", 12))
-                    .position(SeriesLabelPosition::UpperRight)
-                    .draw()
-                    .map_err(perr)?;
+                draw_refs(&root, &mut chart, &refs, (-0.5, ncat as f64 - 0.5))?;
             }};
         }
         if log {
@@ -550,7 +845,26 @@ pub fn bar_svg_with_intervals(
         }
         root.present().map_err(perr)?;
     }
-    checked(buf).map(|svg| Plot { svg, left_out })
+    let mut legend: Vec<LegendItem> = if by_category {
+        Vec::new()
+    } else {
+        series
+            .iter()
+            .zip(&cols)
+            .map(|((name, _), c)| LegendItem {
+                name: name.clone(),
+                colour: hex(*c),
+                mark: "bar",
+            })
+            .collect()
+    };
+    legend.extend(ref_legend(&refs));
+    checked(buf).map(|svg| Plot {
+        svg,
+        left_out,
+        legend,
+        y_log: log,
+    })
 }
 
 #[cfg(test)]

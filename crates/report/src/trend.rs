@@ -37,7 +37,10 @@ body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1240px
 .figs { display: flex; flex-wrap: wrap; gap: 1em; }
 figure { margin: 0; border: 1px solid #ddd; max-width: 100%; background: #fff; }
 figure svg { display: block; max-width: 100%; height: auto; }
-figcaption { font-size: .85em; padding: .3em .6em .5em; max-width: 760px; }
+figcaption { font-size: .9em; padding: .3em .6em .5em; max-width: 760px; }
+ul.legend { list-style: none; margin: 0; padding: .3em .6em; font-size: .9em; max-width: 760px; }
+ul.legend li { display: inline-flex; gap: .4em; align-items: baseline; margin-right: 1.2em; }
+.sw { display: inline-block; width: 1.1em; height: .25em; }
 table { border-collapse: collapse; font-size: .8em; margin-top: 1em; }
 th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; }
 </style>
@@ -46,7 +49,7 @@ th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; }
 <h1>{{ title }}</h1>
 <p class="muted">generated {{ generated }} from the commbench results store; x is the run index (oldest = 1), one series per host.</p>
 <div class="figs">
-{% for f in figures %}<figure>{{ f.svg|safe }}<figcaption><b>{{ f.title }}</b>{{ f.caption }}</figcaption></figure>
+{% for f in figures %}<figure>{{ f.svg|safe }}{% if f.legend %}<ul class="legend">{% for l in f.legend %}<li><span class="sw" style="background: {{ l.colour }}"></span>{{ l.name }}</li>{% endfor %}</ul>{% endif %}<figcaption><b>{{ f.title }}</b>{{ f.caption }}</figcaption></figure>
 {% endfor %}</div>
 <h2>Runs</h2>
 <table>
@@ -76,15 +79,11 @@ pub fn render_trends_html(
             continue;
         }
         let plot = line_svg(&t.title, "run", &t.metric, &series)?;
-        figures.push(Figure {
-            svg: plot.svg,
-            title: t.title.clone(),
-            caption: format!(
-                " {} per run, one line per host.{}",
-                t.metric,
-                plot.left_out.note()
-            ),
-        });
+        figures.push(Figure::plain(
+            t.title.clone(),
+            format!(" {} per run, one line per host.", t.metric),
+            plot,
+        ));
     }
     let env = crate::html::page_env("trend.html", TEMPLATE)?;
     let tmpl = env

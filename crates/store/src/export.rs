@@ -128,7 +128,7 @@ pub fn export(
 ) -> Result<ExportSummary, StoreError> {
     if format == ExportFormat::Parquet && !PARQUET {
         return Err(invalid(
-            "this commbench was built without Parquet: use jsonl, or build with `--features parquet`"
+            "this commbench was built without Parquet (--no-default-features): use jsonl, or rebuild with the default features"
                 .into(),
         ));
     }
@@ -286,7 +286,7 @@ fn write_parquet(file: std::fs::File, rows: &[Row], path: &Path) -> Result<(), S
 #[cfg(not(feature = "parquet"))]
 fn write_parquet(_: std::fs::File, _: &[Row], _: &Path) -> Result<(), StoreError> {
     Err(invalid(
-        "this commbench was built without Parquet: build with `--features parquet`".into(),
+        "this commbench was built without Parquet (--no-default-features): rebuild with the default features".into(),
     ))
 }
 
@@ -651,7 +651,7 @@ fn read_parquet(
 #[cfg(not(feature = "parquet"))]
 fn read_parquet(path: &Path, _: &str, _: &str, _: &mut Budget) -> Result<Vec<Row>, StoreError> {
     Err(input(format!(
-        "{}: this commbench was built without Parquet: build with `--features parquet`",
+        "{}: this commbench was built without Parquet (--no-default-features): rebuild with the default features",
         shown_path(path)
     )))
 }

@@ -260,7 +260,7 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
         };
         if format == ExportFormat::Parquet && !commbench_store::export::PARQUET {
             return Err(crate::usage(
-                "--export parquet: this commbench was built without Parquet; use jsonl or build with `--features parquet`",
+                "--export parquet: this commbench was built without Parquet (--no-default-features); use jsonl or rebuild with the default features",
             ));
         }
         let dir = PathBuf::from(dir);

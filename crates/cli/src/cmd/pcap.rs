@@ -60,7 +60,7 @@ pub struct BenchArgs {
 pub enum DataFormat {
     Csv,
     Jsonl,
-    /// Parquet file (needs --output; built with `--features parquet`).
+    /// Parquet file (needs --output; in the default build).
     Parquet,
 }
 
@@ -297,9 +297,9 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
 fn parquet_check(a: &ExtractArgs) -> Result<OutputFormat> {
     if !cfg!(feature = "parquet") {
         return Err(crate::usage(
-            "--format parquet is not built into this binary; rebuild with \
-             `cargo build --release -p commbench --features parquet`, \
-             or use --format csv and convert it",
+            "--format parquet is not built into this binary (built with \
+             --no-default-features); rebuild with the default features \
+             (`cargo build --release`), or use --format csv and convert it",
         ));
     }
     if a.output.is_none() {
