@@ -72,6 +72,12 @@ def run_gen(kind, args, port):
         cmd = ["taskset", "-c", args.gen_cpu, args.cbench] + common
     t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Bounded: real cbench can spin forever in its handshake with a peer
+    # it dislikes; such a run is killed and counted as failed.
+    import threading
+    limit = 30 + 3 * args.loops * args.ms / 1000
+    watchdog = threading.Timer(limit, p.kill)
+    watchdog.start()
     # Sample the generator's CPU just before it exits: wait, reading output.
     out = []
     last = (0.0, 0.0)
@@ -85,7 +91,10 @@ def run_gen(kind, args, port):
         except OSError:
             pass
     p.wait()
+    watchdog.cancel()
     text = "".join(out)
+    if time.time() - t0 >= limit:
+        text += f"\n(killed after {limit:.0f} s: the generator did not finish)\n"
     if kind == "commbench":
         m = re.search(r"responses: (\d+)", text)
         responses = int(m.group(1)) if m else 0
