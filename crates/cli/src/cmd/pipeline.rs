@@ -64,7 +64,7 @@ pub struct OfferArgs {
     #[arg(long, default_value_t = 300)]
     pub drain_ms: u64,
     /// Busy-wait the last this-many µs before each departure (sleep before).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 30)]
     pub spin_us: u64,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
@@ -272,6 +272,9 @@ pub struct IoArgs {
     /// fwd: deterministic impairments of the tester's stamped frames: drop=N,dup=N,swap=N (every N-th).
     #[arg(long)]
     pub impair: Option<String>,
+    /// sink: wait (up to --duration-s) for the first frame, stop --idle-ms after the last, and report the arrival pattern from kernel timestamps (rate, most frames in any 100 µs, gap p50/p99); counts every frame with commbench's magic, stamped or not.
+    #[arg(long)]
+    pub pattern: bool,
     /// fwd, sink: stop after this long without a frame, 1..=86400000 ms.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS * 1000))]
     pub idle_ms: u64,
@@ -676,6 +679,35 @@ fn run_io(a: &IoArgs) -> Result<()> {
                 .metric("ticks_work", w)
                 .metric("ticks_tx", t)
                 .metric("ticks_per_packet", r + w + t)
+        }
+        RoleArg::Sink if a.pattern => {
+            let k = commbench_pipeline::tester::count_arrivals(&a.iface, engine, idle, deadline)?;
+            let st = &k.stats;
+            Record::new("pipeline", "io-sink")
+                .param("engine", engine.name())
+                .param("iface", &a.iface)
+                .metric("rx", k.ours)
+                .metric("foreign", k.foreign)
+                .metric("ring_drops", k.drops)
+                .metric("pps", st.rate())
+                .metric("span_s", st.span_s())
+                .metric("window_100us_max", st.window_max)
+                .metric(
+                    "gap_p50_ns",
+                    if st.gaps.is_empty() {
+                        f64::NAN
+                    } else {
+                        st.gaps.quantile(0.5)
+                    },
+                )
+                .metric(
+                    "gap_p99_ns",
+                    if st.gaps.is_empty() {
+                        f64::NAN
+                    } else {
+                        st.gaps.quantile(0.99)
+                    },
+                )
         }
         RoleArg::Sink => {
             let k = netns::sink_role(&a.iface, engine, &done, &seen, idle, deadline, None)?;

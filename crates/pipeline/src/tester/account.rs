@@ -120,6 +120,72 @@ pub struct FlowCounts {
 /// Longest window of arrivals kept for the 100 µs count.
 const WINDOW_CAP: usize = 1 << 20;
 
+/// The arrival pattern: first and last arrival, the gaps between
+/// arrivals, and the most arrivals within any window of `window_ns`.
+#[derive(Debug, Clone)]
+pub struct ArrivalStats {
+    pub count: u64,
+    /// Gaps between consecutive arrivals, ns.
+    pub gaps: LatencyHistogram,
+    window_ns: u64,
+    window: VecDeque<u64>,
+    /// Most arrivals in any `window_ns` span.
+    pub window_max: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: u64,
+}
+
+impl ArrivalStats {
+    pub fn new(window_ns: u64) -> Self {
+        ArrivalStats {
+            count: 0,
+            gaps: LatencyHistogram::new(),
+            window_ns,
+            window: VecDeque::new(),
+            window_max: 0,
+            first_ns: None,
+            last_ns: 0,
+        }
+    }
+
+    /// Counts an arrival at `t` ns (any epoch, non-decreasing in practice;
+    /// an earlier one counts as a gap of 0).
+    pub fn arrive(&mut self, t: u64) {
+        self.count += 1;
+        if self.first_ns.is_none() {
+            self.first_ns = Some(t);
+        } else {
+            self.gaps.record_ns(t.saturating_sub(self.last_ns));
+        }
+        self.last_ns = self.last_ns.max(t);
+        while let Some(&old) = self.window.front() {
+            if t.saturating_sub(old) >= self.window_ns || self.window.len() >= WINDOW_CAP {
+                self.window.pop_front();
+            } else {
+                break;
+            }
+        }
+        self.window.push_back(t);
+        self.window_max = self.window_max.max(self.window.len() as u64);
+    }
+
+    /// First to last arrival, s.
+    pub fn span_s(&self) -> f64 {
+        self.first_ns
+            .map_or(0.0, |f| self.last_ns.saturating_sub(f) as f64 / 1e9)
+    }
+
+    /// Arrivals per second over the span (the first arrival opens it).
+    pub fn rate(&self) -> f64 {
+        let s = self.span_s();
+        if s > 0.0 {
+            (self.count.saturating_sub(1)) as f64 / s
+        } else {
+            f64::NAN
+        }
+    }
+}
+
 /// Everything the sink counts.
 #[derive(Debug, Clone)]
 pub struct SinkAccount {
@@ -137,14 +203,8 @@ pub struct SinkAccount {
     /// Arrivals stamped later than they were received (clock trouble):
     /// their latency is recorded as 0.
     pub negative_latency: u64,
-    /// Gaps between consecutive arrivals of ours, ns.
-    pub gaps: LatencyHistogram,
-    window_ns: u64,
-    window: VecDeque<u64>,
-    /// Most arrivals in any `window_ns` span.
-    pub window_max: u64,
-    pub first_rx_ns: Option<u64>,
-    pub last_rx_ns: u64,
+    /// The arrival pattern of our frames.
+    pub arrivals: ArrivalStats,
     /// Flow ids start here (the trial's number in the high byte).
     pub flow_base: u16,
     /// Probe frames (the path check before a trial).
@@ -163,12 +223,7 @@ impl SinkAccount {
             other_version: 0,
             unknown_flow: 0,
             negative_latency: 0,
-            gaps: LatencyHistogram::new(),
-            window_ns,
-            window: VecDeque::new(),
-            window_max: 0,
-            first_rx_ns: None,
-            last_rx_ns: 0,
+            arrivals: ArrivalStats::new(window_ns),
             flow_base: 0,
             probes: 0,
         }
@@ -215,25 +270,7 @@ impl SinkAccount {
             f.late += 1;
         }
         self.latency.record_ns(lat);
-        self.arrival(rx_ns);
-    }
-
-    fn arrival(&mut self, t: u64) {
-        if self.first_rx_ns.is_none() {
-            self.first_rx_ns = Some(t);
-        } else {
-            self.gaps.record_ns(t.saturating_sub(self.last_rx_ns));
-        }
-        self.last_rx_ns = self.last_rx_ns.max(t);
-        while let Some(&old) = self.window.front() {
-            if t.saturating_sub(old) >= self.window_ns || self.window.len() >= WINDOW_CAP {
-                self.window.pop_front();
-            } else {
-                break;
-            }
-        }
-        self.window.push_back(t);
-        self.window_max = self.window_max.max(self.window.len() as u64);
+        self.arrivals.arrive(rx_ns);
     }
 
     /// Final counts, given what the generator sent per flow.
@@ -344,8 +381,10 @@ mod tests {
             stamp::write_id(&mut fr, 0, i as u64);
             s.frame(&fr, t);
         }
-        assert_eq!(s.window_max, 3);
-        assert_eq!(s.gaps.len(), 4);
+        assert_eq!(s.arrivals.window_max, 3);
+        assert_eq!(s.arrivals.gaps.len(), 4);
+        // 4 gaps over 205 ns.
+        assert!((s.arrivals.rate() - 4.0 / 205e-9).abs() < 1.0);
     }
 
     proptest! {

@@ -602,15 +602,16 @@ fn gen_run(
     let mut stage: Vec<[u8; 2048]> = vec![[0u8; 2048]; burst];
     let mut lens = vec![0usize; burst];
     let send = |tx: &mut Tx, stage: &[[u8; 2048]], lens: &[usize]| -> io::Result<usize> {
+        // At most 64 frames per call (sendmmsg's batch), referenced from
+        // the stack: no allocation per burst.
+        let mut refs: [&[u8]; 64] = [&[]; 64];
+        let n = lens.len().min(64);
+        for ((r, b), &l) in refs.iter_mut().zip(stage).zip(&lens[..n]) {
+            *r = &b[..l];
+        }
         match tx {
-            Tx::Mmsg(s) => {
-                let refs: Vec<&[u8]> = stage.iter().zip(lens).map(|(b, &l)| &b[..l]).collect();
-                s.send_batch(&refs)
-            }
-            Tx::Ring(r) => {
-                let refs: Vec<&[u8]> = stage.iter().zip(lens).map(|(b, &l)| &b[..l]).collect();
-                r.send_batch(&refs)
-            }
+            Tx::Mmsg(s) => s.send_batch(&refs[..n]),
+            Tx::Ring(r) => r.send_batch(&refs[..n]),
             Tx::Xdp(x) => Ok(x.post_with(lens.len() as u32, |i, buf| {
                 let l = lens[i];
                 buf[..l].copy_from_slice(&stage[i][..l]);
@@ -806,6 +807,59 @@ fn sink_run(
     Ok((acct, drops))
 }
 
+/// What [`count_arrivals`] saw.
+#[derive(Debug, Clone)]
+pub struct ArrivalCount {
+    /// Frames with commbench's magic (any version, stamped or not).
+    pub ours: u64,
+    pub foreign: u64,
+    pub drops: u64,
+    pub stats: account::ArrivalStats,
+}
+
+/// Counts frames carrying commbench's magic on `iface` with their kernel
+/// receive times until `idle` passes without one (after the first) or
+/// `deadline`: the sink of a generator that does not stamp (another
+/// tool's frames with the magic in their payload).
+pub fn count_arrivals(
+    iface: &str,
+    rx: RxMethod,
+    idle: Duration,
+    deadline: Instant,
+) -> io::Result<ArrivalCount> {
+    let mut path = RxPath::open(iface, rx)?;
+    let mut stats = account::ArrivalStats::new(100_000);
+    let (mut ours, mut foreign) = (0u64, 0u64);
+    let mut last = Instant::now();
+    loop {
+        if interrupted() || Instant::now() > deadline {
+            break;
+        }
+        let n = path.next_ts(|f, ts| {
+            if f.get(stamp::STAMP_OFF..stamp::STAMP_OFF + 4) == Some(&stamp::MAGIC[..]) {
+                ours += 1;
+                stats.arrive(ts);
+            } else {
+                foreign += 1;
+            }
+        })?;
+        if n > 0 {
+            last = Instant::now();
+            continue;
+        }
+        if ours > 0 && last.elapsed() > idle {
+            break;
+        }
+        path.wait(2)?;
+    }
+    Ok(ArrivalCount {
+        ours,
+        foreign,
+        drops: path.drops()?,
+        stats,
+    })
+}
+
 /// One trial's outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrialResult {
@@ -893,9 +947,7 @@ impl TrialResult {
             || lag.p99 > spec.lag_bound_ns as f64
             || g.last_lag_ns > spec.lag_bound_ns;
         let arrivals_total = received + sum(|c| c.duplicated);
-        let rx_span = a
-            .first_rx_ns
-            .map_or(0.0, |f| a.last_rx_ns.saturating_sub(f) as f64 / 1e9);
+        let rx_span = a.arrivals.span_s();
         let share = offered * 100e-6;
         let (fr, fw, ft) = fwd.map_or((None, None, None), |f| {
             let (r, w, t) = f.per_packet();
@@ -950,12 +1002,12 @@ impl TrialResult {
                 f64::NAN
             },
             negative_latency: a.negative_latency,
-            window_100us_max: a.window_max,
-            window_100us_over_share: a.window_max as f64 / share.max(1.0),
-            gap_p99_ns: if a.gaps.is_empty() {
+            window_100us_max: a.arrivals.window_max,
+            window_100us_over_share: a.arrivals.window_max as f64 / share.max(1.0),
+            gap_p99_ns: if a.arrivals.gaps.is_empty() {
                 f64::NAN
             } else {
-                a.gaps.quantile(0.99)
+                a.arrivals.gaps.quantile(0.99)
             },
             delivered_pps: if rx_span > 0.0 {
                 received as f64 / rx_span

@@ -186,6 +186,8 @@ pub fn fold_repeats(v: &[(SearchResult, Record)]) -> Option<Record> {
     r.push_metric("rate_pps", est.median);
     r.push_metric("rate_mpps", est.median / 1e6);
     attach(&mut r.metrics, "rate_pps", &est);
+    let mpps: Vec<f64> = rates.iter().map(|x| x / 1e6).collect();
+    attach(&mut r.metrics, "rate_mpps", &Estimate::from_samples(&mpps));
     let mean = rates.iter().sum::<f64>() / rates.len() as f64;
     let sd = commbench_core::stats::population_stdev(&rates);
     r.push_metric(
