@@ -321,3 +321,40 @@ pub fn parse_size_list(s: &str) -> Result<Vec<Sizes>, String> {
         .map(super::pace::parse_sizes)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cost_model_reproduces_the_seed_budget() {
+        // 134 cycles per packet at 2 GHz is 14.9 Mpps (the seed's figure).
+        let p = predict_pps(2e9, 134.0, 0.0);
+        assert!((p - 14.925e6).abs() < 1e4, "{p}");
+        // 67.2 ns of delay on top of 0 ticks: 1 / 67.2 ns.
+        assert!((predict_pps(2e9, 0.0, 67.2) - 14.88e6).abs() < 1e4);
+    }
+
+    #[test]
+    fn points_are_told_device_or_tester_bound() {
+        // The device (1 Mpps) is far below the tester (5 Mpps).
+        let (b, v) = classify(1e6, 0.97e6, 5e6);
+        assert_eq!(b, "device");
+        assert!(v.contains("trusted"), "{v}");
+        let (b, v) = classify(1e6, 0.5e6, 5e6);
+        assert_eq!(b, "device");
+        assert!(v.contains("off the model"), "{v}");
+        // The device could do 20 Mpps, the tester delivers 1.
+        let (b, v) = classify(20e6, 1e6, 1e6);
+        assert_eq!(b, "tester");
+        assert!(v.contains("measures the tester"), "{v}");
+        assert_eq!(classify(1e6, 1e6, 1.1e6).0, "close");
+    }
+
+    #[test]
+    fn size_lists() {
+        assert_eq!(parse_size_list("rfc2544").unwrap().len(), 7);
+        assert_eq!(parse_size_list("64,imix").unwrap()[1].name, "imix");
+        assert!(parse_size_list("64,x").is_err());
+    }
+}
