@@ -82,6 +82,43 @@ fn argument_errors_exit_2_with_a_message() {
             ],
             "invalid value 'dpdk'",
         ),
+        (&["pipeline", "trial", "--dut", "router"], "is not a device"),
+        (
+            &["pipeline", "trial", "--dut", "l2fwd:delay:x"],
+            "whole nanoseconds",
+        ),
+        (&["pipeline", "trial", "--rate", "fast"], "not a rate"),
+        (&["pipeline", "trial", "--rate", "150%"], "(0, 100]"),
+        (
+            &["pipeline", "trial", "--size", "9000"],
+            "outside 64..=1518",
+        ),
+        (&["pipeline", "trial", "--flows", "0"], "--flows 0"),
+        (&["pipeline", "trial", "--burst", "5000"], "--burst 5000"),
+        (&["pipeline", "trial", "--cpus", "0,1,2,3"], "GEN,SINK,DUT"),
+        (
+            &["pipeline", "trial", "--rate", "10M", "--duration-s", "3000"],
+            "shorten --duration",
+        ),
+        (
+            &["pipeline", "rfc2544", "--sizes", "64,x"],
+            "frame size 'x'",
+        ),
+        (
+            &["pipeline", "rfc2544", "--pdr-loss-pct", "0"],
+            "--pdr-loss-pct",
+        ),
+        (&["pipeline", "crosscheck", "--delays", "5,-1"], "'-1'"),
+        (
+            &["pipeline", "crosscheck", "--dut", "bridge"],
+            "commbench's own forwarder",
+        ),
+        (
+            &[
+                "pipeline", "io", "--mode", "fwd", "--iface", "lo", "--impair", "drop=x",
+            ],
+            "not a whole number",
+        ),
     ];
     for (args, msg) in cases {
         cb().args(*args)
@@ -401,4 +438,175 @@ fn io_gen_on_a_down_link_fails_early_with_the_reason() {
         }
     }
     drop(lab);
+}
+
+fn root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: the black-box tester needs root");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn trial_through_a_user_program_counts_its_drops_duplicates_and_swaps_exactly() {
+    if !root() {
+        return;
+    }
+    // The device is a program of the user's: here commbench's own
+    // forwarder, as a separate process started by `--dut cmd:` in the
+    // device's namespace, told its interfaces by the environment.
+    let bin = assert_cmd::cargo::cargo_bin("commbench");
+    let dut = format!(
+        "cmd:{} pipeline io --mode fwd --iface $CB_IN_IF --out-iface $CB_OUT_IF --idle-ms 600000 --impair drop=10,dup=7,swap=13 --format csv",
+        bin.display()
+    );
+    let v = json(&[
+        "pipeline",
+        "trial",
+        "--dut",
+        &dut,
+        "--rate",
+        "20k",
+        "--duration-s",
+        "0.15",
+        "--lag-bound-us",
+        "60000000",
+        "--per-flow",
+    ]);
+    let recs = records(&v);
+    let t = recs.iter().find(|r| r["test"] == "trial").unwrap();
+    let m = &t["metrics"];
+    // 3000 frames, one flow. Worked out by hand from the rules (every
+    // 10th dropped; every 7th not dropped sent twice; every 13th not
+    // dropped held until the next frame went out): 300 lost, 357
+    // duplicates, 207 reordered at distance 1 or 2 (2 when the frame
+    // after the held one was dropped).
+    assert_eq!(m["sent"], 3000, "{m}");
+    assert_eq!(m["lost"], 300, "{m}");
+    assert_eq!(m["received"], 2700, "{m}");
+    assert_eq!(m["duplicated"], 357, "{m}");
+    assert_eq!(m["reordered"], 207, "{m}");
+    assert_eq!(m["reorder_max_distance"], 2, "{m}");
+    assert_eq!(m["latency_recorded_pct"], 100.0, "{m}");
+    // The loopback bias is measured and attached.
+    assert!(m["loopback_latency_p50_ns"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(recs.iter().any(|r| r["test"] == "loopback"));
+    assert!(recs.iter().any(|r| r["test"] == "trial-flow"));
+}
+
+#[test]
+fn rfc2544_through_the_binary_writes_searches_trials_and_the_loss_ladder() {
+    if !root() {
+        return;
+    }
+    // l2fwd with 20 µs per frame cannot pass 50 kpps.
+    let v = json(&[
+        "pipeline",
+        "rfc2544",
+        "--dut",
+        "l2fwd:delay:20000",
+        "--sizes",
+        "64,256",
+        "--max-rate",
+        "100k",
+        "--duration-s",
+        "0.1",
+        "--resolution-pct",
+        "10",
+        "--max-trials",
+        "6",
+        "--ladder",
+        "2",
+        "--lag-bound-us",
+        "60000000",
+        "--drain-ms",
+        "150",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    let ndr: Vec<&Value> = recs.iter().filter(|r| r["test"] == "rfc2544-ndr").collect();
+    assert_eq!(ndr.len(), 2, "{recs:?}");
+    for r in ndr {
+        let rate = r["metrics"]["rate_pps"].as_f64().unwrap();
+        let fail = r["metrics"]["fail_pps"].as_f64().unwrap();
+        assert!(rate <= 51_000.0 && rate < fail, "{r}");
+    }
+    assert_eq!(
+        recs.iter().filter(|r| r["test"] == "rfc2544-loss").count(),
+        4
+    );
+    assert!(recs.iter().filter(|r| r["test"] == "rfc2544-trial").count() >= 4);
+}
+
+#[test]
+fn sigkill_of_a_trial_leaves_namespaces_that_clean_removes_with_the_device_program() {
+    if !root() {
+        return;
+    }
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        .args([
+            "pipeline",
+            "trial",
+            "--dut",
+            "cmd:sleep 600",
+            "--rate",
+            "1k",
+            "--no-bias",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let prefix = format!("cbpl-{pid}-");
+    let ours = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // The device program runs in the device's namespace (while the
+    // generator probes it, in vain: `sleep` forwards nothing).
+    let fwd = format!("{prefix}0-fwd");
+    let pids_in = |ns: &str| -> Vec<i32> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    let start = std::time::Instant::now();
+    while (ours().len() < 3 || pids_in(&fwd).is_empty())
+        && start.elapsed() < std::time::Duration::from_secs(20)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ours().len(), 3, "namespaces never appeared");
+    let device = pids_in(&fwd);
+    assert!(!device.is_empty());
+    let mut child = child;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert_eq!(ours().len(), 3, "SIGKILL leaves them");
+    cb().args(["clean"]).assert().success();
+    assert!(ours().is_empty(), "left behind: {:?}", ours());
+    // The device program is gone too (PDEATHSIG or clean's kill).
+    let gone = |p: i32| {
+        !std::path::Path::new(&format!("/proc/{p}")).exists()
+            || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| s.contains(") Z "))
+    };
+    let start = std::time::Instant::now();
+    while !device.iter().all(|&p| gone(p)) && start.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(device.iter().all(|&p| gone(p)), "{device:?} still running");
 }

@@ -91,9 +91,11 @@ fn kind(path: &str) -> Option<Kind> {
         "pipeline" => NotMeasuring,
         "pipeline run" => Stored(&["--packets", "20000"]),
         "pipeline rss" => Stored(&[]),
-        "pipeline netns" | "pipeline io" => {
-            Elsewhere("tests/pipeline.rs (root, namespaces it creates)")
-        }
+        "pipeline netns"
+        | "pipeline io"
+        | "pipeline trial"
+        | "pipeline rfc2544"
+        | "pipeline crosscheck" => Elsewhere("tests/pipeline.rs (root, namespaces it creates)"),
         "env" | "clean" | "compare" | "history" | "report" | "completions" | "man" => NotMeasuring,
         "suite" => Elsewhere("tests/suite.rs and tests/history.rs"),
         _ => return None,

@@ -51,6 +51,8 @@ const BD_OFFSET_TO_FIRST: usize = 16;
 const BD_BLK_LEN: usize = 20;
 // Offsets in `struct tpacket3_hdr`.
 const H_NEXT_OFFSET: usize = 0;
+const H_SEC: usize = 4;
+const H_NSEC: usize = 8;
 const H_SNAPLEN: usize = 12;
 const H_MAC: usize = 24;
 
@@ -356,6 +358,12 @@ impl RxRing {
     /// to the kernel, and returns the number of frames (0: no block ready).
     /// Errors when the kernel's offsets point outside the block.
     pub fn next_block<F: FnMut(&mut [u8])>(&mut self, mut f: F) -> io::Result<usize> {
+        self.next_block_ts(|fr, _| f(fr))
+    }
+
+    /// [`RxRing::next_block`] with each frame's kernel receive timestamp
+    /// (`CLOCK_REALTIME` ns, from the frame's `tpacket3_hdr`).
+    pub fn next_block_ts<F: FnMut(&mut [u8], u64)>(&mut self, mut f: F) -> io::Result<usize> {
         let base = self.next * self.block_size;
         let status = self.read_u32(base + BD_BLOCK_STATUS);
         if status & TP_STATUS_USER == 0 {
@@ -385,7 +393,9 @@ impl RxRing {
             // this block, which the kernel handed to us (TP_STATUS_USER)
             // and does not touch until we return it below.
             let frame = unsafe { std::slice::from_raw_parts_mut(self.map.add(h + mac), snap) };
-            f(frame);
+            let ts = u64::from(self.read_u32(h + H_SEC)) * 1_000_000_000
+                + u64::from(self.read_u32(h + H_NSEC));
+            f(frame, ts);
             let next = self.read_u32(h + H_NEXT_OFFSET) as usize;
             if i + 1 < n {
                 if next == 0 {

@@ -39,6 +39,8 @@ pub struct XdpTx {
     device: DeviceQueue,
     _umem: Umem,
     frames: Vec<XdpDesc>,
+    /// Each frame's UMEM slot (for [`XdpTx::post_with`]).
+    slots: Vec<(NonNull<[u8]>, u64)>,
     next: usize,
     in_flight: u32,
     /// The UMEM memory: registered with the kernel, freed last.
@@ -56,7 +58,14 @@ impl XdpTx {
         // Freed by the guard, on error too.
         let guard = AreaGuard::new(UMEM_BYTES)?;
         let mem = guard.slice();
-        let built = (|| -> io::Result<(Umem, DeviceQueue, RingTx, Vec<XdpDesc>)> {
+        type Built = (
+            Umem,
+            DeviceQueue,
+            RingTx,
+            Vec<XdpDesc>,
+            Vec<(NonNull<[u8]>, u64)>,
+        );
+        let built = (|| -> io::Result<Built> {
             // SAFETY: the area is page aligned and outlives the UMEM (Drop
             // order above).
             let umem =
@@ -86,6 +95,7 @@ impl XdpTx {
             let tx = rxtx.map_tx().map_err(|e| err("tx ring map", e))?;
             umem.bind(&rxtx).map_err(|e| err("bind (copy mode)", e))?;
             let mut descs = Vec::with_capacity(frames.len());
+            let mut slots = Vec::with_capacity(frames.len());
             for (i, f) in frames.iter().enumerate() {
                 let mut chunk = umem
                     .frame(BufIdx(i as u32))
@@ -94,20 +104,22 @@ impl XdpTx {
                 let buf = unsafe { chunk.addr.as_mut() };
                 let n = f.len().min(buf.len());
                 buf[..n].copy_from_slice(&f[..n]);
+                slots.push((chunk.addr, chunk.offset));
                 descs.push(XdpDesc {
                     addr: chunk.offset,
                     len: n as u32,
                     options: 0,
                 });
             }
-            Ok((umem, device, tx, descs))
+            Ok((umem, device, tx, descs, slots))
         })();
         match built {
-            Ok((umem, device, tx, frames)) => Ok(XdpTx {
+            Ok((umem, device, tx, frames, slots)) => Ok(XdpTx {
                 tx,
                 device,
                 _umem: umem,
                 frames,
+                slots,
                 next: 0,
                 in_flight: 0,
                 _area: guard,
@@ -150,6 +162,53 @@ impl XdpTx {
         r.release();
         self.in_flight -= done;
         done
+    }
+
+    /// Posts up to `n` frames, each written by `fill` into a free UMEM
+    /// slot of its own (`fill` returns the frame's length), wakes the
+    /// kernel if it asks, and reaps completions. A slot is rewritten only
+    /// once the kernel has completed it: at most as many frames are in
+    /// flight as [`XdpTx::open`] was given (copy mode completes in order).
+    /// Returns how many were posted.
+    pub fn post_with<F: FnMut(usize, &mut [u8]) -> usize>(&mut self, n: u32, mut fill: F) -> u32 {
+        self.reap();
+        let room = (self.frames.len() as u32).saturating_sub(self.in_flight);
+        let n = n.min(room);
+        if n == 0 {
+            if self.tx.needs_wakeup() {
+                self.tx.wake();
+            }
+            return 0;
+        }
+        let slots = self.slots.len();
+        let mut next = self.next;
+        let mut descs = Vec::with_capacity(n as usize);
+        for i in 0..n as usize {
+            let (ptr, off) = self.slots[next];
+            // SAFETY: the slot lies inside the UMEM area we own; it is not
+            // in flight (at most frames.len() are, completed in order), so
+            // the kernel does not read it now.
+            let buf = unsafe { &mut *ptr.as_ptr() };
+            let len = fill(i, buf).min(buf.len());
+            descs.push(XdpDesc {
+                addr: off,
+                len: len as u32,
+                options: 0,
+            });
+            next = (next + 1) % slots;
+        }
+        let posted = {
+            let mut w = self.tx.transmit(n);
+            let k = w.insert(descs.into_iter());
+            w.commit();
+            k
+        };
+        self.next = (self.next + posted as usize) % slots;
+        self.in_flight += posted;
+        if self.tx.needs_wakeup() {
+            self.tx.wake();
+        }
+        posted
     }
 
     /// Frames posted and not yet completed.

@@ -16,7 +16,11 @@ pub struct PipelineLab;
 
 const RUNS: &[&str] = &["run", "sweep-tx-bulk", "sweep-queues", "sweep-delay"];
 
-static METRICS: [MetricSpec; 12] = [
+/// Records of the black-box tester with one trial each.
+const TRIALS: &[&str] = &["trial", "rfc2544-trial", "rfc2544-loss", "loopback"];
+const SEARCHES: &[&str] = &["rfc2544-ndr", "rfc2544-pdr"];
+
+static METRICS: [MetricSpec; 25] = [
     MetricSpec::headline(
         "ticks_total",
         "TSC ticks per packet",
@@ -112,6 +116,110 @@ static METRICS: [MetricSpec; 12] = [
         Better::Lower,
         Quantity::Cost,
         RUNS,
+    ),
+    MetricSpec::headline(
+        "rate_pps",
+        "RFC 2544 throughput (NDR / PDR)",
+        "pps",
+        Better::Higher,
+        Quantity::Time,
+        SEARCHES,
+    ),
+    MetricSpec::other(
+        "rate_mpps",
+        "RFC 2544 throughput (NDR / PDR)",
+        "Mpps",
+        Better::Higher,
+        Quantity::Time,
+        SEARCHES,
+    ),
+    MetricSpec::headline(
+        "delivered_per_gen_cpu_s",
+        "frames delivered per generator CPU-second",
+        "frames/CPU-s",
+        Better::Higher,
+        Quantity::Cost,
+        TRIALS,
+    ),
+    MetricSpec::headline(
+        "loss_pct",
+        "frames lost",
+        "%",
+        Better::Lower,
+        Quantity::Other,
+        TRIALS,
+    ),
+    MetricSpec::headline(
+        "latency_p99_ns",
+        "one-way latency, p99",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "latency_p50_ns",
+        "one-way latency, median",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "latency_p9999_ns",
+        "one-way latency, p99.99",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "achieved_pps",
+        "rate the generator achieved",
+        "pps",
+        Better::Unknown,
+        Quantity::Other,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "rate_error_pct",
+        "generator rate error",
+        "%",
+        Better::Unknown,
+        Quantity::Other,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "lag_p99_ns",
+        "generator schedule lag, p99",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "window_100us_over_share",
+        "most frames in 100 µs over the rate's share",
+        "×",
+        Better::Lower,
+        Quantity::Other,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "measured_pps",
+        "black-box NDR of l2fwd",
+        "pps",
+        Better::Higher,
+        Quantity::Time,
+        &["crosscheck"],
+    ),
+    MetricSpec::other(
+        "error_pct",
+        "measured NDR vs the cost model",
+        "%",
+        Better::Unknown,
+        Quantity::Other,
+        &["crosscheck"],
     ),
 ];
 

@@ -32,6 +32,7 @@ pub mod lab;
 pub mod mbuf;
 pub mod netns;
 pub mod rss;
+pub mod tester;
 pub mod txbuf;
 pub mod wire;
 pub mod xdpprog;

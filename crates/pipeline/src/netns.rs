@@ -92,6 +92,16 @@ impl Lab {
     /// Creates the namespaces and links (root). On failure, whatever was
     /// created is removed before the error returns.
     pub fn setup() -> io::Result<Lab> {
+        Self::build(true)
+    }
+
+    /// Two namespaces joined by one veth pair (`gen_if` ↔ `sink_if`), no
+    /// forwarder: the path with nothing in between. `fwd_*` are empty.
+    pub fn setup_pair() -> io::Result<Lab> {
+        Self::build(false)
+    }
+
+    fn build(with_fwd: bool) -> io::Result<Lab> {
         if !is_root() {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -113,7 +123,15 @@ impl Lab {
             sink_if: format!("cb{pid}x{n}s"),
             created: Vec::new(),
         };
+        if !with_fwd {
+            lab.fwd_ns.clear();
+            lab.fwd_in.clear();
+            lab.fwd_out.clear();
+        }
         for ns in [lab.gen_ns.clone(), lab.fwd_ns.clone(), lab.sink_ns.clone()] {
+            if ns.is_empty() {
+                continue;
+            }
             ip(&["netns", "add", &ns])?;
             lab.created.push(ns.clone());
             // No IPv6 router/MLD chatter on the links (best effort).
@@ -124,6 +142,26 @@ impl Lab {
                     "net.ipv6.conf.default.disable_ipv6=1",
                 ])
                 .output();
+        }
+        if !with_fwd {
+            ip(&[
+                "link",
+                "add",
+                &lab.gen_if,
+                "netns",
+                &lab.gen_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &lab.sink_if,
+                "netns",
+                &lab.sink_ns,
+            ])?;
+            for (ns, ifc) in [(&lab.gen_ns, &lab.gen_if), (&lab.sink_ns, &lab.sink_if)] {
+                ip(&["-n", ns, "link", "set", ifc, "up"])?;
+            }
+            return Ok(lab);
         }
         ip(&[
             "link",
@@ -173,6 +211,10 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         // Deleting a namespace deletes the veth ends in it (and so the pairs).
+        // A program still running in one is killed first.
+        if !self.fwd_ns.is_empty() && self.created.contains(&self.fwd_ns) {
+            kill_namespace_pids(&self.fwd_ns);
+        }
         for ns in self.created.drain(..) {
             let _ = ip(&["netns", "del", &ns]);
         }
@@ -220,6 +262,9 @@ pub fn clean_leftovers(dry_run: bool) -> Vec<Leftover> {
         } else if dry_run {
             "would remove".to_owned()
         } else {
+            // A `--dut cmd:` program may still run inside: kill it first
+            // (deleting the name would leave it holding the namespace).
+            kill_namespace_pids(&name);
             match ip(&["netns", "del", &name]) {
                 Ok(()) => "removed".to_owned(),
                 Err(e) => format!("error: {e}"),
@@ -228,6 +273,27 @@ pub fn clean_leftovers(dry_run: bool) -> Vec<Leftover> {
         out.push(Leftover { name, pid, action });
     }
     out
+}
+
+/// SIGKILLs every process inside namespace `ns` (`ip netns pids`).
+pub fn kill_namespace_pids(ns: &str) {
+    let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() else {
+        return;
+    };
+    for pid in String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+    {
+        if pid > 1 && pid as u32 != std::process::id() {
+            // SAFETY: kill(2) on a pid read from the namespace.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Runs `ip ARGS` and says what failed.
+pub fn ip_cmd(args: &[&str]) -> io::Result<()> {
+    ip(args)
 }
 
 /// What a netns run is asked to do.
@@ -329,6 +395,19 @@ impl RxPath {
         }
     }
 
+    /// [`RxPath::next`] with each frame's receive time, `CLOCK_REALTIME`
+    /// ns: the kernel's timestamp on AF_PACKET, the time of the read on
+    /// AF_XDP (copy mode carries no receive timestamp).
+    pub fn next_ts<F: FnMut(&mut [u8], u64)>(&mut self, mut f: F) -> io::Result<usize> {
+        match self {
+            RxPath::Ring(r) => r.next_block_ts(f),
+            RxPath::Xdp(x) => {
+                let now = realtime_ns();
+                Ok(x.recv(256, |fr| f(fr, now)))
+            }
+        }
+    }
+
     pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
         match self {
             RxPath::Ring(r) => r.wait(timeout_ms),
@@ -343,6 +422,18 @@ impl RxPath {
             RxPath::Xdp(x) => x.stats().map(|s| s.dropped + s.rx_ring_full),
         }
     }
+}
+
+/// `CLOCK_REALTIME` in ns: the clock of AF_PACKET's receive timestamps,
+/// read through the vDSO (tens of ns).
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// AF_PACKET transmit paths.

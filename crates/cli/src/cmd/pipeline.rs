@@ -25,6 +25,139 @@ pub enum PipelineCmd {
     Netns(NetnsArgs),
     /// Run one role (gen, fwd, sink) on an existing interface, AF_PACKET.
     Io(IoArgs),
+    /// (root) Black-box trial: offer stamped frames to a device at a paced rate, count exactly what comes back.
+    Trial(TrialArgs),
+    /// (root) RFC 2544 throughput: NDR/PDR binary search, confirmation, latency, frame loss over offered load.
+    Rfc2544(Rfc2544Args),
+    /// (root) The seed's question: black-box NDR of l2fwd over injected delays vs the white-box cost model.
+    Crosscheck(CrosscheckArgs),
+}
+
+/// What every black-box command offers (see docs/pipeline.md, "black-box tester").
+#[derive(Debug, Args)]
+pub struct OfferArgs {
+    /// Device under test: none, l2fwd[:work=swap|delay:NS][,rx=af-xdp][,drop=N,dup=N,swap=N], bridge, cmd:'PROGRAM ARGS', ifaces:IF1,IF2.
+    #[arg(long, default_value = "l2fwd")]
+    pub dut: String,
+    /// Arrival process of the bursts.
+    #[arg(long, value_enum, default_value = "cbr")]
+    pub arrivals: ArrivalsArg,
+    /// Frames per burst (sent together at the burst's departure time).
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// Flows (round robin; each its own UDP 4-tuple and sequence numbers), 1..=256.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u16,
+    /// Link speed that a rate in % refers to (10G, 25G, 1G, ...).
+    #[arg(long, default_value = "10G")]
+    pub link: String,
+    /// Seconds per trial.
+    #[arg(long, default_value_t = 1.0)]
+    pub duration_s: f64,
+    /// A received frame with a one-way latency above this is late (µs).
+    #[arg(long, default_value_t = 10_000)]
+    pub late_us: u64,
+    /// A generator whose schedule lag (p99 or at the end) exceeds this (µs) is behind schedule.
+    #[arg(long, default_value_t = 100)]
+    pub lag_bound_us: u64,
+    /// The sink keeps counting this long after the last departure (ms).
+    #[arg(long, default_value_t = 300)]
+    pub drain_ms: u64,
+    /// Busy-wait the last this-many µs before each departure (sleep before).
+    #[arg(long, default_value_t = 30)]
+    pub spin_us: u64,
+    /// Generator transmit path.
+    #[arg(long, value_enum, default_value = "sendmmsg")]
+    pub tx: TxArg,
+    /// Sink receive path (af-packet: kernel receive timestamps).
+    #[arg(long, value_enum, default_value = "af-packet")]
+    pub rx: EngineArg,
+    /// CPUs for the roles: GEN,SINK,DUT (any may be empty).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Seed of the Poisson schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Skip measuring the path's latency with no device (the loopback bias).
+    #[arg(long)]
+    pub no_bias: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ArrivalsArg {
+    Cbr,
+    Poisson,
+}
+
+#[derive(Debug, Args)]
+pub struct TrialArgs {
+    /// Offered rate: pps (100000, 250k, 1.5M) or a share of --link (50%).
+    #[arg(long, default_value = "100k")]
+    pub rate: String,
+    /// Frame size with FCS (64..=1518) or imix.
+    #[arg(long, default_value = "64")]
+    pub size: String,
+    /// Trials (each one record).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Also write one record per flow.
+    #[arg(long)]
+    pub per_flow: bool,
+    #[command(flatten)]
+    pub offer: OfferArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct Rfc2544Args {
+    /// Frame sizes: 64,128,... or rfc2544 (64,128,256,512,1024,1280,1518) or imix.
+    #[arg(long, default_value = "64")]
+    pub sizes: String,
+    /// Highest rate tried: pps or a share of --link.
+    #[arg(long, default_value = "1M")]
+    pub max_rate: String,
+    /// Stop the search when its interval is below this share of the maximum rate, %.
+    #[arg(long, default_value_t = 1.0)]
+    pub resolution_pct: f64,
+    /// Also search the PDR: the highest rate with at most this loss, %.
+    #[arg(long)]
+    pub pdr_loss_pct: Option<f64>,
+    /// Most trials per search.
+    #[arg(long, default_value_t = 20)]
+    pub max_trials: usize,
+    /// Frame-loss rate over offered load: trials at 1/N .. N/N of the maximum rate (0: skip).
+    #[arg(long, default_value_t = 0)]
+    pub ladder: usize,
+    /// Searches per frame size (the NDR's interval comes from these).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    #[command(flatten)]
+    pub offer: OfferArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CrosscheckArgs {
+    /// Injected per-packet delays of l2fwd, ns (67.2 = 10 GbE at 64 B).
+    #[arg(long, default_value = "0,10,50,67.2,100,500,1000")]
+    pub delays: String,
+    /// Highest rate tried: pps.
+    #[arg(long, default_value = "2M")]
+    pub max_rate: String,
+    /// Search resolution, % of the maximum rate.
+    #[arg(long, default_value_t = 1.0)]
+    pub resolution_pct: f64,
+    #[arg(long, default_value_t = 16)]
+    pub max_trials: usize,
+    /// Frame size with FCS.
+    #[arg(long, default_value = "64")]
+    pub size: String,
+    #[command(flatten)]
+    pub offer: OfferArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 /// Longest duration argument, seconds (a day): a clear usage error above
@@ -133,6 +266,15 @@ pub struct IoArgs {
     /// Stop after this many seconds, 1..=86400.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS))]
     pub duration_s: u64,
+    /// fwd: per-frame work after the MAC swap: swap or delay:NS (a TSC busy-wait).
+    #[arg(long, default_value = "swap")]
+    pub work: String,
+    /// fwd: deterministic impairments of the tester's stamped frames: drop=N,dup=N,swap=N (every N-th).
+    #[arg(long)]
+    pub impair: Option<String>,
+    /// sink: wait (up to --duration-s) for the first frame, stop --idle-ms after the last, and report the arrival pattern from kernel timestamps (rate, most frames in any 100 µs, gap p50/p99); counts every frame with commbench's magic, stamped or not.
+    #[arg(long)]
+    pub pattern: bool,
     /// fwd, sink: stop after this long without a frame, 1..=86400000 ms.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS * 1000))]
     pub idle_ms: u64,
@@ -380,6 +522,9 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
         }
         PipelineCmd::Netns(n) => run_netns(n),
         PipelineCmd::Io(i) => run_io(i),
+        PipelineCmd::Trial(t) => run_trial(t),
+        PipelineCmd::Rfc2544(r) => run_rfc2544(r),
+        PipelineCmd::Crosscheck(c) => run_crosscheck(c),
     }
 }
 
@@ -482,20 +627,87 @@ fn run_io(a: &IoArgs) -> Result<()> {
                 .metric("partial", sent < a.frames)
         }
         RoleArg::Fwd => {
+            use commbench_pipeline::tester::dut::{self, FwdCounters, FwdWork, Impair};
             let out = a.out_iface.clone().unwrap_or_else(|| a.iface.clone());
-            let f = netns::fwd_role(
-                &a.iface, &out, engine, a.burst, &done, &seen, idle, deadline, None,
+            let work = match a.work.as_str() {
+                "swap" => FwdWork::Swap,
+                w => match w.strip_prefix("delay:").and_then(|n| n.parse::<u64>().ok()) {
+                    Some(ns) if ns <= 1_000_000 => FwdWork::Delay(ns),
+                    _ => {
+                        return Err(crate::usage(format!(
+                            "--work {w}: give swap or delay:NS (whole ns, at most 1000000)"
+                        )))
+                    }
+                },
+            };
+            let impair = match &a.impair {
+                Some(i) => Impair::parse(i).map_err(crate::usage)?,
+                None => Impair::default(),
+            };
+            let spec = dut::FwdSpec {
+                in_if: a.iface.clone(),
+                out_if: out.clone(),
+                rx: engine,
+                burst: a.burst,
+                work,
+                impair,
+            };
+            let c = FwdCounters::default();
+            let _ = (&done, &seen);
+            let (drops, xdp_mode) = dut::l2fwd(
+                &spec,
+                &c,
+                &AtomicBool::new(false),
+                &AtomicBool::new(false),
+                Some(idle),
+                deadline,
             )?;
+            let f = c.snapshot();
+            let (r, w, t) = f.per_packet();
             Record::new("pipeline", "io-fwd")
                 .param("engine", engine.name())
-                .param("xdp_mode", f.xdp_mode.unwrap_or("-"))
+                .param("xdp_mode", xdp_mode.unwrap_or("-"))
                 .param("iface", &a.iface)
                 .param("out_iface", &out)
+                .param("work", work.name())
                 .metric("rx", f.rx)
                 .metric("tx", f.tx)
                 .metric("foreign", f.foreign)
-                .metric("ring_drops", f.drops)
-                .metric("ticks_per_packet", f.ticks)
+                .metric("dropped", f.dropped)
+                .metric("ring_drops", drops)
+                .metric("ticks_rx", r)
+                .metric("ticks_work", w)
+                .metric("ticks_tx", t)
+                .metric("ticks_per_packet", r + w + t)
+        }
+        RoleArg::Sink if a.pattern => {
+            let k = commbench_pipeline::tester::count_arrivals(&a.iface, engine, idle, deadline)?;
+            let st = &k.stats;
+            Record::new("pipeline", "io-sink")
+                .param("engine", engine.name())
+                .param("iface", &a.iface)
+                .metric("rx", k.ours)
+                .metric("foreign", k.foreign)
+                .metric("ring_drops", k.drops)
+                .metric("pps", st.rate())
+                .metric("span_s", st.span_s())
+                .metric("window_100us_max", st.window_max)
+                .metric(
+                    "gap_p50_ns",
+                    if st.gaps.is_empty() {
+                        f64::NAN
+                    } else {
+                        st.gaps.quantile(0.5)
+                    },
+                )
+                .metric(
+                    "gap_p99_ns",
+                    if st.gaps.is_empty() {
+                        f64::NAN
+                    } else {
+                        st.gaps.quantile(0.99)
+                    },
+                )
         }
         RoleArg::Sink => {
             let k = netns::sink_role(&a.iface, engine, &done, &seen, idle, deadline, None)?;
@@ -533,6 +745,437 @@ fn run_run(a: &RunArgs) -> Result<()> {
         anyhow::bail!(
             "{broken} run(s) lost packets (generated != transmitted + dropped): marked partial"
         );
+    }
+    Ok(())
+}
+
+/// The trial settings shared by the black-box commands.
+fn offer_spec(
+    o: &OfferArgs,
+    rate: &str,
+    sizes: commbench_pipeline::tester::pace::Sizes,
+) -> Result<(
+    commbench_pipeline::tester::dut::DutSpec,
+    commbench_pipeline::tester::TrialSpec,
+    commbench_pipeline::tester::RoleCpus,
+    f64,
+)> {
+    use commbench_pipeline::tester::{dut::DutSpec, pace, RoleCpus, TrialSpec};
+    use std::time::Duration;
+    let dut = DutSpec::parse(&o.dut).map_err(crate::usage)?;
+    let link = commbench_core::linerate::parse_link(&o.link)
+        .map_err(|e| crate::usage(format!("--link {}: {e}", o.link)))?;
+    let rate = pace::parse_rate(rate, link).map_err(crate::usage)?;
+    if !(o.duration_s > 0.0 && o.duration_s <= 3600.0) {
+        return Err(crate::usage(format!(
+            "--duration-s {} is outside (0, 3600]",
+            o.duration_s
+        )));
+    }
+    if o.drain_ms > 60_000 || o.spin_us > 1_000_000 || o.lag_bound_us > 60_000_000 {
+        return Err(crate::usage(
+            "--drain-ms (<= 60000), --spin-us (<= 1000000) or --lag-bound-us (<= 60000000) is too large",
+        ));
+    }
+    let cpus = match &o.cpus {
+        Some(c) => RoleCpus::parse(c).map_err(crate::usage)?,
+        None => RoleCpus::default(),
+    };
+    let spec = TrialSpec {
+        rate,
+        arrivals: match o.arrivals {
+            ArrivalsArg::Cbr => pace::Arrivals::Cbr,
+            ArrivalsArg::Poisson => pace::Arrivals::Poisson,
+        },
+        sizes,
+        burst: o.burst,
+        flows: o.flows,
+        duration: Duration::from_secs_f64(o.duration_s),
+        late_ns: o.late_us.saturating_mul(1000),
+        lag_bound_ns: o.lag_bound_us * 1000,
+        drain: Duration::from_millis(o.drain_ms),
+        tx: o.tx.into(),
+        rx: o.rx.into(),
+        spin_ns: o.spin_us * 1000,
+        seed: o.seed,
+    };
+    spec.validate().map_err(crate::usage)?;
+    if !commbench_pipeline::netns::is_root() {
+        anyhow::bail!(
+            "the black-box tester creates network namespaces and veth links: run it as root"
+        );
+    }
+    Ok((dut, spec, cpus, link))
+}
+
+/// The path's latency with no device: a short trial at up to 100 kpps
+/// over one veth pair, recorded as `loopback`.
+fn loopback_bias(
+    spec: &commbench_pipeline::tester::TrialSpec,
+    cpus: &commbench_pipeline::tester::RoleCpus,
+    rec: &mut commbench_core::record::Recorder,
+) -> Result<Option<commbench_core::record::Record>> {
+    use commbench_pipeline::tester::{dut::DutSpec, pace::Rate, Bench};
+    let mut s = spec.clone();
+    s.rate = Rate::Pps(spec.pps().min(100_000.0));
+    s.duration = std::time::Duration::from_millis(500);
+    rec.progress("pipeline: loopback bias (no device)");
+    let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
+    let r = b.trial(&s)?;
+    drop(b);
+    Ok(Some(r.record("loopback")))
+}
+
+fn bias_metrics(
+    rec: &mut commbench_core::record::Record,
+    bias: &Option<commbench_core::record::Record>,
+) {
+    if let Some(b) = bias {
+        for k in ["latency_p50_ns", "latency_p99_ns"] {
+            if let Some(v) = b.metric_f64(k) {
+                rec.push_metric(&format!("loopback_{k}"), v);
+            }
+        }
+    }
+}
+
+fn run_trial(a: &TrialArgs) -> Result<()> {
+    use commbench_pipeline::tester::{pace, Bench};
+    let sizes = pace::parse_sizes(&a.size).map_err(crate::usage)?;
+    if !(1..=100).contains(&a.repeat) {
+        return Err(crate::usage(format!(
+            "--repeat {} is outside 1..=100",
+            a.repeat
+        )));
+    }
+    let (dut, spec, cpus, _) = offer_spec(&a.offer, &a.rate, sizes)?;
+    commbench_pipeline::netns::catch_sigint();
+    let mut rec = crate::progress::recorder();
+    let bias = if a.offer.no_bias {
+        None
+    } else {
+        loopback_bias(&spec, &cpus, &mut rec)?
+    };
+    let mut out = Vec::new();
+    let mut behind = 0;
+    {
+        let mut b = Bench::new(&dut, cpus)?;
+        for i in 0..a.repeat {
+            if commbench_pipeline::netns::interrupted() {
+                break;
+            }
+            rec.progress(&format!(
+                "pipeline trial: {} at {:.0} pps ({}/{})",
+                dut.name(),
+                spec.pps(),
+                i + 1,
+                a.repeat
+            ));
+            let r = b.trial(&spec)?;
+            if r.behind_schedule {
+                behind += 1;
+            }
+            let mut x = r.record("trial");
+            x.push_param("repeat", i);
+            bias_metrics(&mut x, &bias);
+            out.push(x);
+            if a.per_flow {
+                for f in &r.per_flow {
+                    out.push(
+                        commbench_core::record::Record::new("pipeline", "trial-flow")
+                            .param("dut", dut.name())
+                            .param("repeat", i)
+                            .param("flow", f.flow)
+                            .metric("sent", f.sent)
+                            .metric("received", f.received)
+                            .metric("lost", f.lost)
+                            .metric("duplicated", f.duplicated)
+                            .metric("reordered", f.reordered)
+                            .metric("reorder_max_distance", f.reorder_max_distance)
+                            .metric("reorder_mean_distance", f.reorder_mean_distance)
+                            .metric("late", f.late)
+                            .metric("out_of_range", f.out_of_range),
+                    );
+                }
+            }
+        }
+    }
+    crate::progress::finish();
+    if let Some(b) = bias {
+        out.push(b);
+    }
+    a.out.emit(&out)?;
+    if commbench_pipeline::netns::interrupted() {
+        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
+    }
+    if behind > 0 {
+        eprintln!(
+            "commbench pipeline: note: the generator fell behind its schedule in {behind} trial(s) (lag above --lag-bound-us): their offered rate was not offered (behind_schedule, partial)"
+        );
+    }
+    Ok(())
+}
+
+fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
+    use commbench_pipeline::tester::{pace, rfc2544, Bench};
+    let sizes = rfc2544::parse_size_list(&a.sizes).map_err(crate::usage)?;
+    if sizes.is_empty() {
+        return Err(crate::usage("--sizes is empty"));
+    }
+    if !(1..=100).contains(&a.repeat) || !(1..=64).contains(&a.max_trials) || a.ladder > 100 {
+        return Err(crate::usage(
+            "--repeat must be 1..=100, --max-trials 1..=64, --ladder 0..=100",
+        ));
+    }
+    if !(a.resolution_pct > 0.0 && a.resolution_pct <= 50.0) {
+        return Err(crate::usage("--resolution-pct must be in (0, 50]"));
+    }
+    if let Some(p) = a.pdr_loss_pct {
+        if !(p > 0.0 && p < 100.0) {
+            return Err(crate::usage("--pdr-loss-pct must be in (0, 100)"));
+        }
+    }
+    let (dut, spec0, cpus, link) = offer_spec(&a.offer, "1k", sizes[0].clone())?;
+    let max_rate = pace::parse_rate(&a.max_rate, link).map_err(crate::usage)?;
+    commbench_pipeline::netns::catch_sigint();
+    let mut rec = crate::progress::recorder();
+    let bias = if a.offer.no_bias {
+        None
+    } else {
+        loopback_bias(&spec0, &cpus, &mut rec)?
+    };
+    let mut out = Vec::new();
+    let mut rows = Vec::new();
+    {
+        let mut b = Bench::new(&dut, cpus)?;
+        for sz in &sizes {
+            let mut t = spec0.clone();
+            t.sizes = sz.clone();
+            let s = rfc2544::SearchSpec {
+                max_pps: max_rate.pps(sz.mean()),
+                trial: t,
+                resolution_pct: a.resolution_pct,
+                pdr_loss_pct: a.pdr_loss_pct,
+                max_trials: a.max_trials,
+                ladder_steps: a.ladder,
+            };
+            let mut kinds: Vec<(&str, f64)> = vec![("ndr", 0.0)];
+            if let Some(p) = a.pdr_loss_pct {
+                kinds.push(("pdr", p));
+            }
+            for (kind, loss) in kinds {
+                let mut reps = Vec::new();
+                for i in 0..a.repeat {
+                    if commbench_pipeline::netns::interrupted() {
+                        break;
+                    }
+                    let mut trials = Vec::new();
+                    let r = rfc2544::search(&mut b, &s, kind, loss, 0.0, |t| {
+                        rec.progress(&format!(
+                            "rfc2544 {kind} {} B: {:.0} pps → loss {:.4}%{}",
+                            sz.name,
+                            t.offered_pps,
+                            t.loss_pct,
+                            if t.behind_schedule {
+                                " (generator behind)"
+                            } else {
+                                ""
+                            }
+                        ));
+                        trials.push(t.record("rfc2544-trial"));
+                    })?;
+                    for mut x in trials {
+                        x.push_param("search", kind);
+                        x.push_param("repeat", i);
+                        out.push(x);
+                    }
+                    let mut x = rfc2544::search_record(&r, &s, &dut.name(), &sz.name);
+                    bias_metrics(&mut x, &bias);
+                    rows.push((sz.name.clone(), r.clone()));
+                    reps.push((r, x));
+                }
+                if a.repeat > 1 {
+                    if let Some(f) = rfc2544::fold_repeats(&reps) {
+                        out.push(f);
+                    }
+                } else {
+                    out.extend(reps.into_iter().map(|(_, x)| x));
+                }
+            }
+            if a.ladder > 0 {
+                let l = rfc2544::ladder(&mut b, &s, |t| {
+                    rec.progress(&format!(
+                        "rfc2544 frame loss {} B: {:.0} pps → {:.4}%",
+                        sz.name, t.offered_pps, t.loss_pct
+                    ));
+                })?;
+                for t in l {
+                    let mut x = t.record("rfc2544-loss");
+                    x.push_param("load_pct", t.offered_pps / s.max_pps * 100.0);
+                    out.push(x);
+                }
+            }
+        }
+    }
+    crate::progress::finish();
+    if let Some(b) = bias {
+        out.push(b);
+    }
+    let table = rfc2544::table(&rows);
+    a.out.emit_or_show(&out, || table.clone())?;
+    if commbench_pipeline::netns::interrupted() {
+        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
+    }
+    Ok(())
+}
+
+fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
+    use commbench_pipeline::tester::dut::{DutSpec, FwdWork};
+    use commbench_pipeline::tester::{pace, rfc2544, Bench};
+    let delays: Vec<f64> = a
+        .delays
+        .split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|d| (0.0..=1_000_000.0).contains(d))
+                .ok_or_else(|| {
+                    crate::usage(format!(
+                        "--delays: '{x}' is not a delay in ns (0..=1000000)"
+                    ))
+                })
+        })
+        .collect::<Result<_>>()?;
+    if delays.is_empty() {
+        return Err(crate::usage("--delays is empty"));
+    }
+    let sizes = pace::parse_sizes(&a.size).map_err(crate::usage)?;
+    let (dut0, spec, cpus, link) = offer_spec(&a.offer, "1k", sizes)?;
+    let (rx, burst) = match dut0 {
+        DutSpec::L2fwd { rx, burst, .. } => (rx, burst),
+        _ => {
+            return Err(crate::usage(
+                "crosscheck drives commbench's own forwarder: --dut l2fwd[:rx=...]",
+            ))
+        }
+    };
+    let max_pps = pace::parse_rate(&a.max_rate, link)
+        .map_err(crate::usage)?
+        .pps(spec.sizes.mean());
+    commbench_pipeline::netns::catch_sigint();
+    let mut rec = crate::progress::recorder();
+    let hz = commbench_core::clock::tsc().hz();
+    let search = |b: &mut Bench, rec: &mut commbench_core::record::Recorder, what: &str| {
+        let s = rfc2544::SearchSpec {
+            trial: spec.clone(),
+            max_pps,
+            resolution_pct: a.resolution_pct,
+            pdr_loss_pct: None,
+            max_trials: a.max_trials,
+            ladder_steps: 0,
+        };
+        rfc2544::search(b, &s, "ndr", 0.0, 0.0, |t| {
+            rec.progress(&format!(
+                "crosscheck {what}: {:.0} pps → loss {:.4}%",
+                t.offered_pps, t.loss_pct
+            ));
+        })
+    };
+    // The tester's own ceiling: NDR with no device.
+    let tester = {
+        let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
+        search(&mut b, &mut rec, "no device")?
+    };
+    let mut out = Vec::new();
+    let mut pts = Vec::new();
+    let mut base_ticks = f64::NAN;
+    for &d in &delays {
+        if commbench_pipeline::netns::interrupted() {
+            break;
+        }
+        let work = if d == 0.0 {
+            FwdWork::Swap
+        } else {
+            FwdWork::Delay(d.round() as u64)
+        };
+        let dut = DutSpec::L2fwd {
+            work,
+            rx,
+            burst,
+            impair: Default::default(),
+        };
+        let mut b = Bench::new(&dut, cpus.clone())?;
+        let r = search(&mut b, &mut rec, &format!("delay {d} ns"))?;
+        let ticks = r
+            .final_trial
+            .as_ref()
+            .and_then(|t| Some(t.fwd_ticks_rx? + t.fwd_ticks_work? + t.fwd_ticks_tx?));
+        // The white box: the forwarder's own rx + work + tx ticks per
+        // packet at zero delay; later points add their delay to it.
+        if d == 0.0 || base_ticks.is_nan() {
+            if let Some(t) = ticks {
+                base_ticks = t - d * hz / 1e9;
+            }
+        }
+        let predicted = rfc2544::predict_pps(hz, base_ticks, d);
+        let (bound, verdict) = rfc2544::classify(predicted, r.rate_pps, tester.rate_pps);
+        let p = rfc2544::CrossPoint {
+            delay_ns: d,
+            base_ticks,
+            predicted_pps: predicted,
+            measured_pps: r.rate_pps,
+            error_pct: (r.rate_pps / predicted - 1.0) * 100.0,
+            tester_pps: tester.rate_pps,
+            bound,
+            verdict,
+            confirmed: r.confirmed,
+        };
+        let mut x = commbench_core::record::Record::new("pipeline", "crosscheck")
+            .param("delay_ns", d)
+            .param("size", &spec.sizes.name)
+            .param("rx", rx.name())
+            .metric("base_ticks", p.base_ticks)
+            .metric("measured_ticks", ticks)
+            .metric("predicted_pps", p.predicted_pps)
+            .metric("measured_pps", p.measured_pps)
+            .metric("error_pct", p.error_pct)
+            .metric("tester_pps", p.tester_pps)
+            .metric("bound", &p.bound)
+            .metric("verdict", &p.verdict)
+            .metric("confirmed", p.confirmed)
+            .metric("tester_limited", r.tester_limited);
+        if let Some(t) = &r.final_trial {
+            x.push_metric("latency_p50_ns", t.latency.p50);
+            x.push_metric("latency_p99_ns", t.latency.p99);
+        }
+        out.push(x);
+        pts.push(p);
+    }
+    crate::progress::finish();
+    let mut table = format!(
+        "tester alone (no device): NDR {:.3} Mpps{}\n delay ns   predicted Mpps   measured Mpps   error    bound    verdict\n",
+        tester.rate_pps / 1e6,
+        if tester.tester_limited { " (generator behind schedule above it)" } else { "" }
+    );
+    for p in &pts {
+        table.push_str(&format!(
+            "{:>9}   {:>14.3}   {:>13.3}   {:>+6.1}%  {:7}  {}\n",
+            p.delay_ns,
+            p.predicted_pps / 1e6,
+            p.measured_pps / 1e6,
+            p.error_pct,
+            p.bound,
+            p.verdict
+        ));
+    }
+    a.out.emit_or_show(&out, || table.clone())?;
+    if a.out.format != crate::output::FormatArg::Table || a.out.output.is_some() {
+        eprint!("{table}");
+    }
+    if commbench_pipeline::netns::interrupted() {
+        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
     }
     Ok(())
 }

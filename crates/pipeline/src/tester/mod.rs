@@ -1,0 +1,1092 @@
+//! The black-box tester: a paced generator offers stamped frames to a
+//! device under test at a set rate; a sink counts exactly what comes back
+//! (per flow: received, lost, duplicated, reordered with distance, late)
+//! and the one-way latency of every frame; a trial is one offer at one
+//! rate. RFC 2544 searches ([`rfc2544`]) and the white-box cross-check
+//! are trials in a row on one set-up topology ([`Bench`]).
+//!
+//! Roles: the generator and the sink are threads of this process, each in
+//! its own network namespace (setns), the device in a third, joined by
+//! veth pairs (`netns::Lab`). Clocks: the generator paces on the TSC
+//! (absolute schedule, see [`pace`]) and stamps each burst with
+//! `CLOCK_REALTIME` just before handing it to the kernel; the sink takes
+//! the kernel's receive timestamp (AF_PACKET; AF_XDP: the time of its
+//! read), so one-way latency is one host clock minus itself.
+
+pub mod account;
+pub mod dut;
+pub mod pace;
+pub mod rfc2544;
+pub mod stamp;
+
+use crate::afpacket::{PacketSocket, TxRing};
+use crate::netns::{self, interrupted, realtime_ns, RxMethod, RxPath, TxMethod};
+use crate::wire::{FlowRepr, FCS, PROTO_UDP};
+use account::{FlowCounts, SinkAccount};
+use commbench_core::clock::{rdtsc, tsc};
+use commbench_core::delay::spin_until;
+use commbench_core::placement::CpuList;
+use commbench_core::record::Record;
+use commbench_core::rusage::Usage;
+use commbench_core::stats::{LatencyHistogram, Summary};
+use dut::{DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
+use pace::{Arrivals, Rate, Schedule, Sizes};
+use serde::Serialize;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Version byte of the probe frames that check the path before a trial.
+pub const PROBE_VERSION: u8 = 0xC2;
+/// Most flows per trial (the flow id's high byte numbers the trial, so a
+/// straggler of an earlier trial is never counted in a later one).
+pub const MAX_FLOWS: u16 = 256;
+/// Most frames per trial (the sink keeps a bit per frame: 32 MiB).
+pub const MAX_FRAMES: u64 = 256_000_000;
+/// How long the generator probes the path before giving up.
+pub const PROBE_PATIENCE: Duration = Duration::from_secs(5);
+
+/// One trial: what to offer.
+#[derive(Debug, Clone)]
+pub struct TrialSpec {
+    pub rate: Rate,
+    pub arrivals: Arrivals,
+    pub sizes: Sizes,
+    /// Frames per burst (sent together at the burst's departure time).
+    pub burst: u32,
+    pub flows: u16,
+    /// Offer for this long (frames = rate × duration).
+    pub duration: Duration,
+    /// Received frames with a one-way latency above this count as late.
+    pub late_ns: u64,
+    /// A generator whose schedule lag (p99 or at the end) exceeds this is
+    /// behind schedule: the trial did not offer its rate.
+    pub lag_bound_ns: u64,
+    /// The sink keeps counting this long after the last departure.
+    pub drain: Duration,
+    pub tx: TxMethod,
+    pub rx: RxMethod,
+    /// Busy-wait the last this-many ns before each departure.
+    pub spin_ns: u64,
+    pub seed: u64,
+}
+
+impl Default for TrialSpec {
+    fn default() -> Self {
+        TrialSpec {
+            rate: Rate::Pps(100_000.0),
+            arrivals: Arrivals::Cbr,
+            sizes: Sizes::fixed(64),
+            burst: 1,
+            flows: 1,
+            duration: Duration::from_secs(1),
+            late_ns: 10_000_000,
+            lag_bound_ns: 100_000,
+            drain: Duration::from_millis(300),
+            tx: TxMethod::Sendmmsg,
+            rx: RxMethod::AfPacket,
+            spin_ns: pace::SPIN_NS,
+            seed: 1,
+        }
+    }
+}
+
+impl TrialSpec {
+    pub fn pps(&self) -> f64 {
+        self.rate.pps(self.sizes.mean())
+    }
+    pub fn frames(&self) -> u64 {
+        (self.pps() * self.duration.as_secs_f64()).round().max(1.0) as u64
+    }
+    /// Checks the settings and says what to change.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=1024).contains(&self.burst) {
+            return Err(format!("--burst {} is outside 1..=1024", self.burst));
+        }
+        if !(1..=MAX_FLOWS).contains(&self.flows) {
+            return Err(format!("--flows {} is outside 1..={MAX_FLOWS}", self.flows));
+        }
+        let f = self.frames();
+        if f > MAX_FRAMES {
+            return Err(format!(
+                "{f} frames in one trial (rate × duration) is above {MAX_FRAMES}: shorten --duration"
+            ));
+        }
+        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
+            return Err("--duration must be in (0, 3600] s".to_owned());
+        }
+        if self.tx == TxMethod::AfXdp && self.sizes.pattern.iter().any(|&s| s > 1518) {
+            return Err("AF_XDP frames are at most 1518 B".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// CPUs for the roles: generator, sink, device (each optional).
+#[derive(Debug, Clone, Default)]
+pub struct RoleCpus {
+    pub gen: Option<usize>,
+    pub sink: Option<usize>,
+    pub dut: Option<usize>,
+}
+
+impl RoleCpus {
+    /// `GEN,SINK,DUT` (any may be empty: `0,,1`).
+    pub fn parse(s: &str) -> Result<RoleCpus, String> {
+        let p: Vec<&str> = s.split(',').collect();
+        if p.len() > 3 {
+            return Err(format!(
+                "--cpus '{s}': give GEN,SINK,DUT (three CPUs at most)"
+            ));
+        }
+        let online = commbench_core::placement::online();
+        let one = |x: Option<&&str>| -> Result<Option<usize>, String> {
+            match x.map(|x| x.trim()).filter(|x| !x.is_empty()) {
+                None => Ok(None),
+                Some(x) => {
+                    let c: usize = x
+                        .parse()
+                        .map_err(|_| format!("--cpus '{s}': '{x}' is not a CPU number"))?;
+                    if !online.cpus().contains(&c) {
+                        return Err(format!(
+                            "--cpus '{s}': CPU {c} is not online (online: {:?})",
+                            online.cpus()
+                        ));
+                    }
+                    Ok(Some(c))
+                }
+            }
+        };
+        Ok(RoleCpus {
+            gen: one(p.first())?,
+            sink: one(p.get(1))?,
+            dut: one(p.get(2))?,
+        })
+    }
+    pub fn describe(&self) -> String {
+        let f = |c: Option<usize>| c.map_or("-".to_owned(), |c| c.to_string());
+        format!(
+            "gen {} sink {} dut {}",
+            f(self.gen),
+            f(self.sink),
+            f(self.dut)
+        )
+    }
+}
+
+fn pin(cpu: Option<usize>) {
+    if let Some(c) = cpu {
+        let _ = CpuList::from_cpus(vec![c]).pin_current_thread();
+    }
+}
+
+enum RunningDut {
+    Nothing,
+    L2fwd {
+        stop: Arc<AtomicBool>,
+        counters: Arc<FwdCounters>,
+        thread: Option<std::thread::JoinHandle<io::Result<()>>>,
+        work: dut::FwdWork,
+    },
+    Cmd(std::process::Child),
+}
+
+/// A topology set up for trials: namespaces, veths and a running device;
+/// everything is removed on drop (stop the device, delete the namespaces).
+pub struct Bench {
+    pub dut: DutSpec,
+    lab: Option<netns::Lab>,
+    gen_ns: Option<String>,
+    sink_ns: Option<String>,
+    pub gen_if: String,
+    pub sink_if: String,
+    running: RunningDut,
+    trial_no: u16,
+    pub cpus: RoleCpus,
+}
+
+impl Bench {
+    /// Creates what `dut` needs and starts it.
+    pub fn new(dut: &DutSpec, cpus: RoleCpus) -> io::Result<Bench> {
+        if !netns::is_root() && !matches!(dut, DutSpec::Ifaces(..)) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the tester creates network namespaces and veth links: run it as root",
+            ));
+        }
+        let mut b = Bench {
+            dut: dut.clone(),
+            lab: None,
+            gen_ns: None,
+            sink_ns: None,
+            gen_if: String::new(),
+            sink_if: String::new(),
+            running: RunningDut::Nothing,
+            trial_no: 0,
+            cpus,
+        };
+        match dut {
+            DutSpec::Ifaces(a, c) => {
+                crate::afpacket::ifindex(a)?;
+                crate::afpacket::ifindex(c)?;
+                b.gen_if = a.clone();
+                b.sink_if = c.clone();
+                return Ok(b);
+            }
+            DutSpec::None => {
+                let lab = netns::Lab::setup_pair()?;
+                b.set_ends(&lab);
+                b.lab = Some(lab);
+                return Ok(b);
+            }
+            _ => {}
+        }
+        let lab = netns::Lab::setup()?;
+        b.set_ends(&lab);
+        let (fwd_ns, fwd_in, fwd_out) =
+            (lab.fwd_ns.clone(), lab.fwd_in.clone(), lab.fwd_out.clone());
+        b.lab = Some(lab);
+        match dut {
+            DutSpec::Bridge => {
+                let br = "cbbr0";
+                netns::ip_cmd(&[
+                    "-n",
+                    &fwd_ns,
+                    "link",
+                    "add",
+                    br,
+                    "type",
+                    "bridge",
+                    "stp_state",
+                    "0",
+                    "forward_delay",
+                    "0",
+                ])?;
+                for i in [&fwd_in, &fwd_out] {
+                    netns::ip_cmd(&["-n", &fwd_ns, "link", "set", i, "master", br])?;
+                }
+                netns::ip_cmd(&["-n", &fwd_ns, "link", "set", br, "up"])?;
+            }
+            DutSpec::L2fwd {
+                work,
+                rx,
+                burst,
+                impair,
+            } => {
+                let spec = FwdSpec {
+                    in_if: fwd_in,
+                    out_if: fwd_out,
+                    rx: *rx,
+                    burst: *burst,
+                    work: *work,
+                    impair: *impair,
+                };
+                let stop = Arc::new(AtomicBool::new(false));
+                let counters = Arc::new(FwdCounters::default());
+                let ready = Arc::new(AtomicBool::new(false));
+                let (s2, c2, r2, cpu) = (stop.clone(), counters.clone(), ready.clone(), b.cpus.dut);
+                let thread =
+                    std::thread::Builder::new()
+                        .name("cb-l2fwd".into())
+                        .spawn(move || {
+                            netns::enter(&fwd_ns)?;
+                            pin(cpu);
+                            let far = Instant::now() + Duration::from_secs(365 * 86_400);
+                            let r = dut::l2fwd(&spec, &c2, &s2, &r2, None, far);
+                            r2.store(true, Ordering::Release);
+                            r.map(|_| ())
+                        })?;
+                let end = Instant::now() + Duration::from_secs(10);
+                while !ready.load(Ordering::Acquire) && Instant::now() < end {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                b.running = RunningDut::L2fwd {
+                    stop,
+                    counters,
+                    thread: Some(thread),
+                    work: *work,
+                };
+                if thread_finished(&b.running) {
+                    b.check_dut()?;
+                }
+            }
+            DutSpec::Cmd(c) => {
+                use std::os::unix::process::CommandExt;
+                let path = format!("/run/netns/{fwd_ns}");
+                let nsf = std::fs::File::open(&path)
+                    .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+                let mut cmd = std::process::Command::new("sh");
+                cmd.arg("-c")
+                    .arg(c)
+                    .env("CB_IN_IF", &fwd_in)
+                    .env("CB_OUT_IF", &fwd_out)
+                    .env("CB_NETNS", &fwd_ns)
+                    .stdin(std::process::Stdio::null());
+                use std::os::fd::AsRawFd;
+                let fd = nsf.as_raw_fd();
+                // SAFETY: pre_exec runs in the child between fork and exec
+                // and only makes async-signal-safe system calls.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        libc::setpgid(0, 0);
+                        // Dies with us, even after SIGKILL.
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        Ok(())
+                    });
+                }
+                let child = cmd.spawn().map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("--dut cmd: cannot start sh -c '{c}': {e}"),
+                    )
+                })?;
+                if let Some(cpu) = b.cpus.dut {
+                    let _ = CpuList::from_cpus(vec![cpu]).pin_pid(child.id() as i32);
+                }
+                b.running = RunningDut::Cmd(child);
+            }
+            DutSpec::None | DutSpec::Ifaces(..) => {}
+        }
+        Ok(b)
+    }
+
+    fn set_ends(&mut self, lab: &netns::Lab) {
+        self.gen_ns = Some(lab.gen_ns.clone());
+        self.sink_ns = Some(lab.sink_ns.clone());
+        self.gen_if = lab.gen_if.clone();
+        self.sink_if = lab.sink_if.clone();
+    }
+
+    /// The namespaces this bench created.
+    pub fn namespaces(&self) -> Vec<String> {
+        self.lab
+            .as_ref()
+            .map(|l| l.namespaces().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Errors when the device stopped (the forwarder failed, the program
+    /// exited).
+    fn check_dut(&mut self) -> io::Result<()> {
+        match &mut self.running {
+            RunningDut::Nothing => Ok(()),
+            RunningDut::L2fwd { thread, .. } => {
+                if thread.as_ref().is_some_and(|t| t.is_finished()) {
+                    let r = thread.take().map(|t| t.join());
+                    return match r {
+                        Some(Ok(Err(e))) => {
+                            Err(io::Error::new(e.kind(), format!("l2fwd stopped: {e}")))
+                        }
+                        Some(Err(_)) => Err(io::Error::other("l2fwd panicked")),
+                        _ => Err(io::Error::other("l2fwd stopped")),
+                    };
+                }
+                Ok(())
+            }
+            RunningDut::Cmd(child) => match child.try_wait()? {
+                Some(st) => Err(io::Error::other(format!(
+                    "the --dut cmd program exited ({st}) before or during the trial"
+                ))),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn fwd_snapshot(&self) -> Option<FwdSnapshot> {
+        match &self.running {
+            RunningDut::L2fwd { counters, .. } => Some(counters.snapshot()),
+            _ => None,
+        }
+    }
+
+    /// The forwarder's injected delay, if the device is commbench's l2fwd.
+    pub fn fwd_work(&self) -> Option<dut::FwdWork> {
+        match &self.running {
+            RunningDut::L2fwd { work, .. } => Some(*work),
+            _ => None,
+        }
+    }
+
+    /// Runs one trial.
+    pub fn trial(&mut self, spec: &TrialSpec) -> io::Result<TrialResult> {
+        spec.validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        self.check_dut()?;
+        self.trial_no = self.trial_no.wrapping_add(1);
+        let flow_base = (self.trial_no % 256) * 256;
+        let frames = spec.frames();
+        let flows = spec.flows;
+        let cap: Vec<u64> = (0..flows)
+            .map(|f| {
+                frames / u64::from(flows) + u64::from(u64::from(f) < frames % u64::from(flows))
+            })
+            .collect();
+        let epoch = realtime_ns();
+        let probe_seen = AtomicBool::new(false);
+        let gen_done_at = AtomicU64::new(0);
+        let fwd0 = self.fwd_snapshot();
+        let deadline = Instant::now()
+            + spec.duration * 3
+            + spec.drain
+            + PROBE_PATIENCE
+            + Duration::from_secs(10);
+        let (g, k) = std::thread::scope(|s| {
+            let sink = s.spawn(|| -> io::Result<(SinkAccount, u64)> {
+                if let Some(ns) = &self.sink_ns {
+                    netns::enter(ns)?;
+                }
+                pin(self.cpus.sink);
+                sink_run(
+                    &self.sink_if,
+                    spec,
+                    &cap,
+                    flow_base,
+                    epoch,
+                    &probe_seen,
+                    &gen_done_at,
+                    deadline,
+                )
+            });
+            let gen = s.spawn(|| -> io::Result<GenOut> {
+                let r = (|| {
+                    if let Some(ns) = &self.gen_ns {
+                        netns::enter(ns)?;
+                    }
+                    pin(self.cpus.gen);
+                    gen_run(
+                        &self.gen_if,
+                        spec,
+                        frames,
+                        flow_base,
+                        epoch,
+                        &probe_seen,
+                        deadline,
+                    )
+                })();
+                gen_done_at.store(realtime_ns().max(1), Ordering::Release);
+                r
+            });
+            let g = gen.join();
+            let k = sink.join();
+            (g, k)
+        });
+        let g = g.map_err(|_| io::Error::other("the generator thread panicked"))??;
+        let (acct, sink_drops) = k.map_err(|_| io::Error::other("the sink thread panicked"))??;
+        let fwd = match (fwd0, self.fwd_snapshot()) {
+            (Some(a), Some(b)) => Some(b.since(&a)),
+            _ => None,
+        };
+        let dut_ok = self.check_dut();
+        let r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
+        dut_ok?;
+        Ok(r)
+    }
+}
+
+fn thread_finished(r: &RunningDut) -> bool {
+    matches!(r, RunningDut::L2fwd { thread: Some(t), .. } if t.is_finished())
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        match &mut self.running {
+            RunningDut::Nothing => {}
+            RunningDut::L2fwd { stop, thread, .. } => {
+                stop.store(true, Ordering::Release);
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            RunningDut::Cmd(child) => {
+                let pg = child.id() as i32;
+                // SAFETY: signalling the process group we created.
+                unsafe { libc::kill(-pg, libc::SIGTERM) };
+                let end = Instant::now() + Duration::from_secs(2);
+                while Instant::now() < end {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                // SAFETY: as above.
+                unsafe { libc::kill(-pg, libc::SIGKILL) };
+                let _ = child.wait();
+            }
+        }
+        // The lab's drop kills what is left in the namespaces and deletes them.
+        self.lab.take();
+    }
+}
+
+/// What the generator did.
+#[derive(Debug, Clone)]
+pub struct GenOut {
+    pub sent: Vec<u64>,
+    pub lag: LatencyHistogram,
+    pub last_lag_ns: u64,
+    /// From the first departure's due time to one gap after the last one's.
+    pub span_s: f64,
+    pub cpu_s: f64,
+    pub wall_s: f64,
+    pub probes: u64,
+    pub stopped_early: bool,
+}
+
+enum Tx {
+    Mmsg(PacketSocket),
+    Ring(Box<TxRing>),
+    Xdp(Box<crate::afxdp::XdpTx>),
+}
+
+/// The frames of each (flow, size): Ethernet + IPv4 + UDP, zero payload.
+fn templates(flows: u16, sizes: &[u32]) -> Vec<Vec<Vec<u8>>> {
+    (0..flows)
+        .map(|f| {
+            sizes
+                .iter()
+                .map(|&s| {
+                    let len = s as usize - FCS;
+                    let mut b = vec![0u8; len];
+                    let r = FlowRepr {
+                        src_mac: [0x02, 0xcb, 0, 0, 0, 1],
+                        dst_mac: [0x02, 0xcb, 0, 0, 0, 2],
+                        tuple: crate::gen::flow_tuple(usize::from(f), false),
+                        proto: PROTO_UDP,
+                    };
+                    let _ = r.emit(&mut b, len);
+                    b
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn gen_run(
+    iface: &str,
+    spec: &TrialSpec,
+    frames: u64,
+    flow_base: u16,
+    epoch: u64,
+    probe_seen: &AtomicBool,
+    deadline: Instant,
+) -> io::Result<GenOut> {
+    // Nanosleep's slack: 1 ns instead of 50 µs (this thread only).
+    // SAFETY: prctl on the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1usize) };
+    netns::wait_link_up(iface, Duration::from_secs(2))?;
+    let distinct = spec.sizes.distinct();
+    let tmpl = templates(spec.flows, &distinct);
+    let pattern: Vec<usize> = spec
+        .sizes
+        .pattern
+        .iter()
+        .map(|s| distinct.iter().position(|d| d == s).unwrap_or(0))
+        .collect();
+    let mut tx = match spec.tx {
+        TxMethod::Sendmmsg => {
+            let s = PacketSocket::open(iface, false)?;
+            let _ = s.qdisc_bypass();
+            Tx::Mmsg(s)
+        }
+        TxMethod::TxRing => Tx::Ring(Box::new(TxRing::open(iface, 1024)?)),
+        TxMethod::AfXdp => {
+            let fs: Vec<Vec<u8>> = (0..1024).map(|_| tmpl[0][0].clone()).collect();
+            Tx::Xdp(Box::new(crate::afxdp::XdpTx::open(iface, &fs)?))
+        }
+    };
+    let burst = spec.burst as usize;
+    let mut stage: Vec<[u8; 2048]> = vec![[0u8; 2048]; burst];
+    let mut lens = vec![0usize; burst];
+    let send = |tx: &mut Tx, stage: &[[u8; 2048]], lens: &[usize]| -> io::Result<usize> {
+        // At most 64 frames per call (sendmmsg's batch), referenced from
+        // the stack: no allocation per burst.
+        let mut refs: [&[u8]; 64] = [&[]; 64];
+        let n = lens.len().min(64);
+        for ((r, b), &l) in refs.iter_mut().zip(stage).zip(&lens[..n]) {
+            *r = &b[..l];
+        }
+        match tx {
+            Tx::Mmsg(s) => s.send_batch(&refs[..n]),
+            Tx::Ring(r) => r.send_batch(&refs[..n]),
+            Tx::Xdp(x) => Ok(x.post_with(lens.len() as u32, |i, buf| {
+                let l = lens[i];
+                buf[..l].copy_from_slice(&stage[i][..l]);
+                l
+            }) as usize),
+        }
+    };
+    // Sends all of stage[..n], retrying a full queue; errors after TX_STALL
+    // without progress.
+    let send_all = |tx: &mut Tx, stage: &[[u8; 2048]], lens: &[usize]| -> io::Result<()> {
+        let mut off = 0;
+        let mut progress = Instant::now();
+        while off < lens.len() {
+            let k = send(tx, &stage[off..], &lens[off..])?;
+            if k == 0 {
+                if progress.elapsed() > netns::TX_STALL || interrupted() {
+                    let why = match crate::afpacket::check_link_up(iface) {
+                        Err(e) => e.to_string(),
+                        Ok(()) => "the link reports up".to_string(),
+                    };
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "no frame could be sent on '{iface}' for {} s: {why}",
+                            netns::TX_STALL.as_secs()
+                        ),
+                    ));
+                }
+                std::hint::spin_loop();
+            } else {
+                progress = Instant::now();
+            }
+            off += k;
+        }
+        Ok(())
+    };
+    // Probe the path until a frame comes back: the device and the sink
+    // are ready.
+    let mut probes = 0u64;
+    let t_probe = Instant::now();
+    {
+        let l = tmpl[0][0].len();
+        stage[0][..l].copy_from_slice(&tmpl[0][0]);
+        stamp::write_id(&mut stage[0], flow_base, 0);
+        stage[0][stamp::STAMP_OFF + 4] = PROBE_VERSION;
+        lens[0] = l;
+        while !probe_seen.load(Ordering::Acquire) {
+            if t_probe.elapsed() > PROBE_PATIENCE || interrupted() {
+                if interrupted() {
+                    break;
+                }
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "no probe frame came through the device in {} s: is it forwarding from the generator's link to the sink's?",
+                        PROBE_PATIENCE.as_secs()
+                    ),
+                ));
+            }
+            send_all(&mut tx, &stage[..1], &lens[..1])?;
+            probes += 1;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Let the probes in flight land before the trial.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Tx::Xdp(x) = &mut tx {
+        x.finish(Duration::from_millis(100));
+    }
+    let t = tsc();
+    let pps = spec.pps();
+    let mut sched = Schedule::new(spec.arrivals, pps, spec.burst, t.hz(), spec.seed);
+    let spin_ticks = t.ns_to_ticks(spec.spin_ns as f64);
+    let flows = usize::from(spec.flows);
+    let mut seq = vec![0u64; flows];
+    let mut lag = LatencyHistogram::new();
+    let mut last_lag = 0u64;
+    let (mut flow_rr, mut size_i) = (0usize, 0usize);
+    let cpu0 = Usage::thread();
+    let wall0 = Instant::now();
+    let start = rdtsc() + t.ns_to_ticks(1e6);
+    let mut sent = 0u64;
+    let mut stopped_early = false;
+    while sent < frames {
+        if interrupted() || Instant::now() > deadline {
+            stopped_early = true;
+            break;
+        }
+        let n = ((frames - sent) as usize).min(burst);
+        for i in 0..n {
+            let f = flow_rr;
+            flow_rr = if flow_rr + 1 == flows { 0 } else { flow_rr + 1 };
+            let src = &tmpl[f][pattern[size_i]];
+            size_i = if size_i + 1 == pattern.len() {
+                0
+            } else {
+                size_i + 1
+            };
+            stage[i][..src.len()].copy_from_slice(src);
+            lens[i] = src.len();
+            stamp::write_id(&mut stage[i], flow_base + f as u16, seq[f]);
+            seq[f] += 1;
+        }
+        let due = start + sched.next_offset();
+        // Sleep while far, busy-wait the rest on the TSC.
+        loop {
+            let now = rdtsc();
+            if now + spin_ticks >= due {
+                break;
+            }
+            let ns = t.ticks_to_ns(due - now - spin_ticks);
+            std::thread::sleep(Duration::from_nanos(ns as u64));
+        }
+        spin_until(due);
+        let now = rdtsc();
+        let l = t.ticks_to_ns(now.saturating_sub(due)) as u64;
+        lag.record_ns(l);
+        last_lag = l;
+        let ts = realtime_ns().saturating_sub(epoch);
+        for b in stage.iter_mut().take(n) {
+            stamp::write_ts(b, ts);
+        }
+        send_all(&mut tx, &stage[..n], &lens[..n])?;
+        sent += n as u64;
+    }
+    let end = rdtsc();
+    if let Tx::Ring(r) = &mut tx {
+        let rejected = r.drain(Duration::from_secs(1));
+        if rejected > 0 {
+            return Err(io::Error::other(format!(
+                "the kernel rejected {rejected} frame(s) of the tx ring"
+            )));
+        }
+    }
+    if let Tx::Xdp(x) = &mut tx {
+        x.finish(Duration::from_secs(1));
+        if x.in_flight() > 0 {
+            return Err(io::Error::other(format!(
+                "{} AF_XDP frame(s) never completed",
+                x.in_flight()
+            )));
+        }
+    }
+    // Span: due time of the first burst to one mean gap after the last
+    // departure (so a run exactly on schedule spans frames / rate).
+    let gap_ticks = t.hz() * f64::from(spec.burst) / pps;
+    let span_s = (t.ticks_to_ns(end.saturating_sub(start)) + gap_ticks * 1e9 / t.hz()) / 1e9;
+    Ok(GenOut {
+        sent: seq,
+        lag,
+        last_lag_ns: last_lag,
+        span_s,
+        cpu_s: Usage::thread().since(&cpu0).cpu_s(),
+        wall_s: wall0.elapsed().as_secs_f64(),
+        probes,
+        stopped_early,
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // one role, its plumbing spelled out
+fn sink_run(
+    iface: &str,
+    spec: &TrialSpec,
+    cap: &[u64],
+    flow_base: u16,
+    epoch: u64,
+    probe_seen: &AtomicBool,
+    gen_done_at: &AtomicU64,
+    deadline: Instant,
+) -> io::Result<(SinkAccount, u64)> {
+    let mut rx = RxPath::open(iface, spec.rx)?;
+    let mut acct = SinkAccount::new(cap, spec.late_ns, 100_000);
+    acct.flow_base = flow_base;
+    let drain = spec.drain.as_nanos() as u64;
+    loop {
+        if interrupted() || Instant::now() > deadline {
+            break;
+        }
+        let n = rx.next_ts(|f, ts| acct.frame(f, ts.saturating_sub(epoch)))?;
+        if acct.probes > 0 && !probe_seen.load(Ordering::Relaxed) {
+            probe_seen.store(true, Ordering::Release);
+        }
+        if n > 0 {
+            continue;
+        }
+        let done = gen_done_at.load(Ordering::Acquire);
+        if done != 0 && realtime_ns() > done + drain {
+            break;
+        }
+        rx.wait(1)?;
+    }
+    let drops = rx.drops()?;
+    Ok((acct, drops))
+}
+
+/// What [`count_arrivals`] saw.
+#[derive(Debug, Clone)]
+pub struct ArrivalCount {
+    /// Frames with commbench's magic (any version, stamped or not).
+    pub ours: u64,
+    pub foreign: u64,
+    pub drops: u64,
+    pub stats: account::ArrivalStats,
+}
+
+/// Counts frames carrying commbench's magic on `iface` with their kernel
+/// receive times until `idle` passes without one (after the first) or
+/// `deadline`: the sink of a generator that does not stamp (another
+/// tool's frames with the magic in their payload).
+pub fn count_arrivals(
+    iface: &str,
+    rx: RxMethod,
+    idle: Duration,
+    deadline: Instant,
+) -> io::Result<ArrivalCount> {
+    let mut path = RxPath::open(iface, rx)?;
+    let mut stats = account::ArrivalStats::new(100_000);
+    let (mut ours, mut foreign) = (0u64, 0u64);
+    let mut last = Instant::now();
+    loop {
+        if interrupted() || Instant::now() > deadline {
+            break;
+        }
+        let n = path.next_ts(|f, ts| {
+            if f.get(stamp::STAMP_OFF..stamp::STAMP_OFF + 4) == Some(&stamp::MAGIC[..]) {
+                ours += 1;
+                stats.arrive(ts);
+            } else {
+                foreign += 1;
+            }
+        })?;
+        if n > 0 {
+            last = Instant::now();
+            continue;
+        }
+        if ours > 0 && last.elapsed() > idle {
+            break;
+        }
+        path.wait(2)?;
+    }
+    Ok(ArrivalCount {
+        ours,
+        foreign,
+        drops: path.drops()?,
+        stats,
+    })
+}
+
+/// One trial's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialResult {
+    pub dut: String,
+    pub size: String,
+    pub arrivals: Arrivals,
+    pub burst: u32,
+    pub flows: u16,
+    pub tx: TxMethod,
+    pub rx: RxMethod,
+    pub duration_s: f64,
+    /// The rate asked for.
+    pub offered_pps: f64,
+    /// What the generator achieved: sent / its span.
+    pub achieved_pps: f64,
+    pub rate_error_pct: f64,
+    pub lag_p50_ns: f64,
+    pub lag_p99_ns: f64,
+    pub lag_max_ns: f64,
+    pub lag_last_ns: u64,
+    pub lag_bound_ns: u64,
+    /// The generator fell behind its schedule beyond the bound: the
+    /// offered rate was not offered.
+    pub behind_schedule: bool,
+    pub planned: u64,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub loss_pct: f64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub reorder_max_distance: u64,
+    pub late: u64,
+    pub late_ns: u64,
+    pub out_of_range: u64,
+    pub foreign: u64,
+    pub other_version: u64,
+    pub stale: u64,
+    pub probes: u64,
+    pub sink_drops: u64,
+    pub latency: Summary,
+    /// Latency recorded for this share of received frames (every arrival
+    /// that is not a duplicate… and duplicates too: all arrivals).
+    pub latency_recorded_pct: f64,
+    pub negative_latency: u64,
+    pub window_100us_max: u64,
+    /// The most frames in any 100 µs over the target's share of 100 µs.
+    pub window_100us_over_share: f64,
+    pub gap_p99_ns: f64,
+    pub delivered_pps: f64,
+    pub gen_cpu_s: f64,
+    pub delivered_per_gen_cpu_s: f64,
+    pub fwd: Option<FwdSnapshot>,
+    pub fwd_ticks_rx: Option<f64>,
+    pub fwd_ticks_work: Option<f64>,
+    pub fwd_ticks_tx: Option<f64>,
+    pub per_flow: Vec<FlowCounts>,
+    pub partial: bool,
+    pub cpus: String,
+}
+
+impl TrialResult {
+    fn new(
+        b: &Bench,
+        spec: &TrialSpec,
+        planned: u64,
+        g: &GenOut,
+        a: &SinkAccount,
+        sink_drops: u64,
+        fwd: Option<FwdSnapshot>,
+    ) -> Self {
+        let per_flow = a.counts(&g.sent);
+        let sum = |f: fn(&FlowCounts) -> u64| per_flow.iter().map(f).sum::<u64>();
+        let sent = sum(|c| c.sent);
+        let received = sum(|c| c.received);
+        let lost = sum(|c| c.lost);
+        let offered = spec.pps();
+        let achieved = if g.span_s > 0.0 {
+            sent as f64 / g.span_s
+        } else {
+            f64::NAN
+        };
+        let lag = g.lag.summary();
+        let behind = g.stopped_early
+            || lag.p99 > spec.lag_bound_ns as f64
+            || g.last_lag_ns > spec.lag_bound_ns;
+        let arrivals_total = received + sum(|c| c.duplicated);
+        let rx_span = a.arrivals.span_s();
+        let share = offered * 100e-6;
+        let (fr, fw, ft) = fwd.map_or((None, None, None), |f| {
+            let (r, w, t) = f.per_packet();
+            (Some(r), Some(w), Some(t))
+        });
+        TrialResult {
+            dut: b.dut.name(),
+            size: spec.sizes.name.clone(),
+            arrivals: spec.arrivals,
+            burst: spec.burst,
+            flows: spec.flows,
+            tx: spec.tx,
+            rx: spec.rx,
+            duration_s: spec.duration.as_secs_f64(),
+            offered_pps: offered,
+            achieved_pps: achieved,
+            rate_error_pct: (achieved / offered - 1.0) * 100.0,
+            lag_p50_ns: lag.p50,
+            lag_p99_ns: lag.p99,
+            lag_max_ns: lag.max,
+            lag_last_ns: g.last_lag_ns,
+            lag_bound_ns: spec.lag_bound_ns,
+            behind_schedule: behind,
+            planned,
+            sent,
+            received,
+            lost,
+            loss_pct: if sent > 0 {
+                lost as f64 * 100.0 / sent as f64
+            } else {
+                0.0
+            },
+            duplicated: sum(|c| c.duplicated),
+            reordered: sum(|c| c.reordered),
+            reorder_max_distance: per_flow
+                .iter()
+                .map(|c| c.reorder_max_distance)
+                .max()
+                .unwrap_or(0),
+            late: sum(|c| c.late),
+            late_ns: spec.late_ns,
+            out_of_range: sum(|c| c.out_of_range),
+            foreign: a.foreign + a.short,
+            other_version: a.other_version,
+            stale: a.unknown_flow,
+            probes: g.probes,
+            sink_drops,
+            latency: a.latency.summary(),
+            latency_recorded_pct: if arrivals_total > 0 {
+                a.latency.len() as f64 * 100.0 / arrivals_total as f64
+            } else {
+                f64::NAN
+            },
+            negative_latency: a.negative_latency,
+            window_100us_max: a.arrivals.window_max,
+            window_100us_over_share: a.arrivals.window_max as f64 / share.max(1.0),
+            gap_p99_ns: if a.arrivals.gaps.is_empty() {
+                f64::NAN
+            } else {
+                a.arrivals.gaps.quantile(0.99)
+            },
+            delivered_pps: if rx_span > 0.0 {
+                received as f64 / rx_span
+            } else {
+                f64::NAN
+            },
+            gen_cpu_s: g.cpu_s,
+            delivered_per_gen_cpu_s: if g.cpu_s > 0.0 {
+                received as f64 / g.cpu_s
+            } else {
+                f64::NAN
+            },
+            fwd,
+            fwd_ticks_rx: fr,
+            fwd_ticks_work: fw,
+            fwd_ticks_tx: ft,
+            per_flow,
+            partial: g.stopped_early || interrupted(),
+            cpus: b.cpus.describe(),
+        }
+    }
+
+    /// The trial's record (`test`: `trial` or the caller's).
+    pub fn record(&self, test: &str) -> Record {
+        let l = &self.latency;
+        let mut r = Record::new("pipeline", test)
+            .param("dut", &self.dut)
+            .param("size", &self.size)
+            .param("arrivals", self.arrivals)
+            .param("burst", self.burst)
+            .param("flows", self.flows)
+            .param("tx", self.tx.name())
+            .param("rx", self.rx.name())
+            .param("duration_s", self.duration_s)
+            .param("offered_pps", self.offered_pps)
+            .param("cpus", &self.cpus)
+            .metric("achieved_pps", self.achieved_pps)
+            .metric("rate_error_pct", self.rate_error_pct)
+            .metric("lag_p50_ns", self.lag_p50_ns)
+            .metric("lag_p99_ns", self.lag_p99_ns)
+            .metric("lag_max_ns", self.lag_max_ns)
+            .metric("lag_bound_ns", self.lag_bound_ns)
+            .metric("behind_schedule", self.behind_schedule)
+            .metric("sent", self.sent)
+            .metric("received", self.received)
+            .metric("lost", self.lost)
+            .metric("loss_pct", self.loss_pct)
+            .metric("duplicated", self.duplicated)
+            .metric("reordered", self.reordered)
+            .metric("reorder_max_distance", self.reorder_max_distance)
+            .metric("late", self.late)
+            .metric("late_bound_ns", self.late_ns)
+            .metric("foreign", self.foreign)
+            .metric("stale", self.stale)
+            .metric("sink_drops", self.sink_drops)
+            .metric("latency_p50_ns", l.p50)
+            .metric("latency_p90_ns", l.p90)
+            .metric("latency_p99_ns", l.p99)
+            .metric("latency_p999_ns", l.p999)
+            .metric("latency_p9999_ns", l.p9999)
+            .metric("latency_max_ns", l.max)
+            .metric("latency_recorded_pct", self.latency_recorded_pct)
+            .metric("window_100us_max", self.window_100us_max)
+            .metric("window_100us_over_share", self.window_100us_over_share)
+            .metric("gap_p99_ns", self.gap_p99_ns)
+            .metric("delivered_pps", self.delivered_pps)
+            .metric("gen_cpu_s", self.gen_cpu_s)
+            .metric("delivered_per_gen_cpu_s", self.delivered_per_gen_cpu_s);
+        if let Some(f) = &self.fwd {
+            r.push_metric("fwd_rx", f.rx);
+            r.push_metric("fwd_tx", f.tx);
+            r.push_metric("fwd_ticks_rx", self.fwd_ticks_rx);
+            r.push_metric("fwd_ticks_work", self.fwd_ticks_work);
+            r.push_metric("fwd_ticks_tx", self.fwd_ticks_tx);
+        }
+        r.push_metric("partial", self.partial || self.behind_schedule);
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;

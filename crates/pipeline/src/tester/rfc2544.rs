@@ -1,0 +1,360 @@
+//! RFC 2544 throughput (binary search for the highest rate with no loss,
+//! NDR, and with at most a set loss, PDR), a confirmation trial at the
+//! found rate, latency at that rate, and the frame-loss rate over offered
+//! load (RFC 2544 §26.3: from the maximum rate down in 10% steps); and the
+//! cross-check of black-box NDRs against the white-box cost model.
+//!
+//! A trial whose generator fell behind its schedule did not offer the
+//! rate: the search never counts it as the device's pass or fail. It
+//! lowers the search's ceiling to that rate and the result says the
+//! tester, not the device, was the limit there.
+
+use super::pace::{Rate, Sizes};
+use super::{Bench, TrialResult, TrialSpec};
+use commbench_core::estimate::{attach, Estimate};
+use commbench_core::record::Record;
+use serde::Serialize;
+use std::io;
+
+/// What to search.
+#[derive(Debug, Clone)]
+pub struct SearchSpec {
+    /// Every trial's settings (the rate is the search's).
+    pub trial: TrialSpec,
+    /// Highest rate tried, pps.
+    pub max_pps: f64,
+    /// Stop when the interval is narrower than this share of `max_pps`, %.
+    pub resolution_pct: f64,
+    /// PDR's allowed loss, % (None: NDR only).
+    pub pdr_loss_pct: Option<f64>,
+    /// Trials at most per search.
+    pub max_trials: usize,
+    /// Steps of the frame-loss ladder (0: none; 10: 10%, 20%, … 100% of max).
+    pub ladder_steps: usize,
+}
+
+/// One search's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// `ndr` or `pdr`.
+    pub kind: String,
+    pub loss_allowed_pct: f64,
+    /// The highest rate that passed (0: none did).
+    pub rate_pps: f64,
+    /// The lowest rate that failed (or the ceiling).
+    pub fail_pps: f64,
+    /// The confirmation trial at `rate_pps` passed too.
+    pub confirmed: bool,
+    /// The generator could not offer some rate at or below `max_pps`:
+    /// the ceiling was the tester's, not the device's.
+    pub tester_limited: bool,
+    pub tester_ceiling_pps: f64,
+    pub trials: usize,
+    pub final_trial: Option<TrialResult>,
+}
+
+/// A trial passes with no frame lost (NDR) or at most `loss_pct` lost.
+pub fn passes(t: &TrialResult, loss_pct: f64) -> bool {
+    t.sent > 0
+        && if loss_pct <= 0.0 {
+            t.lost == 0
+        } else {
+            t.loss_pct <= loss_pct
+        }
+}
+
+/// Binary search for the highest passing rate in [lo, max].
+pub fn search(
+    b: &mut Bench,
+    s: &SearchSpec,
+    kind: &str,
+    loss_pct: f64,
+    lo_start: f64,
+    mut log: impl FnMut(&TrialResult),
+) -> io::Result<SearchResult> {
+    let mut lo = lo_start.max(0.0);
+    let mut hi = s.max_pps;
+    let mut ceiling = s.max_pps;
+    let mut tester_limited = false;
+    let mut trials = 0;
+    let res = s.max_pps * s.resolution_pct / 100.0;
+    let mut rate = s.max_pps;
+    let mut last_pass: Option<TrialResult> = None;
+    while trials < s.max_trials && !super::interrupted() {
+        let mut t = s.trial.clone();
+        t.rate = Rate::Pps(rate);
+        let r = b.trial(&t)?;
+        trials += 1;
+        log(&r);
+        if r.behind_schedule {
+            // Not offered: the rate is beyond the tester here.
+            tester_limited = true;
+            ceiling = ceiling.min(rate);
+            hi = rate;
+        } else if passes(&r, loss_pct) {
+            lo = rate;
+            last_pass = Some(r);
+        } else {
+            hi = rate;
+        }
+        if hi - lo <= res || rate <= 0.0 {
+            break;
+        }
+        rate = (lo + hi) / 2.0;
+    }
+    // Confirmation at the found rate (RFC 2544 asks for a full-length
+    // trial at the reported rate); step down by the resolution while it
+    // fails, a few times at most.
+    let mut confirmed = false;
+    let mut final_trial = last_pass;
+    let mut found = lo;
+    for _ in 0..4 {
+        if found <= 0.0 || super::interrupted() {
+            break;
+        }
+        let mut t = s.trial.clone();
+        t.rate = Rate::Pps(found);
+        let r = b.trial(&t)?;
+        trials += 1;
+        log(&r);
+        if !r.behind_schedule && passes(&r, loss_pct) {
+            confirmed = true;
+            final_trial = Some(r);
+            break;
+        }
+        if r.behind_schedule {
+            tester_limited = true;
+            ceiling = ceiling.min(found);
+        }
+        hi = found;
+        found = (found - res.max(found * 0.01)).max(0.0);
+    }
+    Ok(SearchResult {
+        kind: kind.to_owned(),
+        loss_allowed_pct: loss_pct,
+        rate_pps: if confirmed { found } else { lo.min(found) },
+        fail_pps: hi,
+        confirmed,
+        tester_limited,
+        tester_ceiling_pps: ceiling,
+        trials,
+        final_trial,
+    })
+}
+
+/// The record of a search.
+pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str) -> Record {
+    let mut r = Record::new("pipeline", &format!("rfc2544-{}", s.kind))
+        .param("dut", dut)
+        .param("size", size)
+        .param("loss_allowed_pct", s.loss_allowed_pct)
+        .param("duration_s", spec.trial.duration.as_secs_f64())
+        .param("resolution_pct", spec.resolution_pct)
+        .param("max_pps", spec.max_pps)
+        .param("tx", spec.trial.tx.name())
+        .param("rx", spec.trial.rx.name())
+        .metric("rate_pps", s.rate_pps)
+        .metric("rate_mpps", s.rate_pps / 1e6)
+        .metric("fail_pps", s.fail_pps)
+        .metric("confirmed", s.confirmed)
+        .metric("tester_limited", s.tester_limited)
+        .metric("tester_ceiling_pps", s.tester_ceiling_pps)
+        .metric("trials", s.trials);
+    if let Some(t) = &s.final_trial {
+        r.push_metric("latency_p50_ns", t.latency.p50);
+        r.push_metric("latency_p99_ns", t.latency.p99);
+        r.push_metric("latency_p9999_ns", t.latency.p9999);
+        r.push_metric("latency_max_ns", t.latency.max);
+        r.push_metric("loss_pct", t.loss_pct);
+        if let (Some(a), Some(w), Some(x)) = (t.fwd_ticks_rx, t.fwd_ticks_work, t.fwd_ticks_tx) {
+            r.push_metric("fwd_ticks_rx", a);
+            r.push_metric("fwd_ticks_work", w);
+            r.push_metric("fwd_ticks_tx", x);
+        }
+    }
+    r.push_metric("partial", super::interrupted());
+    r
+}
+
+/// Folds repeated searches of one kind and size into one record with the
+/// rate's median and 95% interval.
+pub fn fold_repeats(v: &[(SearchResult, Record)]) -> Option<Record> {
+    let (_, first) = v.first()?;
+    let mut r = first.clone();
+    let rates: Vec<f64> = v.iter().map(|(s, _)| s.rate_pps).collect();
+    let est = Estimate::from_samples(&rates);
+    r.push_metric("rate_pps", est.median);
+    r.push_metric("rate_mpps", est.median / 1e6);
+    attach(&mut r.metrics, "rate_pps", &est);
+    let mpps: Vec<f64> = rates.iter().map(|x| x / 1e6).collect();
+    attach(&mut r.metrics, "rate_mpps", &Estimate::from_samples(&mpps));
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let sd = commbench_core::stats::population_stdev(&rates);
+    r.push_metric(
+        "rate_cv_pct",
+        if mean > 0.0 {
+            sd / mean * 100.0
+        } else {
+            f64::NAN
+        },
+    );
+    r.push_param("repeat", v.len());
+    r.push_metric("confirmed", v.iter().all(|(s, _)| s.confirmed));
+    r.push_metric("tester_limited", v.iter().any(|(s, _)| s.tester_limited));
+    Some(r)
+}
+
+/// The frame-loss ladder: one trial at each of `steps` shares of the
+/// maximum rate, highest first.
+pub fn ladder(
+    b: &mut Bench,
+    s: &SearchSpec,
+    mut log: impl FnMut(&TrialResult),
+) -> io::Result<Vec<TrialResult>> {
+    let mut out = Vec::new();
+    for i in (1..=s.ladder_steps).rev() {
+        if super::interrupted() {
+            break;
+        }
+        let mut t = s.trial.clone();
+        t.rate = Rate::Pps(s.max_pps * i as f64 / s.ladder_steps as f64);
+        let r = b.trial(&t)?;
+        log(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The RFC 2544-style table of a run: one line per frame size and kind.
+pub fn table(rows: &[(String, SearchResult)]) -> String {
+    let mut s = String::from(
+        "frame size  kind  loss allowed  rate (pps)     Mpps    confirmed  tester-limited  latency p50 / p99 / max (µs)\n",
+    );
+    for (size, r) in rows {
+        let lat = r.final_trial.as_ref().map_or("-".to_owned(), |t| {
+            format!(
+                "{:.1} / {:.1} / {:.1}",
+                t.latency.p50 / 1e3,
+                t.latency.p99 / 1e3,
+                t.latency.max / 1e3
+            )
+        });
+        s.push_str(&format!(
+            "{:>10}  {:4}  {:>11}%  {:>12.0}  {:>7.4}  {:9}  {:14}  {}\n",
+            size,
+            r.kind,
+            r.loss_allowed_pct,
+            r.rate_pps,
+            r.rate_pps / 1e6,
+            if r.confirmed { "yes" } else { "NO" },
+            if r.tester_limited { "yes" } else { "no" },
+            lat
+        ));
+    }
+    s
+}
+
+/// One point of the white-box / black-box cross-check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossPoint {
+    pub delay_ns: f64,
+    /// The forwarder's measured ticks per packet at zero delay (rx, work,
+    /// tx), from its own TSC reads during the zero-delay search.
+    pub base_ticks: f64,
+    /// hz / (base ticks + delay ticks).
+    pub predicted_pps: f64,
+    pub measured_pps: f64,
+    pub error_pct: f64,
+    /// Highest rate the tester delivered with no device (loss-free).
+    pub tester_pps: f64,
+    /// "device", "tester" or "close".
+    pub bound: String,
+    pub verdict: String,
+    pub confirmed: bool,
+}
+
+/// The cost model's prediction: one core's rate at `base_ticks` + delay.
+pub fn predict_pps(hz: f64, base_ticks: f64, delay_ns: f64) -> f64 {
+    hz / (base_ticks + delay_ns * hz / 1e9)
+}
+
+/// Which side bounds a point: the device when its predicted capacity is
+/// well below what the tester delivers without a device (under 80% of
+/// it), the tester when the prediction is above the tester's ceiling, and
+/// "close" in between, where neither can be told apart.
+pub fn classify(predicted: f64, measured: f64, tester: f64) -> (String, String) {
+    let err = (measured / predicted - 1.0) * 100.0;
+    if predicted < 0.8 * tester {
+        let v = if err.abs() <= 10.0 {
+            format!("device-bound: the black-box NDR matches the model within {:.1}% — it can be trusted", err.abs())
+        } else {
+            format!("device-bound but the NDR is {err:+.1}% off the model: the host (scheduling, the path's own costs) is in the figure")
+        };
+        ("device".to_owned(), v)
+    } else if predicted > 1.25 * tester {
+        (
+            "tester".to_owned(),
+            format!(
+                "tester-bound: the device could do {:.2} Mpps, the generator/sink/host delivers {:.2} Mpps — the black-box figure measures the tester",
+                predicted / 1e6,
+                tester / 1e6
+            ),
+        )
+    } else {
+        (
+            "close".to_owned(),
+            "device and tester capacities are within 25%: the figure is a mix of both".to_owned(),
+        )
+    }
+}
+
+/// The frame-size list of RFC 2544 for Ethernet.
+pub const RFC2544_SIZES: [u32; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
+
+/// Parses `64,128` or `rfc2544` (all seven) or `imix`.
+pub fn parse_size_list(s: &str) -> Result<Vec<Sizes>, String> {
+    if s == "rfc2544" {
+        return Ok(RFC2544_SIZES.iter().map(|&z| Sizes::fixed(z)).collect());
+    }
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(super::pace::parse_sizes)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cost_model_reproduces_the_seed_budget() {
+        // 134 cycles per packet at 2 GHz is 14.9 Mpps (the seed's figure).
+        let p = predict_pps(2e9, 134.0, 0.0);
+        assert!((p - 14.925e6).abs() < 1e4, "{p}");
+        // 67.2 ns of delay on top of 0 ticks: 1 / 67.2 ns.
+        assert!((predict_pps(2e9, 0.0, 67.2) - 14.88e6).abs() < 1e4);
+    }
+
+    #[test]
+    fn points_are_told_device_or_tester_bound() {
+        // The device (1 Mpps) is far below the tester (5 Mpps).
+        let (b, v) = classify(1e6, 0.97e6, 5e6);
+        assert_eq!(b, "device");
+        assert!(v.contains("trusted"), "{v}");
+        let (b, v) = classify(1e6, 0.5e6, 5e6);
+        assert_eq!(b, "device");
+        assert!(v.contains("off the model"), "{v}");
+        // The device could do 20 Mpps, the tester delivers 1.
+        let (b, v) = classify(20e6, 1e6, 1e6);
+        assert_eq!(b, "tester");
+        assert!(v.contains("measures the tester"), "{v}");
+        assert_eq!(classify(1e6, 1e6, 1.1e6).0, "close");
+    }
+
+    #[test]
+    fn size_lists() {
+        assert_eq!(parse_size_list("rfc2544").unwrap().len(), 7);
+        assert_eq!(parse_size_list("64,imix").unwrap()[1].name, "imix");
+        assert!(parse_size_list("64,x").is_err());
+    }
+}

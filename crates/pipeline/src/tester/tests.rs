@@ -1,0 +1,240 @@
+//! Root tests of the tester: exact counts through each device kind, with
+//! injected loss, duplication and reordering; the RFC 2544 search on a
+//! device of known capacity. Counts and consistency only, never speed.
+
+use super::dut::{DutSpec, FwdWork, Impair};
+use super::pace::{Rate, Sizes};
+use super::rfc2544::{self, SearchSpec};
+use super::*;
+use std::collections::HashSet;
+
+fn root() -> bool {
+    if netns::is_root() {
+        true
+    } else {
+        eprintln!("skipped: the tester needs root (namespaces, veths)");
+        false
+    }
+}
+
+fn spec(frames_per_s: f64, ms: u64, flows: u16) -> TrialSpec {
+    TrialSpec {
+        rate: Rate::Pps(frames_per_s),
+        duration: Duration::from_millis(ms),
+        flows,
+        // Counts, not pacing, are under test: a loaded machine may lag.
+        lag_bound_ns: u64::MAX,
+        drain: Duration::from_millis(300),
+        ..TrialSpec::default()
+    }
+}
+
+/// Expected per-flow (received, lost, duplicated, reordered, max
+/// distance) after `imp` acts on `n` frames sent round robin over `flows`.
+fn expected(imp: &Impair, n: usize, flows: usize) -> Vec<(u64, u64, u64, u64, u64)> {
+    let sent: Vec<(usize, u64)> = (0..n).map(|i| (i % flows, (i / flows) as u64)).collect();
+    let out = imp.apply_model(n);
+    (0..flows)
+        .map(|f| {
+            let mut seen = HashSet::new();
+            let (mut dup, mut re, mut maxd, mut hi) = (0u64, 0u64, 0u64, None::<u64>);
+            for &i in &out {
+                let (fl, s) = sent[i];
+                if fl != f {
+                    continue;
+                }
+                if !seen.insert(s) {
+                    dup += 1;
+                    continue;
+                }
+                match hi {
+                    Some(h) if s < h => {
+                        re += 1;
+                        maxd = maxd.max(h - s);
+                    }
+                    _ => hi = Some(s),
+                }
+            }
+            let total = sent.iter().filter(|(fl, _)| *fl == f).count() as u64;
+            let rcv = seen.len() as u64;
+            (rcv, total - rcv, dup, re, maxd)
+        })
+        .collect()
+}
+
+fn check(r: &TrialResult, exp: &[(u64, u64, u64, u64, u64)]) {
+    for (c, e) in r.per_flow.iter().zip(exp) {
+        let got = (
+            c.received,
+            c.lost,
+            c.duplicated,
+            c.reordered,
+            c.reorder_max_distance,
+        );
+        assert_eq!(got, *e, "flow {}: {r:?}", c.flow);
+    }
+    assert_eq!(r.per_flow.len(), exp.len());
+    assert_eq!(r.stale, 0, "{r:?}");
+    assert_eq!(r.out_of_range, 0, "{r:?}");
+    // Every arrival's latency is recorded.
+    assert_eq!(r.latency.n, r.received + r.duplicated, "{r:?}");
+}
+
+#[test]
+fn exact_counts_through_l2fwd_with_drops_duplicates_and_swaps() {
+    if !root() {
+        return;
+    }
+    let imp = Impair {
+        drop: 10,
+        dup: 7,
+        swap: 13,
+    };
+    let dut = DutSpec::L2fwd {
+        work: FwdWork::Swap,
+        rx: RxMethod::AfPacket,
+        burst: 32,
+        impair: imp,
+    };
+    // One flow: swaps reorder it; three flows: the swapped neighbour is
+    // another flow's frame, so no flow sees reordering. A fresh forwarder
+    // each (its impairment count runs on across trials).
+    for flows in [1u16, 3] {
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        let s = spec(20_000.0, 150, flows);
+        let r = b.trial(&s).unwrap();
+        assert_eq!(r.sent, 3000, "{r:?}");
+        check(&r, &expected(&imp, 3000, usize::from(flows)));
+        if flows == 1 {
+            assert!(r.reordered > 0 && r.duplicated > 0 && r.lost == 300);
+        }
+        // The forwarder's white-box counters saw the same frames.
+        let f = r.fwd.unwrap();
+        assert_eq!(f.dropped, 300);
+        assert!(f.rx >= 3000, "{f:?}");
+        let ns = b.namespaces();
+        drop(b);
+        for n in ns {
+            assert!(
+                !std::path::Path::new(&format!("/run/netns/{n}")).exists(),
+                "{n} left"
+            );
+        }
+    }
+}
+
+#[test]
+fn exact_counts_with_no_device_a_bridge_and_af_xdp_paths() {
+    if !root() {
+        return;
+    }
+    let none = Impair::default();
+    for (dut, tx, rx) in [
+        (DutSpec::None, TxMethod::Sendmmsg, RxMethod::AfPacket),
+        (DutSpec::None, TxMethod::AfXdp, RxMethod::AfXdp),
+        (DutSpec::Bridge, TxMethod::TxRing, RxMethod::AfPacket),
+        (
+            DutSpec::L2fwd {
+                work: FwdWork::Delay(500),
+                rx: RxMethod::AfXdp,
+                burst: 32,
+                impair: none,
+            },
+            TxMethod::Sendmmsg,
+            RxMethod::AfPacket,
+        ),
+    ] {
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        let mut s = spec(20_000.0, 100, 4);
+        s.tx = tx;
+        s.rx = rx;
+        s.sizes = Sizes::imix();
+        s.burst = 4;
+        let r = b.trial(&s).unwrap();
+        assert_eq!(r.sent, 2000, "{dut:?} {r:?}");
+        check(&r, &expected(&none, 2000, 4));
+        assert_eq!(r.received, 2000, "{dut:?}");
+    }
+}
+
+#[test]
+fn exact_counts_through_real_interfaces() {
+    if !root() {
+        return;
+    }
+    // A veth pair in a namespace of the test's own: the generator sends on
+    // one end, the sink listens on the other (`ifaces:A,B` with A ↔ B).
+    let ns = format!("cbif-{}", std::process::id());
+    netns::ip_cmd(&["netns", "add", &ns]).unwrap();
+    struct Del(String);
+    impl Drop for Del {
+        fn drop(&mut self) {
+            let _ = netns::ip_cmd(&["netns", "del", &self.0]);
+        }
+    }
+    let _del = Del(ns.clone());
+    netns::ip_cmd(&[
+        "-n", &ns, "link", "add", "cbifa", "type", "veth", "peer", "name", "cbifb",
+    ])
+    .unwrap();
+    netns::ip_cmd(&["-n", &ns, "link", "set", "cbifa", "up"]).unwrap();
+    netns::ip_cmd(&["-n", &ns, "link", "set", "cbifb", "up"]).unwrap();
+    let ns2 = ns.clone();
+    let r = std::thread::spawn(move || {
+        netns::enter(&ns2).unwrap();
+        let dut = DutSpec::Ifaces("cbifa".into(), "cbifb".into());
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        b.trial(&spec(20_000.0, 100, 2)).unwrap()
+    })
+    .join()
+    .unwrap();
+    check(&r, &expected(&Impair::default(), 2000, 2));
+}
+
+#[test]
+fn rfc2544_search_converges_below_a_known_capacity() {
+    if !root() {
+        return;
+    }
+    // 20 µs of busy-wait per frame: the forwarder cannot pass more than
+    // 50 kpps whatever the machine; the search must settle below that and
+    // be consistent with its own trials.
+    let dut = DutSpec::L2fwd {
+        work: FwdWork::Delay(20_000),
+        rx: RxMethod::AfPacket,
+        burst: 32,
+        impair: Impair::default(),
+    };
+    let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+    let mut t = spec(1.0, 200, 1);
+    t.lag_bound_ns = 100_000_000;
+    let s = SearchSpec {
+        trial: t,
+        max_pps: 200_000.0,
+        resolution_pct: 5.0,
+        pdr_loss_pct: None,
+        max_trials: 10,
+        ladder_steps: 0,
+    };
+    let mut log = Vec::new();
+    let r = rfc2544::search(&mut b, &s, "ndr", 0.0, 0.0, |t| {
+        log.push((t.offered_pps, t.lost, t.behind_schedule))
+    })
+    .unwrap();
+    assert!(r.rate_pps <= 50_000.0 * 1.02, "{r:?} {log:?}");
+    assert!(r.rate_pps < r.fail_pps, "{r:?}");
+    assert!(r.trials <= 10 + 4 && r.trials == log.len(), "{r:?} {log:?}");
+    // The first trial is at the maximum, which must fail (4x capacity).
+    assert!(log[0].0 == 200_000.0 && log[0].1 > 0, "{log:?}");
+    if r.confirmed {
+        let f = r.final_trial.as_ref().unwrap();
+        assert_eq!(f.lost, 0);
+        assert!((f.offered_pps - r.rate_pps).abs() < 1e-6);
+    }
+    // Every failing trial above the result, every pass at or below it.
+    for &(rate, lost, behind) in &log {
+        if !behind && lost == 0 {
+            assert!(rate <= r.fail_pps, "{log:?} {r:?}");
+        }
+    }
+}
