@@ -127,6 +127,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "rate_mpps",
             series: &["dut"],
             filter: None,
+            x_label: "frame size (B)",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -138,6 +141,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "loss_pct",
             series: &["dut", "size"],
             filter: None,
+            x_label: "offered load (% of the maximum rate)",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -149,6 +155,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "latency_p99_ns",
             series: &["dut", "size"],
             filter: None,
+            x_label: "offered load (% of the maximum rate)",
+            y_label: "",
+            reference: None,
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -160,6 +169,9 @@ pub fn figures() -> Vec<FigureSpec> {
             y: "measured_pps",
             series: &["size", "rx"],
             filter: None,
+            x_label: "injected delay per packet (ns)",
+            y_label: "",
+            reference: None,
         },
     ]
 }
