@@ -1,9 +1,14 @@
 //! The report in a real browser: a quick suite's report.html is opened in
 //! headless Chromium with a small checking script appended to a copy of
 //! the page; the script measures the laid-out page (every figure has drawn
-//! marks and a title, no table runs past the page edge outside its scroll
-//! box, the summary and the machine line are visible), writes its verdict
-//! into the DOM, and `--dump-dom` hands it back. A screenshot is taken too
+//! marks and a title; both axes carry a label drawn in the plot, the y one
+//! with a unit; no legend entry overlaps a mark; every in-page link
+//! resolves; no table cell, collapsed blocks opened, is narrower than 4
+//! ems; every number a figure's computed caption quotes is among the
+//! figure's numbers, or a ratio of two of them; no table runs past the
+//! page edge outside its scroll box; the summary and the machine line are
+//! visible), writes its verdict into the DOM, and `--dump-dom` hands it
+//! back. A screenshot is taken too
 //! and checked for non-blank content. A report built from hostile result
 //! files is opened the same way to see that none of the markup they carry
 //! runs. Skipped, with a message, when no Chromium is installed outside
@@ -28,17 +33,65 @@ fn chromium() -> Option<PathBuf> {
         })
 }
 
-const CHECK: &str = r#"
+const CHECK: &str = r##"
 <script>
 window.addEventListener('load', () => {
-  const out = { figures: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth };
+  const out = { figures: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth,
+                axes: [], legend_overlaps: [], broken_links: [], links: 0, narrow_cells: [], cells: 0, caption_numbers: [], numbers_checked: 0 };
+  // Open every collapsed block so that its tables are laid out too.
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  const boxes = (els) => [...els].map(e => e.getBoundingClientRect()).filter(r => r.width > 0 || r.height > 0);
+  const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const tokens = (s) => [...s.matchAll(/(\d+(?:\.\d+)?)([kMG]?)(×?)/g)].map(m => ({ num: m[1] + m[2], ratio: m[3] === '×', v: parseFloat(m[1]), digits: (m[1].split('.')[1] || '').length }));
   for (const f of document.querySelectorAll('figure')) {
     const svg = f.querySelector('svg');
     const title = (f.querySelector('figcaption b') || {}).textContent || '';
-    const marks = svg ? svg.querySelectorAll('rect, circle, polyline, path, line').length : 0;
+    const marks = svg ? svg.querySelectorAll('rect, circle, polyline, path, line, polygon') : [];
     const box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
-    out.figures.push({ title, marks, w: box.width, h: box.height });
+    out.figures.push({ title, marks: marks.length, w: box.width, h: box.height });
+    // Axes: a label on each, the y one with a unit, both drawn in the plot.
+    const texts = svg ? [...svg.querySelectorAll('text')].map(t => t.textContent.trim()) : [];
+    const x = f.getAttribute('data-x') || '', y = f.getAttribute('data-y') || '';
+    if (!x || !texts.includes(x) || !/\(.+\)/.test(y) || !texts.includes(y)) out.axes.push({ title, x, y });
+    // Legends: beside the plot, never over a mark.
+    const markBoxes = boxes([...marks].filter(m => !(m.tagName === 'rect' && m.getAttribute('width') === svg.getAttribute('width'))));
+    for (const li of f.querySelectorAll('ul.legend li')) {
+      const r = li.getBoundingClientRect();
+      if (markBoxes.some(m => meets(r, m))) out.legend_overlaps.push({ title, legend: li.textContent });
+    }
+    // Caption numbers: each is in the figure's numbers (a value, a
+    // parameter, a count) or, followed by ×, a ratio of two drawn values.
+    const computed = (f.querySelector('figcaption .computed') || {}).textContent || '';
+    const data = f.querySelector('details.data');
+    const dataText = data ? [...data.querySelectorAll('th, td, p')].map(e => e.textContent).join(' | ') : '';
+    const have = new Set(tokens(dataText).map(t => t.num));
+    const raws = data ? [...data.querySelectorAll('td[data-v]')].map(td => parseFloat(td.getAttribute('data-v'))).filter(v => v > 0) : [];
+    for (const t of tokens(computed)) {
+      out.numbers_checked++;
+      let ok;
+      if (t.ratio) {
+        const tol = t.digits > 0 ? 0.051 : 0.51;
+        ok = raws.some(a => raws.some(b => Math.abs(a / b - t.v) <= tol + 1e-9));
+      } else {
+        ok = have.has(t.num);
+      }
+      if (!ok) out.caption_numbers.push({ title, number: t.num + (t.ratio ? '×' : '') });
+    }
   }
+  // In-page links resolve.
+  for (const a of document.querySelectorAll('a[href^="#"]')) {
+    out.links++;
+    if (!document.getElementById(decodeURIComponent(a.getAttribute('href').slice(1)))) out.broken_links.push(a.getAttribute('href'));
+  }
+  // No table cell narrower than 4 ems of its own type.
+  for (const c of document.querySelectorAll('td, th')) {
+    const r = c.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    out.cells++;
+    const em = parseFloat(getComputedStyle(c).fontSize);
+    if (r.width < 4 * em - 0.5) out.narrow_cells.push({ text: c.textContent.slice(0, 40), w: r.width, em });
+  }
+  out.narrow_cells = out.narrow_cells.slice(0, 20);
   for (const t of document.querySelectorAll('table')) {
     const r = t.getBoundingClientRect();
     if (r.right > window.innerWidth + 1) {
@@ -57,12 +110,12 @@ window.addEventListener('load', () => {
   };
   out.summary_rows = document.querySelectorAll('table.summary tr').length - 1;
   out.machine_visible = visible(document.querySelector('p.muted')) && document.querySelector('p.muted').textContent.includes('CPUs');
-  const d = document.querySelector('details');
-  if (d) { d.open = true; out.env_visible = [...d.querySelectorAll('td')].some(visible); }
+  const env = [...document.querySelectorAll('details')].find(d => !d.classList.contains('data') && d.querySelector('table.env'));
+  out.env_visible = !!env && [...env.querySelectorAll('td')].some(visible);
   document.body.setAttribute('data-check', JSON.stringify(out));
 });
 </script>
-"#;
+"##;
 
 /// Runs Chromium; returns what it printed on stdout (through a file, so a
 /// large DOM never fills a pipe nobody reads while we wait).
@@ -172,6 +225,43 @@ fn report_in_headless_chromium_draws_every_figure_and_keeps_tables_in_their_boxe
         v["overflow"],
         serde_json::json!([]),
         "tables past the page edge: {v}"
+    );
+    assert_eq!(
+        v["axes"],
+        serde_json::json!([]),
+        "axes without a label (or a y axis without a unit): {}",
+        v["axes"]
+    );
+    assert_eq!(
+        v["legend_overlaps"],
+        serde_json::json!([]),
+        "legend entries over marks: {}",
+        v["legend_overlaps"]
+    );
+    assert!(v["links"].as_u64().unwrap() >= 4, "{}", v["links"]);
+    assert_eq!(
+        v["broken_links"],
+        serde_json::json!([]),
+        "in-page links to nothing: {}",
+        v["broken_links"]
+    );
+    assert!(v["cells"].as_u64().unwrap() > 100, "{}", v["cells"]);
+    assert_eq!(
+        v["narrow_cells"],
+        serde_json::json!([]),
+        "table cells narrower than 4 ems: {}",
+        v["narrow_cells"]
+    );
+    assert!(
+        v["numbers_checked"].as_u64().unwrap() >= 20,
+        "{}",
+        v["numbers_checked"]
+    );
+    assert_eq!(
+        v["caption_numbers"],
+        serde_json::json!([]),
+        "caption numbers that are not in the figure's data: {}",
+        v["caption_numbers"]
     );
     assert!(v["summary_rows"].as_u64().unwrap() >= 4, "{v}");
     assert_eq!(v["machine_visible"], true, "{v}");

@@ -58,6 +58,8 @@ impl DataCell {
 /// The numbers a figure draws, as the page shows them under it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DataTable {
+    /// The parameters every record drawn shares (`size 128, sessions 1`).
+    pub fixed: String,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<DataCell>>,
 }
@@ -69,10 +71,12 @@ pub struct Figure {
     pub svg: String,
     /// What the figure is and answers: the lab's fixed sentence.
     pub caption: String,
-    /// What the data drawn say, computed from them (every number in it is
-    /// one of [`Figure::data`]'s values, or a ratio of two), and what was
-    /// left out, if anything.
+    /// What the data drawn say, computed from them: every number in it is
+    /// in [`Figure::data`] (a value, a parameter, a count of runs), or a
+    /// ratio of two of its values.
     pub computed: String,
+    /// What the figure left out to stay drawable ("" when nothing).
+    pub left_out: String,
     /// Set beside the plot, never over it.
     pub legend: Vec<LegendItem>,
     /// The axis labels as drawn.
@@ -87,12 +91,13 @@ impl Figure {
     pub fn plain(title: String, caption: String, plot: Plot) -> Figure {
         Figure {
             title,
-            caption: format!("{caption}{}", plot.left_out.note()),
+            caption,
             computed: String::new(),
+            left_out: plot.left_out.note(),
             legend: plot.legend,
             svg: plot.svg,
-            x_label: String::new(),
-            y_label: String::new(),
+            x_label: plot.x_desc,
+            y_label: plot.y_desc,
             data: DataTable::default(),
         }
     }
@@ -437,6 +442,8 @@ fn bar_figure(
                 _ => None,
             })
     };
+    // Records behind a bar (overlaid runs: one each).
+    let samples_at = |ci: usize, si: usize| cell(ci, si).map_or(0, |(_, v)| v.len());
     let bars: Vec<Vec<Option<(f64, f64)>>> = (0..names.len())
         .map(|si| {
             (0..cats.len())
@@ -483,7 +490,10 @@ fn bar_figure(
     if !fixed.is_empty() {
         sentences.push(format!("All bars: {}.", fixed.join(", ")));
     }
-    let mut data = DataTable::default();
+    let mut data = DataTable {
+        fixed: fixed.join(", "),
+        ..DataTable::default()
+    };
     if stacked {
         data.columns = vec![x_label.clone(), "part".into(), y_label.clone()];
         let mut entries = Vec::new();
@@ -538,6 +548,7 @@ fn bar_figure(
             "series".into(),
             y_label.clone(),
             "95% interval".into(),
+            "runs".into(),
         ];
         let shown = series.len().min(4);
         for (si, (n, vals)) in series.iter().enumerate() {
@@ -547,6 +558,10 @@ fn bar_figure(
                     continue;
                 };
                 let iv = bars[si][ci];
+                let runs = one(ci, si).map_or_else(
+                    || format!("{} records", samples_at(ci, si)),
+                    |(_, n)| n.to_string(),
+                );
                 data.rows.push(vec![
                     DataCell::text(c.clone()),
                     DataCell::text(n.clone()),
@@ -557,6 +572,7 @@ fn bar_figure(
                             DataCell::text(format!("{} – {}", value(lo, unit), value(hi, unit)))
                         },
                     ),
+                    DataCell::text(runs),
                 ]);
                 entries.push((cat_word(c), v, value(v, unit)));
             }
@@ -588,7 +604,7 @@ fn bar_figure(
         sentences.push(interval_sentence(drawn, total, span, "Error bars"));
     }
     push_refs(&mut sentences, &mut data, &refs, unit);
-    Ok(Some(finish(spec, plot, sentences, data, x_label, y_label)))
+    Ok(Some(finish(spec, plot, sentences, data)))
 }
 
 /// The reference lines as a sentence and as rows of the numbers.
@@ -612,26 +628,16 @@ fn push_refs(sentences: &mut Vec<String>, data: &mut DataTable, refs: &[RefLine]
     }
 }
 
-fn finish(
-    spec: &FigureSpec,
-    plot: Plot,
-    sentences: Vec<String>,
-    data: DataTable,
-    x_label: String,
-    y_label: String,
-) -> Figure {
+fn finish(spec: &FigureSpec, plot: Plot, sentences: Vec<String>, data: DataTable) -> Figure {
     Figure {
         title: spec.title.to_owned(),
         caption: spec.caption.to_owned(),
-        computed: format!("{}{}", sentences.join(" "), plot.left_out.note()),
+        computed: sentences.join(" "),
+        left_out: plot.left_out.note(),
         legend: plot.legend,
         svg: plot.svg,
-        x_label,
-        y_label: if plot.y_log {
-            format!("{y_label} — log scale")
-        } else {
-            y_label
-        },
+        x_label: plot.x_desc,
+        y_label: plot.y_desc,
         data,
     }
 }
@@ -699,6 +705,7 @@ fn ladder_figure(
     let unit = if unit.is_empty() { "ns" } else { unit };
     let plot = ladder_plot(spec.title, &y_label, &series)?;
     let mut data = DataTable {
+        fixed: fixed.join(", "),
         columns: vec!["series".into(), "percentile".into(), y_label.clone()],
         rows: Vec::new(),
     };
@@ -735,14 +742,7 @@ fn ladder_figure(
         ));
     }
     sentences.push("Percentiles of one run's histogram each: no interval.".into());
-    Ok(Some(finish(
-        spec,
-        plot,
-        sentences,
-        data,
-        "percentile".into(),
-        y_label,
-    )))
+    Ok(Some(finish(spec, plot, sentences, data)))
 }
 
 /// 0.999 as `p99.9`.
@@ -848,11 +848,13 @@ fn line_figure(
     };
     let plot = line_plot(&axes, &series, &bands, &refs)?;
     let mut data = DataTable {
+        fixed: fixed.join(", "),
         columns: vec![
             "series".into(),
             x_label.clone(),
             y_label.clone(),
             "95% interval".into(),
+            "runs".into(),
         ],
         rows: Vec::new(),
     };
@@ -863,9 +865,9 @@ fn line_figure(
     let xw = |x: f64| x_words(&x_label, &crate::plot::si(&x));
     for (i, s) in series.iter().enumerate() {
         for &(x, y) in &s.points {
-            let iv = ivs
-                .get(&(s.name.clone(), x.to_bits()))
-                .and_then(|(iv, _)| *iv);
+            let one = ivs.get(&(s.name.clone(), x.to_bits()));
+            let iv = one.and_then(|(iv, _)| *iv);
+            let runs = one.map_or_else(|| "several records".to_owned(), |(_, n)| n.to_string());
             data.rows.push(vec![
                 DataCell::text(s.name.clone()),
                 DataCell {
@@ -877,6 +879,7 @@ fn line_figure(
                     || DataCell::text(""),
                     |(lo, hi)| DataCell::text(format!("{} – {}", value(lo, unit), value(hi, unit))),
                 ),
+                DataCell::text(runs),
             ]);
         }
         if i < 4 {
@@ -911,7 +914,7 @@ fn line_figure(
     );
     sentences.push(interval_sentence(drawn, total, span, "Bands"));
     push_refs(&mut sentences, &mut data, &refs, unit);
-    Ok(Some(finish(spec, plot, sentences, data, x_label, y_label)))
+    Ok(Some(finish(spec, plot, sentences, data)))
 }
 
 /// (series name, x, y) points as series in first-seen order, each sorted
@@ -1274,5 +1277,211 @@ mod tests {
             "{}",
             figs[0].computed
         );
+    }
+
+    fn spec(
+        kind: FigureKind,
+        lab: &'static str,
+        test: &'static str,
+        x: &'static str,
+    ) -> FigureSpec {
+        FigureSpec {
+            kind,
+            lab,
+            test,
+            title: "t",
+            caption: "What the figure is.",
+            x,
+            y: "",
+            series: &[],
+            filter: None,
+            x_label: "",
+            y_label: "",
+            reference: None,
+        }
+    }
+
+    /// The pcap CPU figure's fixed caption said "nearly the same cold and
+    /// warm" over bars of 0.28 s and 0.07 s; the caption now says what the
+    /// bars are.
+    #[test]
+    fn pcap_cpu_caption_says_the_cold_and_warm_cpu_drawn_instead_of_nearly_the_same() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        let s = FigureSpec {
+            y_label: "CPU time",
+            series: &["tool"],
+            ..spec(
+                FigureKind::Stacked(&["user_s_median", "sys_s_median"]),
+                "pcap",
+                "bench",
+                "cache",
+            )
+        };
+        let r = |cache: &str, u: f64, sy: f64| {
+            Record::new("pcap", "bench")
+                .param("cache", cache)
+                .param("tool", "commbench")
+                .metric("user_s_median", u)
+                .metric("sys_s_median", sy)
+        };
+        let recs = [r("cold", 0.2, 0.08), r("warm", 0.05, 0.02)];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let figs = declared_figures("pcap", &refs, &[s], &[&lab]).unwrap();
+        let c = &figs[0].computed;
+        assert!(
+            c.contains("cold: 280 ms (user CPU 200 ms + system CPU 80.0 ms)"),
+            "{c}"
+        );
+        assert!(c.contains("cold / warm = 4.0×"), "{c}");
+        assert!(c.contains("All bars: tool commbench."), "{c}");
+        assert!(c.contains("no repeats"), "{c}");
+        assert_eq!(figs[0].y_label, "CPU time (s)");
+        assert_eq!(figs[0].x_label, "cache");
+        // The numbers drawn are under the figure: the parts and the totals.
+        let texts: Vec<&str> = figs[0]
+            .data
+            .rows
+            .iter()
+            .flat_map(|row| row.iter().map(|c| c.text.as_str()))
+            .collect();
+        assert!(
+            texts.contains(&"280 ms") && texts.contains(&"70.0 ms"),
+            "{texts:?}"
+        );
+    }
+
+    /// Pipeline's run-to-completion bar (8.9 ticks) was a sliver beside
+    /// pipeline mode's 148 on a linear axis: past 10× the axis is
+    /// logarithmic and says so.
+    #[test]
+    fn bars_spanning_more_than_10x_go_on_a_log_axis_that_says_so() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        let s = FigureSpec {
+            y: "ticks_total",
+            ..spec(FigureKind::Bar, "pipeline", "run", "mode")
+        };
+        let r = |mode: &str, t: f64| {
+            Record::new("pipeline", "run")
+                .param("mode", mode)
+                .metric("ticks_total", t)
+        };
+        let recs = [r("rtc", 8.9), r("pipeline", 148.0)];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+        assert_eq!(f.y_label, "TSC ticks per packet (ticks) — log scale");
+        assert!(f.svg.contains("TSC ticks per packet (ticks) — log scale"));
+        assert!(
+            f.computed.contains("pipeline / rtc = 17×"),
+            "{}",
+            f.computed
+        );
+        let recs = [r("rtc", 20.0), r("pipeline", 148.0)];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+        assert_eq!(f.y_label, "TSC ticks per packet (ticks)");
+    }
+
+    /// Reference lines a figure declares are drawn, named beside the plot
+    /// and in the caption, with their values among the numbers drawn.
+    #[test]
+    fn reference_lines_are_drawn_named_and_listed() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        fn budget(_: &[&Record]) -> Vec<commbench_core::figure::Reference> {
+            vec![commbench_core::figure::Reference {
+                label: "10 GbE".into(),
+                y: 174.0,
+            }]
+        }
+        let s = FigureSpec {
+            y: "ticks_total",
+            reference: Some(budget),
+            ..spec(FigureKind::Bar, "pipeline", "run", "mode")
+        };
+        let recs = [Record::new("pipeline", "run")
+            .param("mode", "rtc")
+            .metric("ticks_total", 9.0)];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+        assert!(f
+            .legend
+            .iter()
+            .any(|l| l.name == "10 GbE" && l.mark == "ref"));
+        assert!(
+            f.computed.contains("Dashed lines: 10 GbE 174 ticks."),
+            "{}",
+            f.computed
+        );
+        let svg_texts: Vec<&str> = f
+            .svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                t.split_once('>')
+                    .map(|(_, r)| r.split('<').next().unwrap_or("").trim())
+            })
+            .collect();
+        assert!(
+            svg_texts.contains(&"10 GbE"),
+            "named in the margin: {svg_texts:?}"
+        );
+    }
+
+    /// A line whose points carry intervals gets a band and says over how
+    /// many runs; series are named in words by what varies only.
+    #[test]
+    fn lines_with_intervals_get_bands_and_series_named_by_what_varies() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        let s = FigureSpec {
+            y: "mpps",
+            series: &["mode", "size"],
+            ..spec(FigureKind::Line, "pipeline", "sweep-tx-bulk", "tx_bulk")
+        };
+        let r = |mode: &str, b: u64, v: f64| {
+            let mut r = Record::new("pipeline", "sweep-tx-bulk")
+                .param("mode", mode)
+                .param("size", 64)
+                .param("tx_bulk", b)
+                .metric("mpps", v);
+            r.push_metric("mpps_lo", v * 0.9);
+            r.push_metric("mpps_hi", v * 1.1);
+            r.push_metric("mpps_n", 5);
+            r
+        };
+        let recs = [
+            r("rtc", 1, 10.0),
+            r("rtc", 32, 20.0),
+            r("pipeline", 1, 5.0),
+            r("pipeline", 32, 6.0),
+        ];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+        let names: Vec<&str> = f.legend.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["rtc", "pipeline"]);
+        assert!(f.computed.contains("All lines: size 64."), "{}", f.computed);
+        assert!(
+            f.computed
+                .contains("rtc: 10.0 Mpps at tx bulk 1 → 20.0 Mpps at tx bulk 32 (2.0×)"),
+            "{}",
+            f.computed
+        );
+        assert!(
+            f.computed
+                .contains("Bands: the 95% interval of the median over 5 runs."),
+            "{}",
+            f.computed
+        );
+        assert_eq!(f.svg.matches("<polygon").count(), 2, "one band per series");
+    }
+
+    #[test]
+    fn a_series_keeps_its_colour_across_figures() {
+        let a = crate::plot::colours(&["shm".into(), "uds".into(), "tcp".into()]);
+        let b = crate::plot::colours(&["tcp".into(), "uds".into()]);
+        assert_eq!(a[1], b[1]);
+        assert_eq!(a[2], b[0]);
+        let c = crate::plot::colours(&["shm, size 128".into()]);
+        assert_eq!(a[0], c[0], "the known word decides");
+        let d = crate::plot::colours(&["x".into(), "x".into()]);
+        assert_ne!(d[0], d[1], "two series never share a colour");
     }
 }

@@ -901,4 +901,63 @@ mod tests {
         );
         assert!(!html.contains("faster 2.00×"));
     }
+
+    /// The summary's `core` link pointed to a missing anchor: sections are
+    /// the registry's labs, so the core lab's `timer` records sit under
+    /// `lab-core` and every summary link resolves.
+    #[test]
+    fn the_summary_links_to_the_section_of_each_lab_including_core() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        let run = Loaded {
+            path: "a.jsonl".into(),
+            records: vec![Record::new("timer", "read_cost")
+                .param("method", "rdtsc")
+                .metric("ns_median", 9.0)],
+            environment: None,
+        };
+        let html = render_html(&[run], "t", &[&lab]).unwrap();
+        assert!(html.contains("href=\"#lab-core\""));
+        assert!(html.contains("id=\"lab-core\""));
+        assert!(html.contains("core: timer read_cost"));
+    }
+
+    /// pcap rows were ~290 px tall (a temp path wrapped one character a
+    /// line) and pipeline's rss-hash values sat 50 columns to the right:
+    /// each test has its own table of the parameters that vary and the
+    /// headline metrics with units, long values cut with the whole text on
+    /// hover, every field collapsed below.
+    #[test]
+    fn each_test_has_a_table_of_what_varies_and_its_headlines_with_long_values_cut() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        let path = "/tmp/commbench-pcap-13281-26262-15/suite.pcap";
+        let r = |cache: &str, v: f64| {
+            let mut r = Record::new("pipeline", "run")
+                .param("mode", cache)
+                .param("file", path)
+                .param("burst", 32)
+                .metric("ticks_total", v)
+                .metric("mpps", 10.0)
+                .metric("other_field", 1.0);
+            r.push_metric("ticks_total_lo", v - 1.0);
+            r.push_metric("ticks_total_hi", v + 1.0);
+            r
+        };
+        let recs = [r("rtc", 8.9), r("pipeline", 148.0)];
+        let t = test_table("run".into(), &recs.iter().collect::<Vec<_>>(), Some(&lab));
+        assert_eq!(
+            t.columns,
+            [
+                "mode",
+                "TSC ticks per packet (ticks)",
+                "packets per second (Mpps)"
+            ]
+        );
+        assert_eq!(t.rows[0][1].text, "8.90 [7.90, 9.90]");
+        assert!(t.rows[0][1].n && !t.rows[0][0].n);
+        assert!(t.all_columns.contains(&"other_field".to_owned()));
+        let file = t.all_columns.iter().position(|c| c == "file").unwrap();
+        let cell = &t.all_rows[0][file];
+        assert_eq!(cell.full, path);
+        assert!(cell.text.ends_with('…') && cell.text.chars().count() == CELL_CHARS);
+    }
 }

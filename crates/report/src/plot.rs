@@ -57,8 +57,9 @@ const DESC_PX: u32 = 16;
 const TICK_PX: u32 = 14;
 
 /// An axis is drawn on a log scale when its values span more than this
-/// ratio (and are all positive).
-pub const LOG_SPAN: f64 = 20.0;
+/// ratio and are all positive: a decade (pipeline's 8.9 ticks beside 148
+/// was a sliver on a linear axis).
+pub const LOG_SPAN: f64 = 10.0;
 
 /// The largest magnitude a plot takes: plotters' axis code spins forever
 /// near `f64::MAX` (1.7e308) once a range is padded past it.
@@ -219,6 +220,9 @@ pub struct Plot {
     pub legend: Vec<LegendItem>,
     /// Whether the y axis is on a log scale.
     pub y_log: bool,
+    /// The axis labels as drawn (with "log scale" when it is one).
+    pub x_desc: String,
+    pub y_desc: String,
 }
 
 /// The series as they will be drawn: points that are not [`plottable`]
@@ -317,6 +321,30 @@ fn wants_log(lo: f64, hi: f64) -> bool {
 /// linear axis.
 fn log_fits(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo <= 1e300
+}
+
+/// Ticks of a log axis over `lo..hi`: 1, 2 and 5 times each power of ten
+/// when that gives no more than a dozen, else the powers of ten (every
+/// n-th one past a dozen decades): a short span keeps labelled ticks.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo) {
+        return Vec::new();
+    }
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let within = |v: f64| v >= lo * 0.999_999 && v <= hi * 1.000_001;
+    let fine: Vec<f64> = (a..=b)
+        .flat_map(|k| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(k)))
+        .filter(|v| within(*v))
+        .collect();
+    if (2..=12).contains(&fine.len()) {
+        return fine;
+    }
+    let step = ((b - a) / 12 + 1).max(1);
+    (a..=b)
+        .step_by(step as usize)
+        .map(|k| 10f64.powi(k))
+        .filter(|v| within(*v))
+        .collect()
 }
 
 /// An axis label with the scale said when it is a log one.
@@ -551,12 +579,28 @@ fn lines(
                 draw_refs(&root, &mut chart, &refs, (xlo, xhi))?;
             }};
         }
+        // A ladder's ticks sit on the percentiles drawn (p50 = 2 is no
+        // power of ten, so a log axis would leave it unnamed).
+        let x_ticks: Vec<f64> = if ladder {
+            [2.0, 10.0, 100.0, 1e3, 1e4, 1e5]
+                .into_iter()
+                .filter(|t| *t >= xlo * 0.999 && *t <= xhi * 1.001)
+                .collect()
+        } else {
+            log_ticks(xlo, xhi)
+        };
+        let y_ticks = log_ticks(ylo, yhi);
         match (x_log, y_log) {
-            (true, true) => {
-                finish!(b.build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale()))
-            }
-            (true, false) => finish!(b.build_cartesian_2d((xlo..xhi).log_scale(), ylo..yhi)),
-            (false, true) => finish!(b.build_cartesian_2d(xlo..xhi, (ylo..yhi).log_scale())),
+            (true, true) => finish!(b.build_cartesian_2d(
+                (xlo..xhi).log_scale().with_key_points(x_ticks),
+                (ylo..yhi).log_scale().with_key_points(y_ticks)
+            )),
+            (true, false) => finish!(
+                b.build_cartesian_2d((xlo..xhi).log_scale().with_key_points(x_ticks), ylo..yhi)
+            ),
+            (false, true) => finish!(
+                b.build_cartesian_2d(xlo..xhi, (ylo..yhi).log_scale().with_key_points(y_ticks))
+            ),
             (false, false) => finish!(b.build_cartesian_2d(xlo..xhi, ylo..yhi)),
         }
         root.present().map_err(perr)?;
@@ -576,6 +620,8 @@ fn lines(
         left_out,
         legend,
         y_log,
+        x_desc,
+        y_desc,
     })
 }
 
@@ -839,7 +885,8 @@ pub fn bar_plot(
             }};
         }
         if log {
-            draw!(b.build_cartesian_2d(xr, (ylo..yhi).log_scale()))
+            let ticks = log_ticks(ylo, yhi);
+            draw!(b.build_cartesian_2d(xr, (ylo..yhi).log_scale().with_key_points(ticks)))
         } else {
             draw!(b.build_cartesian_2d(xr, ylo..yhi))
         }
@@ -864,6 +911,8 @@ pub fn bar_plot(
         left_out,
         legend,
         y_log: log,
+        x_desc: axes.x.to_owned(),
+        y_desc,
     })
 }
 
@@ -1025,6 +1074,14 @@ mod tests {
             (p.left_out.categories, p.left_out.series),
             (100 - MAX_CATEGORIES, 30 - MAX_SERIES)
         );
+    }
+
+    #[test]
+    fn log_axes_keep_labelled_ticks_over_a_short_span() {
+        assert_eq!(log_ticks(0.03, 0.6), vec![0.05, 0.1, 0.2, 0.5]);
+        // Thirteen 1-2-5 ticks are too many: the powers of ten.
+        assert_eq!(log_ticks(1.0, 1e4), vec![1.0, 10.0, 100.0, 1e3, 1e4]);
+        assert!(log_ticks(1e-300, 1e300).len() <= 13);
     }
 
     #[test]

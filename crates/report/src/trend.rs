@@ -49,7 +49,7 @@ th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; }
 <h1>{{ title }}</h1>
 <p class="muted">generated {{ generated }} from the commbench results store; x is the run index (oldest = 1), one series per host.</p>
 <div class="figs">
-{% for f in figures %}<figure>{{ f.svg|safe }}{% if f.legend %}<ul class="legend">{% for l in f.legend %}<li><span class="sw" style="background: {{ l.colour }}"></span>{{ l.name }}</li>{% endfor %}</ul>{% endif %}<figcaption><b>{{ f.title }}</b>{{ f.caption }}</figcaption></figure>
+{% for f in figures %}<figure>{{ f.svg|safe }}{% if f.legend %}<ul class="legend">{% for l in f.legend %}<li><span class="sw" style="background: {{ l.colour }}"></span>{{ l.name }}</li>{% endfor %}</ul>{% endif %}<figcaption><b>{{ f.title }}</b>{{ f.caption }}{{ f.left_out }}</figcaption></figure>
 {% endfor %}</div>
 <h2>Runs</h2>
 <table>
