@@ -682,3 +682,153 @@ fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
         assert!(server.0.wait().unwrap().success(), "{engine}");
     }
 }
+
+#[test]
+fn a_fixed_rate_run_reports_corrected_raw_and_lag_in_json() {
+    let out = cb()
+        .args([
+            "mux",
+            "--engine",
+            "epoll-lt",
+            "--conns",
+            "10",
+            "--rate",
+            "2000",
+            "--warmup",
+            "0.1",
+            "--duration",
+            "0.5",
+            "--protocol",
+            "http1",
+            "--in-flight",
+            "2",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let r = &v["records"][0];
+    assert_eq!(r["test"], "open");
+    assert_eq!(r["params"]["rate"], 2000.0);
+    assert_eq!(r["params"]["protocol"], "http1");
+    let m = &r["metrics"];
+    assert_eq!(m["completed"], m["scheduled"]);
+    assert_eq!(
+        m["http"]["s2xx"].as_u64().unwrap(),
+        m["round_trips"].as_u64().unwrap()
+    );
+    for k in ["corrected_ns", "raw_ns", "lag_ns"] {
+        for q in ["p50", "p99", "p999", "p9999", "max"] {
+            assert!(m[k][q].as_f64().unwrap() >= 0.0, "{k}.{q}: {m:#}");
+        }
+    }
+    assert!(m["corrected_p99_ns"].as_f64().unwrap() > 0.0);
+    // Marked or not, the mark and its words are in the record.
+    assert!(m["generator_limited"].is_boolean());
+    let st = m["status"].as_str().unwrap();
+    assert!(
+        ["ok", "generator-limited", "rate-short"].contains(&st),
+        "{st}"
+    );
+    assert_eq!(st != "ok", m["note"].is_string(), "{m:#}");
+}
+
+#[test]
+fn an_impossible_lag_bound_marks_the_run_in_every_format() {
+    // A 1 ns bound no generator keeps: the run is marked, with its words,
+    // in the table, CSV and JSON.
+    let args = [
+        "mux",
+        "--engine",
+        "poll",
+        "--conns",
+        "4",
+        "--rate",
+        "1000",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--max-lag-us",
+        "0.001",
+    ];
+    cb().args(args)
+        .args(["--format", "table"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("GENERATOR-LIMITED"))
+        .stdout(predicate::str::contains(
+            "the generator, not the server, was measured",
+        ));
+    for f in ["csv", "json"] {
+        cb().args(args)
+            .args(["--format", f])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("generator-limited"))
+            .stdout(predicate::str::contains(
+                "the generator, not the server, was measured",
+            ));
+    }
+}
+
+#[test]
+fn a_rate_sweep_records_every_step_and_the_highest_rate_meeting_the_slo() {
+    let out = cb()
+        .args([
+            "mux",
+            "--engine",
+            "epoll-lt",
+            "--conns",
+            "4",
+            "--rate-sweep",
+            "500,1000",
+            "--slo",
+            "p99=10s",
+            "--warmup",
+            "0",
+            "--duration",
+            "0.3",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let steps: Vec<&Value> = recs.iter().filter(|r| r["test"] == "open").collect();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["params"]["rate"], 500.0);
+    assert_eq!(steps[1]["params"]["rate"], 1000.0);
+    let sweep: Vec<&Value> = recs.iter().filter(|r| r["test"] == "sweep").collect();
+    assert_eq!(sweep.len(), 1);
+    let m = &sweep[0]["metrics"];
+    assert_eq!(m["sweep_points"], 2);
+    assert_eq!(m["curve"].as_array().unwrap().len(), 2);
+    // A 10 s objective is met unless a step was marked (generator late).
+    let met: Vec<f64> = m["curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["met"] == true)
+        .map(|p| p["rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(m["max_rate_meeting_slo"].as_f64(), met.last().copied());
+    cb().args(["mux", "--rate-sweep", "5:1:1", "--conns", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("TO is below FROM"));
+    cb().args(["mux", "--rate-sweep", "5,10", "--slo", "p97=1ms"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("pNN=DURATION"));
+}

@@ -16,15 +16,34 @@ use std::time::Duration;
 pub struct MuxLab;
 
 const ECHO: &[&str] = &["echo"];
+const BOTH: &[&str] = &["echo", "open"];
+const OPEN: &[&str] = &["open"];
+const SWEEP: &[&str] = &["sweep"];
 
-static METRICS: [MetricSpec; 10] = [
+static METRICS: [MetricSpec; 28] = [
+    MetricSpec::headline(
+        "corrected_p99_ns",
+        "p99 latency from the intended send time (corrected)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::headline(
+        "max_rate_meeting_slo",
+        "highest rate meeting the latency objective",
+        "req/s",
+        Better::Higher,
+        Quantity::Time,
+        SWEEP,
+    ),
     MetricSpec::headline(
         "server_cpu_us_per_rt",
         "server CPU per round trip",
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::headline(
         "rt_per_s",
@@ -32,7 +51,7 @@ static METRICS: [MetricSpec; 10] = [
         "rt/s",
         Better::Higher,
         Quantity::Time,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "client_cpu_us_per_rt",
@@ -40,7 +59,7 @@ static METRICS: [MetricSpec; 10] = [
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "server_user_us_per_rt",
@@ -48,7 +67,7 @@ static METRICS: [MetricSpec; 10] = [
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "server_sys_us_per_rt",
@@ -56,7 +75,7 @@ static METRICS: [MetricSpec; 10] = [
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "latency_ns.p50",
@@ -64,7 +83,7 @@ static METRICS: [MetricSpec; 10] = [
         "ns",
         Better::Lower,
         Quantity::Time,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "latency_ns.p99",
@@ -72,7 +91,7 @@ static METRICS: [MetricSpec; 10] = [
         "ns",
         Better::Lower,
         Quantity::Time,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "syscalls_per_rt",
@@ -80,7 +99,7 @@ static METRICS: [MetricSpec; 10] = [
         "calls",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "scan_steps_per_rt",
@@ -97,6 +116,134 @@ static METRICS: [MetricSpec; 10] = [
         Better::Higher,
         Quantity::Time,
         ECHO,
+    ),
+    MetricSpec::other(
+        "rate_achieved",
+        "achieved request rate",
+        "req/s",
+        Better::Higher,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_p50_ns",
+        "median latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_p999_ns",
+        "p99.9 latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_p99_ns",
+        "p99 latency from the write (uncorrected)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_p999_ns",
+        "p99.9 latency from the write (uncorrected)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "lag_p99_ns",
+        "load generator schedule lag, p99",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_ns.p9999",
+        "p99.99 latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_ns.max",
+        "largest latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_ns.p50",
+        "median latency from the write",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_ns.max",
+        "largest latency from the write",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "lag_ns.p50",
+        "load generator schedule lag, median",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "lag_ns.max",
+        "load generator schedule lag, largest",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "held",
+        "requests that waited for a window slot",
+        "req",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "http.errors",
+        "malformed HTTP responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "http.resets",
+        "connections closed or reset by the server",
+        "conn",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "sweep_points",
+        "rate steps measured",
+        "steps",
+        Better::Unknown,
+        Quantity::Other,
+        SWEEP,
     ),
 ];
 

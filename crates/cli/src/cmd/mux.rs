@@ -29,7 +29,7 @@ pub enum MuxCmd {
     /// Run one echo server (for a load generator on another host, or the harness).
     Serve(ServeArgs),
     /// Drive a server started elsewhere with `commbench mux serve`.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -58,6 +58,16 @@ pub enum ProtocolArg {
     Raw,
     /// sockperf's framing (14-byte header, pong requests), to drive or be driven by sockperf.
     Sockperf,
+    /// HTTP/1.1 keep-alive requests (--path, --header, --body); servers answer a fixed response.
+    Http1,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ArrivalsArg {
+    /// Evenly spaced.
+    Cbr,
+    /// A Poisson process (exponential gaps).
+    Poisson,
 }
 
 impl ProtocolArg {
@@ -65,6 +75,7 @@ impl ProtocolArg {
         match self {
             ProtocolArg::Raw => Protocol::Raw,
             ProtocolArg::Sockperf => Protocol::Sockperf,
+            ProtocolArg::Http1 => Protocol::Http1,
         }
     }
 }
@@ -147,6 +158,47 @@ pub struct LoadOpts {
     /// Measure with fewer connections than asked when some fail (marked partial) instead of failing.
     #[arg(long)]
     pub allow_partial: bool,
+    /// Open loop: total requests per second over the active connections, on an absolute
+    /// schedule (latency counted from each request's intended send time). Replaces --rounds
+    /// with --warmup and --duration.
+    #[arg(long, help_heading = "Open loop")]
+    pub rate: Option<f64>,
+    /// How requests arrive under --rate.
+    #[arg(long, value_enum, default_value = "cbr", help_heading = "Open loop")]
+    pub arrivals: ArrivalsArg,
+    /// Requests outstanding per connection at most (pipelining); 1 = one at a time.
+    #[arg(long, default_value_t = 1, help_heading = "Open loop")]
+    pub in_flight: usize,
+    /// Seconds of unrecorded load before the measured window (with --rate).
+    #[arg(long, default_value_t = 1.0, help_heading = "Open loop")]
+    pub warmup: f64,
+    /// Seconds of the measured window (with --rate).
+    #[arg(long, default_value_t = 5.0, help_heading = "Open loop")]
+    pub duration: f64,
+    /// Bound on the schedule lag's p99 in µs; over it the run is marked generator-limited.
+    #[arg(long, default_value_t = 1000.0, help_heading = "Open loop")]
+    pub max_lag_us: f64,
+    /// Step the rate (FROM:TO:STEP or a comma list of rates) and find the highest meeting --slo.
+    #[arg(long, value_name = "FROM:TO:STEP", help_heading = "Open loop")]
+    pub rate_sweep: Option<String>,
+    /// The latency objective of --rate-sweep on the corrected latency, e.g. p99=2ms (p50, p90, p99, p99.9, p99.99; ns, us, ms, s).
+    #[arg(long, default_value = "p99=2ms", help_heading = "Open loop")]
+    pub slo: String,
+    /// HTTP request path (--protocol http1).
+    #[arg(long, default_value = "/", help_heading = "HTTP/1.1")]
+    pub path: String,
+    /// HTTP method (--protocol http1).
+    #[arg(long, default_value = "GET", help_heading = "HTTP/1.1")]
+    pub method: String,
+    /// Host header (--protocol http1).
+    #[arg(long, default_value = "localhost", help_heading = "HTTP/1.1")]
+    pub host: String,
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", help_heading = "HTTP/1.1")]
+    pub headers: Vec<String>,
+    /// Request body (sent with Content-Length).
+    #[arg(long, help_heading = "HTTP/1.1")]
+    pub body: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +225,9 @@ pub struct ServeArgs {
     /// Connections expected (listen backlog, io_uring queue sizes).
     #[arg(long, default_value_t = 10000)]
     pub max_conns: usize,
+    /// Body bytes of the fixed response of --protocol http1 (suffixes K, M), 0..=16 MiB.
+    #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
+    pub response_size: usize,
     /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo address, port + 1).
     /// Over TCP every connection must present the run's token.
     #[arg(long)]
@@ -275,7 +330,67 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         timeout: Duration::from_secs_f64(o.timeout),
         allow_partial: o.allow_partial,
         connect_window: o.connect_window,
+        open: open_config(o)?,
+        http: http_request(o)?,
         ..MuxConfig::default()
+    })
+}
+
+fn secs(what: &str, v: f64, allow_zero: bool) -> Result<Duration> {
+    if !(v.is_finite() && (v > 0.0 || (allow_zero && v == 0.0)) && v <= 86_400.0) {
+        return Err(crate::usage(format!(
+            "{what} must be {} seconds <= 86400, got {v}",
+            if allow_zero { "0 <=" } else { "0 <" }
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn open_config(o: &LoadOpts) -> Result<commbench_mux::open::OpenConfig> {
+    if !(o.max_lag_us.is_finite() && o.max_lag_us > 0.0 && o.max_lag_us <= 60e6) {
+        return Err(crate::usage(format!(
+            "--max-lag-us must be 0 < µs <= 60000000, got {}",
+            o.max_lag_us
+        )));
+    }
+    Ok(commbench_mux::open::OpenConfig {
+        rate: o.rate,
+        arrivals: match o.arrivals {
+            ArrivalsArg::Cbr => commbench_mux::open::Arrivals::Cbr,
+            ArrivalsArg::Poisson => commbench_mux::open::Arrivals::Poisson,
+        },
+        in_flight: o.in_flight,
+        warmup: secs("--warmup", o.warmup, true)?,
+        duration: secs("--duration", o.duration, false)?,
+        max_lag: Duration::from_secs_f64(o.max_lag_us / 1e6),
+    })
+}
+
+fn http_request(o: &LoadOpts) -> Result<commbench_mux::http1::HttpRequest> {
+    use commbench_mux::http1;
+    let u = |e: String| crate::usage(e);
+    http1::check_token("--method", &o.method).map_err(u)?;
+    http1::check_token("--host", &o.host).map_err(u)?;
+    http1::check_token("--path", &o.path).map_err(u)?;
+    if !o.path.starts_with('/') {
+        return Err(crate::usage(format!(
+            "--path {:?} must start with /",
+            o.path
+        )));
+    }
+    let headers = o
+        .headers
+        .iter()
+        .map(|h| http1::parse_header(h))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(u)?;
+    Ok(http1::HttpRequest {
+        method: o.method.clone(),
+        path: o.path.clone(),
+        host: o.host.clone(),
+        headers,
+        body: o.body.clone().unwrap_or_default().into_bytes(),
+        ..Default::default()
     })
 }
 
@@ -355,9 +470,45 @@ pub fn run(a: &MuxArgs) -> Result<()> {
             text
         });
     }
-    let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
+    run_or_sweep(&cfg, &r.load, &r.output, &mut rec)
+}
+
+/// One run, or with --rate-sweep the sweep; writes the records.
+fn run_or_sweep(cfg: &MuxConfig, o: &LoadOpts, out: &OutputArgs, rec: &mut Recorder) -> Result<()> {
+    let Some(spec) = &o.rate_sweep else {
+        let report = commbench_mux::run(cfg, rec).map_err(lib_err);
+        crate::progress::finish();
+        return emit(out, report, rec);
+    };
+    if o.rate.is_some() {
+        return Err(crate::usage("give --rate or --rate-sweep, not both"));
+    }
+    let rates = commbench_mux::sweep::parse_rates(spec).map_err(crate::usage)?;
+    let slo = commbench_mux::sweep::Slo::parse(&o.slo).map_err(crate::usage)?;
+    let mut probe = cfg.clone();
+    probe.open.rate = rates.last().copied();
+    probe.validate().map_err(lib_err)?;
+    let res = commbench_mux::sweep::run(cfg, &rates, &slo, rec).map_err(lib_err);
     crate::progress::finish();
-    emit(&r.output, report, &rec)
+    let (reports, lines) = match res {
+        Ok(x) => x,
+        Err(e) => {
+            crate::store::keep(
+                rec.records(),
+                &commbench_core::env::Fingerprint::collect().to_value(),
+            );
+            return Err(e);
+        }
+    };
+    out.emit_or_show(rec.records(), || {
+        let mut text = String::new();
+        for r in &reports {
+            text.push_str(&commbench_mux::summary_table(r));
+            text.push('\n');
+        }
+        text.push_str(&commbench_mux::sweep::summary(&lines, &slo));
+        text
+    })
 }
 
 fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
@@ -385,6 +536,13 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
     if s.max_conns == 0 || s.max_conns > commbench_mux::MAX_CONNS {
         return Err(crate::usage("--max-conns must be 1..=1000000"));
     }
+    if s.response_size > commbench_mux::http1::MAX_RESPONSE_BODY {
+        return Err(crate::usage(format!(
+            "--response-size must be 0 B..=16 MiB, got {} B",
+            s.response_size
+        )));
+    }
+    commbench_mux::http1::set_response_body(s.response_size);
     let cpus = match &s.cpus {
         Some(c) => Some(CpuList::parse(c).map_err(|e| crate::usage(format!("--cpus {c}: {e}")))?),
         None => None,
@@ -516,9 +674,7 @@ fn load(l: &LoadArgs) -> Result<()> {
         token,
     });
     let mut rec = crate::progress::recorder();
-    let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
-    crate::progress::finish();
-    emit(&l.output, report, &rec)
+    run_or_sweep(&cfg, &l.load, &l.output, &mut rec)
 }
 
 /// One worker process of a --load-procs run (stdin/stdout speak to the parent).
