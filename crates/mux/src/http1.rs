@@ -246,6 +246,11 @@ impl ResponseReader {
                     match resp.parse(&self.buf) {
                         Ok(httparse::Status::Complete(n)) => {
                             let status = resp.code.unwrap_or(0);
+                            if !(100..=999).contains(&status) {
+                                return Err(HttpError::Header(format!(
+                                    "status code {status} outside 100..=999"
+                                )));
+                            }
                             let framing = framing(status, resp.headers)?;
                             used += n - keep;
                             self.buf.clear();
@@ -557,6 +562,7 @@ HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n";
                 "close",
             ),
             (b"HTTX/1.1 200 OK\r\n\r\n", "malformed"),
+            (b"HTTP/1.1 004 NF\r\n\r\n", "status code 4"),
             (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                 "chunk size",
