@@ -832,3 +832,102 @@ fn a_rate_sweep_records_every_step_and_the_highest_rate_meeting_the_slo() {
         .code(2)
         .stderr(predicate::str::contains("pNN=DURATION"));
 }
+
+fn httpd_dirs() -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("commbench-mux_httpd-"))
+        .collect()
+}
+
+#[test]
+fn httpd_measures_lighttpd_poll_and_epoll_and_leaves_nothing_behind() {
+    if !std::path::Path::new("/usr/sbin/lighttpd").exists() {
+        eprintln!("skipped: lighttpd is not installed (apt-get install -y lighttpd)");
+        return;
+    }
+    let out = cb()
+        .args([
+            "mux",
+            "httpd",
+            "--servers",
+            "lighttpd-poll,lighttpd-epoll,ours-epoll-lt",
+            "--conns",
+            "60",
+            "--active-pct",
+            "100,10",
+            "--requests",
+            "600",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let points: Vec<&Value> = recs.iter().filter(|r| r["test"] == "httpd").collect();
+    assert_eq!(points.len(), 6, "{v:#}");
+    for p in &points {
+        assert_eq!(p["params"]["conns"], 60);
+        assert!(p["metrics"]["round_trips"].as_u64().unwrap() >= 600);
+        assert_eq!(p["metrics"]["non_2xx"], 0);
+        assert!(
+            p["metrics"]["server_cpu_us_per_rt"].as_f64().unwrap() > 0.0,
+            "{p:#}"
+        );
+    }
+    let engines: Vec<&str> = points
+        .iter()
+        .filter(|p| p["params"]["server"] == "lighttpd")
+        .map(|p| p["params"]["engine"].as_str().unwrap())
+        .collect();
+    assert!(engines.contains(&"poll") && engines.contains(&"epoll"));
+    let verdict = recs.iter().find(|r| r["test"] == "httpd-verdict").unwrap();
+    let words = verdict["metrics"]["verdict"].as_str().unwrap();
+    assert!(words.contains("lighttpd at 60 connections"), "{words}");
+    assert!(words.contains("From 100% to 10% active"), "{words}");
+    // Every server stopped, every temp dir removed.
+    let dirs = httpd_dirs();
+    let me = format!("-{}-", std::process::id());
+    assert!(dirs.iter().all(|d| !d.contains(&me)), "{dirs:?}");
+}
+
+#[test]
+fn clean_kills_a_server_whose_httpd_run_died() {
+    // A run killed with SIGKILL leaves its temp dir; a server that outlived
+    // it (here a stand-in with that dir as its working directory) is
+    // killed by `commbench clean`, the dir removed.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let mut dead = dead;
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let dir = std::env::temp_dir().join(format!("commbench-mux_httpd-{dead_pid}-1-0"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
+    std::fs::write(dir.join("server.pid"), server.id().to_string()).unwrap();
+    cb().args(["clean"]).assert().success();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let st = loop {
+        if let Some(st) = server.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = server.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.is_some(), "clean did not kill the leftover server");
+    assert!(!dir.exists(), "clean left {}", dir.display());
+}

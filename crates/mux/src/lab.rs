@@ -16,11 +16,12 @@ use std::time::Duration;
 pub struct MuxLab;
 
 const ECHO: &[&str] = &["echo"];
-const BOTH: &[&str] = &["echo", "open"];
+const BOTH: &[&str] = &["echo", "open", "httpd"];
 const OPEN: &[&str] = &["open"];
 const SWEEP: &[&str] = &["sweep"];
+const HTTPD: &[&str] = &["httpd"];
 
-static METRICS: [MetricSpec; 28] = [
+static METRICS: [MetricSpec; 34] = [
     MetricSpec::headline(
         "corrected_p99_ns",
         "p99 latency from the intended send time (corrected)",
@@ -245,6 +246,54 @@ static METRICS: [MetricSpec; 28] = [
         Quantity::Other,
         SWEEP,
     ),
+    MetricSpec::other(
+        "scheduled",
+        "requests due in the measured window",
+        "req",
+        Better::Unknown,
+        Quantity::Other,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "completed",
+        "measured requests completed",
+        "req",
+        Better::Unknown,
+        Quantity::Other,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "http.s2xx",
+        "HTTP 2xx responses",
+        "resp",
+        Better::Unknown,
+        Quantity::Other,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "http.s4xx",
+        "HTTP 4xx responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "http.s5xx",
+        "HTTP 5xx responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "non_2xx",
+        "non-2xx or malformed HTTP responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        HTTPD,
+    ),
 ];
 
 impl Lab for MuxLab {
@@ -291,7 +340,34 @@ impl Lab for MuxLab {
             };
             run(&cfg, rec)?;
         }
+        // The open-loop view: HTTP/1.1 at a fixed rate on poll and
+        // epoll, corrected and raw latency (the report's hockey-stick
+        // figure gets one point per rate).
+        for rate in [2000.0, 8000.0] {
+            if out.cut_if_over(ctx, format!("mux open loop {rate:.0} req/s")) {
+                continue;
+            }
+            let cfg = MuxConfig {
+                engines: vec![EngineKind::Poll, EngineKind::EpollLt],
+                lookups: vec![Lookup::Index],
+                conns: if ctx.full() { 10_000 } else { 1000 },
+                active: Some(100),
+                protocol: crate::Protocol::Http1,
+                open: crate::open::OpenConfig {
+                    rate: Some(rate),
+                    warmup: Duration::from_millis(300),
+                    duration: Duration::from_secs(if ctx.quick() { 1 } else { 2 }),
+                    ..crate::open::OpenConfig::closed(1)
+                },
+                timeout: Duration::from_secs(60),
+                ..MuxConfig::default()
+            };
+            run(&cfg, rec)?;
+        }
         Ok(out)
+    }
+    fn clean_leftovers(&self, dry_run: bool) -> Vec<commbench_core::lab::Leftover> {
+        crate::httpd::clean_leftovers(dry_run)
     }
     fn answer(&self, recs: &[Record]) -> Option<String> {
         let r = of(recs, self.record_labs());

@@ -16,13 +16,19 @@
 //! load generator), [`harness`] (one measured run, aggregation, records),
 //! [`limits`] (descriptors, ports, private namespace), [`token`] (the
 //! control channel's secret), [`seed`] (the
-//! article's grid and its verdict), `net` (socket calls).
+//! article's grid and its verdict), [`open`] (open-loop load: the absolute
+//! schedule, corrected and raw latency, schedule lag; also the windowed
+//! closed loop), [`sweep`] (`--rate-sweep` against a latency objective),
+//! [`http1`] (the HTTP/1.1 request, response reader and fixed-response
+//! server filter), [`httpd`] (lighttpd, nginx and our engines as HTTP
+//! servers under the same load), `net` (socket calls).
 
 mod child;
 pub mod engine;
 pub mod error;
 pub mod harness;
 pub mod http1;
+pub mod httpd;
 pub mod lab;
 pub mod limits;
 pub mod load;

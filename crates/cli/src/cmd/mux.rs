@@ -30,6 +30,57 @@ pub enum MuxCmd {
     Serve(ServeArgs),
     /// Drive a server started elsewhere with `commbench mux serve`.
     Load(Box<LoadArgs>),
+    /// The seed's question asked of real HTTP servers: lighttpd with poll vs epoll (and nginx,
+    /// and our engines) at many keep-alive connections, a fraction of them active; server CPU
+    /// per request from /proc.
+    Httpd(HttpdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HttpdArgs {
+    /// Servers, comma-separated: lighttpd-poll, lighttpd-epoll, lighttpd-select, nginx,
+    /// ours-poll, ours-epoll-lt, ours-epoll-et, ours-io-uring.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lighttpd-poll,lighttpd-epoll,lighttpd-select,nginx,ours-poll,ours-epoll-lt"
+    )]
+    pub servers: Vec<String>,
+    /// Keep-alive connections, comma-separated (each a set of points).
+    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    pub conns: Vec<usize>,
+    /// Active connections in percent of --conns, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,10,1")]
+    pub active_pct: Vec<f64>,
+    /// Requests measured per point, spread over the active connections.
+    #[arg(long, default_value_t = 20000)]
+    pub requests: u64,
+    /// Unmeasured requests per active connection first.
+    #[arg(long, default_value_t = 2)]
+    pub warmup_rounds: u64,
+    /// Response body bytes (a static file; our servers send the same bytes).
+    #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
+    pub body: usize,
+    /// Measurements per point, interleaved (A B C A B C), 1..=100.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// The CPU the server is pinned to (default: CPU 0 when there are two or more; `none`: not pinned).
+    #[arg(long)]
+    pub server_cpu: Option<String>,
+    /// The load side's CPUs (taskset list; default: every other CPU).
+    #[arg(long)]
+    pub client_cpus: Option<String>,
+    /// Load event loops (threads), 1..=64.
+    #[arg(long, default_value_t = 1)]
+    pub load_threads: usize,
+    /// Open loop at this many requests/s per point (default: closed loop, one request in flight per active connection).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Bound on each phase, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -416,6 +467,7 @@ pub fn is_harness_child(a: &MuxArgs) -> bool {
     match &a.cmd {
         Some(MuxCmd::Serve(s)) => s.control.as_deref() == Some("stdio"),
         Some(MuxCmd::Load(l)) => l.worker,
+        Some(MuxCmd::Httpd(_)) => false,
         None => false,
     }
 }
@@ -424,6 +476,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
     match &a.cmd {
         Some(MuxCmd::Serve(s)) => return serve(s),
         Some(MuxCmd::Load(l)) => return load(l),
+        Some(MuxCmd::Httpd(h)) => return httpd(h),
         None => {}
     }
     let r = &a.run;
@@ -681,4 +734,134 @@ fn load(l: &LoadArgs) -> Result<()> {
 fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
     let lcfg = cfg.load_config(target).map_err(lib_err)?;
     commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(lib_err)
+}
+
+fn httpd(h: &HttpdArgs) -> Result<()> {
+    use commbench_mux::httpd::{self, HttpdConfig, ServerKind};
+    let mut servers = Vec::new();
+    for s in &h.servers {
+        let k = ServerKind::parse(s.trim()).ok_or_else(|| {
+            crate::usage(format!(
+                "--servers: unknown server {s:?}; known: {}",
+                ServerKind::all()
+                    .iter()
+                    .map(|x| x.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if !servers.contains(&k) {
+            servers.push(k);
+        }
+    }
+    if h.conns.iter().any(|&n| n == 0 || n > 200_000) {
+        return Err(crate::usage("--conns must be 1..=200000 each"));
+    }
+    if h.active_pct
+        .iter()
+        .any(|&p| !(p.is_finite() && p > 0.0 && p <= 100.0))
+    {
+        return Err(crate::usage("--active-pct must be 0 < percent <= 100 each"));
+    }
+    if !(1..=100_000_000).contains(&h.requests) {
+        return Err(crate::usage("--requests must be 1..=100000000"));
+    }
+    if !(1..=100).contains(&h.repeat) {
+        return Err(crate::usage("--repeat must be 1..=100"));
+    }
+    if !(1..=64).contains(&h.load_threads) {
+        return Err(crate::usage("--load-threads must be 1..=64"));
+    }
+    if let Some(r) = h.rate {
+        if !(r.is_finite() && r > 0.0 && r <= commbench_mux::open::MAX_RATE) {
+            return Err(crate::usage("--rate must be 0 < requests/s <= 1e8"));
+        }
+    }
+    let timeout = secs("--timeout", h.timeout, false)?;
+    let online = commbench_core::placement::online();
+    let server_cpu = match h.server_cpu.as_deref() {
+        Some("none") => None,
+        Some(c) => Some(c.parse::<usize>().map_err(|_| {
+            crate::usage(format!("--server-cpu {c}: expected a CPU number or none"))
+        })?),
+        None if online.cpus().len() >= 2 => online.cpus().first().copied(),
+        None => None,
+    };
+    let client_cpus = match &h.client_cpus {
+        Some(c) => {
+            Some(CpuList::parse(c).map_err(|e| crate::usage(format!("--client-cpus {c}: {e}")))?)
+        }
+        None => server_cpu.and_then(|s| {
+            let rest: Vec<usize> = online.cpus().iter().copied().filter(|&c| c != s).collect();
+            (!rest.is_empty()).then(|| CpuList::from_cpus(rest))
+        }),
+    };
+    let cfg = HttpdConfig {
+        servers,
+        conns: h.conns.clone(),
+        active_pct: h.active_pct.clone(),
+        requests: h.requests,
+        warmup_rounds: h.warmup_rounds,
+        body: h.body,
+        repeat: h.repeat,
+        server_cpu,
+        client_cpus,
+        load_threads: h.load_threads,
+        timeout,
+        rate: h.rate,
+        exe: None,
+    };
+    commbench_core::artifact::install_signal_cleanup();
+    let mut rec = crate::progress::recorder();
+    let res = httpd::run(&cfg, &mut rec).map_err(lib_err);
+    crate::progress::finish();
+    let report = match res {
+        Ok(r) => r,
+        Err(e) => {
+            crate::store::keep(
+                rec.records(),
+                &commbench_core::env::Fingerprint::collect().to_value(),
+            );
+            return Err(e);
+        }
+    };
+    let lines = httpd::verdict(rec.records());
+    if !lines.is_empty() {
+        rec.push(
+            commbench_core::Record::new("mux", "httpd-verdict").metric("verdict", lines.join("\n")),
+        );
+    }
+    h.output.emit_or_show(rec.records(), || {
+        let mut t = String::from(
+            "server     engine    conns  active  srv us/req (95% CI)      req/s  cli us/req  p99 us  status\n",
+        );
+        for r in rec.records().iter().filter(|r| r.test == "httpd") {
+            let p = |k: &str| r.params.get(k).map(|v| v.to_string().trim_matches('"').to_owned()).unwrap_or_default();
+            let m = |k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
+            let ci = match (r.metric_f64("server_cpu_us_per_rt_lo"), r.metric_f64("server_cpu_us_per_rt_hi")) {
+                (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() => format!("({lo:.2}-{hi:.2})"),
+                _ => "(one run)".into(),
+            };
+            t.push_str(&format!(
+                "{:<10} {:<8} {:>6} {:>6}%  {:>6.2} {:<15}  {:>9.0}  {:>10.2}  {:>6.1}  {}\n",
+                p("server"),
+                p("engine"),
+                p("conns"),
+                format!("{:.0}", r.params.get("active_pct").and_then(|v| v.as_f64()).unwrap_or(f64::NAN)),
+                m("server_cpu_us_per_rt"),
+                ci,
+                m("rt_per_s"),
+                m("client_cpu_us_per_rt"),
+                m("latency_ns.p99") / 1e3,
+                r.metrics.get("status").and_then(|v| v.as_str()).unwrap_or("")
+            ));
+        }
+        for (k, why) in &report.skipped {
+            t.push_str(&format!("{k}: skipped: {why}\n"));
+        }
+        for l in &lines {
+            t.push_str(&format!("{l}\n"));
+        }
+        t
+    })
 }
