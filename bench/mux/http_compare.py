@@ -88,7 +88,6 @@ mimetype.assign = ( ".txt" => "text/plain" )
             cmd = ["lighttpd", "-D", "-f", conf]
 
         def pre():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (fds + 512, fds + 512))
             os.sched_setaffinity(0, {cpu})
         self.p = subprocess.Popen(cmd, preexec_fn=pre, stdout=subprocess.DEVNULL,
                                   stderr=open(f"{d}/stderr.log", "w"))
@@ -219,7 +218,12 @@ def main():
         sys.exit(130)
     signal.signal(signal.SIGINT, cleanup)
     signal.signal(signal.SIGTERM, cleanup)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (1 << 20, 1 << 20))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    try:
+        want = int(open("/proc/sys/fs/nr_open").read())
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+    except (OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results = {}
     try:
         for conns in [int(c) for c in a.conns.split(",")]:

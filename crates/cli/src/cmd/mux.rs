@@ -826,9 +826,18 @@ fn httpd(h: &HttpdArgs) -> Result<()> {
         }
     };
     let lines = httpd::verdict(rec.records());
-    if !lines.is_empty() {
+    if !lines.is_empty() || !report.skipped.is_empty() {
         rec.push(
-            commbench_core::Record::new("mux", "httpd-verdict").metric("verdict", lines.join("\n")),
+            commbench_core::Record::new("mux", "httpd-verdict")
+                .metric("verdict", lines.join("\n"))
+                .metric(
+                    "skipped",
+                    report
+                        .skipped
+                        .iter()
+                        .map(|(k, why)| format!("{k}: {why}"))
+                        .collect::<Vec<_>>(),
+                ),
         );
     }
     h.output.emit_or_show(rec.records(), || {
