@@ -59,7 +59,7 @@ enum Command {
     #[command(name = "__ipc-client", hide = true)]
     IpcClient(cmd::ipc::SeedArgs),
     /// Many-connection lab: echo servers on poll, epoll LT/ET and io_uring, scan vs index lookup.
-    Mux(cmd::mux::MuxArgs),
+    Mux(Box<cmd::mux::MuxArgs>),
     /// cbench-compatible OpenFlow switch emulator (cbench's options; -h for help).
     Cbench(cmd::openflow::CbenchArgs),
     /// OpenFlow controller: cbench app (template or --naive) or learning switch.

@@ -682,3 +682,252 @@ fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
         assert!(server.0.wait().unwrap().success(), "{engine}");
     }
 }
+
+#[test]
+fn a_fixed_rate_run_reports_corrected_raw_and_lag_in_json() {
+    let out = cb()
+        .args([
+            "mux",
+            "--engine",
+            "epoll-lt",
+            "--conns",
+            "10",
+            "--rate",
+            "2000",
+            "--warmup",
+            "0.1",
+            "--duration",
+            "0.5",
+            "--protocol",
+            "http1",
+            "--in-flight",
+            "2",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let r = &v["records"][0];
+    assert_eq!(r["test"], "open");
+    assert_eq!(r["params"]["rate"], 2000.0);
+    assert_eq!(r["params"]["protocol"], "http1");
+    let m = &r["metrics"];
+    assert_eq!(m["completed"], m["scheduled"]);
+    assert_eq!(
+        m["http"]["s2xx"].as_u64().unwrap(),
+        m["round_trips"].as_u64().unwrap()
+    );
+    for k in ["corrected_ns", "raw_ns", "lag_ns"] {
+        for q in ["p50", "p99", "p999", "p9999", "max"] {
+            assert!(m[k][q].as_f64().unwrap() >= 0.0, "{k}.{q}: {m:#}");
+        }
+    }
+    assert!(m["corrected_p99_ns"].as_f64().unwrap() > 0.0);
+    // Marked or not, the mark and its words are in the record.
+    assert!(m["generator_limited"].is_boolean());
+    let st = m["status"].as_str().unwrap();
+    assert!(
+        ["ok", "generator-limited", "rate-short"].contains(&st),
+        "{st}"
+    );
+    assert_eq!(st != "ok", m["note"].is_string(), "{m:#}");
+}
+
+#[test]
+fn an_impossible_lag_bound_marks_the_run_in_every_format() {
+    // A 1 ns bound no generator keeps: the run is marked, with its words,
+    // in the table, CSV and JSON.
+    let args = [
+        "mux",
+        "--engine",
+        "poll",
+        "--conns",
+        "4",
+        "--rate",
+        "1000",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--max-lag-us",
+        "0.001",
+    ];
+    cb().args(args)
+        .args(["--format", "table"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("GENERATOR-LIMITED"))
+        .stdout(predicate::str::contains(
+            "the generator, not the server, was measured",
+        ));
+    for f in ["csv", "json"] {
+        cb().args(args)
+            .args(["--format", f])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("generator-limited"))
+            .stdout(predicate::str::contains(
+                "the generator, not the server, was measured",
+            ));
+    }
+}
+
+#[test]
+fn a_rate_sweep_records_every_step_and_the_highest_rate_meeting_the_slo() {
+    let out = cb()
+        .args([
+            "mux",
+            "--engine",
+            "epoll-lt",
+            "--conns",
+            "4",
+            "--rate-sweep",
+            "500,1000",
+            "--slo",
+            "p99=10s",
+            "--warmup",
+            "0",
+            "--duration",
+            "0.3",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let steps: Vec<&Value> = recs.iter().filter(|r| r["test"] == "open").collect();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["params"]["rate"], 500.0);
+    assert_eq!(steps[1]["params"]["rate"], 1000.0);
+    let sweep: Vec<&Value> = recs.iter().filter(|r| r["test"] == "sweep").collect();
+    assert_eq!(sweep.len(), 1);
+    let m = &sweep[0]["metrics"];
+    assert_eq!(m["sweep_points"], 2);
+    assert_eq!(m["curve"].as_array().unwrap().len(), 2);
+    // A 10 s objective is met unless a step was marked (generator late).
+    let met: Vec<f64> = m["curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["met"] == true)
+        .map(|p| p["rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(m["max_rate_meeting_slo"].as_f64(), met.last().copied());
+    cb().args(["mux", "--rate-sweep", "5:1:1", "--conns", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("TO is below FROM"));
+    cb().args(["mux", "--rate-sweep", "5,10", "--slo", "p97=1ms"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("pNN=DURATION"));
+}
+
+fn httpd_dirs() -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("commbench-mux_httpd-"))
+        .collect()
+}
+
+#[test]
+fn httpd_measures_lighttpd_poll_and_epoll_and_leaves_nothing_behind() {
+    if !std::path::Path::new("/usr/sbin/lighttpd").exists() {
+        eprintln!("skipped: lighttpd is not installed (apt-get install -y lighttpd)");
+        return;
+    }
+    let out = cb()
+        .args([
+            "mux",
+            "httpd",
+            "--servers",
+            "lighttpd-poll,lighttpd-epoll,ours-epoll-lt",
+            "--conns",
+            "60",
+            "--active-pct",
+            "100,10",
+            "--requests",
+            "600",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let points: Vec<&Value> = recs.iter().filter(|r| r["test"] == "httpd").collect();
+    assert_eq!(points.len(), 6, "{v:#}");
+    for p in &points {
+        assert_eq!(p["params"]["conns"], 60);
+        assert!(p["metrics"]["round_trips"].as_u64().unwrap() >= 600);
+        assert_eq!(p["metrics"]["non_2xx"], 0);
+        assert!(
+            p["metrics"]["server_cpu_us_per_rt"].as_f64().unwrap() > 0.0,
+            "{p:#}"
+        );
+    }
+    let engines: Vec<&str> = points
+        .iter()
+        .filter(|p| p["params"]["server"] == "lighttpd")
+        .map(|p| p["params"]["engine"].as_str().unwrap())
+        .collect();
+    assert!(engines.contains(&"poll") && engines.contains(&"epoll"));
+    let verdict = recs.iter().find(|r| r["test"] == "httpd-verdict").unwrap();
+    let words = verdict["metrics"]["verdict"].as_str().unwrap();
+    assert!(words.contains("lighttpd at 60 connections"), "{words}");
+    assert!(words.contains("From 100% to 10% active"), "{words}");
+    // Every server stopped, every temp dir removed.
+    let dirs = httpd_dirs();
+    let me = format!("-{}-", std::process::id());
+    assert!(dirs.iter().all(|d| !d.contains(&me)), "{dirs:?}");
+}
+
+#[test]
+fn clean_kills_a_server_whose_httpd_run_died() {
+    // A run killed with SIGKILL leaves its temp dir; a server that outlived
+    // it (here a stand-in with that dir as its working directory) is
+    // killed by `commbench clean`, the dir removed.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let mut dead = dead;
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let dir = std::env::temp_dir().join(format!("commbench-mux_httpd-{dead_pid}-1-0"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
+    std::fs::write(dir.join("server.pid"), server.id().to_string()).unwrap();
+    cb().args(["clean"]).assert().success();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let st = loop {
+        if let Some(st) = server.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = server.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.is_some(), "clean did not kill the leftover server");
+    assert!(!dir.exists(), "clean left {}", dir.display());
+}

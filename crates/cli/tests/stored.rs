@@ -70,6 +70,18 @@ fn kind(path: &str) -> Option<Kind> {
             "10",
         ]),
         "mux serve" => NotMeasuring, // a server; its load generator stores
+        "mux httpd" => Stored(&[
+            "--servers",
+            "ours-epoll-lt",
+            "--conns",
+            "20",
+            "--active-pct",
+            "100",
+            "--requests",
+            "100",
+            "--repeat",
+            "1",
+        ]),
         "mux load" => Elsewhere("tests/mux.rs split serve/load"),
         "cbench" => Elsewhere("tests/openflow.rs (needs a controller)"),
         "controller" => NotMeasuring, // a server

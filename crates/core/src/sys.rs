@@ -93,6 +93,50 @@ impl Epoll {
         }
         Ok(&buf[..n as usize])
     }
+
+    /// Wait up to `timeout_ns` nanoseconds (epoll_pwait2, Linux 5.11;
+    /// where it is missing, epoll_wait rounded down to whole ms). For
+    /// schedules that must wake within microseconds: lower the thread's
+    /// timer slack too ([`set_timer_slack_ns`]).
+    pub fn wait_ns<'a>(&self, buf: &'a mut [Event], timeout_ns: u64) -> io::Result<&'a [Event]> {
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: buf is a valid, writable array of buf.len() events; ts
+        // lives for the call; a null signal mask of size 0.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len().min(i32::MAX as usize) as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EINTR) => Ok(&buf[..0]),
+                Some(libc::ENOSYS) => {
+                    self.wait(buf, (timeout_ns / 1_000_000).min(i32::MAX as u64) as i32)
+                }
+                _ => Err(e),
+            };
+        }
+        Ok(&buf[..n as usize])
+    }
+}
+
+/// Sets this thread's timer slack (how late the kernel may wake a timed
+/// wait to batch wake-ups; 50 µs by default).
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, ns.max(1) as libc::c_ulong, 0, 0, 0);
+    }
 }
 
 pub fn new_events(n: usize) -> Vec<Event> {

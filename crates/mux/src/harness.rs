@@ -120,6 +120,8 @@ impl ServerHandle {
             .arg(buf_size(cfg.size, cfg.conns).to_string())
             .arg("--max-conns")
             .arg(cfg.conns.to_string())
+            .arg("--response-size")
+            .arg(cfg.size.to_string())
             .arg("--control")
             .arg("stdio");
         if let Some(c) = &cfg.server_cpus {
@@ -492,6 +494,119 @@ pub struct ConfigResult {
     pub latency_ns: Summary,
     pub uring_deferred: Option<bool>,
     pub oversubscribed: bool,
+    /// Open-loop figures (None: closed loop, one request in flight).
+    #[serde(flatten)]
+    pub open: Option<OpenResult>,
+}
+
+/// What an open-loop (or windowed) configuration measured over its repeats.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OpenResult {
+    /// Asked requests/s over all connections (null: closed loop).
+    pub rate_asked: Option<f64>,
+    /// Measured requests over the span of their sends (median of repeats).
+    pub rate_achieved: Option<f64>,
+    /// Latency from the intended send time (coordinated omission corrected).
+    pub corrected_ns: Summary,
+    /// Latency from the write that sent the request.
+    pub raw_ns: Summary,
+    /// How late the generator sent requests that left when due.
+    pub lag_ns: Summary,
+    /// Measured requests that waited in the generator for a window slot.
+    pub held: u64,
+    pub scheduled: u64,
+    pub completed: u64,
+    /// HTTP responses by class and failures (null for echo protocols).
+    pub http: Option<crate::http1::Counts>,
+    /// The schedule lag's p99 exceeded its bound: the load generator, not
+    /// the server, was measured.
+    pub generator_limited: bool,
+    /// The achieved rate is more than 1% under the asked one.
+    pub rate_short: bool,
+    /// What the marks above mean for this run (null: nothing to say).
+    pub note: Option<String>,
+}
+
+/// Folds the open-loop parts of a configuration's runs.
+fn open_result(cfg: &MuxConfig, runs: &[RunOne]) -> Option<OpenResult> {
+    let outs: Vec<&crate::open::OpenOut> =
+        runs.iter().filter_map(|r| r.rounds.open.as_ref()).collect();
+    if outs.is_empty() {
+        return None;
+    }
+    let mut all = crate::open::OpenOut::default();
+    for o in &outs {
+        all.corrected.merge(&o.corrected);
+        all.raw.merge(&o.raw);
+        all.lag.merge(&o.lag);
+        all.held += o.held;
+        all.scheduled += o.scheduled;
+        all.completed += o.completed;
+        all.http.merge(&o.http);
+    }
+    let rate_asked = cfg.open.rate;
+    let rate_achieved = median(outs.iter().filter_map(|o| o.achieved_rate()).collect());
+    let lag = all.lag.summary();
+    let bound_ns = cfg.open.max_lag.as_nanos() as f64;
+    let generator_limited = rate_asked.is_some() && lag.n > 0 && lag.p99 > bound_ns;
+    let rate_short = match (rate_asked, rate_achieved) {
+        (Some(a), Some(g)) => g < a * (1.0 - crate::open::RATE_TOLERANCE),
+        _ => false,
+    };
+    let note = if generator_limited {
+        Some(format!(
+            "the generator, not the server, was measured: schedule lag p99 {:.1} µs is over the {:.1} µs bound (corrected latency includes the generator's own delay); lower --rate, add --load-threads or free a CPU",
+            lag.p99 / 1e3,
+            bound_ns / 1e3
+        ))
+    } else if rate_short {
+        Some(format!(
+            "asked {:.0} req/s, achieved {:.0} req/s: {}",
+            rate_asked.unwrap_or(f64::NAN),
+            rate_achieved.unwrap_or(f64::NAN),
+            if all.held > 0 {
+                "the server did not keep up (requests waited for a window slot; raise --in-flight to offer more)"
+            } else {
+                "the generator fell behind its schedule"
+            }
+        ))
+    } else {
+        None
+    };
+    Some(OpenResult {
+        rate_asked,
+        rate_achieved,
+        corrected_ns: all.corrected.summary(),
+        raw_ns: all.raw.summary(),
+        lag_ns: lag,
+        held: all.held,
+        scheduled: all.scheduled,
+        completed: all.completed,
+        http: (cfg.protocol == crate::Protocol::Http1).then_some(all.http),
+        generator_limited,
+        rate_short,
+        note,
+    })
+}
+
+/// The open-loop figures every repeat carries as top-level metrics (so
+/// that repeats give them intervals).
+fn push_flat(x: &mut Record, c: &Summary, w: &Summary, l: &Summary) {
+    x.push_metric("corrected_p50_ns", c.p50);
+    x.push_metric("corrected_p99_ns", c.p99);
+    x.push_metric("corrected_p999_ns", c.p999);
+    x.push_metric("raw_p99_ns", w.p99);
+    x.push_metric("raw_p999_ns", w.p999);
+    x.push_metric("lag_p99_ns", l.p99);
+}
+
+/// The record test of a configuration: `open` with a rate, else `echo`.
+pub fn test_name(cfg: &MuxConfig) -> &'static str {
+    if cfg.open.rate.is_some() {
+        "open"
+    } else {
+        "echo"
+    }
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -562,12 +677,22 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         .map(|(r, &rate)| {
             let n = r.rounds.round_trips.max(1) as f64;
             let cpu = diff_cpu(&r.s_accepted, &r.s_rounds);
-            Record::new("mux", "echo")
+            let mut x = Record::new("mux", test_name(cfg))
                 .metric("rt_per_s", rate)
                 .metric("server_cpu_us_per_rt", cpu.map(|c| (c.0 + c.1) * 1e6 / n))
                 .metric("server_user_us_per_rt", cpu.map(|c| c.0 * 1e6 / n))
                 .metric("server_sys_us_per_rt", cpu.map(|c| c.1 * 1e6 / n))
-                .metric("client_cpu_us_per_rt", r.rounds.usage.cpu_s() * 1e6 / n)
+                .metric("client_cpu_us_per_rt", r.rounds.usage.cpu_s() * 1e6 / n);
+            if let Some(o) = &r.rounds.open {
+                x.push_metric("rate_achieved", o.achieved_rate());
+                push_flat(
+                    &mut x,
+                    &o.corrected.summary(),
+                    &o.raw.summary(),
+                    &o.lag.summary(),
+                );
+            }
+            x
         })
         .collect();
     ConfigResult {
@@ -613,6 +738,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         oversubscribed: busy > cpus
             || runs.iter().any(|r| r.runnable_max as usize > cpus)
             || (cfg.clients == ClientsKind::Threads && cfg.active() > cpus),
+        open: open_result(cfg, runs),
     }
 }
 
@@ -721,7 +847,7 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
 /// The record of one configuration.
 pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64) -> Record {
     let unknown = cfg.remote.as_ref().is_some_and(|r| r.control.is_none());
-    let mut rec = Record::new("mux", "echo")
+    let mut rec = Record::new("mux", test_name(cfg))
         .param(
             "engine",
             if unknown {
@@ -757,6 +883,27 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
                 .map(|r| r.target.to_string())
                 .unwrap_or_else(|| "local".into()),
         );
+    if cfg.open.rate.is_some() || cfg.open.in_flight > 1 || cfg.protocol == crate::Protocol::Http1 {
+        rec.push_param("rate", cfg.open.rate);
+        rec.push_param(
+            "arrivals",
+            cfg.open.rate.map(|_| cfg.open.arrivals.as_str()),
+        );
+        rec.push_param("in_flight", cfg.open.in_flight);
+        rec.push_param(
+            "warmup_s",
+            cfg.open.rate.map(|_| cfg.open.warmup.as_secs_f64()),
+        );
+        rec.push_param(
+            "duration_s",
+            cfg.open.rate.map(|_| cfg.open.duration.as_secs_f64()),
+        );
+        rec.push_param("max_lag_us", cfg.open.max_lag.as_secs_f64() * 1e6);
+    }
+    if cfg.protocol == crate::Protocol::Http1 {
+        rec.push_param("method", &cfg.http.method);
+        rec.push_param("path", &cfg.http.path);
+    }
     let ser = serde_json::to_value(r).unwrap_or_default();
     if let serde_json::Value::Object(m) = ser {
         for (k, v) in m {
@@ -766,12 +913,15 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
             rec.metrics.insert(k, v);
         }
     }
+    if let Some(o) = &r.open {
+        push_flat(&mut rec, &o.corrected_ns, &o.raw_ns, &o.lag_ns);
+    }
     if r.per_run.len() > 1 {
         // Every declared metric over the repeats (separate server
         // processes, interleaved): samples, median, 95% interval.
         commbench_core::lab::attach_repeats(&crate::lab::MuxLab, &mut rec, &r.per_run);
     }
-    rec.push_metric("status", if r.partial { "partial" } else { "ok" });
+    rec.push_metric("status", status(r));
     rec.push_metric("load_start", load_start);
     rec.push_metric("load_end", load_end);
     rec.push_metric(
@@ -785,6 +935,20 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
     rec
 }
 
+/// A configuration's status word: what it could not do, or ok.
+pub fn status(r: &ConfigResult) -> &'static str {
+    let o = r.open.as_ref();
+    if r.partial {
+        "partial"
+    } else if o.is_some_and(|o| o.generator_limited) {
+        "generator-limited"
+    } else if o.is_some_and(|o| o.rate_short) {
+        "rate-short"
+    } else {
+        "ok"
+    }
+}
+
 fn fmt_opt(v: Option<f64>, prec: usize) -> String {
     match v {
         Some(x) if x.is_finite() => format!("{x:.prec$}"),
@@ -794,6 +958,9 @@ fn fmt_opt(v: Option<f64>, prec: usize) -> String {
 
 /// The side-by-side table a person reads (every field is in the JSON/CSV).
 pub fn summary_table(report: &MuxReport) -> String {
+    if report.results.iter().any(|r| r.open.is_some()) {
+        return open_table(report);
+    }
     let mut out = String::new();
     let header = [
         "engine",
@@ -863,6 +1030,92 @@ pub fn summary_table(report: &MuxReport) -> String {
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
+    }
+    for (e, why) in &report.skipped {
+        out.push_str(&format!("{e}: skipped: {why}\n"));
+    }
+    out
+}
+
+/// The open-loop table: asked and achieved rate, corrected and raw
+/// latency, schedule lag, status — and every run's note under it.
+fn open_table(report: &MuxReport) -> String {
+    let header = [
+        "engine",
+        "lookup",
+        "conns",
+        "rate",
+        "achieved",
+        "srv us/req",
+        "cli us/req",
+        "corr p50",
+        "corr p99",
+        "corr p99.9",
+        "corr max",
+        "raw p99",
+        "raw p99.9",
+        "lag p99",
+        "lag max",
+        "non-2xx",
+        "status",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    let us = |x: f64| fmt_opt(Some(x / 1e3), 1);
+    let mut notes = Vec::new();
+    for r in &report.results {
+        let Some(o) = &r.open else { continue };
+        let (e, l) = if r.server_known {
+            (r.engine.as_str(), r.lookup.as_str())
+        } else {
+            ("unknown", "-")
+        };
+        rows.push(vec![
+            e.into(),
+            l.into(),
+            r.connected.to_string(),
+            fmt_opt(o.rate_asked, 0),
+            fmt_opt(o.rate_achieved.or(Some(r.rt_per_s)), 0),
+            fmt_opt(r.server_cpu_us_per_rt, 2),
+            fmt_opt(Some(r.client_cpu_us_per_rt), 2),
+            us(o.corrected_ns.p50),
+            us(o.corrected_ns.p99),
+            us(o.corrected_ns.p999),
+            us(o.corrected_ns.max),
+            us(o.raw_ns.p99),
+            us(o.raw_ns.p999),
+            us(o.lag_ns.p99),
+            us(o.lag_ns.max),
+            o.http
+                .map(|h| (h.non_2xx() + h.errors).to_string())
+                .unwrap_or_else(|| "-".into()),
+            status(r).to_uppercase().replace("OK", "ok"),
+        ]);
+        if let Some(n) = &o.note {
+            notes.push(format!("{} {}: {n}", e, l));
+        }
+    }
+    let mut out = String::new();
+    let w: Vec<usize> = (0..header.len())
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < 2 || i == header.len() - 1 {
+                    format!("{c:<w$}", w = w[i])
+                } else {
+                    format!("{c:>w$}", w = w[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str("latencies in µs; corr = from the intended send time (coordinated omission corrected), raw = from the write\n");
+    for n in notes {
+        out.push_str(&format!("note: {n}\n"));
     }
     for (e, why) in &report.skipped {
         out.push_str(&format!("{e}: skipped: {why}\n"));

@@ -16,15 +16,35 @@ use std::time::Duration;
 pub struct MuxLab;
 
 const ECHO: &[&str] = &["echo"];
+const BOTH: &[&str] = &["echo", "open", "httpd"];
+const OPEN: &[&str] = &["open"];
+const SWEEP: &[&str] = &["sweep"];
+const HTTPD: &[&str] = &["httpd"];
 
-static METRICS: [MetricSpec; 10] = [
+static METRICS: [MetricSpec; 34] = [
+    MetricSpec::headline(
+        "corrected_p99_ns",
+        "p99 latency from the intended send time (corrected)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::headline(
+        "max_rate_meeting_slo",
+        "highest rate meeting the latency objective",
+        "req/s",
+        Better::Higher,
+        Quantity::Time,
+        SWEEP,
+    ),
     MetricSpec::headline(
         "server_cpu_us_per_rt",
         "server CPU per round trip",
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::headline(
         "rt_per_s",
@@ -32,7 +52,7 @@ static METRICS: [MetricSpec; 10] = [
         "rt/s",
         Better::Higher,
         Quantity::Time,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "client_cpu_us_per_rt",
@@ -40,7 +60,7 @@ static METRICS: [MetricSpec; 10] = [
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "server_user_us_per_rt",
@@ -48,7 +68,7 @@ static METRICS: [MetricSpec; 10] = [
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "server_sys_us_per_rt",
@@ -56,7 +76,7 @@ static METRICS: [MetricSpec; 10] = [
         "µs",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "latency_ns.p50",
@@ -64,7 +84,7 @@ static METRICS: [MetricSpec; 10] = [
         "ns",
         Better::Lower,
         Quantity::Time,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "latency_ns.p99",
@@ -72,7 +92,7 @@ static METRICS: [MetricSpec; 10] = [
         "ns",
         Better::Lower,
         Quantity::Time,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "syscalls_per_rt",
@@ -80,7 +100,7 @@ static METRICS: [MetricSpec; 10] = [
         "calls",
         Better::Lower,
         Quantity::Cost,
-        ECHO,
+        BOTH,
     ),
     MetricSpec::other(
         "scan_steps_per_rt",
@@ -97,6 +117,182 @@ static METRICS: [MetricSpec; 10] = [
         Better::Higher,
         Quantity::Time,
         ECHO,
+    ),
+    MetricSpec::other(
+        "rate_achieved",
+        "achieved request rate",
+        "req/s",
+        Better::Higher,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_p50_ns",
+        "median latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_p999_ns",
+        "p99.9 latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_p99_ns",
+        "p99 latency from the write (uncorrected)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_p999_ns",
+        "p99.9 latency from the write (uncorrected)",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "lag_p99_ns",
+        "load generator schedule lag, p99",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_ns.p9999",
+        "p99.99 latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "corrected_ns.max",
+        "largest latency from the intended send time",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_ns.p50",
+        "median latency from the write",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "raw_ns.max",
+        "largest latency from the write",
+        "ns",
+        Better::Lower,
+        Quantity::Time,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "lag_ns.p50",
+        "load generator schedule lag, median",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "lag_ns.max",
+        "load generator schedule lag, largest",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "held",
+        "requests that waited for a window slot",
+        "req",
+        Better::Lower,
+        Quantity::Cost,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "http.errors",
+        "malformed HTTP responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "http.resets",
+        "connections closed or reset by the server",
+        "conn",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "sweep_points",
+        "rate steps measured",
+        "steps",
+        Better::Unknown,
+        Quantity::Other,
+        SWEEP,
+    ),
+    MetricSpec::other(
+        "scheduled",
+        "requests due in the measured window",
+        "req",
+        Better::Unknown,
+        Quantity::Other,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "completed",
+        "measured requests completed",
+        "req",
+        Better::Unknown,
+        Quantity::Other,
+        OPEN,
+    ),
+    MetricSpec::other(
+        "http.s2xx",
+        "HTTP 2xx responses",
+        "resp",
+        Better::Unknown,
+        Quantity::Other,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "http.s4xx",
+        "HTTP 4xx responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "http.s5xx",
+        "HTTP 5xx responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "non_2xx",
+        "non-2xx or malformed HTTP responses",
+        "resp",
+        Better::Lower,
+        Quantity::Cost,
+        HTTPD,
     ),
 ];
 
@@ -144,7 +340,34 @@ impl Lab for MuxLab {
             };
             run(&cfg, rec)?;
         }
+        // The open-loop view: HTTP/1.1 at a fixed rate on poll and
+        // epoll, corrected and raw latency (the report's hockey-stick
+        // figure gets one point per rate).
+        for rate in [2000.0, 8000.0] {
+            if out.cut_if_over(ctx, format!("mux open loop {rate:.0} req/s")) {
+                continue;
+            }
+            let cfg = MuxConfig {
+                engines: vec![EngineKind::Poll, EngineKind::EpollLt],
+                lookups: vec![Lookup::Index],
+                conns: if ctx.full() { 10_000 } else { 1000 },
+                active: Some(100),
+                protocol: crate::Protocol::Http1,
+                open: crate::open::OpenConfig {
+                    rate: Some(rate),
+                    warmup: Duration::from_millis(300),
+                    duration: Duration::from_secs(if ctx.quick() { 1 } else { 2 }),
+                    ..crate::open::OpenConfig::closed(1)
+                },
+                timeout: Duration::from_secs(60),
+                ..MuxConfig::default()
+            };
+            run(&cfg, rec)?;
+        }
         Ok(out)
+    }
+    fn clean_leftovers(&self, dry_run: bool) -> Vec<commbench_core::lab::Leftover> {
+        crate::httpd::clean_leftovers(dry_run)
     }
     fn answer(&self, recs: &[Record]) -> Option<String> {
         let r = of(recs, self.record_labs());

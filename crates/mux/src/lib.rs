@@ -16,20 +16,29 @@
 //! load generator), [`harness`] (one measured run, aggregation, records),
 //! [`limits`] (descriptors, ports, private namespace), [`token`] (the
 //! control channel's secret), [`seed`] (the
-//! article's grid and its verdict), `net` (socket calls).
+//! article's grid and its verdict), [`open`] (open-loop load: the absolute
+//! schedule, corrected and raw latency, schedule lag; also the windowed
+//! closed loop), [`sweep`] (`--rate-sweep` against a latency objective),
+//! [`http1`] (the HTTP/1.1 request, response reader and fixed-response
+//! server filter), [`httpd`] (lighttpd, nginx and our engines as HTTP
+//! servers under the same load), `net` (socket calls).
 
 mod child;
 pub mod engine;
 pub mod error;
 pub mod harness;
+pub mod http1;
+pub mod httpd;
 pub mod lab;
 pub mod limits;
 pub mod load;
 mod net;
+pub mod open;
 pub mod procs;
 pub mod protocol;
 pub mod seed;
 pub mod server;
+pub mod sweep;
 pub mod token;
 
 use std::net::SocketAddr;
@@ -114,6 +123,17 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             y_label: "",
             reference: None,
         },
+        FigureSpec {
+            kind: FigureKind::Line,
+            lab: "mux",
+            test: "open",
+            title: "mux: corrected p99 latency vs offered rate (the hockey stick)",
+            caption: "Open-loop load: each point a rate step of --rate-sweep (or a --rate run); latency counted from each request's intended send time, so a server that falls behind shows at once. Lower is better; where the line turns up is the highest usable rate.",
+            x: "rate",
+            y: "corrected_p99_ns",
+            series: &["engine", "lookup", "conns", "protocol"],
+            filter: None,
+        },
     ]
 }
 
@@ -161,6 +181,10 @@ pub struct MuxConfig {
     pub remote: Option<Remote>,
     /// Executable to start as the server (default: this one).
     pub server_exe: Option<PathBuf>,
+    /// Open-loop load (`--rate`, `--arrivals`, `--in-flight`, phases).
+    pub open: open::OpenConfig,
+    /// The request `--protocol http1` sends.
+    pub http: http1::HttpRequest,
 }
 
 /// A server started by someone else (`commbench mux serve` on another host).
@@ -197,6 +221,8 @@ impl Default for MuxConfig {
             netns: false,
             remote: None,
             server_exe: None,
+            open: open::OpenConfig::closed(1),
+            http: http1::HttpRequest::default(),
         }
     }
 }
@@ -222,6 +248,8 @@ impl MuxConfig {
             timeout: self.timeout,
             cpus: self.client_cpus.clone(),
             connect_window: self.connect_window,
+            open: self.open.clone(),
+            http: self.http.clone(),
         })
     }
 
@@ -284,6 +312,15 @@ impl MuxConfig {
                 "--connect-window must be 1..=65535, got {}",
                 self.connect_window
             ));
+        }
+        self.open.validate(self.active()).map_err(MuxError::Usage)?;
+        let open_loop =
+            self.open.rate.is_some() || self.open.in_flight > 1 || self.protocol == Protocol::Http1;
+        if open_loop && self.clients == ClientsKind::Threads {
+            return bad("--rate, --in-flight and --protocol http1 run on the event-loop client: use --clients loop".into());
+        }
+        if open_loop && self.load_procs > 1 {
+            return bad("--rate, --in-flight and --protocol http1 run in one load process: use --load-threads instead of --load-procs".into());
         }
         if self.timeout.is_zero() {
             return bad("--timeout must be positive".into());

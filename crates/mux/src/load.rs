@@ -24,7 +24,9 @@ use commbench_core::rusage::Usage;
 use commbench_core::stats::LatencyHistogram;
 use commbench_core::sys::{self, Epoll};
 
+use crate::http1::HttpRequest;
 use crate::net;
+use crate::open::{OpenConfig, OpenOut};
 use crate::protocol::{self, Protocol};
 use crate::{MuxError, Result};
 
@@ -66,6 +68,19 @@ pub struct LoadConfig {
     pub cpus: Option<CpuList>,
     /// Connects in progress at once (see [`CONNECT_WINDOW`]).
     pub connect_window: usize,
+    /// Open-loop schedule and window ([`crate::open`]); the closed loop
+    /// with one request in flight (rate None, in_flight 1) is the seed's.
+    pub open: OpenConfig,
+    /// The request of `--protocol http1`.
+    pub http: HttpRequest,
+}
+
+impl LoadConfig {
+    /// Whether the rounds run on the open-loop engine ([`crate::open`]):
+    /// a rate, a window over 1, or HTTP.
+    pub fn uses_open_loop(&self) -> bool {
+        self.open.rate.is_some() || self.open.in_flight > 1 || self.protocol == Protocol::Http1
+    }
 }
 
 /// Connections made.
@@ -205,6 +220,8 @@ pub struct Rounds {
     pub waits: u64,
     pub events: u64,
     pub bytes: u64,
+    /// Open-loop figures (corrected and raw latency, schedule lag).
+    pub open: Option<OpenOut>,
 }
 
 /// The message pattern: message (conn, round) is `size` bytes starting at
@@ -241,6 +258,9 @@ pub fn run_rounds(cfg: &LoadConfig, fds: &[RawFd]) -> Result<Rounds> {
     let pattern = Arc::new(Pattern::new(cfg.size));
     let u0 = Usage::process();
     let t0 = Instant::now();
+    if cfg.uses_open_loop() {
+        return crate::open::run(cfg, &cfg.open, fds);
+    }
     let r = match cfg.clients {
         ClientsKind::Loop => loop_clients(cfg, &fds[..active], &pattern),
         ClientsKind::Threads => thread_clients(cfg, &fds[..active], &pattern),
@@ -357,6 +377,7 @@ fn loop_clients(cfg: &LoadConfig, fds: &[RawFd], pattern: &Arc<Pattern>) -> Resu
         waits,
         events,
         bytes,
+        open: None,
     })
 }
 
@@ -382,8 +403,8 @@ fn client_loop(
             t0: 0,
             want_out: false,
             msg: match cfg.protocol {
-                Protocol::Raw => Vec::new(),
                 Protocol::Sockperf => pattern.message(base + i, 0).to_vec(),
+                _ => Vec::new(),
             },
         })
         .collect();
@@ -621,6 +642,7 @@ fn thread_clients(cfg: &LoadConfig, fds: &[RawFd], pattern: &Arc<Pattern>) -> Re
         waits: 0,
         events: 0,
         bytes: n as u64 * cfg.rounds * cfg.size as u64,
+        open: None,
     })
 }
 
@@ -682,8 +704,8 @@ fn blocking_rounds(
     let mut lat = Vec::with_capacity(rounds as usize);
     let mut buf = vec![0u8; size];
     let mut own = match proto {
-        Protocol::Raw => Vec::new(),
         Protocol::Sockperf => pattern.message(idx, 0).to_vec(),
+        _ => Vec::new(),
     };
     for round in 0..rounds {
         if proto == Protocol::Sockperf {

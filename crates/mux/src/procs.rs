@@ -249,6 +249,7 @@ impl Workers {
             waits: 0,
             events: 0,
             bytes: 0,
+            open: None,
         };
         let (mut start, mut end) = (u64::MAX, 0u64);
         for i in 0..self.workers.len() {

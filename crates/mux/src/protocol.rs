@@ -21,6 +21,8 @@ pub enum Protocol {
     #[default]
     Raw,
     Sockperf,
+    /// HTTP/1.1 keep-alive requests and a fixed response ([`crate::http1`]).
+    Http1,
 }
 
 impl Protocol {
@@ -28,12 +30,14 @@ impl Protocol {
         match self {
             Protocol::Raw => "raw",
             Protocol::Sockperf => "sockperf",
+            Protocol::Http1 => "http1",
         }
     }
     pub fn parse(s: &str) -> Option<Protocol> {
         match s {
             "raw" => Some(Protocol::Raw),
             "sockperf" => Some(Protocol::Sockperf),
+            "http1" => Some(Protocol::Http1),
             _ => None,
         }
     }

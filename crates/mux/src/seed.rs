@@ -293,6 +293,7 @@ mod tests {
             latency_ns: Summary::empty(),
             uring_deferred: None,
             oversubscribed: false,
+            open: None,
         }
     }
 

@@ -64,6 +64,8 @@ fn echo_with(
         timeout: Duration::from_secs(120),
         cpus: None,
         connect_window: load::CONNECT_WINDOW,
+        open: commbench_mux::open::OpenConfig::closed(1),
+        http: Default::default(),
     };
     let mut c = load::connect_all(&cfg).unwrap();
     assert_eq!(c.fds.len(), conns, "{:?}", c.first_error);
@@ -168,6 +170,8 @@ fn several_server_threads_share_the_port() {
         timeout: Duration::from_secs(60),
         cpus: None,
         connect_window: load::CONNECT_WINDOW,
+        open: commbench_mux::open::OpenConfig::closed(1),
+        http: Default::default(),
     };
     let c = load::connect_all(&cfg).unwrap();
     let r = load::run_rounds(&cfg, &c.fds).unwrap();
@@ -205,6 +209,8 @@ fn thread_per_connection_clients_echo_too() {
         timeout: Duration::from_secs(60),
         cpus: None,
         connect_window: load::CONNECT_WINDOW,
+        open: commbench_mux::open::OpenConfig::closed(1),
+        http: Default::default(),
     };
     let c = load::connect_all(&cfg).unwrap();
     let r = load::run_rounds(&cfg, &c.fds).unwrap();

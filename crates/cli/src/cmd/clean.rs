@@ -17,6 +17,17 @@ pub struct CleanArgs {
 }
 
 pub fn run(a: &CleanArgs) -> Result<()> {
+    // What each lab's dead runs left elsewhere (network namespaces and
+    // their veths of `pipeline netns` runs, servers of `mux httpd` runs) —
+    // first, since a leftover server is found through its temp dir.
+    let netns: Vec<_> = crate::labs::labs()
+        .iter()
+        .flat_map(|l| {
+            l.clean_leftovers(a.dry_run)
+                .into_iter()
+                .map(move |e| (l.name(), e))
+        })
+        .collect();
     let entries = artifact::clean(a.dry_run);
     let mut records: Vec<Record> = entries
         .iter()
@@ -26,16 +37,6 @@ pub fn run(a: &CleanArgs) -> Result<()> {
                 .param("lab", &e.lab)
                 .param("pid", e.pid)
                 .metric("action", &e.action)
-        })
-        .collect();
-    // What each lab's dead runs left elsewhere (network namespaces and
-    // their veths of `pipeline netns` runs).
-    let netns: Vec<_> = crate::labs::labs()
-        .iter()
-        .flat_map(|l| {
-            l.clean_leftovers(a.dry_run)
-                .into_iter()
-                .map(move |e| (l.name(), e))
         })
         .collect();
     records.extend(netns.iter().map(|(lab, e)| {

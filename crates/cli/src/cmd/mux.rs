@@ -29,7 +29,58 @@ pub enum MuxCmd {
     /// Run one echo server (for a load generator on another host, or the harness).
     Serve(ServeArgs),
     /// Drive a server started elsewhere with `commbench mux serve`.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
+    /// The seed's question asked of real HTTP servers: lighttpd with poll vs epoll (and nginx,
+    /// and our engines) at many keep-alive connections, a fraction of them active; server CPU
+    /// per request from /proc.
+    Httpd(HttpdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HttpdArgs {
+    /// Servers, comma-separated: lighttpd-poll, lighttpd-epoll, lighttpd-select, nginx,
+    /// ours-poll, ours-epoll-lt, ours-epoll-et, ours-io-uring.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lighttpd-poll,lighttpd-epoll,lighttpd-select,nginx,ours-poll,ours-epoll-lt"
+    )]
+    pub servers: Vec<String>,
+    /// Keep-alive connections, comma-separated (each a set of points).
+    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    pub conns: Vec<usize>,
+    /// Active connections in percent of --conns, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,10,1")]
+    pub active_pct: Vec<f64>,
+    /// Requests measured per point, spread over the active connections.
+    #[arg(long, default_value_t = 20000)]
+    pub requests: u64,
+    /// Unmeasured requests per active connection first.
+    #[arg(long, default_value_t = 2)]
+    pub warmup_rounds: u64,
+    /// Response body bytes (a static file; our servers send the same bytes).
+    #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
+    pub body: usize,
+    /// Measurements per point, interleaved (A B C A B C), 1..=100.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// The CPU the server is pinned to (default: CPU 0 when there are two or more; `none`: not pinned).
+    #[arg(long)]
+    pub server_cpu: Option<String>,
+    /// The load side's CPUs (taskset list; default: every other CPU).
+    #[arg(long)]
+    pub client_cpus: Option<String>,
+    /// Load event loops (threads), 1..=64.
+    #[arg(long, default_value_t = 1)]
+    pub load_threads: usize,
+    /// Open loop at this many requests/s per point (default: closed loop, one request in flight per active connection).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Bound on each phase, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -58,6 +109,16 @@ pub enum ProtocolArg {
     Raw,
     /// sockperf's framing (14-byte header, pong requests), to drive or be driven by sockperf.
     Sockperf,
+    /// HTTP/1.1 keep-alive requests (--path, --header, --body); servers answer a fixed response.
+    Http1,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ArrivalsArg {
+    /// Evenly spaced.
+    Cbr,
+    /// A Poisson process (exponential gaps).
+    Poisson,
 }
 
 impl ProtocolArg {
@@ -65,6 +126,7 @@ impl ProtocolArg {
         match self {
             ProtocolArg::Raw => Protocol::Raw,
             ProtocolArg::Sockperf => Protocol::Sockperf,
+            ProtocolArg::Http1 => Protocol::Http1,
         }
     }
 }
@@ -147,6 +209,47 @@ pub struct LoadOpts {
     /// Measure with fewer connections than asked when some fail (marked partial) instead of failing.
     #[arg(long)]
     pub allow_partial: bool,
+    /// Open loop: total requests per second over the active connections, on an absolute
+    /// schedule (latency counted from each request's intended send time). Replaces --rounds
+    /// with --warmup and --duration.
+    #[arg(long, help_heading = "Open loop")]
+    pub rate: Option<f64>,
+    /// How requests arrive under --rate.
+    #[arg(long, value_enum, default_value = "cbr", help_heading = "Open loop")]
+    pub arrivals: ArrivalsArg,
+    /// Requests outstanding per connection at most (pipelining); 1 = one at a time.
+    #[arg(long, default_value_t = 1, help_heading = "Open loop")]
+    pub in_flight: usize,
+    /// Seconds of unrecorded load before the measured window (with --rate).
+    #[arg(long, default_value_t = 1.0, help_heading = "Open loop")]
+    pub warmup: f64,
+    /// Seconds of the measured window (with --rate).
+    #[arg(long, default_value_t = 5.0, help_heading = "Open loop")]
+    pub duration: f64,
+    /// Bound on the schedule lag's p99 in µs; over it the run is marked generator-limited.
+    #[arg(long, default_value_t = 1000.0, help_heading = "Open loop")]
+    pub max_lag_us: f64,
+    /// Step the rate (FROM:TO:STEP or a comma list of rates) and find the highest meeting --slo.
+    #[arg(long, value_name = "FROM:TO:STEP", help_heading = "Open loop")]
+    pub rate_sweep: Option<String>,
+    /// The latency objective of --rate-sweep on the corrected latency, e.g. p99=2ms (p50, p90, p99, p99.9, p99.99; ns, us, ms, s).
+    #[arg(long, default_value = "p99=2ms", help_heading = "Open loop")]
+    pub slo: String,
+    /// HTTP request path (--protocol http1).
+    #[arg(long, default_value = "/", help_heading = "HTTP/1.1")]
+    pub path: String,
+    /// HTTP method (--protocol http1).
+    #[arg(long, default_value = "GET", help_heading = "HTTP/1.1")]
+    pub method: String,
+    /// Host header (--protocol http1).
+    #[arg(long, default_value = "localhost", help_heading = "HTTP/1.1")]
+    pub host: String,
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", help_heading = "HTTP/1.1")]
+    pub headers: Vec<String>,
+    /// Request body (sent with Content-Length).
+    #[arg(long, help_heading = "HTTP/1.1")]
+    pub body: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +276,9 @@ pub struct ServeArgs {
     /// Connections expected (listen backlog, io_uring queue sizes).
     #[arg(long, default_value_t = 10000)]
     pub max_conns: usize,
+    /// Body bytes of the fixed response of --protocol http1 (suffixes K, M), 0..=16 MiB.
+    #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
+    pub response_size: usize,
     /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo address, port + 1).
     /// Over TCP every connection must present the run's token.
     #[arg(long)]
@@ -275,7 +381,67 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         timeout: Duration::from_secs_f64(o.timeout),
         allow_partial: o.allow_partial,
         connect_window: o.connect_window,
+        open: open_config(o)?,
+        http: http_request(o)?,
         ..MuxConfig::default()
+    })
+}
+
+fn secs(what: &str, v: f64, allow_zero: bool) -> Result<Duration> {
+    if !(v.is_finite() && (v > 0.0 || (allow_zero && v == 0.0)) && v <= 86_400.0) {
+        return Err(crate::usage(format!(
+            "{what} must be {} seconds <= 86400, got {v}",
+            if allow_zero { "0 <=" } else { "0 <" }
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn open_config(o: &LoadOpts) -> Result<commbench_mux::open::OpenConfig> {
+    if !(o.max_lag_us.is_finite() && o.max_lag_us > 0.0 && o.max_lag_us <= 60e6) {
+        return Err(crate::usage(format!(
+            "--max-lag-us must be 0 < µs <= 60000000, got {}",
+            o.max_lag_us
+        )));
+    }
+    Ok(commbench_mux::open::OpenConfig {
+        rate: o.rate,
+        arrivals: match o.arrivals {
+            ArrivalsArg::Cbr => commbench_mux::open::Arrivals::Cbr,
+            ArrivalsArg::Poisson => commbench_mux::open::Arrivals::Poisson,
+        },
+        in_flight: o.in_flight,
+        warmup: secs("--warmup", o.warmup, true)?,
+        duration: secs("--duration", o.duration, false)?,
+        max_lag: Duration::from_secs_f64(o.max_lag_us / 1e6),
+    })
+}
+
+fn http_request(o: &LoadOpts) -> Result<commbench_mux::http1::HttpRequest> {
+    use commbench_mux::http1;
+    let u = |e: String| crate::usage(e);
+    http1::check_token("--method", &o.method).map_err(u)?;
+    http1::check_token("--host", &o.host).map_err(u)?;
+    http1::check_token("--path", &o.path).map_err(u)?;
+    if !o.path.starts_with('/') {
+        return Err(crate::usage(format!(
+            "--path {:?} must start with /",
+            o.path
+        )));
+    }
+    let headers = o
+        .headers
+        .iter()
+        .map(|h| http1::parse_header(h))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(u)?;
+    Ok(http1::HttpRequest {
+        method: o.method.clone(),
+        path: o.path.clone(),
+        host: o.host.clone(),
+        headers,
+        body: o.body.clone().unwrap_or_default().into_bytes(),
+        ..Default::default()
     })
 }
 
@@ -301,6 +467,7 @@ pub fn is_harness_child(a: &MuxArgs) -> bool {
     match &a.cmd {
         Some(MuxCmd::Serve(s)) => s.control.as_deref() == Some("stdio"),
         Some(MuxCmd::Load(l)) => l.worker,
+        Some(MuxCmd::Httpd(_)) => false,
         None => false,
     }
 }
@@ -309,6 +476,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
     match &a.cmd {
         Some(MuxCmd::Serve(s)) => return serve(s),
         Some(MuxCmd::Load(l)) => return load(l),
+        Some(MuxCmd::Httpd(h)) => return httpd(h),
         None => {}
     }
     let r = &a.run;
@@ -355,9 +523,45 @@ pub fn run(a: &MuxArgs) -> Result<()> {
             text
         });
     }
-    let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
+    run_or_sweep(&cfg, &r.load, &r.output, &mut rec)
+}
+
+/// One run, or with --rate-sweep the sweep; writes the records.
+fn run_or_sweep(cfg: &MuxConfig, o: &LoadOpts, out: &OutputArgs, rec: &mut Recorder) -> Result<()> {
+    let Some(spec) = &o.rate_sweep else {
+        let report = commbench_mux::run(cfg, rec).map_err(lib_err);
+        crate::progress::finish();
+        return emit(out, report, rec);
+    };
+    if o.rate.is_some() {
+        return Err(crate::usage("give --rate or --rate-sweep, not both"));
+    }
+    let rates = commbench_mux::sweep::parse_rates(spec).map_err(crate::usage)?;
+    let slo = commbench_mux::sweep::Slo::parse(&o.slo).map_err(crate::usage)?;
+    let mut probe = cfg.clone();
+    probe.open.rate = rates.last().copied();
+    probe.validate().map_err(lib_err)?;
+    let res = commbench_mux::sweep::run(cfg, &rates, &slo, rec).map_err(lib_err);
     crate::progress::finish();
-    emit(&r.output, report, &rec)
+    let (reports, lines) = match res {
+        Ok(x) => x,
+        Err(e) => {
+            crate::store::keep(
+                rec.records(),
+                &commbench_core::env::Fingerprint::collect().to_value(),
+            );
+            return Err(e);
+        }
+    };
+    out.emit_or_show(rec.records(), || {
+        let mut text = String::new();
+        for r in &reports {
+            text.push_str(&commbench_mux::summary_table(r));
+            text.push('\n');
+        }
+        text.push_str(&commbench_mux::sweep::summary(&lines, &slo));
+        text
+    })
 }
 
 fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
@@ -385,6 +589,13 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
     if s.max_conns == 0 || s.max_conns > commbench_mux::MAX_CONNS {
         return Err(crate::usage("--max-conns must be 1..=1000000"));
     }
+    if s.response_size > commbench_mux::http1::MAX_RESPONSE_BODY {
+        return Err(crate::usage(format!(
+            "--response-size must be 0 B..=16 MiB, got {} B",
+            s.response_size
+        )));
+    }
+    commbench_mux::http1::set_response_body(s.response_size);
     let cpus = match &s.cpus {
         Some(c) => Some(CpuList::parse(c).map_err(|e| crate::usage(format!("--cpus {c}: {e}")))?),
         None => None,
@@ -516,13 +727,150 @@ fn load(l: &LoadArgs) -> Result<()> {
         token,
     });
     let mut rec = crate::progress::recorder();
-    let report = commbench_mux::run(&cfg, &mut rec).map_err(lib_err);
-    crate::progress::finish();
-    emit(&l.output, report, &rec)
+    run_or_sweep(&cfg, &l.load, &l.output, &mut rec)
 }
 
 /// One worker process of a --load-procs run (stdin/stdout speak to the parent).
 fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
     let lcfg = cfg.load_config(target).map_err(lib_err)?;
     commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(lib_err)
+}
+
+fn httpd(h: &HttpdArgs) -> Result<()> {
+    use commbench_mux::httpd::{self, HttpdConfig, ServerKind};
+    let mut servers = Vec::new();
+    for s in &h.servers {
+        let k = ServerKind::parse(s.trim()).ok_or_else(|| {
+            crate::usage(format!(
+                "--servers: unknown server {s:?}; known: {}",
+                ServerKind::all()
+                    .iter()
+                    .map(|x| x.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if !servers.contains(&k) {
+            servers.push(k);
+        }
+    }
+    if h.conns.iter().any(|&n| n == 0 || n > 200_000) {
+        return Err(crate::usage("--conns must be 1..=200000 each"));
+    }
+    if h.active_pct
+        .iter()
+        .any(|&p| !(p.is_finite() && p > 0.0 && p <= 100.0))
+    {
+        return Err(crate::usage("--active-pct must be 0 < percent <= 100 each"));
+    }
+    if !(1..=100_000_000).contains(&h.requests) {
+        return Err(crate::usage("--requests must be 1..=100000000"));
+    }
+    if !(1..=100).contains(&h.repeat) {
+        return Err(crate::usage("--repeat must be 1..=100"));
+    }
+    if !(1..=64).contains(&h.load_threads) {
+        return Err(crate::usage("--load-threads must be 1..=64"));
+    }
+    if let Some(r) = h.rate {
+        if !(r.is_finite() && r > 0.0 && r <= commbench_mux::open::MAX_RATE) {
+            return Err(crate::usage("--rate must be 0 < requests/s <= 1e8"));
+        }
+    }
+    let timeout = secs("--timeout", h.timeout, false)?;
+    let online = commbench_core::placement::online();
+    let server_cpu = match h.server_cpu.as_deref() {
+        Some("none") => None,
+        Some(c) => Some(c.parse::<usize>().map_err(|_| {
+            crate::usage(format!("--server-cpu {c}: expected a CPU number or none"))
+        })?),
+        None if online.cpus().len() >= 2 => online.cpus().first().copied(),
+        None => None,
+    };
+    let client_cpus = match &h.client_cpus {
+        Some(c) => {
+            Some(CpuList::parse(c).map_err(|e| crate::usage(format!("--client-cpus {c}: {e}")))?)
+        }
+        None => server_cpu.and_then(|s| {
+            let rest: Vec<usize> = online.cpus().iter().copied().filter(|&c| c != s).collect();
+            (!rest.is_empty()).then(|| CpuList::from_cpus(rest))
+        }),
+    };
+    let cfg = HttpdConfig {
+        servers,
+        conns: h.conns.clone(),
+        active_pct: h.active_pct.clone(),
+        requests: h.requests,
+        warmup_rounds: h.warmup_rounds,
+        body: h.body,
+        repeat: h.repeat,
+        server_cpu,
+        client_cpus,
+        load_threads: h.load_threads,
+        timeout,
+        rate: h.rate,
+        exe: None,
+    };
+    commbench_core::artifact::install_signal_cleanup();
+    let mut rec = crate::progress::recorder();
+    let res = httpd::run(&cfg, &mut rec).map_err(lib_err);
+    crate::progress::finish();
+    let report = match res {
+        Ok(r) => r,
+        Err(e) => {
+            crate::store::keep(
+                rec.records(),
+                &commbench_core::env::Fingerprint::collect().to_value(),
+            );
+            return Err(e);
+        }
+    };
+    let lines = httpd::verdict(rec.records());
+    if !lines.is_empty() || !report.skipped.is_empty() {
+        rec.push(
+            commbench_core::Record::new("mux", "httpd-verdict")
+                .metric("verdict", lines.join("\n"))
+                .metric(
+                    "skipped",
+                    report
+                        .skipped
+                        .iter()
+                        .map(|(k, why)| format!("{k}: {why}"))
+                        .collect::<Vec<_>>(),
+                ),
+        );
+    }
+    h.output.emit_or_show(rec.records(), || {
+        let mut t = String::from(
+            "server     engine    conns  active  srv us/req (95% CI)      req/s  cli us/req  p99 us  status\n",
+        );
+        for r in rec.records().iter().filter(|r| r.test == "httpd") {
+            let p = |k: &str| r.params.get(k).map(|v| v.to_string().trim_matches('"').to_owned()).unwrap_or_default();
+            let m = |k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
+            let ci = match (r.metric_f64("server_cpu_us_per_rt_lo"), r.metric_f64("server_cpu_us_per_rt_hi")) {
+                (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() => format!("({lo:.2}-{hi:.2})"),
+                _ => "(one run)".into(),
+            };
+            t.push_str(&format!(
+                "{:<10} {:<8} {:>6} {:>6}%  {:>6.2} {:<15}  {:>9.0}  {:>10.2}  {:>6.1}  {}\n",
+                p("server"),
+                p("engine"),
+                p("conns"),
+                format!("{:.0}", r.params.get("active_pct").and_then(|v| v.as_f64()).unwrap_or(f64::NAN)),
+                m("server_cpu_us_per_rt"),
+                ci,
+                m("rt_per_s"),
+                m("client_cpu_us_per_rt"),
+                m("latency_ns.p99") / 1e3,
+                r.metrics.get("status").and_then(|v| v.as_str()).unwrap_or("")
+            ));
+        }
+        for (k, why) in &report.skipped {
+            t.push_str(&format!("{k}: skipped: {why}\n"));
+        }
+        for l in &lines {
+            t.push_str(&format!("{l}\n"));
+        }
+        t
+    })
 }

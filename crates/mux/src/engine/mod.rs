@@ -232,6 +232,23 @@ pub struct Conn {
     pub pending_off: usize,
     /// sockperf framing state.
     pub filter: Filter,
+    /// HTTP/1.1 request state.
+    pub http: crate::http1::ServerFilter,
+}
+
+impl Conn {
+    /// Runs received bytes through the protocol's filter into `out` (the
+    /// bytes to send back); `false`: a malformed message (close).
+    pub fn filter_into(&mut self, proto: Protocol, input: &[u8], out: &mut Vec<u8>) -> bool {
+        match proto {
+            Protocol::Raw => {
+                out.extend_from_slice(input);
+                true
+            }
+            Protocol::Sockperf => self.filter.feed(input, out).is_ok(),
+            Protocol::Http1 => self.http.feed(input, out).is_ok(),
+        }
+    }
 }
 
 /// The state array (a slab: free slots are reused, so indices stay small).
@@ -264,6 +281,7 @@ impl Conns {
         c.pending = Vec::new();
         c.pending_off = 0;
         c.filter = Filter::default();
+        c.http = Default::default();
         self.free.push(slot);
         self.live -= 1;
     }
@@ -355,9 +373,9 @@ pub fn echo_ready(
         };
         let data: &[u8] = match proto {
             Protocol::Raw => &buf[..n],
-            Protocol::Sockperf => {
+            _ => {
                 scratch.clear();
-                if c.filter.feed(&buf[..n], scratch).is_err() {
+                if !c.filter_into(proto, &buf[..n], scratch) {
                     stats.protocol_errors += 1;
                     return Next::Close;
                 }

@@ -522,12 +522,13 @@ impl Loop<'_, '_> {
             };
             if self.ios[slot].closing {
                 self.pool.put(bid);
-            } else if self.ctx.protocol == Protocol::Sockperf {
+            } else if self.ctx.protocol != Protocol::Raw {
                 self.scratch.clear();
-                let bad = self.conns.slots[slot]
-                    .filter
-                    .feed(self.pool.data(bid, len), &mut self.scratch)
-                    .is_err();
+                let bad = !self.conns.slots[slot].filter_into(
+                    self.ctx.protocol,
+                    self.pool.data(bid, len),
+                    &mut self.scratch,
+                );
                 self.pool.put(bid);
                 if bad {
                     st.protocol_errors += 1;

@@ -1,0 +1,670 @@
+//! HTTP/1.1 as a load protocol: the keep-alive GET our load generator
+//! sends, the response reader that takes the server's bytes apart
+//! (status line and headers by the `httparse` crate; Content-Length and
+//! chunked bodies here), and the fixed-response filter our own servers run
+//! with `mux serve --protocol http1`.
+//!
+//! Invariants: the reader never holds more than `max_header` bytes of an
+//! unfinished header, never allocates for a body (bodies are counted, not
+//! kept), and answers every malformed or oversized response with an
+//! [`HttpError`] naming what was wrong — bytes from a peer never panic or
+//! wait without bound (the caller's deadline bounds the wait).
+
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+/// Most headers in one response or request.
+pub const MAX_HEADERS: usize = 64;
+/// Default bound on a response's header bytes.
+pub const DEFAULT_MAX_HEADER: usize = 64 * 1024;
+/// Default bound on a response's body bytes.
+pub const DEFAULT_MAX_BODY: u64 = 64 << 20;
+/// Longest chunk-size or trailer line accepted.
+pub const MAX_LINE: usize = 4096;
+
+/// The request a connection sends, again and again (keep-alive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    pub method: String,
+    pub path: String,
+    pub host: String,
+    /// Extra headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// A body (sent with Content-Length).
+    pub body: Vec<u8>,
+    pub max_header: usize,
+    pub max_body: u64,
+}
+
+impl Default for HttpRequest {
+    fn default() -> Self {
+        HttpRequest {
+            method: "GET".into(),
+            path: "/".into(),
+            host: "localhost".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            max_header: DEFAULT_MAX_HEADER,
+            max_body: DEFAULT_MAX_BODY,
+        }
+    }
+}
+
+/// Checks a request setting given on the command line.
+pub fn check_token(what: &str, s: &str) -> Result<(), String> {
+    if s.is_empty() || s.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!(
+            "{what} {s:?} must be non-empty, without spaces or control characters"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a `--header 'Name: value'` argument.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (n, v) = s
+        .split_once(':')
+        .ok_or_else(|| format!("--header {s:?}: expected 'Name: value'"))?;
+    let n = n.trim();
+    let v = v.trim();
+    if n.is_empty()
+        || !n
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        return Err(format!("--header {s:?}: {n:?} is not a header name"));
+    }
+    if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(format!("--header {s:?}: the value holds a line break"));
+    }
+    Ok((n.to_owned(), v.to_owned()))
+}
+
+impl HttpRequest {
+    /// The bytes on the wire.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut h = String::new();
+        let _ = write!(
+            h,
+            "{} {} HTTP/1.1\r\nHost: {}\r\n",
+            self.method, self.path, self.host
+        );
+        let has = |name: &str| {
+            self.headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        for (n, v) in &self.headers {
+            let _ = write!(h, "{n}: {v}\r\n");
+        }
+        if !self.body.is_empty() && !has("content-length") {
+            let _ = write!(h, "Content-Length: {}\r\n", self.body.len());
+        }
+        h.push_str("\r\n");
+        let mut out = h.into_bytes();
+        out.extend_from_slice(&self.body);
+        out
+    }
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_header: self.max_header,
+            max_body: self.max_body,
+        }
+    }
+}
+
+/// Bounds on what a response may be.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_header: usize,
+    pub max_body: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_header: DEFAULT_MAX_HEADER,
+            max_body: DEFAULT_MAX_BODY,
+        }
+    }
+}
+
+/// Why a response was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    #[error("malformed response header: {0}")]
+    Header(String),
+    #[error("response header larger than {0} bytes")]
+    HeaderTooLarge(usize),
+    #[error("response body of {0} bytes is over the {1}-byte limit")]
+    BodyTooLarge(u64, u64),
+    #[error("bad Content-Length {0:?}")]
+    BadLength(String),
+    #[error("bad chunk: {0}")]
+    Chunk(String),
+    #[error("response without Content-Length or chunked encoding (read to close) cannot be used on a keep-alive connection")]
+    NoLength,
+    #[error(
+        "the server closes the connection (Connection: close): keep-alive load cannot continue"
+    )]
+    Close,
+}
+
+/// Responses by status class, and failures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub s1xx: u64,
+    pub s2xx: u64,
+    pub s3xx: u64,
+    pub s4xx: u64,
+    pub s5xx: u64,
+    /// Malformed or oversized responses.
+    pub errors: u64,
+    /// Connections closed or reset by the server mid-run.
+    pub resets: u64,
+}
+
+impl Counts {
+    pub fn count(&mut self, status: u16) {
+        match status {
+            100..=199 => self.s1xx += 1,
+            200..=299 => self.s2xx += 1,
+            300..=399 => self.s3xx += 1,
+            400..=499 => self.s4xx += 1,
+            _ => self.s5xx += 1,
+        }
+    }
+    pub fn merge(&mut self, o: &Counts) {
+        self.s1xx += o.s1xx;
+        self.s2xx += o.s2xx;
+        self.s3xx += o.s3xx;
+        self.s4xx += o.s4xx;
+        self.s5xx += o.s5xx;
+        self.errors += o.errors;
+        self.resets += o.resets;
+    }
+    /// Responses other than 2xx.
+    pub fn non_2xx(&self) -> u64 {
+        self.s1xx + self.s3xx + self.s4xx + self.s5xx
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Header,
+    /// Body bytes still to skip.
+    Body(u64),
+    /// Reading a chunk-size line.
+    ChunkSize,
+    /// Chunk data bytes still to skip, then CRLF.
+    ChunkData(u64),
+    /// The CRLF after a chunk's data (bytes of it seen).
+    ChunkEnd(u8),
+    /// Trailer lines after the last chunk, until an empty one.
+    Trailer,
+}
+
+/// Takes a stream of HTTP/1.1 responses apart, one at a time.
+#[derive(Debug)]
+pub struct ResponseReader {
+    limits: Limits,
+    state: State,
+    buf: Vec<u8>,
+    status: u16,
+    /// Body bytes of the current (chunked) response so far.
+    body_seen: u64,
+}
+
+impl ResponseReader {
+    pub fn new(limits: Limits) -> Self {
+        ResponseReader {
+            limits,
+            state: State::Header,
+            buf: Vec::new(),
+            status: 0,
+            body_seen: 0,
+        }
+    }
+
+    /// Feeds bytes; returns how many were used and, when a response
+    /// ended within them, its status. Bytes after the end of a response
+    /// are left for the next call.
+    pub fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<u16>), HttpError> {
+        let mut used = 0;
+        while used < input.len() {
+            let rest = &input[used..];
+            match self.state {
+                State::Header => {
+                    // Look for the end of the header in what is kept plus
+                    // this input, without keeping more than the bound.
+                    let keep = self.buf.len();
+                    let room = self.limits.max_header.saturating_sub(keep);
+                    let take = rest.len().min(room + 1);
+                    self.buf.extend_from_slice(&rest[..take]);
+                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    let mut resp = httparse::Response::new(&mut headers);
+                    match resp.parse(&self.buf) {
+                        Ok(httparse::Status::Complete(n)) => {
+                            let status = resp.code.unwrap_or(0);
+                            if !(100..=999).contains(&status) {
+                                return Err(HttpError::Header(format!(
+                                    "status code {status} outside 100..=999"
+                                )));
+                            }
+                            let framing = framing(status, resp.headers)?;
+                            used += n - keep;
+                            self.buf.clear();
+                            self.body_seen = 0;
+                            if (100..200).contains(&status) {
+                                // Interim (100 Continue): the real one follows.
+                                continue;
+                            }
+                            self.status = status;
+                            match framing {
+                                Framing::Length(0) => return Ok((used, Some(status))),
+                                Framing::Length(len) => {
+                                    if len > self.limits.max_body {
+                                        return Err(HttpError::BodyTooLarge(
+                                            len,
+                                            self.limits.max_body,
+                                        ));
+                                    }
+                                    self.state = State::Body(len);
+                                }
+                                Framing::Chunked => self.state = State::ChunkSize,
+                            }
+                        }
+                        Ok(httparse::Status::Partial) => {
+                            if self.buf.len() > self.limits.max_header {
+                                return Err(HttpError::HeaderTooLarge(self.limits.max_header));
+                            }
+                            used += take;
+                        }
+                        Err(e) => return Err(HttpError::Header(e.to_string())),
+                    }
+                }
+                State::Body(left) => {
+                    let n = (rest.len() as u64).min(left);
+                    used += n as usize;
+                    if n == left {
+                        self.state = State::Header;
+                        return Ok((used, Some(self.status)));
+                    }
+                    self.state = State::Body(left - n);
+                }
+                State::ChunkSize | State::Trailer => {
+                    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+                        if self.buf.len() + rest.len() > MAX_LINE {
+                            return Err(HttpError::Chunk(format!(
+                                "line longer than {MAX_LINE} bytes"
+                            )));
+                        }
+                        self.buf.extend_from_slice(rest);
+                        used += rest.len();
+                        continue;
+                    };
+                    if self.buf.len() + nl > MAX_LINE {
+                        return Err(HttpError::Chunk(format!(
+                            "line longer than {MAX_LINE} bytes"
+                        )));
+                    }
+                    self.buf.extend_from_slice(&rest[..nl]);
+                    used += nl + 1;
+                    let line = std::mem::take(&mut self.buf);
+                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    if self.state == State::Trailer {
+                        if line.is_empty() {
+                            self.state = State::Header;
+                            return Ok((used, Some(self.status)));
+                        }
+                        continue;
+                    }
+                    let size = chunk_size(line)?;
+                    self.body_seen = self.body_seen.saturating_add(size);
+                    if self.body_seen > self.limits.max_body {
+                        return Err(HttpError::BodyTooLarge(
+                            self.body_seen,
+                            self.limits.max_body,
+                        ));
+                    }
+                    self.state = if size == 0 {
+                        State::Trailer
+                    } else {
+                        State::ChunkData(size)
+                    };
+                }
+                State::ChunkData(left) => {
+                    let n = (rest.len() as u64).min(left);
+                    used += n as usize;
+                    self.state = if n == left {
+                        State::ChunkEnd(0)
+                    } else {
+                        State::ChunkData(left - n)
+                    };
+                }
+                State::ChunkEnd(seen) => {
+                    let want: &[u8] = b"\r\n";
+                    if rest[0] != want[seen as usize] {
+                        return Err(HttpError::Chunk("chunk data not followed by CRLF".into()));
+                    }
+                    used += 1;
+                    self.state = if seen == 1 {
+                        State::ChunkSize
+                    } else {
+                        State::ChunkEnd(1)
+                    };
+                }
+            }
+        }
+        Ok((used, None))
+    }
+}
+
+enum Framing {
+    Length(u64),
+    Chunked,
+}
+
+fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<Framing, HttpError> {
+    let mut len: Option<u64> = None;
+    let mut chunked = false;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let s = std::str::from_utf8(h.value)
+                .map_err(|_| HttpError::BadLength(String::from_utf8_lossy(h.value).into()))?
+                .trim();
+            let v: u64 = s
+                .parse()
+                .ok()
+                .filter(|_| s.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| HttpError::BadLength(s.into()))?;
+            if len.is_some_and(|l| l != v) {
+                return Err(HttpError::BadLength(format!(
+                    "{s} (differs from an earlier one)"
+                )));
+            }
+            len = Some(v);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            if v.split(',').next_back().map(str::trim) == Some("chunked") {
+                chunked = true;
+            }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            if v.split(',').any(|t| t.trim() == "close") {
+                return Err(HttpError::Close);
+            }
+        }
+    }
+    if (100..200).contains(&status) || status == 204 || status == 304 {
+        return Ok(Framing::Length(0));
+    }
+    if chunked {
+        return Ok(Framing::Chunked);
+    }
+    len.map(Framing::Length).ok_or(HttpError::NoLength)
+}
+
+fn chunk_size(line: &[u8]) -> Result<u64, HttpError> {
+    let hex = line.split(|&b| b == b';').next().unwrap_or_default();
+    let hex = std::str::from_utf8(hex)
+        .map_err(|_| HttpError::Chunk("chunk size is not text".into()))?
+        .trim();
+    if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(HttpError::Chunk(format!("bad chunk size {hex:?}")));
+    }
+    u64::from_str_radix(hex, 16).map_err(|_| HttpError::Chunk(format!("bad chunk size {hex:?}")))
+}
+
+// ------------------------------------------------------------- server side
+
+static RESPONSE: OnceLock<Vec<u8>> = OnceLock::new();
+
+/// The body size of the fixed response when none was set.
+pub const DEFAULT_RESPONSE_BODY: usize = 13;
+/// Largest fixed response body.
+pub const MAX_RESPONSE_BODY: usize = 16 << 20;
+
+/// Sets the fixed response's body size (once per process, before serving).
+pub fn set_response_body(size: usize) {
+    let _ = RESPONSE.set(build_response(size));
+}
+
+fn build_response(size: usize) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 200 OK\r\nServer: commbench\r\nContent-Type: text/plain\r\nContent-Length: {size}\r\n\r\n"
+    )
+    .into_bytes();
+    r.extend((0..size).map(|i| b"hello, world\n"[i % 13]));
+    r
+}
+
+/// The fixed response our servers send to every request.
+pub fn response() -> &'static [u8] {
+    RESPONSE.get_or_init(|| build_response(DEFAULT_RESPONSE_BODY))
+}
+
+/// Most bytes of one request header the server keeps.
+pub const SERVER_MAX_HEADER: usize = 16 * 1024;
+/// Largest request body the server skips.
+pub const SERVER_MAX_BODY: u64 = 16 << 20;
+
+/// The server's per-connection request splitter: answers every complete
+/// request with the fixed response.
+#[derive(Debug, Clone, Default)]
+pub struct ServerFilter {
+    buf: Vec<u8>,
+    body_left: u64,
+}
+
+impl ServerFilter {
+    /// Feeds received bytes; appends a response per complete request to
+    /// `out`. A malformed or oversized request is an error (close).
+    pub fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        while !input.is_empty() {
+            if self.body_left > 0 {
+                let n = (input.len() as u64).min(self.body_left);
+                self.body_left -= n;
+                input = &input[n as usize..];
+                if self.body_left == 0 {
+                    out.extend_from_slice(response());
+                }
+                continue;
+            }
+            let keep = self.buf.len();
+            let take = input
+                .len()
+                .min(SERVER_MAX_HEADER + 1 - keep.min(SERVER_MAX_HEADER));
+            self.buf.extend_from_slice(&input[..take]);
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut req = httparse::Request::new(&mut headers);
+            match req.parse(&self.buf) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let mut len = 0u64;
+                    for h in req.headers.iter() {
+                        if h.name.eq_ignore_ascii_case("content-length") {
+                            len = std::str::from_utf8(h.value)
+                                .ok()
+                                .and_then(|s| s.trim().parse().ok())
+                                .ok_or("bad Content-Length")?;
+                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                            return Err("chunked request bodies are not served".into());
+                        }
+                    }
+                    if len > SERVER_MAX_BODY {
+                        return Err("request body too large".into());
+                    }
+                    input = &input[n - keep..];
+                    self.buf.clear();
+                    if len == 0 {
+                        out.extend_from_slice(response());
+                    } else {
+                        self.body_left = len;
+                    }
+                }
+                Ok(httparse::Status::Partial) => {
+                    if self.buf.len() > SERVER_MAX_HEADER {
+                        return Err("request header too large".into());
+                    }
+                    input = &input[take..];
+                }
+                Err(e) => return Err(format!("malformed request: {e}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read_all(r: &mut ResponseReader, mut b: &[u8]) -> Result<Vec<u16>, HttpError> {
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let (n, s) = r.feed(b)?;
+            out.extend(s);
+            b = &b[n..];
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn content_length_chunked_and_bodiless_responses() {
+        let stream = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello\
+HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n\
+HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n\
+HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n";
+        let mut r = ResponseReader::new(Limits::default());
+        assert_eq!(read_all(&mut r, stream).unwrap(), vec![200, 404, 204, 503]);
+        let mut c = Counts::default();
+        for s in [200, 404, 204, 503] {
+            c.count(s);
+        }
+        assert_eq!((c.s2xx, c.s4xx, c.s5xx, c.non_2xx()), (2, 1, 1, 2));
+    }
+
+    #[test]
+    fn bad_responses_get_clear_errors() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"HTTP/1.1 200 OK\r\n\r\n", "read to close"),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+                "Content-Length",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                "differs",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                "close",
+            ),
+            (b"HTTX/1.1 200 OK\r\n\r\n", "malformed"),
+            (b"HTTP/1.1 004 NF\r\n\r\n", "status code 4"),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                "chunk size",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naXY",
+                "CRLF",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n",
+                "limit",
+            ),
+        ];
+        for (bytes, want) in cases {
+            let mut r = ResponseReader::new(Limits::default());
+            let e = read_all(&mut r, bytes).unwrap_err().to_string();
+            assert!(
+                e.contains(want),
+                "{:?}: {e}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        // A header that never ends is refused at the bound, not kept.
+        let mut r = ResponseReader::new(Limits {
+            max_header: 100,
+            max_body: 10,
+        });
+        let mut big = b"HTTP/1.1 200 OK\r\n".to_vec();
+        big.extend(std::iter::repeat_n(b'a', 500));
+        assert_eq!(read_all(&mut r, &big), Err(HttpError::HeaderTooLarge(100)));
+        assert!(r.buf.len() <= 101);
+    }
+
+    #[test]
+    fn requests_encode_and_our_server_answers_each() {
+        let req = HttpRequest {
+            path: "/x".into(),
+            headers: vec![parse_header("X-A: 1").unwrap()],
+            body: b"abc".to_vec(),
+            ..Default::default()
+        };
+        let wire = req.encode();
+        assert_eq!(
+            wire,
+            b"GET /x HTTP/1.1\r\nHost: localhost\r\nX-A: 1\r\nContent-Length: 3\r\n\r\nabc"
+        );
+        let mut f = ServerFilter::default();
+        let mut out = Vec::new();
+        let mut twice = wire.clone();
+        twice.extend_from_slice(&wire);
+        for b in twice.chunks(5) {
+            f.feed(b, &mut out).unwrap();
+        }
+        let mut r = ResponseReader::new(Limits::default());
+        assert_eq!(read_all(&mut r, &out).unwrap(), vec![200, 200]);
+        assert!(parse_header("bad header: x").is_err());
+        assert!(parse_header("X: a\r\nb").is_err());
+        assert!(ServerFilter::default()
+            .feed(b"NOT HTTP\r\n\r\n", &mut out)
+            .is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_same_responses(
+            cuts in proptest::collection::vec(1usize..40, 1..30),
+            chunks in proptest::collection::vec(0usize..50, 1..6),
+        ) {
+            let mut stream = Vec::new();
+            let mut want = Vec::new();
+            for (i, &c) in chunks.iter().enumerate() {
+                if i % 2 == 0 {
+                    stream.extend_from_slice(format!("HTTP/1.1 200 OK\r\nContent-Length: {c}\r\n\r\n").as_bytes());
+                    stream.extend(std::iter::repeat_n(b'x', c));
+                    want.push(200);
+                } else {
+                    stream.extend_from_slice(b"HTTP/1.1 302 Found\r\nTransfer-Encoding: chunked\r\n\r\n");
+                    if c > 0 {
+                        stream.extend_from_slice(format!("{c:x}\r\n").as_bytes());
+                        stream.extend(std::iter::repeat_n(b'y', c));
+                        stream.extend_from_slice(b"\r\n");
+                    }
+                    stream.extend_from_slice(b"0\r\n\r\n");
+                    want.push(302);
+                }
+            }
+            let mut r = ResponseReader::new(Limits::default());
+            let mut got = Vec::new();
+            let mut rest = &stream[..];
+            let mut k = 0;
+            while !rest.is_empty() {
+                let n = cuts[k % cuts.len()].min(rest.len());
+                let mut piece = &rest[..n];
+                while !piece.is_empty() {
+                    let (u, s) = r.feed(piece).unwrap();
+                    got.extend(s);
+                    piece = &piece[u..];
+                }
+                rest = &rest[n..];
+                k += 1;
+            }
+            prop_assert_eq!(got, want);
+        }
+    }
+}

@@ -1,0 +1,965 @@
+//! Open-loop load: requests leave on a schedule that does not wait for
+//! the server (wrk2's `-R`, tcpkali's `-r`), so a server that stalls is
+//! charged for every request it delayed, not just the one it held
+//! (coordinated omission).
+//!
+//! Each connection has an absolute schedule on the TSC: request n is due
+//! at `start + (n + phase) · period` (cbr) or at `start` plus the sum of n
+//! exponential gaps of mean `period` (poisson, a fixed seed per
+//! connection); the schedule never moves with the time a send took. The
+//! event loop sleeps in `epoll_pwait2` (timer slack 1 ns) until shortly
+//! before the next due time, polls the sockets without sleeping until the
+//! last microseconds, then busy-waits them with the core's TSC wait
+//! ([`commbench_core::delay::spin_until`]).
+//!
+//! A connection keeps at most `in_flight` requests outstanding; a request
+//! due while the window is full waits in the generator (the server is
+//! slow: that wait is part of its corrected latency, not generator lag).
+//! Every completed request gives three numbers:
+//! - corrected latency: response complete − intended send time;
+//! - raw latency: response complete − the write that finished sending it;
+//! - schedule lag (requests sent the moment they were due): the write −
+//!   intended time, i.e. how late the generator itself was.
+//!
+//! Phases: warm-up (served, not recorded), measured (requests due in the
+//! window are recorded), drain (outstanding requests finish, bounded by
+//! the run's timeout).
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use commbench_core::clock;
+use commbench_core::delay::spin_until;
+use commbench_core::estimate::Rng;
+use commbench_core::placement::CpuList;
+use commbench_core::stats::LatencyHistogram;
+use commbench_core::sys::{self, Epoll};
+
+use crate::http1::{self, ResponseReader};
+use crate::load::{LoadConfig, Pattern, Rounds};
+use crate::net;
+use crate::protocol::{self, Protocol};
+use crate::{MuxError, Result};
+
+/// How requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Constant bit rate: evenly spaced.
+    Cbr,
+    /// A Poisson process (exponential gaps).
+    Poisson,
+}
+
+impl Arrivals {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arrivals::Cbr => "cbr",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+/// The open-loop settings of a run.
+#[derive(Debug, Clone)]
+pub struct OpenConfig {
+    /// Requests per second over all active connections; None: closed
+    /// loop (each connection sends `rounds` requests, the next as soon as
+    /// a window slot frees, like wrk).
+    pub rate: Option<f64>,
+    pub arrivals: Arrivals,
+    /// Requests outstanding per connection at most (pipelining).
+    pub in_flight: usize,
+    /// Unrecorded load before the measured window.
+    pub warmup: Duration,
+    /// The measured window.
+    pub duration: Duration,
+    /// Bound on the p99 schedule lag: beyond it the run is marked as
+    /// having measured the generator.
+    pub max_lag: Duration,
+}
+
+/// Most requests outstanding per connection.
+pub const MAX_IN_FLIGHT: usize = 1024;
+/// Highest rate accepted (requests/s over all connections).
+pub const MAX_RATE: f64 = 100e6;
+/// Most requests one run may schedule (rate × (warm-up + duration)):
+/// bounds the run's length in count as well as in time.
+pub const MAX_REQUESTS: f64 = 2e9;
+/// The achieved rate must be within this fraction of the asked one.
+pub const RATE_TOLERANCE: f64 = 0.01;
+
+/// Busy-poll the sockets (no sleep) this close to the next due time.
+const POLL_WINDOW_NS: f64 = 60_000.0;
+/// Busy-wait the TSC (no system call) this close to it.
+const SPIN_WINDOW_NS: f64 = 2_000.0;
+
+impl OpenConfig {
+    /// A closed loop with `in_flight` requests outstanding per connection.
+    pub fn closed(in_flight: usize) -> OpenConfig {
+        OpenConfig {
+            rate: None,
+            arrivals: Arrivals::Cbr,
+            in_flight,
+            warmup: Duration::ZERO,
+            duration: Duration::ZERO,
+            max_lag: Duration::from_millis(1),
+        }
+    }
+
+    pub fn validate(&self, active: usize) -> std::result::Result<(), String> {
+        if !(1..=MAX_IN_FLIGHT).contains(&self.in_flight) {
+            return Err(format!(
+                "--in-flight must be 1..={MAX_IN_FLIGHT}, got {}",
+                self.in_flight
+            ));
+        }
+        let Some(rate) = self.rate else {
+            return Ok(());
+        };
+        if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
+            return Err(format!(
+                "--rate must be 0 < requests/s <= {MAX_RATE:.0}, got {rate}"
+            ));
+        }
+        if self.duration.is_zero() {
+            return Err("--duration must be positive".into());
+        }
+        let total = rate * (self.warmup + self.duration).as_secs_f64();
+        if total > MAX_REQUESTS {
+            return Err(format!(
+                "--rate × (--warmup + --duration) schedules {total:.0} requests, more than {MAX_REQUESTS:.0}: shorten the run"
+            ));
+        }
+        if rate / (active as f64) < 1e-3 {
+            return Err(format!(
+                "--rate {rate} over {active} active connections is under one request per 1000 s per connection: raise --rate or lower --active"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One connection's absolute schedule, in TSC ticks.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    start: u64,
+    /// Mean ticks between this connection's requests.
+    period: f64,
+    /// Offset of request 0 in periods (cbr), so that connections interleave.
+    phase: f64,
+    arrivals: Arrivals,
+    rng: Rng,
+    /// Requests issued so far.
+    n: u64,
+    /// Poisson: periods elapsed since `start` up to the next arrival.
+    acc: f64,
+    next: u64,
+}
+
+impl Schedule {
+    pub fn new(start: u64, period: f64, phase: f64, arrivals: Arrivals, seed: u64) -> Schedule {
+        let mut s = Schedule {
+            start,
+            period,
+            phase,
+            arrivals,
+            rng: Rng::new(seed),
+            n: 0,
+            acc: 0.0,
+            next: 0,
+        };
+        s.next = s.compute();
+        s
+    }
+    fn compute(&mut self) -> u64 {
+        match self.arrivals {
+            Arrivals::Cbr => self.start + ((self.n as f64 + self.phase) * self.period) as u64,
+            Arrivals::Poisson => {
+                // Inverse transform of a uniform in (0, 1].
+                self.acc += -(1.0 - self.rng.next_f64()).ln();
+                self.start + (self.acc * self.period) as u64
+            }
+        }
+    }
+    /// The intended send time of the next request.
+    #[inline]
+    pub fn due(&self) -> u64 {
+        self.next
+    }
+    /// Moves to the following request (whenever the last one left).
+    #[inline]
+    pub fn advance(&mut self) {
+        self.n += 1;
+        self.next = self.compute();
+    }
+}
+
+/// Latency from the intended send time (corrected) and from the write
+/// (raw), in ticks. Clock reads never go backwards on one CPU; across
+/// CPUs a small negative difference is taken as zero.
+#[inline]
+pub fn latencies(intended: u64, written: u64, done: u64) -> (u64, u64) {
+    (done.saturating_sub(intended), done.saturating_sub(written))
+}
+
+/// What an open-loop run measured beyond [`Rounds`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenOut {
+    pub corrected: LatencyHistogram,
+    pub raw: LatencyHistogram,
+    pub lag: LatencyHistogram,
+    /// Requests due in the measured window.
+    pub scheduled: u64,
+    /// Of those, completed (and recorded).
+    pub completed: u64,
+    /// Requests that waited in the generator for a free in-flight slot.
+    pub held: u64,
+    pub measured_s: f64,
+    /// Measured requests sent, and the first and last send (TSC ticks).
+    pub sent: u64,
+    pub first_send: u64,
+    pub last_send: u64,
+    /// HTTP status classes and errors (empty for echo protocols).
+    pub http: http1::Counts,
+}
+
+impl OpenOut {
+    /// The rate the measured requests actually left at: (n − 1) over
+    /// the span from the first send to the last (requests/s); None with
+    /// fewer than two.
+    pub fn achieved_rate(&self) -> Option<f64> {
+        if self.sent < 2 || self.last_send <= self.first_send {
+            return None;
+        }
+        let span_s = clock::tsc().ticks_to_ns(self.last_send - self.first_send) / 1e9;
+        Some((self.sent - 1) as f64 / span_s)
+    }
+
+    fn merge(&mut self, o: &OpenOut) {
+        self.corrected.merge(&o.corrected);
+        self.raw.merge(&o.raw);
+        self.lag.merge(&o.lag);
+        self.scheduled += o.scheduled;
+        self.completed += o.completed;
+        self.held += o.held;
+        if o.sent > 0 {
+            self.first_send = if self.sent == 0 {
+                o.first_send
+            } else {
+                self.first_send.min(o.first_send)
+            };
+            self.last_send = self.last_send.max(o.last_send);
+            self.sent += o.sent;
+        }
+        self.measured_s = self.measured_s.max(o.measured_s);
+        self.http.merge(&o.http);
+    }
+}
+
+/// One request on its way.
+#[derive(Debug, Clone, Copy)]
+struct Req {
+    intended: u64,
+    /// When its last byte was written (0: not yet).
+    written: u64,
+    /// Byte offset in the connection's output stream where it ends.
+    end: u64,
+    measured: bool,
+}
+
+/// What a connection expects back.
+enum Reader {
+    /// `size` bytes per request, equal to what was sent.
+    Echo {
+        recvd: usize,
+    },
+    Http(Box<ResponseReader>),
+}
+
+struct OConn {
+    fd: RawFd,
+    idx: usize,
+    sched: Schedule,
+    /// Due but not yet sent (window full).
+    backlog: VecDeque<(u64, bool)>,
+    /// Sent (or being sent), oldest first.
+    flight: VecDeque<Req>,
+    out: Vec<u8>,
+    out_off: usize,
+    /// Bytes written so far on this connection.
+    written: u64,
+    /// Bytes queued so far.
+    queued: u64,
+    /// Requests queued (sequence numbers for the echo pattern).
+    seq_sent: u64,
+    seq_done: u64,
+    reader: Reader,
+    want_out: bool,
+    /// Scheduling ended for this connection.
+    ended: bool,
+}
+
+/// The bytes of request `seq` on connection `idx`.
+fn request_bytes<'a>(
+    proto: Protocol,
+    pattern: &'a Pattern,
+    scratch: &'a mut Vec<u8>,
+    http: Option<&'a [u8]>,
+    idx: usize,
+    seq: u64,
+) -> &'a [u8] {
+    match proto {
+        Protocol::Raw => pattern.message(idx, seq),
+        Protocol::Sockperf => {
+            scratch.clear();
+            scratch.extend_from_slice(pattern.message(idx, seq));
+            let len = scratch.len() as u32;
+            protocol::write_ping_header(scratch, seq + 1, len);
+            scratch
+        }
+        Protocol::Http1 => http.unwrap_or_default(),
+    }
+}
+
+/// Runs the open loop on the first `cfg.active` connections of `fds`.
+pub fn run(cfg: &LoadConfig, open: &OpenConfig, fds: &[RawFd]) -> Result<Rounds> {
+    let active = cfg.active.min(fds.len());
+    let fds = &fds[..active];
+    let pattern = Arc::new(Pattern::new(cfg.size));
+    let threads = cfg.load_threads.clamp(1, fds.len().max(1));
+    let chunk = fds.len().div_ceil(threads).max(1);
+    let parts: Vec<&[RawFd]> = fds.chunks(chunk).collect();
+    let tsc = clock::tsc();
+    // Every thread starts on one common tick, far enough ahead for the
+    // threads to be running.
+    let lead = Duration::from_millis(20);
+    let start = clock::rdtsc() + tsc.ns_to_ticks(lead.as_nanos() as f64);
+    let (period, measure_from, end) = match open.rate {
+        Some(rate) => {
+            let measure_from = start + tsc.ns_to_ticks(open.warmup.as_nanos() as f64);
+            (
+                tsc.hz() / (rate / active.max(1) as f64),
+                measure_from,
+                measure_from + tsc.ns_to_ticks(open.duration.as_nanos() as f64),
+            )
+        }
+        None => (0.0, start, u64::MAX),
+    };
+    let barrier = Arc::new(Barrier::new(parts.len().max(1)));
+    let u0 = commbench_core::rusage::Usage::process();
+    let t0 = Instant::now();
+    let deadline = t0 + lead + open.warmup + open.duration + cfg.timeout;
+    let http_req = match cfg.protocol {
+        Protocol::Http1 => Some(cfg.http.encode()),
+        _ => None,
+    };
+    let results: Vec<Result<(Rounds, OpenOut)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .iter()
+            .copied()
+            .enumerate()
+            .map(|(t, part)| {
+                let barrier = barrier.clone();
+                let pattern = pattern.clone();
+                let cpus = cfg.cpus.clone();
+                let base = t * chunk;
+                let http_req = http_req.as_deref();
+                s.spawn(move || {
+                    if let Some(c) = &cpus {
+                        let cpu = c.cpus()[t % c.cpus().len()];
+                        let _ = CpuList::from_cpus(vec![cpu]).pin_current_thread();
+                    }
+                    // Wake timed waits when asked, not up to 50 µs later.
+                    sys::set_timer_slack_ns(1);
+                    let lp = Loop {
+                        cfg,
+                        open,
+                        base,
+                        active,
+                        period,
+                        start,
+                        measure_from,
+                        end,
+                        deadline,
+                        pattern: &pattern,
+                        http_req,
+                    };
+                    barrier.wait();
+                    lp.run(part)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(MuxError::Load("a load thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut rounds = Rounds {
+        round_trips: 0,
+        wall_s: t0.elapsed().as_secs_f64(),
+        latency: LatencyHistogram::new(),
+        usage: commbench_core::rusage::Usage::process().since(&u0),
+        waits: 0,
+        events: 0,
+        bytes: 0,
+        open: None,
+    };
+    let mut out = OpenOut::default();
+    for r in results {
+        let (r, o) = r?;
+        rounds.round_trips += r.round_trips;
+        rounds.waits += r.waits;
+        rounds.events += r.events;
+        rounds.bytes += r.bytes;
+        rounds.latency.merge(&r.latency);
+        out.merge(&o);
+    }
+    out.measured_s = match open.rate {
+        Some(_) => tsc.ticks_to_ns(end - measure_from) / 1e9,
+        None => rounds.wall_s,
+    };
+    rounds.open = Some(out);
+    Ok(rounds)
+}
+
+struct Loop<'a> {
+    cfg: &'a LoadConfig,
+    open: &'a OpenConfig,
+    base: usize,
+    active: usize,
+    period: f64,
+    start: u64,
+    measure_from: u64,
+    end: u64,
+    deadline: Instant,
+    pattern: &'a Pattern,
+    http_req: Option<&'a [u8]>,
+}
+
+impl Loop<'_> {
+    fn run(&self, fds: &[RawFd]) -> Result<(Rounds, OpenOut)> {
+        let cfg = self.cfg;
+        let io_err = |what: &str, e: io::Error| MuxError::Io(what.to_string(), e);
+        let ep = Epoll::new().map_err(|e| io_err("epoll_create", e))?;
+        let mut conns: Vec<OConn> = fds
+            .iter()
+            .enumerate()
+            .map(|(i, &fd)| {
+                let idx = self.base + i;
+                OConn {
+                    fd,
+                    idx,
+                    sched: Schedule::new(
+                        self.start,
+                        self.period,
+                        idx as f64 / self.active.max(1) as f64,
+                        self.open.arrivals,
+                        0x6d75_785f_6f70_656e ^ (idx as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                    ),
+                    backlog: VecDeque::new(),
+                    flight: VecDeque::with_capacity(self.open.in_flight),
+                    out: Vec::new(),
+                    out_off: 0,
+                    written: 0,
+                    queued: 0,
+                    seq_sent: 0,
+                    seq_done: 0,
+                    reader: match cfg.protocol {
+                        Protocol::Http1 => {
+                            Reader::Http(Box::new(ResponseReader::new(cfg.http.limits())))
+                        }
+                        _ => Reader::Echo { recvd: 0 },
+                    },
+                    want_out: false,
+                    ended: false,
+                }
+            })
+            .collect();
+        let closed = self.open.rate.is_none();
+        let mut heap: BinaryHeap<std::cmp::Reverse<(u64, u32)>> = BinaryHeap::new();
+        for (i, c) in conns.iter().enumerate() {
+            ep.add(c.fd, i as u64, sys::IN)
+                .map_err(|e| io_err("epoll_ctl", e))?;
+            if !closed {
+                heap.push(std::cmp::Reverse((c.sched.due(), i as u32)));
+            }
+        }
+        let tsc = clock::tsc();
+        let poll_window = tsc.ns_to_ticks(POLL_WINDOW_NS);
+        let spin_window = tsc.ns_to_ticks(SPIN_WINDOW_NS);
+        let mut events = sys::new_events(1024);
+        let mut rbuf = vec![0u8; 64 * 1024];
+        let mut scratch = Vec::new();
+        let mut st = LoopStats::default();
+        let mut outstanding: usize = 0;
+        if closed {
+            spin_until(self.start);
+            for (i, c) in conns.iter_mut().enumerate() {
+                outstanding += self.refill(c, &mut st);
+                self.issue(&ep, c, i, &mut scratch, &mut st, None)?;
+            }
+        }
+        loop {
+            // Send everything due.
+            let mut now = clock::rdtsc();
+            while let Some(&std::cmp::Reverse((due, i))) = heap.peek() {
+                if due > now {
+                    break;
+                }
+                heap.pop();
+                let c = &mut conns[i as usize];
+                let measured = due >= self.measure_from;
+                if measured {
+                    st.out.scheduled += 1;
+                }
+                c.backlog.push_back((due, measured));
+                outstanding += 1;
+                c.sched.advance();
+                if c.sched.due() < self.end {
+                    heap.push(std::cmp::Reverse((c.sched.due(), i)));
+                } else {
+                    c.ended = true;
+                }
+                self.issue(&ep, c, i as usize, &mut scratch, &mut st, Some(due))?;
+                now = clock::rdtsc();
+            }
+            if heap.is_empty() && outstanding == 0 {
+                break;
+            }
+            if Instant::now() > self.deadline {
+                return Err(MuxError::Stalled(if closed {
+                    format!(
+                        "{outstanding} requests unanswered after {:?}: the server stopped answering or the machine is too loaded; raise --timeout",
+                        self.cfg.timeout
+                    )
+                } else {
+                    format!(
+                        "{outstanding} requests still unanswered {:?} after the schedule ended: the server stopped answering or the machine is too loaded; raise --timeout",
+                        self.cfg.timeout
+                    )
+                }));
+            }
+            // Wait for responses until the next request is due.
+            let next = heap.peek().map(|r| r.0 .0);
+            let ready = match next {
+                Some(d) if d > now + poll_window => {
+                    let ns = tsc.ticks_to_ns(d - now - poll_window / 2) as u64;
+                    st.waits += 1;
+                    ep.wait_ns(&mut events, ns)
+                        .map_err(|e| io_err("epoll_pwait2", e))?
+                }
+                Some(d) if d > now + spin_window => {
+                    st.waits += 1;
+                    ep.wait(&mut events, 0)
+                        .map_err(|e| io_err("epoll_wait", e))?
+                }
+                Some(d) => {
+                    spin_until(d);
+                    continue;
+                }
+                None => {
+                    st.waits += 1;
+                    ep.wait(&mut events, 100)
+                        .map_err(|e| io_err("epoll_wait", e))?
+                }
+            };
+            st.events += ready.len() as u64;
+            for e in ready {
+                let i = sys::event_token(e) as usize;
+                let bits = sys::event_bits(e);
+                let c = &mut conns[i];
+                if bits & sys::OUT != 0 {
+                    self.flush(&ep, c, i, &mut st)?;
+                }
+                if bits & (sys::IN | sys::ERR) != 0 {
+                    let done = self.receive(c, &mut rbuf, &mut st)?;
+                    outstanding -= done;
+                    if closed {
+                        outstanding += self.refill(c, &mut st);
+                    }
+                    if done > 0 && !c.backlog.is_empty() {
+                        self.issue(&ep, c, i, &mut scratch, &mut st, None)?;
+                    }
+                }
+            }
+        }
+        st.out.completed = st.out.corrected.len();
+        Ok((
+            Rounds {
+                round_trips: st.completed_all,
+                wall_s: 0.0,
+                latency: st.out.raw.clone(),
+                usage: Default::default(),
+                waits: st.waits,
+                events: st.events,
+                bytes: st.bytes,
+                open: None,
+            },
+            st.out,
+        ))
+    }
+
+    /// Closed loop: queues requests up to the window while the
+    /// connection's count lasts; returns how many were queued.
+    fn refill(&self, c: &mut OConn, st: &mut LoopStats) -> usize {
+        let mut n = 0;
+        while c.flight.len() + c.backlog.len() < self.open.in_flight
+            && c.seq_sent + (c.backlog.len() as u64) < self.cfg.rounds
+        {
+            c.backlog.push_back((clock::rdtsc(), true));
+            st.out.scheduled += 1;
+            n += 1;
+        }
+        if c.seq_sent + c.backlog.len() as u64 >= self.cfg.rounds {
+            c.ended = true;
+        }
+        n
+    }
+
+    /// Moves backlog requests into the window and writes them. `due`: the
+    /// intended time of the request that just fell due (its lag is the
+    /// generator's own lateness); requests that waited for a window slot
+    /// are counted as held instead.
+    fn issue(
+        &self,
+        ep: &Epoll,
+        c: &mut OConn,
+        token: usize,
+        scratch: &mut Vec<u8>,
+        st: &mut LoopStats,
+        due: Option<u64>,
+    ) -> Result<()> {
+        while c.flight.len() < self.open.in_flight {
+            let Some((intended, measured)) = c.backlog.pop_front() else {
+                break;
+            };
+            let on_time = due == Some(intended);
+            let bytes = request_bytes(
+                self.cfg.protocol,
+                self.pattern,
+                scratch,
+                self.http_req,
+                c.idx,
+                c.seq_sent,
+            );
+            if c.out_off == c.out.len() {
+                c.out.clear();
+                c.out_off = 0;
+            }
+            c.out.extend_from_slice(bytes);
+            c.queued += bytes.len() as u64;
+            c.seq_sent += 1;
+            c.flight.push_back(Req {
+                intended,
+                written: 0,
+                end: c.queued,
+                measured,
+            });
+            let now = clock::rdtsc();
+            if measured {
+                if st.out.sent == 0 {
+                    st.out.first_send = now;
+                }
+                st.out.last_send = now;
+                st.out.sent += 1;
+            }
+            if measured && self.open.rate.is_some() {
+                if on_time {
+                    let lag = now.saturating_sub(intended);
+                    st.out.lag.record_ns(clock::tsc().ticks_to_ns(lag) as u64);
+                } else {
+                    st.out.held += 1;
+                }
+            }
+            self.flush(ep, c, token, st)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what it can of the connection's output.
+    fn flush(&self, ep: &Epoll, c: &mut OConn, token: usize, st: &mut LoopStats) -> Result<()> {
+        while c.out_off < c.out.len() {
+            match net::write(c.fd, &c.out[c.out_off..]) {
+                Ok(n) => {
+                    let t = clock::rdtsc();
+                    c.out_off += n;
+                    c.written += n as u64;
+                    st.bytes += n as u64;
+                    for r in c.flight.iter_mut().rev() {
+                        if r.written != 0 {
+                            break;
+                        }
+                        if r.end <= c.written {
+                            r.written = t;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(MuxError::ServerClosed(format!(
+                        "connection {} failed sending request {}: {e}",
+                        c.idx, c.seq_sent
+                    )))
+                }
+            }
+        }
+        let want_out = c.out_off < c.out.len();
+        if want_out != c.want_out {
+            let ev = if want_out {
+                sys::IN | sys::OUT
+            } else {
+                sys::IN
+            };
+            ep.modify(c.fd, token as u64, ev)
+                .map_err(|e| MuxError::Io("epoll_ctl".into(), e))?;
+            c.want_out = want_out;
+        }
+        Ok(())
+    }
+
+    /// Reads responses; returns how many requests completed.
+    fn receive(&self, c: &mut OConn, rbuf: &mut [u8], st: &mut LoopStats) -> Result<usize> {
+        let cfg = self.cfg;
+        let mut done = 0;
+        loop {
+            let n = match net::read(c.fd, rbuf) {
+                Ok(0) => {
+                    if c.flight.is_empty() && c.backlog.is_empty() && c.ended {
+                        return Ok(done);
+                    }
+                    if let Reader::Http(_) = c.reader {
+                        st.out.http.resets += 1;
+                    }
+                    return Err(MuxError::ServerClosed(format!(
+                        "connection {} closed by the server with {} requests outstanding",
+                        c.idx,
+                        c.flight.len() + c.backlog.len()
+                    )));
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(done),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if let Reader::Http(_) = c.reader {
+                        st.out.http.resets += 1;
+                    }
+                    return Err(MuxError::ServerClosed(format!(
+                        "connection {} failed: {e}",
+                        c.idx
+                    )));
+                }
+            };
+            let now = clock::rdtsc();
+            let mut input = &rbuf[..n];
+            while !input.is_empty() {
+                if c.flight.is_empty() {
+                    return Err(MuxError::Corrupt(format!(
+                        "connection {}: {} bytes arrived with no request outstanding",
+                        c.idx,
+                        input.len()
+                    )));
+                }
+                let complete = match &mut c.reader {
+                    Reader::Echo { recvd } => {
+                        let want = cfg.size - *recvd;
+                        let take = want.min(input.len());
+                        let mut scratch = Vec::new();
+                        let sent = request_bytes(
+                            cfg.protocol,
+                            self.pattern,
+                            &mut scratch,
+                            None,
+                            c.idx,
+                            c.seq_done,
+                        );
+                        if let Some(at) =
+                            protocol::mismatch(cfg.protocol, sent, *recvd, &input[..take])
+                        {
+                            return Err(MuxError::Corrupt(format!(
+                                "connection {} request {}: echoed bytes differ from those sent at byte {at}",
+                                c.idx,
+                                c.seq_done + 1
+                            )));
+                        }
+                        *recvd += take;
+                        input = &input[take..];
+                        if *recvd == cfg.size {
+                            *recvd = 0;
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Reader::Http(r) => {
+                        let (used, resp) = r.feed(input).map_err(|e| {
+                            st.out.http.errors += 1;
+                            MuxError::Corrupt(format!(
+                                "connection {} response {}: {e}",
+                                c.idx,
+                                c.seq_done + 1
+                            ))
+                        })?;
+                        input = &input[used..];
+                        match resp {
+                            Some(status) => {
+                                st.out.http.count(status);
+                                true
+                            }
+                            None => false,
+                        }
+                    }
+                };
+                if complete {
+                    let Some(r) = c.flight.pop_front() else {
+                        break;
+                    };
+                    c.seq_done += 1;
+                    done += 1;
+                    st.completed_all += 1;
+                    if r.measured {
+                        let tsc = clock::tsc();
+                        // A response cannot complete before its request
+                        // was written; if the write time was not seen
+                        // (written in the same call), use now.
+                        let written = if r.written == 0 { now } else { r.written };
+                        let (cor, raw) = latencies(r.intended, written, now);
+                        st.out.corrected.record_ns(tsc.ticks_to_ns(cor) as u64);
+                        st.out.raw.record_ns(tsc.ticks_to_ns(raw) as u64);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct LoopStats {
+    out: OpenOut,
+    completed_all: u64,
+    waits: u64,
+    events: u64,
+    bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cbr_schedule_is_absolute_and_never_drifts() {
+        // 1000 ticks per request, phase 0.25: request n at 1_000_000 +
+        // (n + 0.25) · 1000, exactly, however late each send was.
+        let mut s = Schedule::new(1_000_000, 1000.0, 0.25, Arrivals::Cbr, 1);
+        for n in 0..1_000_000u64 {
+            assert_eq!(s.due(), 1_000_000 + 250 + n * 1000);
+            s.advance();
+        }
+        // A non-integer period accumulates no rounding error either.
+        let mut s = Schedule::new(0, 333.3, 0.0, Arrivals::Cbr, 1);
+        for _ in 0..3_000_000 {
+            s.advance();
+        }
+        assert_eq!(s.due(), (3_000_000f64 * 333.3) as u64);
+    }
+
+    #[test]
+    fn poisson_schedule_has_the_asked_mean_and_exponential_gaps() {
+        let mut s = Schedule::new(0, 1000.0, 0.0, Arrivals::Poisson, 42);
+        let n = 200_000u64;
+        let mut prev = s.due();
+        let mut gaps = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            s.advance();
+            gaps.push((s.due() - prev) as f64);
+            prev = s.due();
+        }
+        let mean = gaps.iter().sum::<f64>() / n as f64;
+        assert!((mean - 1000.0).abs() < 10.0, "mean gap {mean}");
+        // Exponential: P(gap > mean) = e^-1.
+        let above = gaps.iter().filter(|&&g| g > 1000.0).count() as f64 / n as f64;
+        assert!(
+            (above - (-1f64).exp()).abs() < 0.01,
+            "share above mean {above}"
+        );
+        // Same seed, same schedule.
+        let mut a = Schedule::new(5, 10.0, 0.0, Arrivals::Poisson, 9);
+        let mut b = Schedule::new(5, 10.0, 0.0, Arrivals::Poisson, 9);
+        for _ in 0..100 {
+            assert_eq!(a.due(), b.due());
+            a.advance();
+            b.advance();
+        }
+    }
+
+    #[test]
+    fn corrected_latency_counts_from_the_intended_time() {
+        // Due at 100, written at 150 (50 late), answered at 400.
+        assert_eq!(latencies(100, 150, 400), (300, 250));
+        // A stalled server: requests due every 10 ticks from 0 while the
+        // server answers nothing until 1000; one request in flight. The
+        // first (written on time) and the ones written after the stall
+        // (as soon as the window frees) all complete near 1000; the
+        // corrected figures fall from 1000 in steps of the period, the raw
+        // ones stay small except the first.
+        let mut corrected = Vec::new();
+        let mut raw = Vec::new();
+        let mut t = 1000u64;
+        for n in 0..100u64 {
+            let intended = n * 10;
+            let written = if n == 0 { 0 } else { t };
+            t += 1; // each answered 1 tick after its write
+            let (c, r) = latencies(intended, written, t);
+            corrected.push(c);
+            raw.push(r);
+        }
+        assert_eq!(corrected[0], 1001);
+        assert_eq!(raw[0], 1001);
+        assert!(raw[1..].iter().all(|&r| r == 1));
+        assert!(corrected.windows(2).all(|w| w[1] < w[0]));
+        // Clock reads from two CPUs a little out of step never go negative.
+        assert_eq!(latencies(500, 520, 510), (10, 0));
+    }
+
+    #[test]
+    fn bad_settings_are_refused_with_the_reason() {
+        let ok = OpenConfig {
+            rate: Some(1000.0),
+            arrivals: Arrivals::Cbr,
+            in_flight: 1,
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(1),
+            max_lag: Duration::from_millis(1),
+        };
+        assert!(ok.validate(10).is_ok());
+        let e = OpenConfig {
+            rate: Some(0.0),
+            ..ok.clone()
+        }
+        .validate(10)
+        .unwrap_err();
+        assert!(e.contains("--rate"), "{e}");
+        let e = OpenConfig {
+            in_flight: 0,
+            ..ok.clone()
+        }
+        .validate(10)
+        .unwrap_err();
+        assert!(e.contains("--in-flight"), "{e}");
+        let e = OpenConfig {
+            rate: Some(1e8),
+            duration: Duration::from_secs(3600),
+            ..ok.clone()
+        }
+        .validate(10)
+        .unwrap_err();
+        assert!(e.contains("shorten"), "{e}");
+    }
+}
