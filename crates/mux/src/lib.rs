@@ -133,6 +133,9 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             y: "corrected_p99_ns",
             series: &["engine", "lookup", "conns", "protocol"],
             filter: None,
+            x_label: "offered rate (requests/s)",
+            y_label: "",
+            reference: None,
         },
     ]
 }

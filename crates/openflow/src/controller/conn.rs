@@ -125,7 +125,7 @@ const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
 /// Reads per connection per turn.
 const READ_BUDGET: usize = 4;
-const READ_CHUNK: usize = 262_144;
+const READ_CHUNK: usize = 65536;
 
 impl WorkerCtx {
     pub(super) fn run(self) -> ControllerStats {
