@@ -388,8 +388,12 @@ pub fn start(
                 .arg(body.to_string())
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
+                // Headroom over the load's connections: the readiness
+                // probe's connection may not have been reaped yet when the
+                // load's last one arrives (seen: "connection 19 closed by
+                // the server" at --conns 20 under CI load).
                 .arg("--max-conns")
-                .arg(conns.to_string())
+                .arg((conns + 64).to_string())
                 .arg("--buf")
                 .arg("4096")
                 .arg("--control")
