@@ -1013,24 +1013,7 @@ pub fn summary_table(report: &MuxReport) -> String {
             },
         ]);
     }
-    let w: Vec<usize> = (0..header.len())
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i < 2 || i == header.len() - 1 {
-                    format!("{c:<w$}", w = w[i])
-                } else {
-                    format!("{c:>w$}", w = w[i])
-                }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
+    out.push_str(&aligned(&rows));
     for (e, why) in &report.skipped {
         out.push_str(&format!("{e}: skipped: {why}\n"));
     }
@@ -1095,15 +1078,31 @@ fn open_table(report: &MuxReport) -> String {
         }
     }
     let mut out = String::new();
-    let w: Vec<usize> = (0..header.len())
+    out.push_str(&aligned(&rows));
+    out.push_str("latencies in µs; corr = from the intended send time (coordinated omission corrected), raw = from the write\n");
+    for n in notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    for (e, why) in &report.skipped {
+        out.push_str(&format!("{e}: skipped: {why}\n"));
+    }
+    out
+}
+
+/// Rows as aligned columns: the first two and the last left-aligned (names
+/// and status), the numbers between right-aligned.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let cols = rows.first().map_or(0, Vec::len);
+    let w: Vec<usize> = (0..cols)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
         .collect();
-    for row in &rows {
+    let mut out = String::new();
+    for row in rows {
         let line: Vec<String> = row
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                if i < 2 || i == header.len() - 1 {
+                if i < 2 || i + 1 == cols {
                     format!("{c:<w$}", w = w[i])
                 } else {
                     format!("{c:>w$}", w = w[i])
@@ -1112,13 +1111,6 @@ fn open_table(report: &MuxReport) -> String {
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
-    }
-    out.push_str("latencies in µs; corr = from the intended send time (coordinated omission corrected), raw = from the write\n");
-    for n in notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
-    for (e, why) in &report.skipped {
-        out.push_str(&format!("{e}: skipped: {why}\n"));
     }
     out
 }

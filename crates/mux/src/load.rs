@@ -550,16 +550,27 @@ fn send_some(
             }
         }
     }
-    let want_out = c.sent < msg.len();
-    if want_out != c.want_out {
+    arm_out(ep, c.fd, token, c.sent < msg.len(), &mut c.want_out)
+}
+
+/// Asks epoll for EPOLLOUT on `fd` while it has bytes left to write
+/// (`want_out`), with one epoll_ctl only when that changes (`armed`).
+pub(crate) fn arm_out(
+    ep: &Epoll,
+    fd: RawFd,
+    token: usize,
+    want_out: bool,
+    armed: &mut bool,
+) -> Result<()> {
+    if want_out != *armed {
         let ev = if want_out {
             sys::IN | sys::OUT
         } else {
             sys::IN
         };
-        ep.modify(c.fd, token as u64, ev)
+        ep.modify(fd, token as u64, ev)
             .map_err(|e| MuxError::Io("epoll_ctl".into(), e))?;
-        c.want_out = want_out;
+        *armed = want_out;
     }
     Ok(())
 }

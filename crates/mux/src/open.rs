@@ -712,17 +712,7 @@ impl Loop<'_> {
             }
         }
         let want_out = c.out_off < c.out.len();
-        if want_out != c.want_out {
-            let ev = if want_out {
-                sys::IN | sys::OUT
-            } else {
-                sys::IN
-            };
-            ep.modify(c.fd, token as u64, ev)
-                .map_err(|e| MuxError::Io("epoll_ctl".into(), e))?;
-            c.want_out = want_out;
-        }
-        Ok(())
+        crate::load::arm_out(ep, c.fd, token, want_out, &mut c.want_out)
     }
 
     /// Reads responses; returns how many requests completed.
