@@ -541,6 +541,72 @@ fn rfc2544_through_the_binary_writes_searches_trials_and_the_loss_ladder() {
 }
 
 #[test]
+fn rfc2544_latency_ladder_and_back_to_back_through_the_binary() {
+    if !root() {
+        return;
+    }
+    let v = json(&[
+        "pipeline",
+        "rfc2544",
+        "--dut",
+        "l2fwd:delay:20000",
+        "--max-rate",
+        "100k",
+        "--duration-s",
+        "0.1",
+        "--resolution-pct",
+        "10",
+        "--max-trials",
+        "6",
+        "--latency-ladder",
+        "3",
+        "--back-to-back",
+        "100000",
+        "--b2b-repeat",
+        "2",
+        "--lag-bound-us",
+        "60000000",
+        "--drain-ms",
+        "150",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    let ndr = recs
+        .iter()
+        .find(|r| r["test"] == "rfc2544-ndr")
+        .expect("an NDR record");
+    let ndr_pps = ndr["metrics"]["rate_pps"].as_f64().unwrap();
+    let lat: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["test"] == "rfc2544-latency")
+        .collect();
+    if ndr_pps > 0.0 {
+        // 1/3, 2/3 and 3/3 of the NDR, each with its latency.
+        assert_eq!(lat.len(), 3, "{recs:?}");
+        for (i, r) in lat.iter().enumerate() {
+            let pct = r["params"]["load_pct"].as_f64().unwrap();
+            assert!((pct - (i + 1) as f64 * 100.0 / 3.0).abs() < 1e-6, "{r}");
+            let offered = r["params"]["offered_pps"].as_f64().unwrap();
+            assert!((offered - ndr_pps * pct / 100.0).abs() < 1.0, "{r}");
+            assert!(
+                r["metrics"]["latency_p99_ns"].as_f64().unwrap() > 0.0,
+                "{r}"
+            );
+        }
+    }
+    let b2b = recs
+        .iter()
+        .find(|r| r["test"] == "rfc2544-b2b")
+        .expect("a back-to-back record");
+    let m = &b2b["metrics"];
+    assert_eq!(m["b2b_frames_n"].as_u64(), Some(2), "{b2b}");
+    let mean = m["b2b_frames_mean"].as_f64().unwrap();
+    assert!(mean > 0.0 && mean < 100_000.0, "{b2b}");
+    assert!(m["corrected_buffer_us"].as_f64().unwrap() <= m["implied_buffer_us"].as_f64().unwrap());
+    assert_eq!(m["at_max"], false, "{b2b}");
+}
+
+#[test]
 fn sigkill_of_a_trial_leaves_namespaces_that_clean_removes_with_the_device_program() {
     if !root() {
         return;

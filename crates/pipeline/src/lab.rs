@@ -17,10 +17,16 @@ pub struct PipelineLab;
 const RUNS: &[&str] = &["run", "sweep-tx-bulk", "sweep-queues", "sweep-delay"];
 
 /// Records of the black-box tester with one trial each.
-const TRIALS: &[&str] = &["trial", "rfc2544-trial", "rfc2544-loss", "loopback"];
+const TRIALS: &[&str] = &[
+    "trial",
+    "rfc2544-trial",
+    "rfc2544-loss",
+    "rfc2544-latency",
+    "loopback",
+];
 const SEARCHES: &[&str] = &["rfc2544-ndr", "rfc2544-pdr"];
 
-static METRICS: [MetricSpec; 25] = [
+static METRICS: [MetricSpec; 27] = [
     MetricSpec::headline(
         "ticks_total",
         "TSC ticks per packet",
@@ -204,6 +210,22 @@ static METRICS: [MetricSpec; 25] = [
         Better::Lower,
         Quantity::Other,
         TRIALS,
+    ),
+    MetricSpec::headline(
+        "b2b_frames",
+        "RFC 2544 back-to-back burst forwarded without loss",
+        "frames",
+        Better::Higher,
+        Quantity::Other,
+        &["rfc2544-b2b"],
+    ),
+    MetricSpec::other(
+        "corrected_buffer_us",
+        "RFC 9004 corrected buffer time",
+        "µs",
+        Better::Higher,
+        Quantity::Other,
+        &["rfc2544-b2b"],
     ),
     MetricSpec::other(
         "measured_pps",

@@ -132,6 +132,18 @@ pub struct Rfc2544Args {
     /// Searches per frame size (the NDR's interval comes from these).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Latency at 1/N .. N/N of the NDR found (RFC 2544 §26.2 at and below
+    /// the throughput; 0: at the NDR only, from its confirmation trial).
+    #[arg(long, default_value_t = 0)]
+    pub latency_ladder: usize,
+    /// Back-to-back test (RFC 2544 §26.4, RFC 9004): the longest burst of
+    /// up to this many frames, sent with no gap, that the device forwards
+    /// without loss; with its implied and corrected buffer time.
+    #[arg(long, value_name = "MAX_FRAMES")]
+    pub back_to_back: Option<u64>,
+    /// Back-to-back searches per frame size (RFC 9004 asks for at least 50).
+    #[arg(long, default_value_t = 50)]
+    pub b2b_repeat: usize,
     #[command(flatten)]
     pub offer: OfferArgs,
     #[command(flatten)]
@@ -798,6 +810,8 @@ fn offer_spec(
         rx: o.rx.into(),
         spin_ns: o.spin_us * 1000,
         seed: o.seed,
+        count: None,
+        unpaced: false,
     };
     spec.validate().map_err(crate::usage)?;
     if !commbench_pipeline::netns::is_root() {
@@ -922,10 +936,24 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
     if sizes.is_empty() {
         return Err(crate::usage("--sizes is empty"));
     }
-    if !(1..=100).contains(&a.repeat) || !(1..=64).contains(&a.max_trials) || a.ladder > 100 {
+    if !(1..=100).contains(&a.repeat)
+        || !(1..=64).contains(&a.max_trials)
+        || a.ladder > 100
+        || a.latency_ladder > 100
+    {
         return Err(crate::usage(
-            "--repeat must be 1..=100, --max-trials 1..=64, --ladder 0..=100",
+            "--repeat must be 1..=100, --max-trials 1..=64, --ladder and --latency-ladder 0..=100",
         ));
+    }
+    if let Some(m) = a.back_to_back {
+        if !(1..=commbench_pipeline::tester::MAX_FRAMES).contains(&m)
+            || !(1..=1000).contains(&a.b2b_repeat)
+        {
+            return Err(crate::usage(format!(
+                "--back-to-back must be 1..={} frames and --b2b-repeat 1..=1000",
+                commbench_pipeline::tester::MAX_FRAMES
+            )));
+        }
     }
     if !(a.resolution_pct > 0.0 && a.resolution_pct <= 50.0) {
         return Err(crate::usage("--resolution-pct must be in (0, 50]"));
@@ -946,6 +974,7 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
     };
     let mut out = Vec::new();
     let mut rows = Vec::new();
+    let mut b2b_rows = Vec::new();
     {
         let mut b = Bench::new(&dut, cpus)?;
         for sz in &sizes {
@@ -963,6 +992,7 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
             if let Some(p) = a.pdr_loss_pct {
                 kinds.push(("pdr", p));
             }
+            let mut ndr_pps = None;
             for (kind, loss) in kinds {
                 let mut reps = Vec::new();
                 for i in 0..a.repeat {
@@ -994,6 +1024,11 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
                     rows.push((sz.name.clone(), r.clone()));
                     reps.push((r, x));
                 }
+                if kind == "ndr" && !reps.is_empty() {
+                    let rates: Vec<f64> = reps.iter().map(|(r, _)| r.rate_pps).collect();
+                    ndr_pps = Some(commbench_core::estimate::Estimate::from_samples(&rates).median)
+                        .filter(|x| *x > 0.0);
+                }
                 if a.repeat > 1 {
                     if let Some(f) = rfc2544::fold_repeats(&reps) {
                         out.push(f);
@@ -1001,6 +1036,41 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
                 } else {
                     out.extend(reps.into_iter().map(|(_, x)| x));
                 }
+            }
+            if let (Some(ndr), true) = (ndr_pps, a.latency_ladder > 0) {
+                let l = rfc2544::latency_ladder(&mut b, &s, ndr, a.latency_ladder, |t| {
+                    rec.progress(&format!(
+                        "rfc2544 latency {} B: {:.0} pps → p99 {:.1} µs",
+                        sz.name,
+                        t.offered_pps,
+                        t.latency.p99 / 1e3
+                    ));
+                })?;
+                for (pct, t) in l {
+                    let mut x = t.record("rfc2544-latency");
+                    x.push_param("load_pct", pct);
+                    x.push_param("ndr_pps", ndr);
+                    bias_metrics(&mut x, &bias);
+                    out.push(x);
+                }
+            }
+            if let Some(max_frames) = a.back_to_back {
+                let bs = rfc2544::B2bSpec {
+                    trial: s.trial.clone(),
+                    max_frames,
+                    repeats: a.b2b_repeat,
+                    resolution_pct: a.resolution_pct,
+                    max_trials: a.max_trials,
+                    throughput_pps: ndr_pps,
+                };
+                let r = rfc2544::back_to_back(&mut b, &bs, |t| {
+                    rec.progress(&format!(
+                        "rfc2544 back-to-back {} B: burst of {} → lost {}",
+                        sz.name, t.sent, t.lost
+                    ));
+                })?;
+                out.push(rfc2544::b2b_record(&r, &bs, &dut.name(), &sz.name));
+                b2b_rows.push((sz.name.clone(), r));
             }
             if a.ladder > 0 {
                 let l = rfc2544::ladder(&mut b, &s, |t| {
@@ -1021,7 +1091,11 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
     if let Some(b) = bias {
         out.push(b);
     }
-    let table = rfc2544::table(&rows);
+    let mut table = rfc2544::table(&rows);
+    if !b2b_rows.is_empty() {
+        table.push('\n');
+        table.push_str(&rfc2544::b2b_table(&b2b_rows));
+    }
     a.out.emit_or_show(&out, || table.clone())?;
     if commbench_pipeline::netns::interrupted() {
         anyhow::bail!("interrupted: namespaces removed, the output above is partial");

@@ -70,6 +70,13 @@ pub struct TrialSpec {
     /// Busy-wait the last this-many ns before each departure.
     pub spin_ns: u64,
     pub seed: u64,
+    /// Frames in the trial instead of rate × duration (the back-to-back
+    /// test's burst length).
+    pub count: Option<u64>,
+    /// Send back to back, as fast as the transmit path takes the frames,
+    /// with no schedule (RFC 2544 §26.4): the offered rate is then what
+    /// the path achieved, and there is no schedule to fall behind.
+    pub unpaced: bool,
 }
 
 impl Default for TrialSpec {
@@ -88,6 +95,8 @@ impl Default for TrialSpec {
             rx: RxMethod::AfPacket,
             spin_ns: pace::SPIN_NS,
             seed: 1,
+            count: None,
+            unpaced: false,
         }
     }
 }
@@ -97,7 +106,8 @@ impl TrialSpec {
         self.rate.pps(self.sizes.mean())
     }
     pub fn frames(&self) -> u64 {
-        (self.pps() * self.duration.as_secs_f64()).round().max(1.0) as u64
+        self.count
+            .unwrap_or_else(|| (self.pps() * self.duration.as_secs_f64()).round().max(1.0) as u64)
     }
     /// Checks the settings and says what to change.
     pub fn validate(&self) -> Result<(), String> {
@@ -108,6 +118,9 @@ impl TrialSpec {
             return Err(format!("--flows {} is outside 1..={MAX_FLOWS}", self.flows));
         }
         let f = self.frames();
+        if f == 0 {
+            return Err("a trial needs at least one frame".to_owned());
+        }
         if f > MAX_FRAMES {
             return Err(format!(
                 "{f} frames in one trial (rate × duration) is above {MAX_FRAMES}: shorten --duration"
@@ -692,7 +705,8 @@ fn gen_run(
     let (mut flow_rr, mut size_i) = (0usize, 0usize);
     let cpu0 = Usage::thread();
     let wall0 = Instant::now();
-    let start = rdtsc() + t.ns_to_ticks(1e6);
+    // Paced: the schedule starts 1 ms ahead; back to back: now.
+    let start = rdtsc() + if spec.unpaced { 0 } else { t.ns_to_ticks(1e6) };
     let mut sent = 0u64;
     let mut stopped_early = false;
     while sent < frames {
@@ -715,21 +729,23 @@ fn gen_run(
             stamp::write_id(&mut stage[i], flow_base + f as u16, seq[f]);
             seq[f] += 1;
         }
-        let due = start + sched.next_offset();
-        // Sleep while far, busy-wait the rest on the TSC.
-        loop {
-            let now = rdtsc();
-            if now + spin_ticks >= due {
-                break;
+        if !spec.unpaced {
+            let due = start + sched.next_offset();
+            // Sleep while far, busy-wait the rest on the TSC.
+            loop {
+                let now = rdtsc();
+                if now + spin_ticks >= due {
+                    break;
+                }
+                let ns = t.ticks_to_ns(due - now - spin_ticks);
+                std::thread::sleep(Duration::from_nanos(ns as u64));
             }
-            let ns = t.ticks_to_ns(due - now - spin_ticks);
-            std::thread::sleep(Duration::from_nanos(ns as u64));
+            spin_until(due);
+            let now = rdtsc();
+            let l = t.ticks_to_ns(now.saturating_sub(due)) as u64;
+            lag.record_ns(l);
+            last_lag = l;
         }
-        spin_until(due);
-        let now = rdtsc();
-        let l = t.ticks_to_ns(now.saturating_sub(due)) as u64;
-        lag.record_ns(l);
-        last_lag = l;
         let ts = realtime_ns().saturating_sub(epoch);
         for b in stage.iter_mut().take(n) {
             stamp::write_ts(b, ts);
@@ -757,7 +773,12 @@ fn gen_run(
     }
     // Span: due time of the first burst to one mean gap after the last
     // departure (so a run exactly on schedule spans frames / rate).
-    let gap_ticks = t.hz() * f64::from(spec.burst) / pps;
+    // Back to back: first send to last.
+    let gap_ticks = if spec.unpaced {
+        0.0
+    } else {
+        t.hz() * f64::from(spec.burst) / pps
+    };
     let span_s = (t.ticks_to_ns(end.saturating_sub(start)) + gap_ticks * 1e9 / t.hz()) / 1e9;
     Ok(GenOut {
         sent: seq,
@@ -936,12 +957,13 @@ impl TrialResult {
         let sent = sum(|c| c.sent);
         let received = sum(|c| c.received);
         let lost = sum(|c| c.lost);
-        let offered = spec.pps();
         let achieved = if g.span_s > 0.0 {
             sent as f64 / g.span_s
         } else {
             f64::NAN
         };
+        // Back to back offers what the path took.
+        let offered = if spec.unpaced { achieved } else { spec.pps() };
         let lag = g.lag.summary();
         let behind = g.stopped_early
             || lag.p99 > spec.lag_bound_ns as f64

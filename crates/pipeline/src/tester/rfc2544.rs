@@ -75,7 +75,9 @@ pub fn search(
     let mut lo = lo_start.max(0.0);
     let mut hi = s.max_pps;
     let mut ceiling = s.max_pps;
-    let mut tester_limited = false;
+    let mut behind_seen = false;
+    // The lowest rate at which the device itself lost frames.
+    let mut device_fail = f64::INFINITY;
     let mut trials = 0;
     let res = s.max_pps * s.resolution_pct / 100.0;
     let mut rate = s.max_pps;
@@ -88,13 +90,14 @@ pub fn search(
         log(&r);
         if r.behind_schedule {
             // Not offered: the rate is beyond the tester here.
-            tester_limited = true;
+            behind_seen = true;
             ceiling = ceiling.min(rate);
             hi = rate;
         } else if passes(&r, loss_pct) {
             lo = rate;
             last_pass = Some(r);
         } else {
+            device_fail = device_fail.min(rate);
             hi = rate;
         }
         if hi - lo <= res || rate <= 0.0 {
@@ -123,12 +126,15 @@ pub fn search(
             break;
         }
         if r.behind_schedule {
-            tester_limited = true;
+            behind_seen = true;
             ceiling = ceiling.min(found);
+        } else {
+            device_fail = device_fail.min(found);
         }
         hi = found;
         found = (found - res.max(found * 0.01)).max(0.0);
     }
+    let tester_limited = limited_by_tester(behind_seen, ceiling, device_fail);
     Ok(SearchResult {
         kind: kind.to_owned(),
         loss_allowed_pct: loss_pct,
@@ -140,6 +146,14 @@ pub fn search(
         trials,
         final_trial,
     })
+}
+
+/// Whether the tester, not the device, bounded a search: only when the
+/// generator could not offer some rate at or below the lowest rate at
+/// which the device lost frames. A generator that fell behind at 1.5 Mpps
+/// says nothing of a device that lost frames at 0.5 Mpps.
+pub fn limited_by_tester(behind_seen: bool, tester_ceiling: f64, device_fail: f64) -> bool {
+    behind_seen && tester_ceiling <= device_fail
 }
 
 /// The record of a search.
@@ -225,6 +239,224 @@ pub fn ladder(
     Ok(out)
 }
 
+/// The latency ladder (RFC 2544 §26.2 at the throughput rate, and below
+/// it): one trial at each of `steps` shares of `rate_pps` (the NDR just
+/// found), lowest first, so the figure shows how the tail grows as the
+/// load nears what the device forwards without loss.
+pub fn latency_ladder(
+    b: &mut Bench,
+    s: &SearchSpec,
+    rate_pps: f64,
+    steps: usize,
+    mut log: impl FnMut(&TrialResult),
+) -> io::Result<Vec<(f64, TrialResult)>> {
+    let mut out = Vec::new();
+    if rate_pps <= 0.0 {
+        return Ok(out);
+    }
+    for i in 1..=steps {
+        if super::interrupted() {
+            break;
+        }
+        let share = i as f64 / steps as f64;
+        let mut t = s.trial.clone();
+        t.rate = Rate::Pps(rate_pps * share);
+        let r = b.trial(&t)?;
+        log(&r);
+        out.push((share * 100.0, r));
+    }
+    Ok(out)
+}
+
+/// What the back-to-back test (RFC 2544 §26.4, updated by RFC 9004)
+/// searches.
+#[derive(Debug, Clone)]
+pub struct B2bSpec {
+    /// Every trial's settings (count and unpaced are the test's).
+    pub trial: TrialSpec,
+    /// Longest burst tried, frames.
+    pub max_frames: u64,
+    /// Searches (RFC 9004: at least 50), each one burst length.
+    pub repeats: usize,
+    /// A search stops when the passing and failing lengths are this
+    /// close, % of the passing one (and at least one frame apart).
+    pub resolution_pct: f64,
+    /// Trials at most per search.
+    pub max_trials: usize,
+    /// The device's measured throughput (the NDR) at this frame size, pps,
+    /// for RFC 9004's corrected buffer time.
+    pub throughput_pps: Option<f64>,
+}
+
+/// The back-to-back result.
+#[derive(Debug, Clone, Serialize)]
+pub struct B2bResult {
+    /// The longest loss-free burst of each search, frames.
+    pub lengths: Vec<u64>,
+    /// RFC 2544 reports their average.
+    pub mean_frames: f64,
+    /// Rate at which the bursts left the generator (back to back: the
+    /// path's own maximum, standing in for the line rate), median, pps.
+    pub burst_pps: f64,
+    /// Every burst of `max_frames` passed: the device's buffer (or its
+    /// speed) is beyond what was tried.
+    pub at_max: bool,
+    /// Some failing burst was lost in the sink's own ring: the tester's
+    /// buffer, not the device's, was measured there.
+    pub tester_limited: bool,
+    pub trials: usize,
+    /// RFC 9004: mean frames / burst rate, s.
+    pub implied_buffer_s: f64,
+    /// RFC 9004: the frames still held when the burst ended (the burst
+    /// minus what the device forwarded meanwhile at its throughput),
+    /// as time at the burst rate, s. NaN without a throughput.
+    pub corrected_buffer_s: f64,
+}
+
+/// RFC 9004's two buffer times from the average back-to-back length, the
+/// rate the burst arrived at and the device's throughput.
+pub fn buffer_times(mean_frames: f64, burst_pps: f64, throughput_pps: Option<f64>) -> (f64, f64) {
+    let implied = mean_frames / burst_pps;
+    let corrected = throughput_pps.map_or(f64::NAN, |t| {
+        (mean_frames - t * implied).max(0.0) / burst_pps
+    });
+    (implied, corrected)
+}
+
+/// The back-to-back test: per search, the longest burst of frames sent
+/// with no gap that the device forwards without losing one. Lengths are
+/// bisected (geometrically while the bracket spans more than 4×); each
+/// search after the first starts at the previous result.
+pub fn back_to_back(
+    b: &mut Bench,
+    s: &B2bSpec,
+    mut log: impl FnMut(&TrialResult),
+) -> io::Result<B2bResult> {
+    let mut lengths = Vec::new();
+    let mut rates = Vec::new();
+    let mut trials = 0;
+    let mut tester_limited = false;
+    let mut guess: Option<u64> = None;
+    let mut at_max = true;
+    for _ in 0..s.repeats {
+        if super::interrupted() {
+            break;
+        }
+        // lo: longest passing length (0 passes trivially); hi: shortest
+        // failing one (max + 1: none failed yet).
+        let (mut lo, mut hi) = (0u64, s.max_frames + 1);
+        let mut next = guess.unwrap_or(s.max_frames).clamp(1, s.max_frames);
+        for _ in 0..s.max_trials {
+            if super::interrupted() {
+                break;
+            }
+            let mut t = s.trial.clone();
+            t.count = Some(next);
+            t.unpaced = true;
+            // Room for the device to empty its buffer at its throughput.
+            if let Some(tp) = s.throughput_pps.filter(|&x| x > 0.0) {
+                let empty = std::time::Duration::from_secs_f64((next as f64 / tp * 2.0).min(30.0));
+                t.drain = t.drain.max(empty);
+            }
+            let r = b.trial(&t)?;
+            trials += 1;
+            log(&r);
+            if r.sent > 0 && r.lost == 0 {
+                lo = next;
+                rates.push(r.achieved_pps);
+            } else {
+                if r.sink_drops > 0 {
+                    tester_limited = true;
+                }
+                hi = next;
+            }
+            if lo >= s.max_frames {
+                break;
+            }
+            let close = ((lo as f64) * s.resolution_pct / 100.0).max(1.0);
+            if (hi - lo) as f64 <= close {
+                break;
+            }
+            next = if hi > s.max_frames {
+                // Only passes so far (from a guess): step up.
+                (lo + lo / 4).max(lo + 1).min(s.max_frames)
+            } else if lo == 0 {
+                (hi / 4).max(1)
+            } else if hi > 4 * lo {
+                ((lo as f64 * hi as f64).sqrt() as u64).clamp(lo + 1, hi - 1)
+            } else {
+                lo + (hi - lo) / 2
+            };
+        }
+        if lo < s.max_frames {
+            at_max = false;
+        }
+        lengths.push(lo);
+        guess = Some(lo.max(1));
+    }
+    let mean_frames = if lengths.is_empty() {
+        f64::NAN
+    } else {
+        lengths.iter().sum::<u64>() as f64 / lengths.len() as f64
+    };
+    let burst_pps = if rates.is_empty() {
+        f64::NAN
+    } else {
+        Estimate::from_samples(&rates).median
+    };
+    let (implied_buffer_s, corrected_buffer_s) =
+        buffer_times(mean_frames, burst_pps, s.throughput_pps);
+    Ok(B2bResult {
+        at_max: at_max && !lengths.is_empty(),
+        lengths,
+        mean_frames,
+        burst_pps,
+        tester_limited,
+        trials,
+        implied_buffer_s,
+        corrected_buffer_s,
+    })
+}
+
+/// The record of a back-to-back test.
+pub fn b2b_record(r: &B2bResult, s: &B2bSpec, dut: &str, size: &str) -> Record {
+    let lens: Vec<f64> = r.lengths.iter().map(|&x| x as f64).collect();
+    let mut x = Record::new("pipeline", "rfc2544-b2b")
+        .param("dut", dut)
+        .param("size", size)
+        .param("max_frames", s.max_frames)
+        .param("repeat", s.repeats)
+        .param("resolution_pct", s.resolution_pct)
+        .param("tx", s.trial.tx.name())
+        .param("rx", s.trial.rx.name())
+        .metric("b2b_frames_mean", r.mean_frames)
+        .metric(
+            "b2b_frames_min",
+            lens.iter().copied().fold(f64::NAN, f64::min),
+        )
+        .metric(
+            "b2b_frames_max",
+            lens.iter().copied().fold(f64::NAN, f64::max),
+        )
+        .metric("burst_pps", r.burst_pps)
+        .metric("throughput_pps", s.throughput_pps)
+        .metric("implied_buffer_us", r.implied_buffer_s * 1e6)
+        .metric("corrected_buffer_us", r.corrected_buffer_s * 1e6)
+        .metric("at_max", r.at_max)
+        .metric("tester_limited", r.tester_limited)
+        .metric("trials", r.trials);
+    if !lens.is_empty() {
+        let est = Estimate::from_samples(&lens);
+        x.push_metric("b2b_frames", est.median);
+        attach(&mut x.metrics, "b2b_frames", &est);
+    }
+    x.push_metric(
+        "partial",
+        super::interrupted() || r.lengths.len() < s.repeats,
+    );
+    x
+}
+
 /// The RFC 2544-style table of a run: one line per frame size and kind.
 pub fn table(rows: &[(String, SearchResult)]) -> String {
     let mut s = String::from(
@@ -249,6 +481,37 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
             if r.confirmed { "yes" } else { "NO" },
             if r.tester_limited { "yes" } else { "no" },
             lat
+        ));
+    }
+    s
+}
+
+/// The back-to-back table: one line per frame size.
+pub fn b2b_table(rows: &[(String, B2bResult)]) -> String {
+    let mut s = String::from(
+        "frame size  back-to-back frames (mean / min / max)  searches  burst rate (pps)  buffer time implied / corrected (µs)  note\n",
+    );
+    for (size, r) in rows {
+        let min = r.lengths.iter().min().copied().unwrap_or(0);
+        let max = r.lengths.iter().max().copied().unwrap_or(0);
+        let note = if r.at_max {
+            "every burst up to the maximum passed: the buffer is at least this"
+        } else if r.tester_limited {
+            "the sink's ring dropped frames: the tester's buffer was measured"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "{:>10}  {:>14.1} / {} / {:<12}  {:>8}  {:>16.0}  {:>16.1} / {:<17.1}  {}\n",
+            size,
+            r.mean_frames,
+            min,
+            max,
+            r.lengths.len(),
+            r.burst_pps,
+            r.implied_buffer_s * 1e6,
+            r.corrected_buffer_s * 1e6,
+            note
         ));
     }
     s
@@ -349,6 +612,31 @@ mod tests {
         assert_eq!(b, "tester");
         assert!(v.contains("measures the tester"), "{v}");
         assert_eq!(classify(1e6, 1e6, 1.1e6).0, "close");
+    }
+
+    #[test]
+    fn only_a_ceiling_below_the_devices_failure_limits_the_search() {
+        // Behind at 1.5 Mpps, the device lost frames at 0.5: the device's.
+        assert!(!limited_by_tester(true, 1.5e6, 0.5e6));
+        // Behind at 0.4 Mpps, the device never failed: the tester's.
+        assert!(limited_by_tester(true, 0.4e6, f64::INFINITY));
+        // Behind at 0.4, device failed at 0.45: the NDR between is unknown.
+        assert!(limited_by_tester(true, 0.4e6, 0.45e6));
+        // Never behind.
+        assert!(!limited_by_tester(false, 1e6, f64::INFINITY));
+    }
+
+    #[test]
+    fn rfc9004_buffer_times() {
+        // 10,000 frames arriving at 1 Mpps last 10 ms (implied); a device
+        // forwarding 0.4 Mpps meanwhile sent 4,000 of them, so 6,000 were
+        // held: 6 ms at the burst rate (corrected).
+        let (i, c) = buffer_times(10_000.0, 1e6, Some(0.4e6));
+        assert!((i - 0.010).abs() < 1e-12, "{i}");
+        assert!((c - 0.006).abs() < 1e-12, "{c}");
+        // A device as fast as the burst holds nothing.
+        assert_eq!(buffer_times(10_000.0, 1e6, Some(2e6)).1, 0.0);
+        assert!(buffer_times(10_000.0, 1e6, None).1.is_nan());
     }
 
     #[test]

@@ -238,3 +238,60 @@ fn rfc2544_search_converges_below_a_known_capacity() {
         }
     }
 }
+
+#[test]
+fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
+    if !root() {
+        return;
+    }
+    // 20 µs per frame: the forwarder passes at most 50 kpps, so a burst
+    // sent back to back (hundreds of kpps) piles up in its receive ring,
+    // and a long enough one overflows it.
+    let dut = DutSpec::L2fwd {
+        work: FwdWork::Delay(20_000),
+        rx: RxMethod::AfPacket,
+        burst: 32,
+        impair: Impair::default(),
+    };
+    let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+    let s = rfc2544::B2bSpec {
+        trial: spec(1.0, 100, 1),
+        max_frames: 200_000,
+        repeats: 2,
+        resolution_pct: 10.0,
+        max_trials: 12,
+        throughput_pps: Some(50_000.0),
+    };
+    let mut log = Vec::new();
+    let r = rfc2544::back_to_back(&mut b, &s, |t| {
+        log.push((t.sent, t.lost, t.sink_drops, t.behind_schedule))
+    })
+    .unwrap();
+    assert_eq!(r.lengths.len(), 2, "{r:?}");
+    assert_eq!(r.trials, log.len());
+    // 200,000 frames at up to 50 kpps would take 4 s to forward; no ring
+    // of this forwarder holds them.
+    assert!(!r.at_max, "{r:?} {log:?}");
+    for &(sent, _, _, behind) in &log {
+        // Back to back has no schedule to fall behind.
+        assert!(!behind, "{log:?}");
+        assert!(sent > 0);
+    }
+    // Each search's result is a burst that passed, and a longer one
+    // failed (searches are separate trials: one may pass what another
+    // failed, so the bracket is per search).
+    for &l in &r.lengths {
+        assert!(
+            l == 0 || log.iter().any(|&(sent, lost, _, _)| sent == l && lost == 0),
+            "{r:?} {log:?}"
+        );
+        assert!(
+            log.iter().any(|&(sent, lost, _, _)| sent > l && lost > 0),
+            "{r:?} {log:?}"
+        );
+    }
+    assert!(r.burst_pps > 50_000.0, "{r:?}");
+    let (i, c) = rfc2544::buffer_times(r.mean_frames, r.burst_pps, Some(50_000.0));
+    assert_eq!((r.implied_buffer_s, r.corrected_buffer_s), (i, c));
+    assert!(c <= i, "{r:?}");
+}
