@@ -663,6 +663,7 @@ fn run_io(a: &IoArgs) -> Result<()> {
                 burst: a.burst,
                 work,
                 impair,
+                rx_blocks: commbench_pipeline::netns::RX_BLOCKS,
             };
             let c = FwdCounters::default();
             let _ = (&done, &seen);
@@ -1127,8 +1128,13 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
     }
     let sizes = pace::parse_sizes(&a.size).map_err(crate::usage)?;
     let (dut0, spec, cpus, link) = offer_spec(&a.offer, "1k", sizes)?;
-    let (rx, burst) = match dut0 {
-        DutSpec::L2fwd { rx, burst, .. } => (rx, burst),
+    let (rx, burst, rx_blocks) = match dut0 {
+        DutSpec::L2fwd {
+            rx,
+            burst,
+            rx_blocks,
+            ..
+        } => (rx, burst, rx_blocks),
         _ => {
             return Err(crate::usage(
                 "crosscheck drives commbench's own forwarder: --dut l2fwd[:rx=...]",
@@ -1179,6 +1185,7 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
             rx,
             burst,
             impair: Default::default(),
+            rx_blocks,
         };
         let mut b = Bench::new(&dut, cpus.clone())?;
         let r = search(&mut b, &mut rec, &format!("delay {d} ns"))?;
@@ -1194,7 +1201,8 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
             }
         }
         let predicted = rfc2544::predict_pps(hz, base_ticks, d);
-        let (bound, verdict) = rfc2544::classify(predicted, r.rate_pps, tester.rate_pps);
+        let (bound, verdict) =
+            rfc2544::classify(predicted, r.rate_pps, tester.rate_pps, &r.fail_loss_where);
         let p = rfc2544::CrossPoint {
             delay_ns: d,
             base_ticks,
@@ -1219,7 +1227,8 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
             .metric("bound", &p.bound)
             .metric("verdict", &p.verdict)
             .metric("confirmed", p.confirmed)
-            .metric("tester_limited", r.tester_limited);
+            .metric("tester_limited", r.tester_limited)
+            .metric("fail_loss_where", &r.fail_loss_where);
         if let Some(t) = &r.final_trial {
             x.push_metric("latency_p50_ns", t.latency.p50);
             x.push_metric("latency_p99_ns", t.latency.p99);

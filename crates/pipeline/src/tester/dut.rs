@@ -9,7 +9,7 @@
 
 use super::stamp;
 use crate::afpacket::PacketSocket;
-use crate::netns::{interrupted, RxMethod, RxPath};
+use crate::netns::{self, interrupted, RxMethod, RxPath};
 use crate::wire::swap_macs;
 use commbench_core::clock::rdtsc;
 use commbench_core::delay::SpinDelay;
@@ -115,6 +115,9 @@ pub struct FwdCounters {
     pub tx: AtomicU64,
     pub foreign: AtomicU64,
     pub dropped: AtomicU64,
+    /// Frames the kernel dropped at the forwarder's receive ring (it was
+    /// full): the device's own buffer overflowed. Read when it idles.
+    pub rx_ring_drops: AtomicU64,
     /// TSC ticks in the rx section (ring read, copy out), work, tx (send).
     pub ticks_rx: AtomicU64,
     pub ticks_work: AtomicU64,
@@ -130,6 +133,7 @@ pub struct FwdSnapshot {
     pub tx: u64,
     pub foreign: u64,
     pub dropped: u64,
+    pub rx_ring_drops: u64,
     pub ticks_rx: u64,
     pub ticks_work: u64,
     pub ticks_tx: u64,
@@ -144,6 +148,7 @@ impl FwdCounters {
             tx: l(&self.tx),
             foreign: l(&self.foreign),
             dropped: l(&self.dropped),
+            rx_ring_drops: l(&self.rx_ring_drops),
             ticks_rx: l(&self.ticks_rx),
             ticks_work: l(&self.ticks_work),
             ticks_tx: l(&self.ticks_tx),
@@ -160,6 +165,7 @@ impl FwdSnapshot {
             tx: self.tx - e.tx,
             foreign: self.foreign - e.foreign,
             dropped: self.dropped - e.dropped,
+            rx_ring_drops: self.rx_ring_drops - e.rx_ring_drops,
             ticks_rx: self.ticks_rx - e.ticks_rx,
             ticks_work: self.ticks_work - e.ticks_work,
             ticks_tx: self.ticks_tx - e.ticks_tx,
@@ -189,6 +195,9 @@ pub struct FwdSpec {
     pub burst: usize,
     pub work: FwdWork,
     pub impair: Impair,
+    /// Blocks of the AF_PACKET receive ring (1 MiB each, handed over when
+    /// full or after 1 ms): the forwarder's buffer.
+    pub rx_blocks: usize,
 }
 
 /// Frames carrying the tester's or netns' magic (the others are not
@@ -213,7 +222,7 @@ pub fn l2fwd(
     idle: Option<Duration>,
     deadline: Instant,
 ) -> io::Result<(u64, Option<&'static str>)> {
-    let mut ring = RxPath::open(&spec.in_if, spec.rx)?;
+    let mut ring = RxPath::open_with(&spec.in_if, spec.rx, spec.rx_blocks)?;
     let out = PacketSocket::open(&spec.out_if, false)?;
     let _ = out.qdisc_bypass();
     ready.store(true, Ordering::Release);
@@ -299,6 +308,8 @@ pub fn l2fwd(
         if idle.is_some_and(|i| last.elapsed() > i) {
             break;
         }
+        // Idle: a good time for the one syscall that reads the drops.
+        c.rx_ring_drops.store(ring.drops()?, Ordering::Relaxed);
         ring.wait(2)?;
     }
     Ok((ring.drops()?, ring.xdp_mode()))
@@ -417,6 +428,8 @@ pub enum DutSpec {
         rx: RxMethod,
         burst: usize,
         impair: Impair,
+        /// Blocks of its AF_PACKET receive ring: its buffer.
+        rx_blocks: usize,
     },
     Bridge,
     /// A program started with `sh -c` in the device's namespace, with
@@ -431,6 +444,11 @@ impl DutSpec {
     pub fn name(&self) -> String {
         match self {
             DutSpec::None => "none".to_owned(),
+            DutSpec::L2fwd {
+                work, rx_blocks, ..
+            } if *rx_blocks != netns::RX_BLOCKS => {
+                format!("l2fwd:{},blocks={rx_blocks}", work.name())
+            }
             DutSpec::L2fwd { work, .. } => format!("l2fwd:{}", work.name()),
             DutSpec::Bridge => "bridge".to_owned(),
             DutSpec::Cmd(c) => format!("cmd:{c}"),
@@ -465,6 +483,7 @@ impl DutSpec {
                 let mut rx = RxMethod::AfPacket;
                 let mut burst = 32usize;
                 let mut impair = Impair::default();
+                let mut rx_blocks = netns::RX_BLOCKS;
                 let opts = opts.unwrap_or("");
                 for o in opts.split(',').filter(|o| !o.is_empty()) {
                     let o = o.strip_prefix("work=").unwrap_or(o);
@@ -490,6 +509,17 @@ impl DutSpec {
                             .ok()
                             .filter(|b| (1..=1024).contains(b))
                             .ok_or_else(|| format!("--dut l2fwd: burst={b} is outside 1..=1024"))?;
+                    } else if let Some(b) = o.strip_prefix("blocks=") {
+                        rx_blocks = b
+                            .parse()
+                            .ok()
+                            .filter(|b| (2..=netns::RX_BLOCKS_MAX).contains(b))
+                            .ok_or_else(|| {
+                                format!(
+                                    "--dut l2fwd: blocks={b} is outside 2..={} (1 MiB each)",
+                                    netns::RX_BLOCKS_MAX
+                                )
+                            })?;
                     } else if o.starts_with("drop=") || o.starts_with("dup=") || o.starts_with("swap=") {
                         let i = Impair::parse(o)?;
                         impair.drop = impair.drop.max(i.drop);
@@ -497,7 +527,7 @@ impl DutSpec {
                         impair.swap = impair.swap.max(i.swap);
                     } else {
                         return Err(format!(
-                            "--dut l2fwd: option '{o}' is not work=swap, work=delay:NS, rx=af-packet|af-xdp, burst=N, drop=N, dup=N or swap=N"
+                            "--dut l2fwd: option '{o}' is not work=swap, work=delay:NS, rx=af-packet|af-xdp, burst=N, blocks=N, drop=N, dup=N or swap=N"
                         ));
                     }
                 }
@@ -506,6 +536,7 @@ impl DutSpec {
                     rx,
                     burst,
                     impair,
+                    rx_blocks,
                 })
             }
             _ => Err(format!(
@@ -527,6 +558,14 @@ mod tests {
             DutSpec::L2fwd { work, .. } => assert_eq!(work, FwdWork::Delay(100)),
             d => panic!("{d:?}"),
         }
+        match DutSpec::parse("l2fwd:delay:100,blocks=256").unwrap() {
+            d @ DutSpec::L2fwd { rx_blocks: 256, .. } => {
+                assert_eq!(d.name(), "l2fwd:delay:100,blocks=256")
+            }
+            d => panic!("{d:?}"),
+        }
+        assert!(DutSpec::parse("l2fwd:blocks=1").is_err());
+        assert!(DutSpec::parse("l2fwd:blocks=100000").is_err());
         match DutSpec::parse("l2fwd:work=swap,rx=af-xdp,drop=10,dup=3").unwrap() {
             DutSpec::L2fwd {
                 work, rx, impair, ..

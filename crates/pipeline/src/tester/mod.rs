@@ -286,6 +286,7 @@ impl Bench {
                 rx,
                 burst,
                 impair,
+                rx_blocks,
             } => {
                 let spec = FwdSpec {
                     in_if: fwd_in,
@@ -294,6 +295,7 @@ impl Bench {
                     burst: *burst,
                     work: *work,
                     impair: *impair,
+                    rx_blocks: *rx_blocks,
                 };
                 let stop = Arc::new(AtomicBool::new(false));
                 let counters = Arc::new(FwdCounters::default());
@@ -442,6 +444,7 @@ impl Bench {
         let probe_seen = AtomicBool::new(false);
         let gen_done_at = AtomicU64::new(0);
         let fwd0 = self.fwd_snapshot();
+        let host0 = netns::softnet_drops();
         let deadline = Instant::now()
             + spec.duration * 3
             + spec.drain
@@ -493,8 +496,14 @@ impl Bench {
             (Some(a), Some(b)) => Some(b.since(&a)),
             _ => None,
         };
+        let host_backlog_drops = match (host0, netns::softnet_drops()) {
+            (Some(a), Some(b)) => Some(b.0.saturating_sub(a.0)),
+            _ => None,
+        };
         let dut_ok = self.check_dut();
-        let r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
+        let mut r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
+        r.host_backlog_drops = host_backlog_drops;
+        r.loss_where = r.loss_where();
         dut_ok?;
         Ok(r)
     }
@@ -921,6 +930,12 @@ pub struct TrialResult {
     pub stale: u64,
     pub probes: u64,
     pub sink_drops: u64,
+    /// Frames the host's per-CPU input queues dropped during the trial
+    /// (host-wide: see [`netns::softnet_drops`]).
+    pub host_backlog_drops: Option<u64>,
+    /// Where the lost frames were lost, as far as the counters tell:
+    /// see [`TrialResult::loss_where`].
+    pub loss_where: String,
     pub latency: Summary,
     /// Latency recorded for this share of received frames (every arrival
     /// that is not a duplicate… and duplicates too: all arrivals).
@@ -1017,6 +1032,8 @@ impl TrialResult {
             stale: a.unknown_flow,
             probes: g.probes,
             sink_drops,
+            host_backlog_drops: None,
+            loss_where: String::new(),
             latency: a.latency.summary(),
             latency_recorded_pct: if arrivals_total > 0 {
                 a.latency.len() as f64 * 100.0 / arrivals_total as f64
@@ -1052,6 +1069,32 @@ impl TrialResult {
         }
     }
 
+    /// Names the hop that lost the most of the lost frames, from the
+    /// counters each hop keeps: `sink ring` (the tester's receive ring was
+    /// full), `host backlog` (the kernel's per-CPU input queue overflowed:
+    /// the host, not the device), `device rx ring` (commbench's forwarder's
+    /// receive ring was full: the device's own buffer), and `device` for
+    /// what no counter explains (the device or the path inside it: a
+    /// bridge, a program, a wire). Empty when nothing was lost.
+    pub fn loss_where(&self) -> String {
+        if self.lost == 0 {
+            return String::new();
+        }
+        let dut_ring = self.fwd.map_or(0, |f| f.rx_ring_drops);
+        let host = self.host_backlog_drops.unwrap_or(0);
+        let known = self.sink_drops + host + dut_ring;
+        let hops = [
+            ("sink ring", self.sink_drops),
+            ("host backlog", host),
+            ("device rx ring", dut_ring),
+            ("device", self.lost.saturating_sub(known)),
+        ];
+        hops.iter()
+            .max_by_key(|h| h.1)
+            .map(|h| h.0.to_owned())
+            .unwrap_or_default()
+    }
+
     /// The trial's record (`test`: `trial` or the caller's).
     pub fn record(&self, test: &str) -> Record {
         let l = &self.latency;
@@ -1085,6 +1128,8 @@ impl TrialResult {
             .metric("foreign", self.foreign)
             .metric("stale", self.stale)
             .metric("sink_drops", self.sink_drops)
+            .metric("host_backlog_drops", self.host_backlog_drops)
+            .metric("loss_where", &self.loss_where)
             .metric("latency_p50_ns", l.p50)
             .metric("latency_p90_ns", l.p90)
             .metric("latency_p99_ns", l.p99)
@@ -1101,6 +1146,7 @@ impl TrialResult {
         if let Some(f) = &self.fwd {
             r.push_metric("fwd_rx", f.rx);
             r.push_metric("fwd_tx", f.tx);
+            r.push_metric("fwd_rx_ring_drops", f.rx_ring_drops);
             r.push_metric("fwd_ticks_rx", self.fwd_ticks_rx);
             r.push_metric("fwd_ticks_work", self.fwd_ticks_work);
             r.push_metric("fwd_ticks_tx", self.fwd_ticks_tx);

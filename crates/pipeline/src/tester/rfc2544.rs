@@ -49,6 +49,9 @@ pub struct SearchResult {
     /// the ceiling was the tester's, not the device's.
     pub tester_limited: bool,
     pub tester_ceiling_pps: f64,
+    /// Where the frames of the lowest failing trial were lost
+    /// ([`TrialResult::loss_where`]): who set the limit.
+    pub fail_loss_where: String,
     pub trials: usize,
     pub final_trial: Option<TrialResult>,
 }
@@ -78,6 +81,7 @@ pub fn search(
     let mut behind_seen = false;
     // The lowest rate at which the device itself lost frames.
     let mut device_fail = f64::INFINITY;
+    let mut fail_where = String::new();
     let mut trials = 0;
     let res = s.max_pps * s.resolution_pct / 100.0;
     let mut rate = s.max_pps;
@@ -97,7 +101,10 @@ pub fn search(
             lo = rate;
             last_pass = Some(r);
         } else {
-            device_fail = device_fail.min(rate);
+            if rate < device_fail {
+                device_fail = rate;
+                fail_where = r.loss_where.clone();
+            }
             hi = rate;
         }
         if hi - lo <= res || rate <= 0.0 {
@@ -128,8 +135,9 @@ pub fn search(
         if r.behind_schedule {
             behind_seen = true;
             ceiling = ceiling.min(found);
-        } else {
-            device_fail = device_fail.min(found);
+        } else if found < device_fail {
+            device_fail = found;
+            fail_where = r.loss_where.clone();
         }
         hi = found;
         found = (found - res.max(found * 0.01)).max(0.0);
@@ -143,6 +151,7 @@ pub fn search(
         confirmed,
         tester_limited,
         tester_ceiling_pps: ceiling,
+        fail_loss_where: fail_where,
         trials,
         final_trial,
     })
@@ -173,6 +182,7 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
         .metric("confirmed", s.confirmed)
         .metric("tester_limited", s.tester_limited)
         .metric("tester_ceiling_pps", s.tester_ceiling_pps)
+        .metric("fail_loss_where", &s.fail_loss_where)
         .metric("trials", s.trials);
     if let Some(t) = &s.final_trial {
         r.push_metric("latency_p50_ns", t.latency.p50);
@@ -460,7 +470,7 @@ pub fn b2b_record(r: &B2bResult, s: &B2bSpec, dut: &str, size: &str) -> Record {
 /// The RFC 2544-style table of a run: one line per frame size and kind.
 pub fn table(rows: &[(String, SearchResult)]) -> String {
     let mut s = String::from(
-        "frame size  kind  loss allowed  rate (pps)     Mpps    confirmed  tester-limited  latency p50 / p99 / max (µs)\n",
+        "frame size  kind  loss allowed  rate (pps)     Mpps    confirmed  tester-limited  losses above it in  latency p50 / p99 / max (µs)\n",
     );
     for (size, r) in rows {
         let lat = r.final_trial.as_ref().map_or("-".to_owned(), |t| {
@@ -472,7 +482,7 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
             )
         });
         s.push_str(&format!(
-            "{:>10}  {:4}  {:>11}%  {:>12.0}  {:>7.4}  {:9}  {:14}  {}\n",
+            "{:>10}  {:4}  {:>11}%  {:>12.0}  {:>7.4}  {:9}  {:14}  {:18}  {}\n",
             size,
             r.kind,
             r.loss_allowed_pct,
@@ -480,6 +490,11 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
             r.rate_pps / 1e6,
             if r.confirmed { "yes" } else { "NO" },
             if r.tester_limited { "yes" } else { "no" },
+            if r.fail_loss_where.is_empty() {
+                "-"
+            } else {
+                &r.fail_loss_where
+            },
             lat
         ));
     }
@@ -545,8 +560,24 @@ pub fn predict_pps(hz: f64, base_ticks: f64, delay_ns: f64) -> f64 {
 /// well below what the tester delivers without a device (under 80% of
 /// it), the tester when the prediction is above the tester's ceiling, and
 /// "close" in between, where neither can be told apart.
-pub fn classify(predicted: f64, measured: f64, tester: f64) -> (String, String) {
+///
+/// Whatever the capacities say, a search whose first loss was in the
+/// sink's ring or the host's input queue (`fail_where`) was bounded by the
+/// tester or the host: the device never dropped a frame there.
+pub fn classify(predicted: f64, measured: f64, tester: f64, fail_where: &str) -> (String, String) {
     let err = (measured / predicted - 1.0) * 100.0;
+    if fail_where == "sink ring" {
+        return (
+            "tester".to_owned(),
+            format!("tester-bound: above {:.2} Mpps frames were lost in the sink's receive ring, not in the device", measured / 1e6),
+        );
+    }
+    if fail_where == "host backlog" {
+        return (
+            "host".to_owned(),
+            format!("host-bound: above {:.2} Mpps frames were lost in the kernel's per-CPU input queue (net.core.netdev_max_backlog), not in the device", measured / 1e6),
+        );
+    }
     if predicted < 0.8 * tester {
         let v = if err.abs() <= 10.0 {
             format!("device-bound: the black-box NDR matches the model within {:.1}% — it can be trusted", err.abs())
@@ -601,17 +632,22 @@ mod tests {
     #[test]
     fn points_are_told_device_or_tester_bound() {
         // The device (1 Mpps) is far below the tester (5 Mpps).
-        let (b, v) = classify(1e6, 0.97e6, 5e6);
+        let (b, v) = classify(1e6, 0.97e6, 5e6, "device");
         assert_eq!(b, "device");
         assert!(v.contains("trusted"), "{v}");
-        let (b, v) = classify(1e6, 0.5e6, 5e6);
+        let (b, v) = classify(1e6, 0.5e6, 5e6, "device rx ring");
         assert_eq!(b, "device");
         assert!(v.contains("off the model"), "{v}");
         // The device could do 20 Mpps, the tester delivers 1.
-        let (b, v) = classify(20e6, 1e6, 1e6);
+        let (b, v) = classify(20e6, 1e6, 1e6, "device");
         assert_eq!(b, "tester");
         assert!(v.contains("measures the tester"), "{v}");
-        assert_eq!(classify(1e6, 1e6, 1.1e6).0, "close");
+        assert_eq!(classify(1e6, 1e6, 1.1e6, "").0, "close");
+        // Where the frames were lost overrides the capacities.
+        let (b, v) = classify(1e6, 0.5e6, 5e6, "sink ring");
+        assert_eq!(b, "tester");
+        assert!(v.contains("sink's receive ring"), "{v}");
+        assert_eq!(classify(1e6, 0.5e6, 5e6, "host backlog").0, "host");
     }
 
     #[test]

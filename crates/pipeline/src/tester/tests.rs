@@ -95,6 +95,7 @@ fn exact_counts_through_l2fwd_with_drops_duplicates_and_swaps() {
         rx: RxMethod::AfPacket,
         burst: 32,
         impair: imp,
+        rx_blocks: netns::RX_BLOCKS,
     };
     // One flow: swaps reorder it; three flows: the swapped neighbour is
     // another flow's frame, so no flow sees reordering. A fresh forwarder
@@ -112,6 +113,9 @@ fn exact_counts_through_l2fwd_with_drops_duplicates_and_swaps() {
         let f = r.fwd.unwrap();
         assert_eq!(f.dropped, 300);
         assert!(f.rx >= 3000, "{f:?}");
+        // No ring or queue overflowed: the device itself lost them.
+        assert_eq!((f.rx_ring_drops, r.sink_drops), (0, 0), "{r:?}");
+        assert_eq!(r.loss_where, "device", "{r:?}");
         let ns = b.namespaces();
         drop(b);
         for n in ns {
@@ -139,6 +143,7 @@ fn exact_counts_with_no_device_a_bridge_and_af_xdp_paths() {
                 rx: RxMethod::AfXdp,
                 burst: 32,
                 impair: none,
+                rx_blocks: netns::RX_BLOCKS,
             },
             TxMethod::Sendmmsg,
             RxMethod::AfPacket,
@@ -204,6 +209,7 @@ fn rfc2544_search_converges_below_a_known_capacity() {
         rx: RxMethod::AfPacket,
         burst: 32,
         impair: Impair::default(),
+        rx_blocks: netns::RX_BLOCKS,
     };
     let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
     let mut t = spec(1.0, 200, 1);
@@ -252,6 +258,7 @@ fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
         rx: RxMethod::AfPacket,
         burst: 32,
         impair: Impair::default(),
+        rx_blocks: netns::RX_BLOCKS,
     };
     let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
     let s = rfc2544::B2bSpec {
@@ -263,10 +270,15 @@ fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
         throughput_pps: Some(50_000.0),
     };
     let mut log = Vec::new();
+    let mut wheres = Vec::new();
     let r = rfc2544::back_to_back(&mut b, &s, |t| {
-        log.push((t.sent, t.lost, t.sink_drops, t.behind_schedule))
+        log.push((t.sent, t.lost, t.sink_drops, t.behind_schedule));
+        if t.lost > 0 {
+            wheres.push(t.loss_where.clone());
+        }
     })
     .unwrap();
+    eprintln!("back-to-back losses were in: {wheres:?}");
     assert_eq!(r.lengths.len(), 2, "{r:?}");
     assert_eq!(r.trials, log.len());
     // 200,000 frames at up to 50 kpps would take 4 s to forward; no ring
@@ -291,6 +303,12 @@ fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
         );
     }
     assert!(r.burst_pps > 50_000.0, "{r:?}");
+    for w in &wheres {
+        assert!(
+            ["sink ring", "host backlog", "device rx ring", "device"].contains(&w.as_str()),
+            "{wheres:?}"
+        );
+    }
     let (i, c) = rfc2544::buffer_times(r.mean_frames, r.burst_pps, Some(50_000.0));
     assert_eq!((r.implied_buffer_s, r.corrected_buffer_s), (i, c));
     assert!(c <= i, "{r:?}");
