@@ -263,12 +263,14 @@ impl Lab for PipelineLab {
     }
     fn budget(&self) -> Budget {
         Budget {
-            quick_s: 9,
-            default_s: 25,
+            quick_s: 10,
+            default_s: 35,
         }
     }
     /// Run to completion and a short pipeline with swap work, a tx-bulk
-    /// sweep and the RSS hash.
+    /// sweep and the RSS hash; as root, the black-box tester on commbench's
+    /// forwarder with 2 µs of work per frame (quick: one trial; default:
+    /// the RFC 2544 NDR search).
     fn suite_step(&self, ctx: &SuiteCtx, rec: &mut Recorder) -> Result<StepOutcome, LabError> {
         let packets = if ctx.quick() { 2_000_000 } else { 20_000_000 };
         // At least 5 separate runs per configuration, more (up to 20)
@@ -317,6 +319,14 @@ impl Lab for PipelineLab {
                 rec.push(r);
             }
         }
+        // The black-box half needs namespaces and veths: root only, and
+        // the outcome says so otherwise.
+        if !crate::netns::is_root() {
+            out.cut_short
+                .push("pipeline black-box tester (needs root: namespaces and veths)".to_owned());
+        } else if !out.cut_if_over(ctx, "pipeline black-box tester") {
+            crate::tester::suite_blackbox(ctx.quick(), rec)?;
+        }
         Ok(out)
     }
     /// Network namespaces (and their veths) of dead `pipeline netns` runs.
@@ -363,6 +373,21 @@ impl Lab for PipelineLab {
             "ticks_per_hash",
         ) {
             a.push_str(&format!("; Toeplitz {t:.1} ticks per IPv4 4-tuple"));
+        }
+        if let Some(ndr) = r
+            .iter()
+            .find(|x| x.test == "rfc2544-ndr" && is(x, "dut", crate::tester::SUITE_DUT))
+        {
+            if let Some(rate) = ndr.metric_f64("rate_mpps") {
+                a.push_str(&format!(
+                    "; black-box NDR of l2fwd at 2 µs per frame {rate:.3} Mpps"
+                ));
+                if let Some(w) = ndr.metrics.get("fail_loss_where").and_then(|v| v.as_str()) {
+                    if !w.is_empty() {
+                        a.push_str(&format!(" (losses above it in the {w})"));
+                    }
+                }
+            }
         }
         Some(a)
     }

@@ -509,6 +509,47 @@ impl Bench {
     }
 }
 
+/// The device of the suite's black-box step: commbench's forwarder with
+/// 2 µs of work per frame (at most ~0.5 Mpps on a 2.0 GHz-class core),
+/// slow enough that the device, not the tester, is the limit on most hosts.
+pub const SUITE_DUT: &str = "l2fwd:delay:2000";
+
+/// The suite's black-box step (root): quick, one 0.2 s trial at 50 kpps
+/// through the forwarder (exact counts and latency of every frame);
+/// default, the RFC 2544 NDR search on it with 0.2 s trials.
+pub fn suite_blackbox(quick: bool, rec: &mut commbench_core::Recorder) -> io::Result<()> {
+    let dut = DutSpec::parse(SUITE_DUT).map_err(io::Error::other)?;
+    let mut b = Bench::new(&dut, RoleCpus::default())?;
+    let trial = TrialSpec {
+        rate: Rate::Pps(50_000.0),
+        duration: Duration::from_millis(200),
+        drain: Duration::from_millis(200),
+        ..TrialSpec::default()
+    };
+    if quick {
+        rec.progress("pipeline black-box: one trial through l2fwd");
+        let r = b.trial(&trial)?;
+        rec.push(r.record("trial"));
+        return Ok(());
+    }
+    let s = rfc2544::SearchSpec {
+        trial,
+        max_pps: 1e6,
+        resolution_pct: 2.0,
+        pdr_loss_pct: None,
+        max_trials: 14,
+        ladder_steps: 0,
+    };
+    let r = rfc2544::search(&mut b, &s, "ndr", 0.0, 0.0, |t| {
+        rec.progress(&format!(
+            "pipeline black-box NDR: {:.0} pps → loss {:.4}%",
+            t.offered_pps, t.loss_pct
+        ))
+    })?;
+    rec.push(rfc2544::search_record(&r, &s, &dut.name(), "64"));
+    Ok(())
+}
+
 fn thread_finished(r: &RunningDut) -> bool {
     matches!(r, RunningDut::L2fwd { thread: Some(t), .. } if t.is_finished())
 }
