@@ -29,7 +29,8 @@ def run(binary, rate, warmup, duration):
     if out.returncode != 0:
         raise SystemExit(f"{binary} failed at {rate}/s: {out.stderr[-1500:]}")
     m = json.loads(out.stdout)["records"][0]["metrics"]
-    return {"cpu_us": m["client_cpu_us_per_rt"], "lag_p99_us": m["lag_ns"]["p99"] / 1e3,
+    lag = (m.get("lag_ns") or {}).get("p99")
+    return {"cpu_us": m["client_cpu_us_per_rt"], "lag_p99_us": lag / 1e3 if lag is not None else float("nan"),
             "achieved": m["rate_achieved"], "status": m["status"]}
 
 
@@ -59,8 +60,8 @@ def main():
                 res[k].append(r)
                 print(f"{rate}/s rep {rep} {k}: {r}", flush=True)
         for field, label in (("cpu_us", "generator CPU µs/request"), ("lag_p99_us", "lag p99 µs")):
-            xa = [r[field] for r in res["A"]]
-            xb = [r[field] for r in res["B"]]
+            xa = [r[field] for r in res["A"] if r[field] == r[field]]
+            xb = [r[field] for r in res["B"] if r[field] == r[field]]
             print(f"{rate}/s {label}: A {fmt(xa)}  B {fmt(xb)}  B/A {fmt_ratio(ratio_ci(xa, xb))}")
         st = sorted({r['status'] for k in res for r in res[k]})
         print(f"{rate}/s statuses: {st}; load now {open('/proc/loadavg').read().split()[:3]}", flush=True)
