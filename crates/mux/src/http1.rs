@@ -151,7 +151,7 @@ pub enum HttpError {
 }
 
 /// Responses by status class, and failures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub s1xx: u64,
     pub s2xx: u64,

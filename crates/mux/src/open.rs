@@ -82,6 +82,19 @@ pub struct OpenConfig {
     /// Bound on the p99 schedule lag: beyond it the run is marked as
     /// having measured the generator.
     pub max_lag: Duration,
+    /// With the load split over processes (`--load-procs`): the index of
+    /// this process's first active connection among all of them, and the
+    /// active connections of all of them, so that every connection keeps
+    /// its own phase and seed and the processes interleave instead of
+    /// sending in step. None: this process is the whole load.
+    pub split: Option<Split>,
+}
+
+/// This process's place in a load split over processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    pub first_conn: usize,
+    pub active_total: usize,
 }
 
 /// Most requests outstanding per connection.
@@ -181,6 +194,7 @@ impl OpenConfig {
             warmup: Duration::ZERO,
             duration: Duration::ZERO,
             max_lag: Duration::from_millis(1),
+            split: None,
         }
     }
 
@@ -313,7 +327,7 @@ impl OpenOut {
         Some((self.sent - 1) as f64 / span_s)
     }
 
-    fn merge(&mut self, o: &OpenOut) {
+    pub fn merge(&mut self, o: &OpenOut) {
         self.corrected.merge(&o.corrected);
         self.raw.merge(&o.raw);
         self.lag.merge(&o.lag);
@@ -526,14 +540,18 @@ impl Loop<'_> {
             .iter()
             .enumerate()
             .map(|(i, &fd)| {
-                let idx = self.base + i;
+                let (first, all) = match self.open.split {
+                    Some(s) => (s.first_conn, s.active_total),
+                    None => (0, self.active),
+                };
+                let idx = first + self.base + i;
                 OConn {
                     fd,
                     idx,
                     sched: Schedule::new(
                         self.start,
                         self.period,
-                        idx as f64 / self.active.max(1) as f64,
+                        idx as f64 / all.max(1) as f64,
                         self.open.arrivals,
                         0x6d75_785f_6f70_656e ^ (idx as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                     ),
@@ -1058,6 +1076,7 @@ mod tests {
             warmup: Duration::from_secs(1),
             duration: Duration::from_secs(1),
             max_lag: Duration::from_millis(1),
+            split: None,
         };
         assert!(ok.validate(10).is_ok());
         let e = OpenConfig {
