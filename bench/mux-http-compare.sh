@@ -10,6 +10,7 @@
 #
 #   bash bench/mux-http-compare.sh [--conns 1000,10000] [--servers nginx,lighttpd]
 #                                  [--repeat 3] [--requests 200000] [--seconds 5] [--rate 20000]
+#                                  [--peers wrk,h2load] [--no-rate]
 #
 # Needs: cargo; nginx, lighttpd, wrk, nghttp2-client (h2load) from Debian —
 # installed here when missing (apt-get, root).

@@ -201,13 +201,18 @@ def main():
     ap.add_argument("--rate", type=int, default=20000)
     ap.add_argument("--server-cpu", type=int, default=1)
     ap.add_argument("--client-cpu", type=int, default=0)
+    ap.add_argument("--peers", default="wrk,h2load",
+                    help="the other generators to run (a subset of wrk,h2load)")
+    ap.add_argument("--no-rate", action="store_true",
+                    help="skip the fixed-rate runs (closed loop only)")
     a = ap.parse_args()
     servers = [s for s in a.servers.split(",") if shutil.which(s) or os.path.exists(f"/usr/sbin/{s}")]
     for s in a.servers.split(","):
         if s not in servers:
             print(f"{s}: not installed (apt-get install -y {s}); skipped")
-    gens = [g for g in ("wrk", "h2load") if shutil.which(g)]
-    for g in ("wrk", "h2load"):
+    asked = [g for g in ("wrk", "h2load") if g in a.peers.split(",")]
+    gens = [g for g in asked if shutil.which(g)]
+    for g in asked:
         if g not in gens:
             print(f"{g}: not installed (apt-get install -y {'wrk' if g == 'wrk' else 'nghttp2-client'}); skipped")
     live = []
@@ -248,7 +253,7 @@ def main():
                         results.setdefault((sname, conns, g, "closed"), []).append(r)
                         print(f"{sname} N={conns} {g} closed: {r}", flush=True)
                     # Fixed rate.
-                    for g in (["ours"] + (["h2load"] if "h2load" in gens else [])):
+                    for g in ([] if a.no_rate else ["ours"] + (["h2load"] if "h2load" in gens else [])):
                         srv = Server(sname, conns, a.server_cpu)
                         live.append(srv)
                         try:

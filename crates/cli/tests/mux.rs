@@ -684,6 +684,58 @@ fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
 }
 
 #[test]
+fn load_procs_share_the_rate_and_merge_the_open_loop_figures() {
+    // 3000 req/s of HTTP over 12 connections split across 2 worker
+    // processes for 0.5 s: each takes half the rate, and the merged
+    // figures count every request once (with the whole rate in each
+    // worker, twice as many would be scheduled).
+    let out = cb()
+        .args([
+            "mux",
+            "--engine",
+            "epoll-lt",
+            "--conns",
+            "12",
+            "--load-procs",
+            "2",
+            "--rate",
+            "3000",
+            "--warmup",
+            "0.1",
+            "--duration",
+            "0.5",
+            "--protocol",
+            "http1",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["params"]["load_procs"], 2);
+    let m = &r["metrics"];
+    let scheduled = m["scheduled"].as_u64().unwrap();
+    // 1500 due in the window, ±1 per connection at its edges.
+    assert!(
+        scheduled.abs_diff(1500) <= 12,
+        "{scheduled} scheduled: {m:#}"
+    );
+    assert_eq!(m["completed"], m["scheduled"]);
+    assert_eq!(m["corrected_ns"]["n"].as_u64(), m["completed"].as_u64());
+    assert_eq!(m["raw_ns"]["n"].as_u64(), m["completed"].as_u64());
+    // Every response of both workers is counted, warm-up ones included.
+    assert_eq!(
+        m["http"]["s2xx"].as_u64().unwrap(),
+        m["round_trips"].as_u64().unwrap()
+    );
+    assert!(m["rate_achieved"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
 fn a_fixed_rate_run_reports_corrected_raw_and_lag_in_json() {
     let out = cb()
         .args([

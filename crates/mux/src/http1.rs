@@ -151,7 +151,7 @@ pub enum HttpError {
 }
 
 /// Responses by status class, and failures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub s1xx: u64,
     pub s2xx: u64,
@@ -385,13 +385,20 @@ fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<Framing, Htt
             }
             len = Some(v);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-            if v.split(',').next_back().map(str::trim) == Some("chunked") {
+            if h.value
+                .split(|&b| b == b',')
+                .next_back()
+                .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+            {
                 chunked = true;
             }
         } else if h.name.eq_ignore_ascii_case("connection") {
-            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-            if v.split(',').any(|t| t.trim() == "close") {
+            // Byte-wise: every keep-alive response carries this header,
+            // so no allocation here.
+            if h.value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+            {
                 return Err(HttpError::Close);
             }
         }
@@ -535,9 +542,13 @@ mod tests {
         let stream = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello\
 HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n\
 HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n\
-HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n";
+HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n\
+HTTP/1.1 201 Created\r\nConnection: Keep-Alive\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n0\r\n\r\n";
         let mut r = ResponseReader::new(Limits::default());
-        assert_eq!(read_all(&mut r, stream).unwrap(), vec![200, 404, 204, 503]);
+        assert_eq!(
+            read_all(&mut r, stream).unwrap(),
+            vec![200, 404, 204, 503, 201]
+        );
         let mut c = Counts::default();
         for s in [200, 404, 204, 503] {
             c.count(s);
@@ -559,6 +570,10 @@ HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n";
             ),
             (
                 b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                "close",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: upgrade,  CLOSE \r\nContent-Length: 0\r\n\r\n",
                 "close",
             ),
             (b"HTTX/1.1 200 OK\r\n\r\n", "malformed"),

@@ -322,9 +322,6 @@ impl MuxConfig {
         if open_loop && self.clients == ClientsKind::Threads {
             return bad("--rate, --in-flight and --protocol http1 run on the event-loop client: use --clients loop".into());
         }
-        if open_loop && self.load_procs > 1 {
-            return bad("--rate, --in-flight and --protocol http1 run in one load process: use --load-threads instead of --load-procs".into());
-        }
         if self.timeout.is_zero() {
             return bad("--timeout must be positive".into());
         }

@@ -7,10 +7,12 @@
 //! at `start + (n + phase) · period` (cbr) or at `start` plus the sum of n
 //! exponential gaps of mean `period` (poisson, a fixed seed per
 //! connection); the schedule never moves with the time a send took. The
-//! event loop sleeps in `epoll_pwait2` (timer slack 1 ns) until shortly
-//! before the next due time, polls the sockets without sleeping until the
-//! last microseconds, then busy-waits them with the core's TSC wait
-//! ([`commbench_core::delay::spin_until`]).
+//! event loop sleeps in `epoll_pwait2` (timer slack 1 ns) until the next
+//! due time less a guard window, then busy-waits the guard with the
+//! core's TSC wait ([`commbench_core::delay::spin_until`]). The guard is
+//! learned ([`WakeGuard`]): the recent worst overshoot of timed wake-ups
+//! plus a margin, so the generator burns CPU only for as long as the
+//! kernel is late, not a fixed tens of microseconds before every send.
 //!
 //! A connection keeps at most `in_flight` requests outstanding; a request
 //! due while the window is full waits in the generator (the server is
@@ -80,6 +82,19 @@ pub struct OpenConfig {
     /// Bound on the p99 schedule lag: beyond it the run is marked as
     /// having measured the generator.
     pub max_lag: Duration,
+    /// With the load split over processes (`--load-procs`): the index of
+    /// this process's first active connection among all of them, and the
+    /// active connections of all of them, so that every connection keeps
+    /// its own phase and seed and the processes interleave instead of
+    /// sending in step. None: this process is the whole load.
+    pub split: Option<Split>,
+}
+
+/// This process's place in a load split over processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    pub first_conn: usize,
+    pub active_total: usize,
 }
 
 /// Most requests outstanding per connection.
@@ -92,10 +107,82 @@ pub const MAX_REQUESTS: f64 = 2e9;
 /// The achieved rate must be within this fraction of the asked one.
 pub const RATE_TOLERANCE: f64 = 0.01;
 
-/// Busy-poll the sockets (no sleep) this close to the next due time.
-const POLL_WINDOW_NS: f64 = 60_000.0;
-/// Busy-wait the TSC (no system call) this close to it.
-const SPIN_WINDOW_NS: f64 = 2_000.0;
+/// The guard before the first overshoot is measured.
+const GUARD_INITIAL_NS: f64 = 20_000.0;
+/// Added to the worst recent overshoot: wake-ups a little later than
+/// any seen lately still leave on time.
+const GUARD_MARGIN_NS: f64 = 1_000.0;
+/// Least guard: the cost of leaving epoll_pwait2 and reaching the send.
+const GUARD_MIN_NS: f64 = 2_000.0;
+/// Most guard: an overshoot beyond it is the thread descheduled, which
+/// spinning would not have prevented (a spinning thread is preempted
+/// too), so it is not worth paying for on every later send.
+const GUARD_MAX_NS: f64 = 50_000.0;
+/// Overshoots remembered: the guard covers the worst of these, so one
+/// late wake-up raises it for this many sleeps and then falls out.
+const GUARD_SAMPLES: usize = 32;
+/// A sleep shorter than this costs more than it saves: spin instead.
+const MIN_SLEEP_NS: f64 = 1_000.0;
+
+/// How early before a due time the loop stops sleeping and starts
+/// spinning: the worst of the last [`GUARD_SAMPLES`] wake-up overshoots
+/// (how late `epoll_pwait2` returned past the asked timeout), plus a
+/// margin, within [`GUARD_MIN_NS`, `GUARD_MAX_NS`]. All in TSC ticks.
+#[derive(Debug, Clone)]
+pub struct WakeGuard {
+    samples: [u64; GUARD_SAMPLES],
+    next: usize,
+    seen: usize,
+    margin: u64,
+    min: u64,
+    max: u64,
+    initial: u64,
+    guard: u64,
+}
+
+impl WakeGuard {
+    /// A guard for a clock of `ticks_per_ns`.
+    pub fn new(ticks_per_ns: f64) -> WakeGuard {
+        let t = |ns: f64| (ns * ticks_per_ns).round() as u64;
+        let initial = t(GUARD_INITIAL_NS);
+        WakeGuard {
+            samples: [0; GUARD_SAMPLES],
+            next: 0,
+            seen: 0,
+            margin: t(GUARD_MARGIN_NS),
+            min: t(GUARD_MIN_NS),
+            max: t(GUARD_MAX_NS),
+            initial,
+            guard: initial,
+        }
+    }
+
+    /// The current guard.
+    #[inline]
+    pub fn ticks(&self) -> u64 {
+        self.guard
+    }
+
+    /// Records a timed wake-up that returned `overshoot` ticks after the
+    /// time it was asked for.
+    pub fn record(&mut self, overshoot: u64) {
+        self.samples[self.next] = overshoot.min(self.max);
+        self.next = (self.next + 1) % GUARD_SAMPLES;
+        self.seen = (self.seen + 1).min(GUARD_SAMPLES);
+        let worst = self.samples[..self.seen].iter().copied().max().unwrap_or(0);
+        self.guard = (worst + self.margin).clamp(self.min, self.max);
+    }
+
+    /// Overshoots recorded so far (at most [`GUARD_SAMPLES`] kept).
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// The guard used before any overshoot was seen.
+    pub fn initial(&self) -> u64 {
+        self.initial
+    }
+}
 
 impl OpenConfig {
     /// A closed loop with `in_flight` requests outstanding per connection.
@@ -107,6 +194,7 @@ impl OpenConfig {
             warmup: Duration::ZERO,
             duration: Duration::ZERO,
             max_lag: Duration::from_millis(1),
+            split: None,
         }
     }
 
@@ -239,7 +327,7 @@ impl OpenOut {
         Some((self.sent - 1) as f64 / span_s)
     }
 
-    fn merge(&mut self, o: &OpenOut) {
+    pub fn merge(&mut self, o: &OpenOut) {
         self.corrected.merge(&o.corrected);
         self.raw.merge(&o.raw);
         self.lag.merge(&o.lag);
@@ -452,14 +540,18 @@ impl Loop<'_> {
             .iter()
             .enumerate()
             .map(|(i, &fd)| {
-                let idx = self.base + i;
+                let (first, all) = match self.open.split {
+                    Some(s) => (s.first_conn, s.active_total),
+                    None => (0, self.active),
+                };
+                let idx = first + self.base + i;
                 OConn {
                     fd,
                     idx,
                     sched: Schedule::new(
                         self.start,
                         self.period,
-                        idx as f64 / self.active.max(1) as f64,
+                        idx as f64 / all.max(1) as f64,
                         self.open.arrivals,
                         0x6d75_785f_6f70_656e ^ (idx as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                     ),
@@ -492,13 +584,15 @@ impl Loop<'_> {
             }
         }
         let tsc = clock::tsc();
-        let poll_window = tsc.ns_to_ticks(POLL_WINDOW_NS);
-        let spin_window = tsc.ns_to_ticks(SPIN_WINDOW_NS);
+        let mut guard = WakeGuard::new(tsc.hz() / 1e9);
+        let min_sleep = tsc.ns_to_ticks(MIN_SLEEP_NS);
         let mut events = sys::new_events(1024);
         let mut rbuf = vec![0u8; 64 * 1024];
         let mut scratch = Vec::new();
         let mut st = LoopStats::default();
         let mut outstanding: usize = 0;
+        // The last wait returned no events.
+        let mut quiet = false;
         if closed {
             spin_until(self.start);
             for (i, c) in conns.iter_mut().enumerate() {
@@ -549,20 +643,34 @@ impl Loop<'_> {
             // Wait for responses until the next request is due.
             let next = heap.peek().map(|r| r.0 .0);
             let ready = match next {
-                Some(d) if d > now + poll_window => {
-                    let ns = tsc.ticks_to_ns(d - now - poll_window / 2) as u64;
+                Some(d) if d > now + guard.ticks() + min_sleep => {
+                    let wake = d - guard.ticks();
+                    let ns = tsc.ticks_to_ns(wake - now) as u64;
                     st.waits += 1;
-                    ep.wait_ns(&mut events, ns)
-                        .map_err(|e| io_err("epoll_pwait2", e))?
+                    let r = ep
+                        .wait_ns(&mut events, ns)
+                        .map_err(|e| io_err("epoll_pwait2", e))?;
+                    // Only a wait that ran out says how late the timer
+                    // wakes; one ended early by a response says nothing.
+                    if r.is_empty() {
+                        guard.record(clock::rdtsc().saturating_sub(wake));
+                    }
+                    r
                 }
-                Some(d) if d > now + spin_window => {
+                // Within the guard: look at the sockets once (unless the
+                // last wait found them quiet and nothing was sent since),
+                // then spin; never spin twice in a row without a look, or
+                // at rates whose gaps are inside the guard no response
+                // would be read.
+                Some(d) if quiet => {
+                    spin_until(d);
+                    quiet = false;
+                    continue;
+                }
+                Some(_) => {
                     st.waits += 1;
                     ep.wait(&mut events, 0)
                         .map_err(|e| io_err("epoll_wait", e))?
-                }
-                Some(d) => {
-                    spin_until(d);
-                    continue;
                 }
                 None => {
                     st.waits += 1;
@@ -570,6 +678,7 @@ impl Loop<'_> {
                         .map_err(|e| io_err("epoll_wait", e))?
                 }
             };
+            quiet = ready.is_empty();
             st.events += ready.len() as u64;
             for e in ready {
                 let i = sys::event_token(e) as usize;
@@ -719,7 +828,14 @@ impl Loop<'_> {
     fn receive(&self, c: &mut OConn, rbuf: &mut [u8], st: &mut LoopStats) -> Result<usize> {
         let cfg = self.cfg;
         let mut done = 0;
+        // A read that did not fill the buffer took all the socket held: a
+        // second read would only say EAGAIN (level-triggered epoll reports
+        // the socket again when more arrives), so stop after it.
+        let mut drained = false;
         loop {
+            if drained {
+                return Ok(done);
+            }
             let n = match net::read(c.fd, rbuf) {
                 Ok(0) => {
                     if c.flight.is_empty() && c.backlog.is_empty() && c.ended {
@@ -734,7 +850,10 @@ impl Loop<'_> {
                         c.flight.len() + c.backlog.len()
                     )));
                 }
-                Ok(n) => n,
+                Ok(n) => {
+                    drained = n < rbuf.len();
+                    n
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(done),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -919,6 +1038,36 @@ mod tests {
     }
 
     #[test]
+    fn wake_guard_covers_recent_overshoots_and_forgets_old_ones() {
+        // One tick per ns.
+        let mut g = WakeGuard::new(1.0);
+        assert_eq!(g.ticks(), g.initial());
+        assert_eq!(g.seen(), 0);
+        // Quiet wake-ups: the guard falls to the floor.
+        for _ in 0..GUARD_SAMPLES {
+            g.record(100);
+        }
+        assert_eq!(g.ticks(), GUARD_MIN_NS as u64);
+        // A 5 µs overshoot: the guard covers it plus the margin.
+        g.record(5_000);
+        assert_eq!(g.ticks(), 5_000 + GUARD_MARGIN_NS as u64);
+        // It stays for GUARD_SAMPLES wake-ups, then falls out.
+        for k in 1..GUARD_SAMPLES {
+            g.record(300);
+            assert_eq!(g.ticks(), 6_000, "after {k} quiet wake-ups");
+        }
+        g.record(300);
+        assert_eq!(g.ticks(), GUARD_MIN_NS as u64);
+        // A descheduled thread (10 ms late) is capped, not paid for in full.
+        g.record(10_000_000);
+        assert_eq!(g.ticks(), GUARD_MAX_NS as u64);
+        assert_eq!(g.seen(), GUARD_SAMPLES);
+        // Other clock rates scale every bound.
+        let g = WakeGuard::new(3.0);
+        assert_eq!(g.ticks(), (GUARD_INITIAL_NS * 3.0) as u64);
+    }
+
+    #[test]
     fn bad_settings_are_refused_with_the_reason() {
         let ok = OpenConfig {
             rate: Some(1000.0),
@@ -927,6 +1076,7 @@ mod tests {
             warmup: Duration::from_secs(1),
             duration: Duration::from_secs(1),
             max_lag: Duration::from_millis(1),
+            split: None,
         };
         assert!(ok.validate(10).is_ok());
         let e = OpenConfig {

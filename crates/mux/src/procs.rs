@@ -21,6 +21,7 @@ use commbench_core::rusage::Usage;
 use commbench_core::stats::LatencyHistogram;
 
 use crate::load::{self, LoadConfig, Rounds};
+use crate::open::OpenOut;
 use crate::{MuxConfig, MuxError, Result};
 
 /// What a worker says after connecting.
@@ -45,6 +46,67 @@ pub struct WorkerRounds {
     pub bytes: u64,
     /// (value ns, count) pairs of the latency histogram.
     pub latency: Vec<(u64, u64)>,
+    /// Open-loop figures (`--rate`, `--in-flight`, http1).
+    #[serde(default)]
+    pub open: Option<WorkerOpen>,
+}
+
+/// A worker's [`OpenOut`], histograms as (value ns, count) pairs; send
+/// times are TSC ticks, one counter for every process on the machine.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct WorkerOpen {
+    pub corrected: Vec<(u64, u64)>,
+    pub raw: Vec<(u64, u64)>,
+    pub lag: Vec<(u64, u64)>,
+    pub scheduled: u64,
+    pub completed: u64,
+    pub held: u64,
+    pub measured_s: f64,
+    pub sent: u64,
+    pub first_send: u64,
+    pub last_send: u64,
+    pub http: crate::http1::Counts,
+}
+
+impl WorkerOpen {
+    fn from_out(o: &OpenOut) -> WorkerOpen {
+        WorkerOpen {
+            corrected: o.corrected.recorded(),
+            raw: o.raw.recorded(),
+            lag: o.lag.recorded(),
+            scheduled: o.scheduled,
+            completed: o.completed,
+            held: o.held,
+            measured_s: o.measured_s,
+            sent: o.sent,
+            first_send: o.first_send,
+            last_send: o.last_send,
+            http: o.http,
+        }
+    }
+
+    fn into_out(self) -> OpenOut {
+        let hist = |pairs: Vec<(u64, u64)>| {
+            let mut h = LatencyHistogram::new();
+            for (v, c) in pairs {
+                h.record_n_ns(v, c);
+            }
+            h
+        };
+        OpenOut {
+            corrected: hist(self.corrected),
+            raw: hist(self.raw),
+            lag: hist(self.lag),
+            scheduled: self.scheduled,
+            completed: self.completed,
+            held: self.held,
+            measured_s: self.measured_s,
+            sent: self.sent,
+            first_send: self.first_send,
+            last_send: self.last_send,
+            http: self.http,
+        }
+    }
 }
 
 fn line_out<T: serde::Serialize>(v: &T) -> Result<()> {
@@ -107,6 +169,7 @@ pub fn worker_main(lcfg: &LoadConfig, warmup_rounds: u64) -> Result<()> {
                     events: r.events,
                     bytes: r.bytes,
                     latency: r.latency.recorded(),
+                    open: r.open.as_ref().map(WorkerOpen::from_out),
                 })?;
             }
             "CLOSE" => {
@@ -118,6 +181,37 @@ pub fn worker_main(lcfg: &LoadConfig, warmup_rounds: u64) -> Result<()> {
                     "worker: unexpected command {other:?}"
                 )))
             }
+        }
+    }
+}
+
+/// The open-loop and HTTP settings of one worker: its share of the rate
+/// (in proportion to its active connections) and its place among all
+/// active connections.
+fn open_args(cmd: &mut Command, cfg: &MuxConfig, active: usize, first_active: usize) {
+    let o = &cfg.open;
+    cmd.args(["--in-flight", &o.in_flight.to_string()]);
+    if let Some(rate) = o.rate {
+        let share = rate * active as f64 / cfg.active().max(1) as f64;
+        cmd.args(["--rate", &share.to_string()])
+            .args(["--arrivals", o.arrivals.as_str()])
+            .args(["--warmup", &o.warmup.as_secs_f64().to_string()])
+            .args(["--duration", &o.duration.as_secs_f64().to_string()])
+            .args(["--max-lag-us", &(o.max_lag.as_secs_f64() * 1e6).to_string()])
+            .args(["--worker-first-conn", &first_active.to_string()])
+            .args(["--worker-active-total", &cfg.active().to_string()]);
+    }
+    if cfg.protocol == crate::Protocol::Http1 {
+        let h = &cfg.http;
+        cmd.args(["--method", &h.method])
+            .args(["--path", &h.path])
+            .args(["--host", &h.host]);
+        for (n, v) in &h.headers {
+            cmd.arg("--header").arg(format!("{n}: {v}"));
+        }
+        if !h.body.is_empty() {
+            cmd.arg("--body")
+                .arg(String::from_utf8_lossy(&h.body).as_ref());
         }
     }
 }
@@ -152,6 +246,7 @@ impl Workers {
         };
         let p = cfg.load_procs;
         let mut workers = Vec::with_capacity(p);
+        let mut first_active = 0;
         for i in 0..p {
             let conns = split(cfg.conns, p, i);
             let active = split(cfg.active(), p, i).max(1).min(conns);
@@ -171,6 +266,8 @@ impl Workers {
             if let Some(c) = &cfg.client_cpus {
                 cmd.arg("--cpus").arg(format!("client={c}"));
             }
+            open_args(&mut cmd, cfg, active, first_active);
+            first_active += active;
             let p = crate::child::spawn_piped(&mut cmd, &format!("load worker {i}"))?;
             workers.push(Worker {
                 child: p.child,
@@ -252,8 +349,13 @@ impl Workers {
             open: None,
         };
         let (mut start, mut end) = (u64::MAX, 0u64);
+        let mut open: Option<OpenOut> = None;
         for i in 0..self.workers.len() {
             let r: WorkerRounds = self.read(i)?;
+            if let Some(o) = r.open {
+                open.get_or_insert_with(OpenOut::default)
+                    .merge(&o.into_out());
+            }
             out.round_trips += r.round_trips;
             out.waits += r.waits;
             out.events += r.events;
@@ -267,6 +369,7 @@ impl Workers {
             end = end.max(r.end_ns);
         }
         out.wall_s = end.saturating_sub(start) as f64 / 1e9;
+        out.open = open;
         Ok(out)
     }
 

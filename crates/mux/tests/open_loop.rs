@@ -74,6 +74,7 @@ fn rate(rate: f64, warmup_ms: u64, duration_ms: u64) -> OpenConfig {
         warmup: Duration::from_millis(warmup_ms),
         duration: Duration::from_millis(duration_ms),
         max_lag: Duration::from_millis(1),
+        split: None,
     }
 }
 

@@ -317,6 +317,13 @@ pub struct LoadArgs {
     /// Internal: one worker process of a --load-procs run.
     #[arg(long, hide = true)]
     pub worker: bool,
+    /// Internal (--worker with --rate): the index of this worker's first
+    /// active connection among all workers'.
+    #[arg(long, hide = true, requires = "worker_active_total")]
+    pub worker_first_conn: Option<usize>,
+    /// Internal (--worker with --rate): active connections over all workers.
+    #[arg(long, hide = true, requires = "worker_first_conn")]
+    pub worker_active_total: Option<usize>,
 }
 
 fn lib_err(e: MuxError) -> anyhow::Error {
@@ -414,6 +421,7 @@ fn open_config(o: &LoadOpts) -> Result<commbench_mux::open::OpenConfig> {
         warmup: secs("--warmup", o.warmup, true)?,
         duration: secs("--duration", o.duration, false)?,
         max_lag: Duration::from_secs_f64(o.max_lag_us / 1e6),
+        split: None,
     })
 }
 
@@ -692,6 +700,19 @@ fn load_token(l: &LoadArgs) -> Result<Option<Token>> {
 fn load(l: &LoadArgs) -> Result<()> {
     let mut cfg = base_config(&l.load)?;
     if l.worker {
+        if let (Some(first_conn), Some(active_total)) = (l.worker_first_conn, l.worker_active_total)
+        {
+            if first_conn + cfg.active() > active_total {
+                return Err(crate::usage(format!(
+                    "--worker-first-conn {first_conn} with {} active connections is past --worker-active-total {active_total}",
+                    cfg.active()
+                )));
+            }
+            cfg.open.split = Some(commbench_mux::open::Split {
+                first_conn,
+                active_total,
+            });
+        }
         return worker(&cfg, l.target);
     }
     let control = match l.control.as_deref() {
