@@ -275,3 +275,128 @@ mod tests {
         assert!(a.measured.min >= 1_000.0 - 50.0);
     }
 }
+
+/// How early before a due time a paced loop stops sleeping and starts
+/// busy-waiting: the worst of the last [`WakeGuard::SAMPLES`] wake-up
+/// overshoots (how late a timed sleep returned past the time asked for),
+/// plus a margin, within a floor and a ceiling. All in TSC ticks.
+///
+/// Both paced generators (mux's open loop, the pipeline's packet tester)
+/// use it, so a loop burns CPU only for as long as the kernel's timer is
+/// late on this host — 16 µs on a quiet VM, 100 µs and more on a busy
+/// one — rather than a fixed window that is too short on one host and
+/// wasteful on the other. The ceiling is each user's: an overshoot beyond
+/// it is the thread descheduled, which spinning would not have prevented.
+#[derive(Debug, Clone)]
+pub struct WakeGuard {
+    samples: [u64; WakeGuard::SAMPLES],
+    next: usize,
+    seen: usize,
+    margin: u64,
+    min: u64,
+    max: u64,
+    initial: u64,
+    guard: u64,
+}
+
+/// A [`WakeGuard`]'s bounds, in ns.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardBounds {
+    /// The guard before the first overshoot is measured.
+    pub initial_ns: f64,
+    /// Added to the worst recent overshoot.
+    pub margin_ns: f64,
+    /// Least guard: the cost of leaving the sleep and reaching the send.
+    pub min_ns: f64,
+    /// Most guard.
+    pub max_ns: f64,
+}
+
+impl WakeGuard {
+    /// Overshoots remembered: the guard covers the worst of these, so one
+    /// late wake-up raises it for this many sleeps and then falls out.
+    pub const SAMPLES: usize = 32;
+
+    /// A guard for a clock of `ticks_per_ns` within `b`.
+    pub fn new(ticks_per_ns: f64, b: GuardBounds) -> WakeGuard {
+        let t = |ns: f64| (ns * ticks_per_ns).round() as u64;
+        let initial = t(b.initial_ns);
+        WakeGuard {
+            samples: [0; Self::SAMPLES],
+            next: 0,
+            seen: 0,
+            margin: t(b.margin_ns),
+            min: t(b.min_ns),
+            max: t(b.max_ns),
+            initial,
+            guard: initial,
+        }
+    }
+
+    /// The current guard.
+    #[inline]
+    pub fn ticks(&self) -> u64 {
+        self.guard
+    }
+
+    /// Records a timed wake-up that returned `overshoot` ticks after the
+    /// time it was asked for.
+    pub fn record(&mut self, overshoot: u64) {
+        self.samples[self.next] = overshoot.min(self.max);
+        self.next = (self.next + 1) % Self::SAMPLES;
+        self.seen = (self.seen + 1).min(Self::SAMPLES);
+        let worst = self.samples[..self.seen].iter().copied().max().unwrap_or(0);
+        self.guard = (worst + self.margin).clamp(self.min, self.max);
+    }
+
+    /// Overshoots recorded so far (at most [`WakeGuard::SAMPLES`] kept).
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// The guard used before any overshoot was seen.
+    pub fn initial(&self) -> u64 {
+        self.initial
+    }
+}
+
+#[cfg(test)]
+mod wake_guard_tests {
+    use super::*;
+
+    #[test]
+    fn wake_guard_covers_recent_overshoots_and_forgets_old_ones() {
+        let b = GuardBounds {
+            initial_ns: 20_000.0,
+            margin_ns: 1_000.0,
+            min_ns: 2_000.0,
+            max_ns: 50_000.0,
+        };
+        // One tick per ns.
+        let mut g = WakeGuard::new(1.0, b);
+        assert_eq!(g.ticks(), g.initial());
+        assert_eq!(g.seen(), 0);
+        // Quiet wake-ups: the guard falls to the floor.
+        for _ in 0..WakeGuard::SAMPLES {
+            g.record(100);
+        }
+        assert_eq!(g.ticks(), 2_000);
+        // A 5 µs overshoot: the guard covers it plus the margin.
+        g.record(5_000);
+        assert_eq!(g.ticks(), 6_000);
+        // It stays for SAMPLES wake-ups, then falls out.
+        for k in 1..WakeGuard::SAMPLES {
+            g.record(300);
+            assert_eq!(g.ticks(), 6_000, "after {k} quiet wake-ups");
+        }
+        g.record(300);
+        assert_eq!(g.ticks(), 2_000);
+        // A descheduled thread (10 ms late) is capped, not paid for in full.
+        g.record(10_000_000);
+        assert_eq!(g.ticks(), 50_000);
+        assert_eq!(g.seen(), WakeGuard::SAMPLES);
+        // Other clock rates scale every bound.
+        let g = WakeGuard::new(3.0, b);
+        assert_eq!(g.ticks(), 60_000);
+    }
+}

@@ -34,7 +34,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use commbench_core::clock;
-use commbench_core::delay::spin_until;
+use commbench_core::delay::{spin_until, GuardBounds, WakeGuard};
 use commbench_core::estimate::Rng;
 use commbench_core::placement::CpuList;
 use commbench_core::stats::LatencyHistogram;
@@ -107,82 +107,20 @@ pub const MAX_REQUESTS: f64 = 2e9;
 /// The achieved rate must be within this fraction of the asked one.
 pub const RATE_TOLERANCE: f64 = 0.01;
 
-/// The guard before the first overshoot is measured.
-const GUARD_INITIAL_NS: f64 = 20_000.0;
-/// Added to the worst recent overshoot: wake-ups a little later than
-/// any seen lately still leave on time.
-const GUARD_MARGIN_NS: f64 = 1_000.0;
-/// Least guard: the cost of leaving epoll_pwait2 and reaching the send.
-const GUARD_MIN_NS: f64 = 2_000.0;
-/// Most guard: an overshoot beyond it is the thread descheduled, which
-/// spinning would not have prevented (a spinning thread is preempted
-/// too), so it is not worth paying for on every later send.
-const GUARD_MAX_NS: f64 = 50_000.0;
-/// Overshoots remembered: the guard covers the worst of these, so one
-/// late wake-up raises it for this many sleeps and then falls out.
-const GUARD_SAMPLES: usize = 32;
+/// The open loop's wake-up guard ([`WakeGuard`]): 20 µs until the
+/// first overshoot is measured, 1 µs over the worst recent one, at least
+/// 2 µs (leaving epoll_pwait2 and reaching the send) and at most 50 µs:
+/// an overshoot beyond it is the thread descheduled, which spinning would
+/// not have prevented (a spinning thread is preempted too), so it is not
+/// worth paying for on every later send.
+const GUARD: GuardBounds = GuardBounds {
+    initial_ns: 20_000.0,
+    margin_ns: 1_000.0,
+    min_ns: 2_000.0,
+    max_ns: 50_000.0,
+};
 /// A sleep shorter than this costs more than it saves: spin instead.
 const MIN_SLEEP_NS: f64 = 1_000.0;
-
-/// How early before a due time the loop stops sleeping and starts
-/// spinning: the worst of the last [`GUARD_SAMPLES`] wake-up overshoots
-/// (how late `epoll_pwait2` returned past the asked timeout), plus a
-/// margin, within [`GUARD_MIN_NS`, `GUARD_MAX_NS`]. All in TSC ticks.
-#[derive(Debug, Clone)]
-pub struct WakeGuard {
-    samples: [u64; GUARD_SAMPLES],
-    next: usize,
-    seen: usize,
-    margin: u64,
-    min: u64,
-    max: u64,
-    initial: u64,
-    guard: u64,
-}
-
-impl WakeGuard {
-    /// A guard for a clock of `ticks_per_ns`.
-    pub fn new(ticks_per_ns: f64) -> WakeGuard {
-        let t = |ns: f64| (ns * ticks_per_ns).round() as u64;
-        let initial = t(GUARD_INITIAL_NS);
-        WakeGuard {
-            samples: [0; GUARD_SAMPLES],
-            next: 0,
-            seen: 0,
-            margin: t(GUARD_MARGIN_NS),
-            min: t(GUARD_MIN_NS),
-            max: t(GUARD_MAX_NS),
-            initial,
-            guard: initial,
-        }
-    }
-
-    /// The current guard.
-    #[inline]
-    pub fn ticks(&self) -> u64 {
-        self.guard
-    }
-
-    /// Records a timed wake-up that returned `overshoot` ticks after the
-    /// time it was asked for.
-    pub fn record(&mut self, overshoot: u64) {
-        self.samples[self.next] = overshoot.min(self.max);
-        self.next = (self.next + 1) % GUARD_SAMPLES;
-        self.seen = (self.seen + 1).min(GUARD_SAMPLES);
-        let worst = self.samples[..self.seen].iter().copied().max().unwrap_or(0);
-        self.guard = (worst + self.margin).clamp(self.min, self.max);
-    }
-
-    /// Overshoots recorded so far (at most [`GUARD_SAMPLES`] kept).
-    pub fn seen(&self) -> usize {
-        self.seen
-    }
-
-    /// The guard used before any overshoot was seen.
-    pub fn initial(&self) -> u64 {
-        self.initial
-    }
-}
 
 impl OpenConfig {
     /// A closed loop with `in_flight` requests outstanding per connection.
@@ -584,7 +522,7 @@ impl Loop<'_> {
             }
         }
         let tsc = clock::tsc();
-        let mut guard = WakeGuard::new(tsc.hz() / 1e9);
+        let mut guard = WakeGuard::new(tsc.hz() / 1e9, GUARD);
         let min_sleep = tsc.ns_to_ticks(MIN_SLEEP_NS);
         let mut events = sys::new_events(1024);
         let mut rbuf = vec![0u8; 64 * 1024];
@@ -1035,36 +973,6 @@ mod tests {
         assert!(corrected.windows(2).all(|w| w[1] < w[0]));
         // Clock reads from two CPUs a little out of step never go negative.
         assert_eq!(latencies(500, 520, 510), (10, 0));
-    }
-
-    #[test]
-    fn wake_guard_covers_recent_overshoots_and_forgets_old_ones() {
-        // One tick per ns.
-        let mut g = WakeGuard::new(1.0);
-        assert_eq!(g.ticks(), g.initial());
-        assert_eq!(g.seen(), 0);
-        // Quiet wake-ups: the guard falls to the floor.
-        for _ in 0..GUARD_SAMPLES {
-            g.record(100);
-        }
-        assert_eq!(g.ticks(), GUARD_MIN_NS as u64);
-        // A 5 µs overshoot: the guard covers it plus the margin.
-        g.record(5_000);
-        assert_eq!(g.ticks(), 5_000 + GUARD_MARGIN_NS as u64);
-        // It stays for GUARD_SAMPLES wake-ups, then falls out.
-        for k in 1..GUARD_SAMPLES {
-            g.record(300);
-            assert_eq!(g.ticks(), 6_000, "after {k} quiet wake-ups");
-        }
-        g.record(300);
-        assert_eq!(g.ticks(), GUARD_MIN_NS as u64);
-        // A descheduled thread (10 ms late) is capped, not paid for in full.
-        g.record(10_000_000);
-        assert_eq!(g.ticks(), GUARD_MAX_NS as u64);
-        assert_eq!(g.seen(), GUARD_SAMPLES);
-        // Other clock rates scale every bound.
-        let g = WakeGuard::new(3.0);
-        assert_eq!(g.ticks(), (GUARD_INITIAL_NS * 3.0) as u64);
     }
 
     #[test]

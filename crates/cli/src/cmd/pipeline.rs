@@ -63,8 +63,9 @@ pub struct OfferArgs {
     /// The sink keeps counting this long after the last departure (ms).
     #[arg(long, default_value_t = 300)]
     pub drain_ms: u64,
-    /// Busy-wait the last this-many µs before each departure (sleep before).
-    #[arg(long, default_value_t = 30)]
+    /// Busy-wait at most this many µs before each departure; below it the
+    /// generator learns how late the host's timer wakes it and spins that long.
+    #[arg(long, default_value_t = 200)]
     pub spin_us: u64,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]

@@ -24,7 +24,7 @@ use crate::netns::{self, interrupted, realtime_ns, RxMethod, RxPath, TxMethod};
 use crate::wire::{FlowRepr, FCS, PROTO_UDP};
 use account::{FlowCounts, SinkAccount};
 use commbench_core::clock::{rdtsc, tsc};
-use commbench_core::delay::spin_until;
+use commbench_core::delay::{spin_until, GuardBounds, WakeGuard};
 use commbench_core::placement::CpuList;
 use commbench_core::record::Record;
 use commbench_core::rusage::Usage;
@@ -67,7 +67,8 @@ pub struct TrialSpec {
     pub drain: Duration,
     pub tx: TxMethod,
     pub rx: RxMethod,
-    /// Busy-wait the last this-many ns before each departure.
+    /// Busy-wait at most this long before each departure (the learned
+    /// guard's ceiling: see [`pace::SPIN_NS`]).
     pub spin_ns: u64,
     pub seed: u64,
     /// Frames in the trial instead of rate × duration (the back-to-back
@@ -747,7 +748,18 @@ fn gen_run(
     let t = tsc();
     let pps = spec.pps();
     let mut sched = Schedule::new(spec.arrivals, pps, spec.burst, t.hz(), spec.seed);
-    let spin_ticks = t.ns_to_ticks(spec.spin_ns as f64);
+    // Sleep until a guard before each departure, then busy-wait: the
+    // guard follows how late this host's timer wakes (the worst of the
+    // last 32 sleeps plus 2 µs), at most --spin-us.
+    let mut guard = WakeGuard::new(
+        t.hz() / 1e9,
+        GuardBounds {
+            initial_ns: (spec.spin_ns as f64).min(pace::SPIN_INITIAL_NS),
+            margin_ns: 2_000.0,
+            min_ns: 5_000.0_f64.min(spec.spin_ns as f64),
+            max_ns: spec.spin_ns as f64,
+        },
+    );
     let flows = usize::from(spec.flows);
     let mut seq = vec![0u64; flows];
     let mut lag = LatencyHistogram::new();
@@ -784,11 +796,12 @@ fn gen_run(
             // Sleep while far, busy-wait the rest on the TSC.
             loop {
                 let now = rdtsc();
-                if now + spin_ticks >= due {
+                if now + guard.ticks() >= due {
                     break;
                 }
-                let ns = t.ticks_to_ns(due - now - spin_ticks);
-                std::thread::sleep(Duration::from_nanos(ns as u64));
+                let wake = due - guard.ticks();
+                std::thread::sleep(Duration::from_nanos(t.ticks_to_ns(wake - now) as u64));
+                guard.record(rdtsc().saturating_sub(wake));
             }
             spin_until(due);
             let now = rdtsc();

@@ -7,17 +7,23 @@
 //! the offsets are fixed before the run (CBR: k·N/rate; Poisson: the sum
 //! of exponential gaps of mean N/rate from a seeded generator), so a late
 //! send never moves the bursts after it. The generator sleeps while a
-//! burst is more than [`SPIN_NS`] away and busy-waits the rest on the TSC.
+//! burst is more than its learned guard away (at most [`SPIN_NS`]) and
+//! busy-waits the rest on the TSC.
 
 use serde::Serialize;
 
-/// The generator busy-waits the last this-many ns before a departure and
-/// sleeps before that (timer slack set to 1 ns). 30 µs: on this 2-vCPU VM
-/// with other work, 10 kpps with 200 µs of spinning (the thread never
-/// sleeps) lagged its schedule by 3.5 ms at p99 — a spinning thread is
-/// preempted for whole time slices — and used 0.86 CPU-s per second;
-/// with 20 µs, 3 µs at p99 and 0.21 CPU-s.
-pub const SPIN_NS: u64 = 30_000;
+/// The most the generator busy-waits before a departure: the ceiling of
+/// its learned guard ([`commbench_core::delay::WakeGuard`]: the worst
+/// recent timer overshoot plus 2 µs, at least 5 µs). The guard tracks how
+/// late this host wakes a sleeping thread: 16 µs on a quiet VM with 1 ns
+/// timer slack, ~100 µs on the same VM with a busy neighbour, where a
+/// fixed 30 µs window left the generator 10–30 µs late at the median and
+/// its lag p99 at 0.2–2.7 ms. A spinning thread on a shared CPU is
+/// preempted for whole time slices (200 µs of spinning at 10 kpps lagged
+/// 3.5 ms at p99 and used 0.86 CPU-s per second), hence a ceiling.
+pub const SPIN_NS: u64 = 200_000;
+/// The guard before the first overshoot is measured.
+pub const SPIN_INITIAL_NS: f64 = 30_000.0;
 
 /// Ethernet's per-frame overhead on the wire besides the frame: preamble,
 /// start delimiter and the inter-frame gap.
