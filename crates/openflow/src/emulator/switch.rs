@@ -1,5 +1,5 @@
 //! One emulated switch: its connection and buffers, the probe packet_in
-//! template (latency mode) or block of templates (throughput mode) stamped
+//! template (latency mode) or ring of templates (throughput mode) stamped
 //! in place with cbench's xid, buffer_id and MAC patterns, and the ring
 //! that matches each response to the probe it answers.
 //!
@@ -309,7 +309,7 @@ pub(super) enum Answer {
 }
 
 /// Where `Switch::stamp` writes: the latency-mode template, or a slot of
-/// the throughput-mode probe block at a byte offset.
+/// the throughput-mode probe ring at a byte offset.
 #[derive(Clone, Copy)]
 enum Stamp {
     Template,
