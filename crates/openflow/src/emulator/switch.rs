@@ -377,4 +377,41 @@ mod tests {
         assert_eq!(be32(&s.probe, 4), 1);
         assert_eq!(s.probe_seq(NO_BUFFER, 1), Some(0));
     }
+
+    #[test]
+    fn the_probe_ring_sends_every_probe_once_in_order_across_wraps() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let cfg = CbenchConfig::default();
+        let mut s = Switch::new(0, 1, c, &cfg);
+        let plen = s.probe.len();
+        let mut sent = Vec::new();
+        // Short writes of odd sizes, each followed by a top-up: the unsent
+        // rest and the fresh probes must read as one run of whole probes.
+        for (i, chunk) in [10_000usize, 65_536, 123, 40_000, 7, 65_000, 30_001, 99]
+            .iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            s.top_up_ring(100000, u64::MAX);
+            assert!(s.pb_len <= OUTBUF_LEN, "step {i}: {} unsent", s.pb_len);
+            let (a, b) = s.probe_slices();
+            let mut all = a.to_vec();
+            all.extend_from_slice(b);
+            assert_eq!(all.len(), s.pb_len);
+            let n = (*chunk).min(all.len());
+            sent.extend_from_slice(&all[..n]);
+            s.probes_sent(n);
+        }
+        let whole = sent.len() / plen * plen;
+        let mut expect_xid = 2u32;
+        for p in sent[..whole].chunks(plen) {
+            let v = of10::PacketInView::new_checked(p).unwrap();
+            assert_eq!(v.xid(), expect_xid);
+            assert_eq!(v.buffer_id(), expect_xid - 1);
+            expect_xid += 1;
+        }
+        assert!(expect_xid > 1000, "the ring wrapped several times");
+    }
 }
