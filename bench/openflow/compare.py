@@ -14,8 +14,9 @@ line; real cbench: the sum of its per-window 'total = X per ms' lines times
 the window length). Prints the medians over the repeats with their 95%
 intervals (bench/stats.py, order statistics) and ranges, and the ratios the
 issue asks for (ours / peer), each the Hodges-Lehmann estimate over the
-interleaved repeats with its 95% interval: a target such as "<= 1.05x" is
-met only when the interval's upper bound is. A median's interval needs >= 6
+interleaved repeats with its 95% interval, for the total and for user and
+sys time apart: a target such as "<= 1.05x" is met only when the
+interval's upper bound is. A median's interval needs >= 6
 repeats ("n<6: no interval" below that), a ratio's >= 2.
 
 TCP congestion control (--cc): real cbench always gets the kernel's
@@ -183,15 +184,20 @@ def main():
               f"{med(v,'ctl_ns'):.1f} ({med(v,'ctl_user_ns'):.1f}+{med(v,'ctl_sys_ns'):.1f}) [{rng(v,'ctl_ns')}] | {ci(v,'ctl_ns')} | {len(v)} |")
     print()
     print("ratios of CPU per response: Hodges-Lehmann estimate [95% interval] over the interleaved repeats "
-          "(ratio of the medians in parentheses)")
+          "(ratio of the medians in parentheses); total, then user and sys apart")
+    rat = lambda peer, ours, k: fmt_ratio(ratio_ci(col(peer, k), col(ours, k)))
+    mr = lambda peer, ours, k: med(res[ours], k) / med(res[peer], k)
     for g in ["cbench", "commbench"]:
-        a, b = med(res[(g, "commbench")], "ctl_ns"), med(res[(g, "c")], "ctl_ns")
-        r = fmt_ratio(ratio_ci(col((g, "c"), "ctl_ns"), col((g, "commbench"), "ctl_ns")))
-        print(f"controller, ours / C, under {name[g]}: {r} ({a / b:.2f})")
+        peer, ours = (g, "c"), (g, "commbench")
+        print(f"controller, ours / C, under {name[g]}: {rat(peer, ours, 'ctl_ns')} ({mr(peer, ours, 'ctl_ns'):.2f}); "
+              f"user {rat(peer, ours, 'ctl_user_ns')}; sys {rat(peer, ours, 'ctl_sys_ns')}")
     for c in ["commbench", "c"]:
-        a, b = med(res[("commbench", c)], "gen_ns"), med(res[("cbench", c)], "gen_ns")
-        r = fmt_ratio(ratio_ci(col(("cbench", c), "gen_ns"), col(("commbench", c), "gen_ns")))
-        print(f"generator, ours / real cbench, against the {name[c] if c == 'c' else 'commbench controller'}: {r} ({a / b:.2f})")
+        peer, ours = ("cbench", c), ("commbench", c)
+        print(f"generator, ours / real cbench, against the {name[c] if c == 'c' else 'commbench controller'}: "
+              f"{rat(peer, ours, 'gen_ns')} ({mr(peer, ours, 'gen_ns'):.2f}); "
+              f"user {rat(peer, ours, 'gen_user_ns')}; sys {rat(peer, ours, 'gen_sys_ns')}")
+    if any(len(v) < args.repeat for v in res.values()):
+        print("NOTE: some runs failed (see stderr); the figures above are over the runs that completed")
 
 if __name__ == "__main__":
     main()

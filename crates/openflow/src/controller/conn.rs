@@ -128,10 +128,13 @@ const READ_BUDGET: usize = 4;
 /// The largest read, and the smallest one: a read asks for as much as
 /// the connection's replies have room for under `max_pending_out` (a
 /// flow_mod is about as long as the packet_in it answers), within these.
-/// 64 KiB reads made twice the read calls of a C controller reading up to
-/// 1 MiB under `commbench cbench`, 16 switches (145,549 against 72,791
-/// recvfrom in 5 s; 76,455 at 256 KiB, perf stat).
-const READ_CHUNK: usize = 262_144;
+/// 64 KiB, though it makes more read calls than a C controller reading up
+/// to 1 MiB: under real cbench, whose autotuned send buffers keep the
+/// controller's receive queues full, larger reads cost more kernel time
+/// per response (sys 44.8 ns at 64 KiB, 64.2 at 256 KiB, 80.1 at 1 MiB
+/// against the C controller's 43–50, interleaved, 9 repeats); under
+/// `commbench cbench` the size made no difference.
+const READ_CHUNK: usize = 65536;
 const MIN_READ: usize = 65536;
 
 impl WorkerCtx {

@@ -311,9 +311,12 @@ impl Worker {
             }
             let _ = s.stream.set_nonblocking(false);
             let _ = s.stream.set_write_timeout(Some(Duration::from_millis(200)));
-            let _ = s.stream.write_all(&s.pblock[s.pb_pos..s.pb_len]);
+            let (a, b) = s.probe_slices();
+            let mut w = &s.stream;
+            let _ = w.write_all(a).and_then(|_| w.write_all(b));
             let _ = s.stream.write_all(&s.out[s.out_pos..]);
-            s.pb_pos = s.pb_len;
+            s.pb_pos = 0;
+            s.pb_len = 0;
             s.out_pos = s.out.len();
         }
     }
@@ -431,14 +434,14 @@ impl Worker {
             return;
         }
         if self.throughput {
-            // A new block only once the last one is out (and any reply
-            // queued meanwhile has gone first, see `flush`): probes are
-            // never moved or copied per probe.
-            if s.pending_out() > 0 {
+            // No probes while replies wait (they go first, see `flush`):
+            // the ring tops up behind its unsent probes, which are never
+            // moved or copied per probe.
+            if s.out_pos < s.out.len() {
                 return;
             }
             let room = self.max_in_flight.saturating_sub(s.tp_in_flight);
-            let n = s.refill_block(mac_mod, room);
+            let n = s.top_up_ring(mac_mod, room);
             s.tp_in_flight += n;
             self.tally.probes_sent += n;
         } else {
@@ -450,9 +453,12 @@ impl Worker {
         }
     }
 
-    /// Write until EAGAIN or empty; throughput mode refills as it goes.
-    /// The probe block is always finished before `out` is written (both
-    /// end on message boundaries), and `out` before the block is refilled.
+    /// Write until EAGAIN or empty; throughput mode tops the probes up to
+    /// 64 KiB before every write, so the rest of a short write and fresh
+    /// probes leave in one call, as cbench writes once per switch per poll
+    /// turn. The probes are always written up to their end before `out`
+    /// (both end on message boundaries), and `out` before they are
+    /// topped up again.
     pub(super) fn flush(&mut self, k: usize) {
         let mut budget = IO_BUDGET;
         loop {
@@ -465,12 +471,7 @@ impl Worker {
             if s.state == SwState::Closed || s.blocked {
                 return;
             }
-            let from_block = s.pb_pos < s.pb_len;
-            let buf = if from_block {
-                &s.pblock[s.pb_pos..s.pb_len]
-            } else if s.out_pos < s.out.len() {
-                &s.out[s.out_pos..]
-            } else {
+            if s.out_pos >= s.out.len() {
                 if s.counted > 0 {
                     self.sh
                         .reply_backlog
@@ -484,24 +485,34 @@ impl Worker {
                 }
                 s.out_pos = 0;
                 if self.throughput && self.probes_on && s.state == SwState::Ready {
-                    let now = now_ns();
-                    self.top_up(k, now);
-                    if self.sw[k].pending_out() == 0 {
-                        return;
-                    }
-                    continue;
+                    self.top_up(k, 0);
                 }
+            }
+            let s = &mut self.sw[k];
+            let from_block = s.pb_len > 0;
+            let (r, want) = if from_block {
+                let (a, b) = s.probe_slices();
+                let want = a.len() + b.len();
+                let r = if b.is_empty() {
+                    (&s.stream).write(a)
+                } else {
+                    (&s.stream).write_vectored(&[io::IoSlice::new(a), io::IoSlice::new(b)])
+                };
+                (r, want)
+            } else if s.out_pos < s.out.len() {
+                (s.stream.write(&s.out[s.out_pos..]), s.out.len() - s.out_pos)
+            } else {
                 return;
             };
-            let want = buf.len();
-            match s.stream.write(buf) {
+            match r {
                 Ok(0) => {
                     self.close(k, "write returned 0".into());
                     return;
                 }
                 Ok(n) => {
+                    let s = &mut self.sw[k];
                     if from_block {
-                        s.pb_pos += n;
+                        s.probes_sent(n);
                     } else {
                         s.out_pos += n;
                     }
@@ -518,7 +529,7 @@ impl Worker {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    s.blocked = true;
+                    self.sw[k].blocked = true;
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
