@@ -509,7 +509,9 @@ pub fn b2b_table(rows: &[(String, B2bResult)]) -> String {
     for (size, r) in rows {
         let min = r.lengths.iter().min().copied().unwrap_or(0);
         let max = r.lengths.iter().max().copied().unwrap_or(0);
-        let note = if r.at_max {
+        let note = if r.corrected_buffer_s == 0.0 {
+            "the device forwards as fast as the bursts arrive (NDR >= burst rate): RFC 9004 has no buffer to measure; the lengths are where the host paused it"
+        } else if r.at_max {
             "every burst up to the maximum passed: the buffer is at least this"
         } else if r.tester_limited {
             "the sink's ring dropped frames: the tester's buffer was measured"

@@ -196,6 +196,18 @@ fn exact_counts_through_real_interfaces() {
     check(&r, &expected(&Impair::default(), 2000, 2));
 }
 
+/// commbench's forwarder with 20 µs of busy-wait per frame: it cannot
+/// pass more than 50 kpps whatever the machine.
+fn slow_forwarder() -> DutSpec {
+    DutSpec::L2fwd {
+        work: FwdWork::Delay(20_000),
+        rx: RxMethod::AfPacket,
+        burst: 32,
+        impair: Impair::default(),
+        rx_blocks: netns::RX_BLOCKS,
+    }
+}
+
 #[test]
 fn rfc2544_search_converges_below_a_known_capacity() {
     if !root() {
@@ -204,14 +216,7 @@ fn rfc2544_search_converges_below_a_known_capacity() {
     // 20 µs of busy-wait per frame: the forwarder cannot pass more than
     // 50 kpps whatever the machine; the search must settle below that and
     // be consistent with its own trials.
-    let dut = DutSpec::L2fwd {
-        work: FwdWork::Delay(20_000),
-        rx: RxMethod::AfPacket,
-        burst: 32,
-        impair: Impair::default(),
-        rx_blocks: netns::RX_BLOCKS,
-    };
-    let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+    let mut b = Bench::new(&slow_forwarder(), RoleCpus::default()).unwrap();
     let mut t = spec(1.0, 200, 1);
     t.lag_bound_ns = 100_000_000;
     let s = SearchSpec {
@@ -253,14 +258,7 @@ fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
     // 20 µs per frame: the forwarder passes at most 50 kpps, so a burst
     // sent back to back (hundreds of kpps) piles up in its receive ring,
     // and a long enough one overflows it.
-    let dut = DutSpec::L2fwd {
-        work: FwdWork::Delay(20_000),
-        rx: RxMethod::AfPacket,
-        burst: 32,
-        impair: Impair::default(),
-        rx_blocks: netns::RX_BLOCKS,
-    };
-    let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+    let mut b = Bench::new(&slow_forwarder(), RoleCpus::default()).unwrap();
     let s = rfc2544::B2bSpec {
         trial: spec(1.0, 100, 1),
         max_frames: 200_000,
