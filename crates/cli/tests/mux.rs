@@ -100,6 +100,9 @@ fn argument_errors_exit_2() {
         vec!["mux", "serve", "--engine", "all"],
         vec!["mux", "serve", "--buf", "1"],
         vec!["mux", "load", "--target", "nowhere"],
+        // Was an allocation of 203636787729094710 B and an abort.
+        vec!["mux", "httpd", "--body", "203636787729094710"],
+        vec!["mux", "httpd", "--body", "17MiB"],
     ] {
         cb().args(&args)
             .assert()

@@ -661,6 +661,13 @@ pub fn run(cfg: &HttpdConfig, rec: &mut Recorder) -> Result<HttpdReport> {
             "give at least one server, --conns and --active-pct".into(),
         ));
     }
+    // Our servers answer with the same body, and it is built in memory.
+    if cfg.body > crate::http1::MAX_RESPONSE_BODY {
+        return Err(MuxError::Usage(format!(
+            "--body must be 0 B..=16 MiB (our servers send the same body from memory), got {} B",
+            cfg.body
+        )));
+    }
     let max = cfg.conns.iter().copied().max().unwrap_or(0);
     // The load side holds every connection.
     limits::ensure_nofile(max + 64)?;
