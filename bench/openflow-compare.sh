@@ -12,8 +12,8 @@
 # mininet/oflops (cbench/, msgbuf.c) and OFSRC=DIR holding mininet/openflow
 # (include/openflow/openflow.h), or let the script clone both into
 # $OUT/src (needs network).
-# Usage: bench/openflow-compare.sh [REPEAT] [SWITCHES] [auto|kernel]
-# (the third: TCP congestion control, see bench/openflow/compare.py)
+# Usage: bench/openflow-compare.sh [REPEAT] [SWITCHES] [auto|kernel|cubic]
+# (the third: TCP congestion control, auto|kernel|cubic, see bench/openflow/compare.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEAT=${1:-5}

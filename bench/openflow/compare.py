@@ -24,7 +24,15 @@ default. With --cc auto (the default) both commbench sides run with their
 default `--tcp-congestion auto` (cubic, else reno, instead of a pacing bbr)
 and the C controller is given the same algorithm, so that the controller
 comparison is about the code; with --cc kernel every program keeps the
-kernel's default.
+kernel's default; with --cc cubic (root) the kernel's default is set to
+cubic for the run and restored after it, so that every program, real
+cbench too, runs the same algorithm and the generators' kernel times are
+for the same bytes under the same rules (under a bbr default, real
+cbench's sys time per response is 1.3-1.8x what it is under cubic).
+
+Run as root, the kernel's cached TCP metrics for 127.0.0.1 are flushed
+before every run, so that no run starts from the RTT and window a previous
+one left behind.
 
 usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 5] [--switches 16] [--ms 1000] [--loops 4] [--cc auto|kernel]
 """
@@ -52,7 +60,7 @@ def free_port():
 
 def start_controller(kind, args, port):
     cmd = {
-        "commbench": [args.commbench, "--no-store", "controller", "--port", str(port), "-q", "--tcp-congestion", args.cc],
+        "commbench": [args.commbench, "--no-store", "controller", "--port", str(port), "-q", "--tcp-congestion", args.ours_cc],
         "c": [args.c_controller, str(port)] + ([args.c_cc] if args.c_cc else []),
     }[kind]
     p = subprocess.Popen(["taskset", "-c", args.ctl_cpu] + cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -68,7 +76,7 @@ def start_controller(kind, args, port):
 def run_gen(kind, args, port):
     common = ["-c", "127.0.0.1", "-p", str(port), "-s", str(args.switches), "-l", str(args.loops), "-m", str(args.ms), "-t"]
     if kind == "commbench":
-        cmd = ["taskset", "-c", args.gen_cpu, args.commbench, "--no-store", "cbench"] + common + ["--tcp-congestion", args.cc]
+        cmd = ["taskset", "-c", args.gen_cpu, args.commbench, "--no-store", "cbench"] + common + ["--tcp-congestion", args.ours_cc]
     else:
         cmd = ["taskset", "-c", args.gen_cpu, args.cbench] + common
     t0 = time.time()
@@ -110,6 +118,8 @@ def run_gen(kind, args, port):
 
 
 def one(gen, ctl, args):
+    if os.geteuid() == 0:
+        subprocess.run(["ip", "tcp_metrics", "delete", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     port = free_port()
     c = start_controller(ctl, args, port)
     c0 = cpu_of(c.pid)
@@ -143,15 +153,33 @@ def main():
     ap.add_argument("--loops", type=int, default=4)
     ap.add_argument("--ctl-cpu", default="1")
     ap.add_argument("--gen-cpu", default="0")
-    ap.add_argument("--cc", choices=["auto", "kernel"], default="auto")
+    ap.add_argument("--cc", choices=["auto", "kernel", "cubic"], default="auto")
     args = ap.parse_args()
-    kernel_cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    cc_path = "/proc/sys/net/ipv4/tcp_congestion_control"
+    kernel_cc = open(cc_path).read().strip()
+    args.ours_cc = "kernel" if args.cc == "cubic" else args.cc
+    if args.cc == "cubic" and kernel_cc != "cubic":
+        if os.geteuid() != 0:
+            sys.exit("--cc cubic sets the kernel's default congestion control: run as root, or use --cc auto")
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
+        with open(cc_path, "w") as f:
+            f.write("cubic")
+        try:
+            run(args, "cubic", f"TCP: cubic for every program (the kernel's default {kernel_cc} restored after the run)")
+        finally:
+            with open(cc_path, "w") as f:
+                f.write(kernel_cc)
+        return
+    run(args, kernel_cc, None)
+
+
+def run(args, kernel_cc, tcp):
     # What `--tcp-congestion auto` puts in force, for the C controller.
     args.c_cc = None
     if args.cc == "auto" and kernel_cc.startswith("bbr"):
         avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
         args.c_cc = "cubic" if "cubic" in avail else "reno"
-    tcp = f"TCP: kernel default {kernel_cc}"
+    tcp = tcp or f"TCP: kernel default {kernel_cc}"
     if args.c_cc:
         tcp += f"; commbench and the C controller {args.c_cc}, real cbench {kernel_cc}"
     pairs = [("cbench", "commbench"), ("cbench", "c"), ("commbench", "commbench"), ("commbench", "c")]
