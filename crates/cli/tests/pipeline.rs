@@ -541,6 +541,57 @@ fn rfc2544_through_the_binary_writes_searches_trials_and_the_loss_ladder() {
 }
 
 #[test]
+fn crosscheck_with_repeats_writes_each_points_median_interval_and_buffer_share() {
+    if !root() {
+        return;
+    }
+    // Two rounds of a 20 µs forwarder (under 50 kpps) and the tester alone.
+    let v = json(&[
+        "pipeline",
+        "crosscheck",
+        "--delays",
+        "20000",
+        "--max-rate",
+        "100k",
+        "--duration-s",
+        "0.1",
+        "--resolution-pct",
+        "10",
+        "--max-trials",
+        "4",
+        "--repeat",
+        "2",
+        "--lag-bound-us",
+        "60000000",
+        "--drain-ms",
+        "150",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let m = &recs[0]["metrics"];
+    assert_eq!(recs[0]["params"]["repeat"], 2, "{m}");
+    assert_eq!(m["measured_pps_n"], 2, "{m}");
+    let samples = m["measured_pps_samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "{m}");
+    let (lo, med, hi) = (
+        m["measured_pps_lo"].as_f64().unwrap(),
+        m["measured_pps"].as_f64().unwrap(),
+        m["measured_pps_hi"].as_f64().unwrap(),
+    );
+    assert!(lo <= med && med <= hi && hi <= 51_000.0, "{m}");
+    for x in samples {
+        let x = x.as_f64().unwrap();
+        assert!(lo <= x && x <= hi, "{m}");
+    }
+    let err = |k: &str| m[k].as_f64().unwrap();
+    assert!(err("error_lo_pct") <= err("error_pct") && err("error_pct") <= err("error_hi_pct"));
+    let b = m["buffer_inflation_pct"].as_f64().unwrap();
+    assert!(b >= 0.0, "{m}");
+    assert!(["device", "tester", "close", "host"].contains(&m["bound"].as_str().unwrap()));
+}
+
+#[test]
 fn rfc2544_latency_ladder_and_back_to_back_through_the_binary() {
     if !root() {
         return;

@@ -167,6 +167,10 @@ pub struct CrosscheckArgs {
     /// Frame size with FCS.
     #[arg(long, default_value = "64")]
     pub size: String,
+    /// NDR searches per point and for the tester alone, in rounds over
+    /// the delays: each figure is their median, with its 95% interval.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub repeat: u32,
     #[command(flatten)]
     pub offer: OfferArgs,
     #[command(flatten)]
@@ -1164,92 +1168,198 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
             ));
         })
     };
-    // The tester's own ceiling: NDR with no device.
-    let tester = {
-        let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
-        search(&mut b, &mut rec, "no device")?
+    use commbench_core::estimate::{attach, Estimate};
+    let med = |xs: &[f64]| Estimate::from_samples(xs).median;
+    // One search's figures.
+    struct Run {
+        rate: f64,
+        ticks: Option<f64>,
+        inflation_pct: f64,
+        confirmed: bool,
+        tester_limited: bool,
+        fail_where: String,
+        p50: Option<f64>,
+        p99: Option<f64>,
+    }
+    let run_of = |r: &rfc2544::SearchResult| {
+        let t = r.final_trial.as_ref();
+        Run {
+            rate: r.rate_pps,
+            ticks: t.and_then(|t| Some(t.fwd_ticks_rx? + t.fwd_ticks_work? + t.fwd_ticks_tx?)),
+            inflation_pct: t.map_or(f64::NAN, |t| {
+                rfc2544::buffer_inflation_pct(t.latency.min, t.latency.max, t.duration_s)
+            }),
+            confirmed: r.confirmed,
+            tester_limited: r.tester_limited,
+            fail_where: r.fail_loss_where.clone(),
+            p50: t.map(|t| t.latency.p50),
+            p99: t.map(|t| t.latency.p99),
+        }
     };
+    // Rounds over the delays (the tester alone first in each), so that a
+    // slow stretch of the host touches every point alike.
+    let mut tester_runs: Vec<Run> = Vec::new();
+    let mut runs: Vec<Vec<Run>> = delays.iter().map(|_| Vec::new()).collect();
+    'rounds: for round in 0..a.repeat {
+        let tag = if a.repeat > 1 {
+            format!(" (round {}/{})", round + 1, a.repeat)
+        } else {
+            String::new()
+        };
+        {
+            let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
+            let r = search(&mut b, &mut rec, &format!("no device{tag}"))?;
+            tester_runs.push(run_of(&r));
+        }
+        for (i, &d) in delays.iter().enumerate() {
+            if commbench_pipeline::netns::interrupted() {
+                break 'rounds;
+            }
+            let work = if d == 0.0 {
+                FwdWork::Swap
+            } else {
+                FwdWork::Delay(d.round() as u64)
+            };
+            let dut = DutSpec::L2fwd {
+                work,
+                rx,
+                burst,
+                impair: Default::default(),
+                rx_blocks,
+            };
+            let mut b = Bench::new(&dut, cpus.clone())?;
+            let r = search(&mut b, &mut rec, &format!("delay {d} ns{tag}"))?;
+            runs[i].push(run_of(&r));
+        }
+    }
+    let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate).collect();
+    let tester_pps = med(&tester_rates);
+    let tester_limited = tester_runs.iter().any(|r| r.tester_limited);
+    // The white box: the forwarder's own rx + work + tx ticks per packet
+    // at zero delay (or the first point's, less its delay), the median
+    // over the rounds; later points add their delay to it.
+    let bi = delays.iter().position(|&d| d == 0.0).unwrap_or(0);
+    let base: Vec<f64> = runs[bi]
+        .iter()
+        .filter_map(|r| r.ticks.map(|t| t - delays[bi] * hz / 1e9))
+        .collect();
+    let base_ticks = med(&base);
     let mut out = Vec::new();
     let mut pts = Vec::new();
-    let mut base_ticks = f64::NAN;
-    for &d in &delays {
-        if commbench_pipeline::netns::interrupted() {
-            break;
+    let mut intervals = Vec::new();
+    for (i, &d) in delays.iter().enumerate() {
+        let rs = &runs[i];
+        if rs.is_empty() {
+            continue;
         }
-        let work = if d == 0.0 {
-            FwdWork::Swap
-        } else {
-            FwdWork::Delay(d.round() as u64)
-        };
-        let dut = DutSpec::L2fwd {
-            work,
-            rx,
-            burst,
-            impair: Default::default(),
-            rx_blocks,
-        };
-        let mut b = Bench::new(&dut, cpus.clone())?;
-        let r = search(&mut b, &mut rec, &format!("delay {d} ns"))?;
-        let ticks = r
-            .final_trial
-            .as_ref()
-            .and_then(|t| Some(t.fwd_ticks_rx? + t.fwd_ticks_work? + t.fwd_ticks_tx?));
-        // The white box: the forwarder's own rx + work + tx ticks per
-        // packet at zero delay; later points add their delay to it.
-        if d == 0.0 || base_ticks.is_nan() {
-            if let Some(t) = ticks {
-                base_ticks = t - d * hz / 1e9;
+        let rates: Vec<f64> = rs.iter().map(|r| r.rate).collect();
+        let est = Estimate::from_samples(&rates);
+        let inflation = med(&rs.iter().map(|r| r.inflation_pct).collect::<Vec<_>>());
+        // Where the first losses were, in most of the searches.
+        let fail_where = {
+            let mut c: Vec<(&str, usize)> = Vec::new();
+            for r in rs {
+                match c.iter_mut().find(|x| x.0 == r.fail_where) {
+                    Some(x) => x.1 += 1,
+                    None => c.push((&r.fail_where, 1)),
+                }
             }
-        }
+            c.iter()
+                .max_by_key(|x| x.1)
+                .map(|x| x.0.to_owned())
+                .unwrap_or_default()
+        };
         let predicted = rfc2544::predict_pps(hz, base_ticks, d);
-        let (bound, verdict) =
-            rfc2544::classify(predicted, r.rate_pps, tester.rate_pps, &r.fail_loss_where);
+        let (bound, verdict) = rfc2544::classify(
+            predicted,
+            est.median,
+            tester_pps,
+            &fail_where,
+            inflation,
+            spec.duration.as_secs_f64(),
+        );
         let p = rfc2544::CrossPoint {
             delay_ns: d,
             base_ticks,
             predicted_pps: predicted,
-            measured_pps: r.rate_pps,
-            error_pct: (r.rate_pps / predicted - 1.0) * 100.0,
-            tester_pps: tester.rate_pps,
+            measured_pps: est.median,
+            error_pct: (est.median / predicted - 1.0) * 100.0,
+            tester_pps,
             bound,
             verdict,
-            confirmed: r.confirmed,
+            confirmed: rs.iter().all(|r| r.confirmed),
+            buffer_inflation_pct: inflation,
         };
+        let ticks = med(&rs.iter().filter_map(|r| r.ticks).collect::<Vec<_>>());
         let mut x = commbench_core::record::Record::new("pipeline", "crosscheck")
             .param("delay_ns", d)
             .param("size", &spec.sizes.name)
             .param("rx", rx.name())
+            .param("repeat", a.repeat)
             .metric("base_ticks", p.base_ticks)
-            .metric("measured_ticks", ticks)
+            .metric("measured_ticks", ticks.is_finite().then_some(ticks))
             .metric("predicted_pps", p.predicted_pps)
-            .metric("measured_pps", p.measured_pps)
             .metric("error_pct", p.error_pct)
+            .metric("error_lo_pct", (est.lo / predicted - 1.0) * 100.0)
+            .metric("error_hi_pct", (est.hi / predicted - 1.0) * 100.0)
             .metric("tester_pps", p.tester_pps)
             .metric("bound", &p.bound)
             .metric("verdict", &p.verdict)
             .metric("confirmed", p.confirmed)
-            .metric("tester_limited", r.tester_limited)
-            .metric("fail_loss_where", &r.fail_loss_where);
-        if let Some(t) = &r.final_trial {
-            x.push_metric("latency_p50_ns", t.latency.p50);
-            x.push_metric("latency_p99_ns", t.latency.p99);
+            .metric("tester_limited", rs.iter().any(|r| r.tester_limited))
+            .metric("fail_loss_where", &fail_where)
+            .metric(
+                "buffer_inflation_pct",
+                inflation.is_finite().then_some(inflation),
+            );
+        attach(&mut x.metrics, "measured_pps", &est);
+        if let Some(r) = rs.last() {
+            x.push_metric("latency_p50_ns", r.p50);
+            x.push_metric("latency_p99_ns", r.p99);
         }
         out.push(x);
+        intervals.push(est);
         pts.push(p);
     }
+    let tester = (tester_pps, tester_limited);
     crate::progress::finish();
     let mut table = format!(
-        "tester alone (no device): NDR {:.3} Mpps{}\n delay ns   predicted Mpps   measured Mpps   error    bound    verdict\n",
-        tester.rate_pps / 1e6,
-        if tester.tester_limited { " (generator behind schedule above it)" } else { "" }
+        "tester alone (no device): NDR {:.3} Mpps{}{}\n delay ns   predicted Mpps   measured Mpps{}   error{}    buffer   bound    verdict\n",
+        tester.0 / 1e6,
+        if a.repeat > 1 { format!(", median of {}", tester_rates.len()) } else { String::new() },
+        if tester.1 { " (generator behind schedule above it)" } else { "" },
+        if a.repeat > 1 { " [95% interval]" } else { "" },
+        if a.repeat > 1 { " [interval]  " } else { "" },
     );
-    for p in &pts {
+    for (p, est) in pts.iter().zip(&intervals) {
+        let (m, e) = if a.repeat > 1 {
+            (
+                format!(
+                    "{:.3} [{:.3}, {:.3}]",
+                    p.measured_pps / 1e6,
+                    est.lo / 1e6,
+                    est.hi / 1e6
+                ),
+                format!(
+                    "{:+.1}% [{:+.1}, {:+.1}]",
+                    p.error_pct,
+                    (est.lo / p.predicted_pps - 1.0) * 100.0,
+                    (est.hi / p.predicted_pps - 1.0) * 100.0
+                ),
+            )
+        } else {
+            (
+                format!("{:.3}", p.measured_pps / 1e6),
+                format!("{:+.1}%", p.error_pct),
+            )
+        };
         table.push_str(&format!(
-            "{:>9}   {:>14.3}   {:>13.3}   {:>+6.1}%  {:7}  {}\n",
+            "{:>9}   {:>14.3}   {:>13}   {:>7}  {:>6.1}%  {:7}  {}\n",
             p.delay_ns,
             p.predicted_pps / 1e6,
-            p.measured_pps / 1e6,
-            p.error_pct,
+            m,
+            e,
+            p.buffer_inflation_pct,
             p.bound,
             p.verdict
         ));

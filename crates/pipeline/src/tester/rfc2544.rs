@@ -551,7 +551,33 @@ pub struct CrossPoint {
     pub bound: String,
     pub verdict: String,
     pub confirmed: bool,
+    /// How far the device's buffer can have carried the NDR trial, % of
+    /// the rate ([`buffer_inflation_pct`]).
+    pub buffer_inflation_pct: f64,
 }
+
+/// How much a device's buffer can have inflated a loss-free trial, in %
+/// of its rate: the spread of one-way latency within the trial (max − min,
+/// the longest any frame waited beyond the emptiest path) over the trial's
+/// length. A device of capacity C offered R > C for T seconds builds a
+/// queue of (R − C)·T frames and its last frame waits (R/C − 1)·T, so a
+/// loss-free trial at R says only that C ≥ R / (1 + wait/T): with a deep
+/// buffer and short trials the NDR is the buffer's, not the device's
+/// (RFC 2544 asks for 60 s trials for this reason).
+pub fn buffer_inflation_pct(latency_min_ns: f64, latency_max_ns: f64, duration_s: f64) -> f64 {
+    if duration_s.is_nan()
+        || duration_s <= 0.0
+        || !latency_min_ns.is_finite()
+        || !latency_max_ns.is_finite()
+    {
+        return f64::NAN;
+    }
+    ((latency_max_ns - latency_min_ns).max(0.0) / 1e9) / duration_s * 100.0
+}
+
+/// Above this [`buffer_inflation_pct`] a device-bound point is called
+/// buffer-carried instead of compared with the model.
+pub const BUFFER_INFLATION_LIMIT_PCT: f64 = 3.0;
 
 /// The cost model's prediction: one core's rate at `base_ticks` + delay.
 pub fn predict_pps(hz: f64, base_ticks: f64, delay_ns: f64) -> f64 {
@@ -566,7 +592,19 @@ pub fn predict_pps(hz: f64, base_ticks: f64, delay_ns: f64) -> f64 {
 /// Whatever the capacities say, a search whose first loss was in the
 /// sink's ring or the host's input queue (`fail_where`) was bounded by the
 /// tester or the host: the device never dropped a frame there.
-pub fn classify(predicted: f64, measured: f64, tester: f64, fail_where: &str) -> (String, String) {
+///
+/// A device-bound point whose NDR trial the device's buffer can have
+/// carried by more than [`BUFFER_INFLATION_LIMIT_PCT`] (`inflation_pct`,
+/// see [`buffer_inflation_pct`]) is said to be so, with the trial length
+/// that would measure the device instead.
+pub fn classify(
+    predicted: f64,
+    measured: f64,
+    tester: f64,
+    fail_where: &str,
+    inflation_pct: f64,
+    duration_s: f64,
+) -> (String, String) {
     let err = (measured / predicted - 1.0) * 100.0;
     if fail_where == "sink ring" {
         return (
@@ -581,7 +619,15 @@ pub fn classify(predicted: f64, measured: f64, tester: f64, fail_where: &str) ->
         );
     }
     if predicted < 0.8 * tester {
-        let v = if err.abs() <= 10.0 {
+        let v = if inflation_pct > BUFFER_INFLATION_LIMIT_PCT {
+            let wait_s = inflation_pct / 100.0 * duration_s;
+            format!(
+                "device-bound, but its buffer carried the trial: frames waited up to {:.1} ms of {:.2} s, so the NDR ({err:+.1}% off the model) can be up to {inflation_pct:.0}% above what the device sustains; trials of {:.0} s or more would measure the device",
+                wait_s * 1e3,
+                duration_s,
+                (wait_s * 100.0 / BUFFER_INFLATION_LIMIT_PCT).ceil().max(1.0)
+            )
+        } else if err.abs() <= 10.0 {
             format!("device-bound: the black-box NDR matches the model within {:.1}% — it can be trusted", err.abs())
         } else {
             format!("device-bound but the NDR is {err:+.1}% off the model: the host (scheduling, the path's own costs) is in the figure")
@@ -634,22 +680,43 @@ mod tests {
     #[test]
     fn points_are_told_device_or_tester_bound() {
         // The device (1 Mpps) is far below the tester (5 Mpps).
-        let (b, v) = classify(1e6, 0.97e6, 5e6, "device");
+        let (b, v) = classify(1e6, 0.97e6, 5e6, "device", 0.1, 2.0);
         assert_eq!(b, "device");
         assert!(v.contains("trusted"), "{v}");
-        let (b, v) = classify(1e6, 0.5e6, 5e6, "device rx ring");
+        let (b, v) = classify(1e6, 0.5e6, 5e6, "device rx ring", 0.1, 2.0);
         assert_eq!(b, "device");
         assert!(v.contains("off the model"), "{v}");
         // The device could do 20 Mpps, the tester delivers 1.
-        let (b, v) = classify(20e6, 1e6, 1e6, "device");
+        let (b, v) = classify(20e6, 1e6, 1e6, "device", 0.1, 2.0);
         assert_eq!(b, "tester");
         assert!(v.contains("measures the tester"), "{v}");
-        assert_eq!(classify(1e6, 1e6, 1.1e6, "").0, "close");
+        assert_eq!(classify(1e6, 1e6, 1.1e6, "", 0.1, 2.0).0, "close");
         // Where the frames were lost overrides the capacities.
-        let (b, v) = classify(1e6, 0.5e6, 5e6, "sink ring");
+        let (b, v) = classify(1e6, 0.5e6, 5e6, "sink ring", 0.1, 2.0);
         assert_eq!(b, "tester");
         assert!(v.contains("sink's receive ring"), "{v}");
-        assert_eq!(classify(1e6, 0.5e6, 5e6, "host backlog").0, "host");
+        assert_eq!(
+            classify(1e6, 0.5e6, 5e6, "host backlog", 0.1, 2.0).0,
+            "host"
+        );
+        // 1.5x the model, but frames waited 250 ms of a 0.5 s trial: the
+        // buffer's figure, and trials of 9 s would do.
+        let (b, v) = classify(1e6, 1.5e6, 5e6, "device", 50.0, 0.5);
+        assert_eq!(b, "device");
+        assert!(v.contains("buffer carried the trial"), "{v}");
+        assert!(v.contains("250.0 ms of 0.50 s"), "{v}");
+        assert!(v.contains("trials of 9 s"), "{v}");
+    }
+
+    #[test]
+    fn buffer_inflation_is_the_waits_spread_over_the_trial() {
+        // Capacity 1 Mpps offered 1.5 Mpps for 1 s: the last frame waits
+        // 0.5 s, the NDR trial says only C >= 1.5 / 1.5.
+        let p = buffer_inflation_pct(20e3, 0.5e9 + 20e3, 1.0);
+        assert!((p - 50.0).abs() < 1e-9, "{p}");
+        assert_eq!(buffer_inflation_pct(30e3, 10e3, 1.0), 0.0);
+        assert!(buffer_inflation_pct(1.0, 2.0, 0.0).is_nan());
+        assert!(buffer_inflation_pct(f64::NAN, 2.0, 1.0).is_nan());
     }
 
     #[test]
