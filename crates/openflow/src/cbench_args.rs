@@ -534,6 +534,11 @@ mod tests {
         assert_eq!(p("").unwrap().config.max_in_flight, 40000);
         assert_eq!(p("--max-in-flight 0").unwrap().config.max_in_flight, 0);
         assert_eq!(p("").unwrap().config.sndbuf, 65536);
+        // A switch is a connection from its own local port: a count past
+        // the ports is a usage error, not an allocation of that size.
+        assert!(p("-s 65535").is_ok());
+        let e = p("-s 5935867549118362").unwrap_err().to_string();
+        assert!(e.contains("1..=65535"), "{e}");
         assert_eq!(p("").unwrap().config.tcp_congestion, "auto");
         assert_eq!(
             p("--tcp-congestion kernel").unwrap().config.tcp_congestion,

@@ -537,8 +537,11 @@ pub fn run_openflow(a: &OpenflowArgs) -> Result<()> {
 }
 
 fn run_bench(a: &BenchArgs) -> Result<()> {
-    if a.switches.is_empty() || a.switches.contains(&0) {
-        return Err(crate::usage("--switches needs counts of at least 1"));
+    let max = commbench_openflow::emulator::MAX_SWITCHES;
+    if a.switches.is_empty() || a.switches.iter().any(|&n| n == 0 || n > max) {
+        return Err(crate::usage(format!(
+            "--switches needs counts of 1..={max} (each switch is a TCP connection from its own local port)"
+        )));
     }
     for c in [&a.controller_cpus, &a.emulator_cpus].into_iter().flatten() {
         commbench_core::placement::CpuList::parse_online(c)?;

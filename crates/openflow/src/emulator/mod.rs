@@ -69,6 +69,9 @@ const COUNTED_BACKLOG: usize = 64 << 10;
 /// A switch's reply buffer above this is freed once it drains.
 const MAX_KEPT_OUT: usize = 1 << 20;
 const INBUF_LEN: usize = 131072;
+/// Most switches in a run: each is a TCP connection from its own local
+/// port to one controller address, and there are 65535 ports.
+pub const MAX_SWITCHES: usize = 65535;
 /// cbench's buffer_id sequence wraps at this value.
 pub const BUFFER_ID_MOD: u64 = 100000;
 const ANSWER_RING_BITS: u64 = 131072;
@@ -193,8 +196,10 @@ pub enum EmulatorError {
 impl CbenchConfig {
     pub fn validate(&self) -> Result<(), EmulatorError> {
         let bad = |m: &str| Err(EmulatorError::Config(m.to_string()));
-        if self.switches == 0 {
-            return bad("--switches must be at least 1");
+        if self.switches == 0 || self.switches > MAX_SWITCHES {
+            return bad(&format!(
+                "--switches must be 1..={MAX_SWITCHES} (each switch is a TCP connection from its own local port to the controller)"
+            ));
         }
         if self.loops == 0 {
             return bad("--loops must be at least 1");
