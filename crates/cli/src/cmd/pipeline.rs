@@ -1170,36 +1170,10 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
     };
     use commbench_core::estimate::{attach, Estimate};
     let med = |xs: &[f64]| Estimate::from_samples(xs).median;
-    // One search's figures.
-    struct Run {
-        rate: f64,
-        ticks: Option<f64>,
-        inflation_pct: f64,
-        confirmed: bool,
-        tester_limited: bool,
-        fail_where: String,
-        p50: Option<f64>,
-        p99: Option<f64>,
-    }
-    let run_of = |r: &rfc2544::SearchResult| {
-        let t = r.final_trial.as_ref();
-        Run {
-            rate: r.rate_pps,
-            ticks: t.and_then(|t| Some(t.fwd_ticks_rx? + t.fwd_ticks_work? + t.fwd_ticks_tx?)),
-            inflation_pct: t.map_or(f64::NAN, |t| {
-                rfc2544::buffer_inflation_pct(t.latency.min, t.latency.max, t.duration_s)
-            }),
-            confirmed: r.confirmed,
-            tester_limited: r.tester_limited,
-            fail_where: r.fail_loss_where.clone(),
-            p50: t.map(|t| t.latency.p50),
-            p99: t.map(|t| t.latency.p99),
-        }
-    };
     // Rounds over the delays (the tester alone first in each), so that a
     // slow stretch of the host touches every point alike.
-    let mut tester_runs: Vec<Run> = Vec::new();
-    let mut runs: Vec<Vec<Run>> = delays.iter().map(|_| Vec::new()).collect();
+    let mut tester_runs: Vec<rfc2544::SearchResult> = Vec::new();
+    let mut runs: Vec<Vec<rfc2544::SearchResult>> = delays.iter().map(|_| Vec::new()).collect();
     'rounds: for round in 0..a.repeat {
         let tag = if a.repeat > 1 {
             format!(" (round {}/{})", round + 1, a.repeat)
@@ -1208,8 +1182,7 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
         };
         {
             let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
-            let r = search(&mut b, &mut rec, &format!("no device{tag}"))?;
-            tester_runs.push(run_of(&r));
+            tester_runs.push(search(&mut b, &mut rec, &format!("no device{tag}"))?);
         }
         for (i, &d) in delays.iter().enumerate() {
             if commbench_pipeline::netns::interrupted() {
@@ -1228,11 +1201,10 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
                 rx_blocks,
             };
             let mut b = Bench::new(&dut, cpus.clone())?;
-            let r = search(&mut b, &mut rec, &format!("delay {d} ns{tag}"))?;
-            runs[i].push(run_of(&r));
+            runs[i].push(search(&mut b, &mut rec, &format!("delay {d} ns{tag}"))?);
         }
     }
-    let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate).collect();
+    let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate_pps).collect();
     let tester_pps = med(&tester_rates);
     let tester_limited = tester_runs.iter().any(|r| r.tester_limited);
     // The white box: the forwarder's own rx + work + tx ticks per packet
@@ -1241,7 +1213,7 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
     let bi = delays.iter().position(|&d| d == 0.0).unwrap_or(0);
     let base: Vec<f64> = runs[bi]
         .iter()
-        .filter_map(|r| r.ticks.map(|t| t - delays[bi] * hz / 1e9))
+        .filter_map(|r| r.fwd_ticks().map(|t| t - delays[bi] * hz / 1e9))
         .collect();
     let base_ticks = med(&base);
     let mut out = Vec::new();
@@ -1252,45 +1224,16 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
         if rs.is_empty() {
             continue;
         }
-        let rates: Vec<f64> = rs.iter().map(|r| r.rate).collect();
-        let est = Estimate::from_samples(&rates);
-        let inflation = med(&rs.iter().map(|r| r.inflation_pct).collect::<Vec<_>>());
-        // Where the first losses were, in most of the searches.
-        let fail_where = {
-            let mut c: Vec<(&str, usize)> = Vec::new();
-            for r in rs {
-                match c.iter_mut().find(|x| x.0 == r.fail_where) {
-                    Some(x) => x.1 += 1,
-                    None => c.push((&r.fail_where, 1)),
-                }
-            }
-            c.iter()
-                .max_by_key(|x| x.1)
-                .map(|x| x.0.to_owned())
-                .unwrap_or_default()
-        };
         let predicted = rfc2544::predict_pps(hz, base_ticks, d);
-        let (bound, verdict) = rfc2544::classify(
+        let (p, est) = rfc2544::cross_point(
+            d,
+            base_ticks,
             predicted,
-            est.median,
+            rs,
             tester_pps,
-            &fail_where,
-            inflation,
             spec.duration.as_secs_f64(),
         );
-        let p = rfc2544::CrossPoint {
-            delay_ns: d,
-            base_ticks,
-            predicted_pps: predicted,
-            measured_pps: est.median,
-            error_pct: (est.median / predicted - 1.0) * 100.0,
-            tester_pps,
-            bound,
-            verdict,
-            confirmed: rs.iter().all(|r| r.confirmed),
-            buffer_inflation_pct: inflation,
-        };
-        let ticks = med(&rs.iter().filter_map(|r| r.ticks).collect::<Vec<_>>());
+        let ticks = med(&rs.iter().filter_map(|r| r.fwd_ticks()).collect::<Vec<_>>());
         let mut x = commbench_core::record::Record::new("pipeline", "crosscheck")
             .param("delay_ns", d)
             .param("size", &spec.sizes.name)
@@ -1306,16 +1249,19 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
             .metric("bound", &p.bound)
             .metric("verdict", &p.verdict)
             .metric("confirmed", p.confirmed)
-            .metric("tester_limited", rs.iter().any(|r| r.tester_limited))
-            .metric("fail_loss_where", &fail_where)
+            .metric("tester_limited", p.tester_limited)
+            .metric("fail_loss_where", &p.fail_loss_where)
             .metric(
                 "buffer_inflation_pct",
-                inflation.is_finite().then_some(inflation),
+                p.buffer_inflation_pct
+                    .is_finite()
+                    .then_some(p.buffer_inflation_pct),
             );
         attach(&mut x.metrics, "measured_pps", &est);
         if let Some(r) = rs.last() {
-            x.push_metric("latency_p50_ns", r.p50);
-            x.push_metric("latency_p99_ns", r.p99);
+            let t = r.final_trial.as_ref();
+            x.push_metric("latency_p50_ns", t.map(|t| t.latency.p50));
+            x.push_metric("latency_p99_ns", t.map(|t| t.latency.p99));
         }
         out.push(x);
         intervals.push(est);

@@ -554,6 +554,79 @@ pub struct CrossPoint {
     /// How far the device's buffer can have carried the NDR trial, % of
     /// the rate ([`buffer_inflation_pct`]).
     pub buffer_inflation_pct: f64,
+    /// Where the first losses were in most of the point's searches.
+    pub fail_loss_where: String,
+    pub tester_limited: bool,
+}
+
+impl SearchResult {
+    /// The forwarder's own rx + work + tx ticks per packet in the
+    /// confirmation trial (None for a device that does not report them).
+    pub fn fwd_ticks(&self) -> Option<f64> {
+        let t = self.final_trial.as_ref()?;
+        Some(t.fwd_ticks_rx? + t.fwd_ticks_work? + t.fwd_ticks_tx?)
+    }
+
+    /// [`buffer_inflation_pct`] of the confirmation trial.
+    pub fn buffer_inflation_pct(&self) -> f64 {
+        self.final_trial.as_ref().map_or(f64::NAN, |t| {
+            buffer_inflation_pct(t.latency.min, t.latency.max, t.duration_s)
+        })
+    }
+}
+
+/// Folds one delay's searches (one per round) into its cross-check point:
+/// the median NDR with its interval (returned beside the point), the
+/// median buffer share, where most searches first lost frames, and the
+/// verdict against the model's `predicted` rate and the tester's own
+/// ceiling.
+pub fn cross_point(
+    delay_ns: f64,
+    base_ticks: f64,
+    predicted_pps: f64,
+    rounds: &[SearchResult],
+    tester_pps: f64,
+    duration_s: f64,
+) -> (CrossPoint, Estimate) {
+    let rates: Vec<f64> = rounds.iter().map(|r| r.rate_pps).collect();
+    let est = Estimate::from_samples(&rates);
+    let shares: Vec<f64> = rounds.iter().map(|r| r.buffer_inflation_pct()).collect();
+    let inflation = Estimate::from_samples(&shares).median;
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in rounds {
+        match counts.iter_mut().find(|x| x.0 == r.fail_loss_where) {
+            Some(x) => x.1 += 1,
+            None => counts.push((&r.fail_loss_where, 1)),
+        }
+    }
+    let fail_where = counts
+        .iter()
+        .max_by_key(|x| x.1)
+        .map(|x| x.0.to_owned())
+        .unwrap_or_default();
+    let (bound, verdict) = classify(
+        predicted_pps,
+        est.median,
+        tester_pps,
+        &fail_where,
+        inflation,
+        duration_s,
+    );
+    let p = CrossPoint {
+        delay_ns,
+        base_ticks,
+        predicted_pps,
+        measured_pps: est.median,
+        error_pct: (est.median / predicted_pps - 1.0) * 100.0,
+        tester_pps,
+        bound,
+        verdict,
+        confirmed: rounds.iter().all(|r| r.confirmed),
+        buffer_inflation_pct: inflation,
+        fail_loss_where: fail_where,
+        tester_limited: rounds.iter().any(|r| r.tester_limited),
+    };
+    (p, est)
 }
 
 /// How much a device's buffer can have inflated a loss-free trial, in %
