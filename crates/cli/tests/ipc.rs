@@ -274,6 +274,7 @@ fn children_of(pid: u32) -> Vec<u32> {
     v
 }
 
+#[allow(unsafe_code)]
 fn kill(pid: u32, sig: libc::c_int) {
     // SAFETY: sending a signal to a process this test started.
     unsafe { libc::kill(pid as libc::pid_t, sig) };

@@ -496,6 +496,7 @@ fn a_control_peer_without_the_token_can_neither_read_stats_nor_quit() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn an_idle_control_peer_is_closed_and_blocks_neither_the_load_nor_shutdown() {
     use std::io::Read;
     let (mut server, port, ctl) = token_server("epoll-et");

@@ -70,6 +70,7 @@ impl Ctl {
     }
 
     /// SIGTERM, then the controller's JSON report.
+    #[allow(unsafe_code)]
     fn stop(mut self) -> Value {
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
@@ -518,6 +519,7 @@ fn wait_bounded(
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn a_peer_flooding_errors_cannot_stall_the_controller_through_its_log() {
     use std::io::{Read, Write};
     use std::net::TcpStream;

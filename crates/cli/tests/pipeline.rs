@@ -285,6 +285,7 @@ fn io_on_a_missing_interface_is_a_run_error_naming_it() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn netns_run_through_the_binary_counts_every_frame() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -308,6 +309,7 @@ fn netns_run_through_the_binary_counts_every_frame() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn ctrl_c_during_netns_removes_the_namespaces() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -393,6 +395,7 @@ impl Drop for DownPeer {
 /// exited 0 with partial: true. Now it fails at once, exit 1, saying why:
 /// no carrier (veth whose peer is down), down, not found.
 #[test]
+#[allow(unsafe_code)]
 fn io_gen_on_a_down_link_fails_early_with_the_reason() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -440,6 +443,7 @@ fn io_gen_on_a_down_link_fails_early_with_the_reason() {
     drop(lab);
 }
 
+#[allow(unsafe_code)]
 fn root() -> bool {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {

@@ -60,6 +60,7 @@ fn runs_in_store(store: &Path) -> usize {
 /// Starts `suite --quick --only core,openflow` (openflow's step runs for
 /// seconds), waits until the journal says core finished, sends `sig`, and
 /// returns the child's stderr.
+#[allow(unsafe_code)]
 fn interrupt_after_core(dir: &Path, store: &Path, sig: libc::c_int) -> String {
     let exe = assert_cmd::cargo::cargo_bin("commbench");
     let mut child = std::process::Command::new(exe)
@@ -150,12 +151,13 @@ fn sigint_says_what_was_kept_and_how_to_resume() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn a_second_suite_on_the_same_folder_is_refused_while_the_first_holds_it() {
     use std::os::unix::io::AsRawFd;
     let dir = tmp("lock");
     let lock = std::fs::File::create(dir.join(".commbench-suite.lock")).unwrap();
-    // SAFETY: flock on a descriptor we own.
     assert_eq!(
+        // SAFETY: flock on a descriptor we own.
         unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
         0
     );

@@ -198,6 +198,7 @@ pub struct CleanupGuard {
 }
 
 impl Drop for CleanupGuard {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         if let Some(i) = self.slot {
             let p = CLEANUP[i].swap(std::ptr::null_mut(), Ordering::AcqRel);
@@ -213,6 +214,7 @@ impl Drop for CleanupGuard {
 /// (call [`install_signal_cleanup`] once). Returns a guard that unregisters.
 /// When all slots are taken the path is not registered (the guard is inert)
 /// and `commbench clean` remains the way to remove it.
+#[allow(unsafe_code)]
 pub fn register_cleanup(path: &Path) -> CleanupGuard {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
@@ -252,6 +254,7 @@ pub fn set_signal_note(note: &str) {
     SIGNAL_NOTE.store(c.into_raw(), Ordering::Release);
 }
 
+#[allow(unsafe_code)]
 extern "C" fn on_signal(sig: libc::c_int) {
     let note = SIGNAL_NOTE.load(Ordering::Acquire);
     if !note.is_null() {
@@ -355,6 +358,7 @@ pub fn write_atomic(
 }
 
 /// Installs the SIGINT/SIGTERM handler that unlinks registered paths.
+#[allow(unsafe_code)]
 pub fn install_signal_cleanup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {

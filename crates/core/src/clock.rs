@@ -18,6 +18,7 @@ use std::time::Duration;
 /// Reads the time-stamp counter (not serialising: may be reordered with
 /// surrounding loads).
 #[inline(always)]
+#[allow(unsafe_code)]
 pub fn rdtsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -33,6 +34,7 @@ pub fn rdtsc() -> u64 {
 /// Reads the TSC with `rdtscp`, which waits for earlier instructions to
 /// retire before reading.
 #[inline(always)]
+#[allow(unsafe_code)]
 pub fn rdtscp() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -49,6 +51,7 @@ pub fn rdtscp() -> u64 {
 /// `lfence; rdtsc`: the read happens after all earlier instructions have
 /// executed (Intel SDM recommendation for the start of a timed section).
 #[inline(always)]
+#[allow(unsafe_code)]
 pub fn rdtsc_fenced() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -76,6 +79,7 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+#[allow(unsafe_code)]
 fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -82,6 +82,7 @@ pub fn read_overhead_ticks() -> u64 {
 }
 
 /// Sleeps with nanosleep.
+#[allow(unsafe_code)]
 pub fn nanosleep_ns(ns: u64) {
     let ts = libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
@@ -94,6 +95,7 @@ pub fn nanosleep_ns(ns: u64) {
 /// Runs `n` iterations of a loop whose counter lives in memory (volatile),
 /// so the compiler cannot fold it away.
 #[inline(never)]
+#[allow(unsafe_code)]
 pub fn volatile_loop(n: u64) {
     let mut c = n;
     let p = &mut c as *mut u64;

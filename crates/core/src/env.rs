@@ -59,9 +59,11 @@ fn read_trim(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+#[allow(unsafe_code)]
 fn utsname() -> (Option<String>, Option<String>) {
     // SAFETY: zeroed utsname is valid; uname fills NUL-terminated fields.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: u is a live, writable utsname.
     if unsafe { libc::uname(&mut u) } != 0 {
         return (None, None);
     }

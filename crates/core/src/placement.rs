@@ -115,6 +115,7 @@ impl CpuList {
         CpuList(v)
     }
 
+    #[allow(unsafe_code)]
     fn to_set(&self) -> libc::cpu_set_t {
         // SAFETY: cpu_set_t is plain bits; zero is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -131,6 +132,7 @@ impl CpuList {
     }
 
     /// Pins thread or process `pid` (0 = calling thread).
+    #[allow(unsafe_code)]
     pub fn pin_pid(&self, pid: libc::pid_t) -> Result<(), PlacementError> {
         let set = self.to_set();
         // SAFETY: set is a valid cpu_set_t of the size passed.
@@ -147,9 +149,11 @@ impl CpuList {
 }
 
 /// Affinity of thread/process `pid` (0 = calling thread).
+#[allow(unsafe_code)]
 pub fn affinity_of(pid: libc::pid_t) -> CpuList {
     // SAFETY: zeroed cpu_set_t is valid; getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a live cpu_set_t of the size passed.
     let rc =
         unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {

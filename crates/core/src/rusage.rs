@@ -37,9 +37,11 @@ impl Usage {
         }
     }
 
+    #[allow(unsafe_code)]
     fn get(who: libc::c_int) -> Self {
         // SAFETY: zeroed rusage is a valid value; getrusage fills it.
         let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: r is a live, writable rusage.
         unsafe { libc::getrusage(who, &mut r) };
         Self::from_raw(&r)
     }
@@ -105,11 +107,13 @@ impl ChildExit {
 
 /// Waits for child `pid` with wait4 and returns how it ended and its own
 /// resource usage (exactly that child's, not all children's).
+#[allow(unsafe_code)]
 pub fn wait_child(pid: libc::pid_t) -> std::io::Result<(ChildExit, Usage)> {
     let mut status = 0;
     // SAFETY: zeroed rusage is valid; wait4 fills status and rusage.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
+        // SAFETY: status and r are live and writable for the call.
         let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut r) };
         if rc == pid {
             break;

@@ -60,6 +60,7 @@ fn steal_ticks() -> Option<u64> {
     cpu.split_whitespace().nth(8)?.parse().ok()
 }
 
+#[allow(unsafe_code)]
 fn ticks_per_s() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

@@ -45,8 +45,8 @@ impl Epoll {
     pub fn new() -> io::Result<Epoll> {
         // SAFETY: plain syscall returning a new fd we take ownership of.
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: fd is a fresh, valid descriptor owned by nobody else.
         Ok(Epoll {
+            // SAFETY: fd is a fresh, valid descriptor owned by nobody else.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }
@@ -153,8 +153,8 @@ impl EventFd {
     pub fn new() -> io::Result<EventFd> {
         // SAFETY: plain syscall returning a new fd we take ownership of.
         let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-        // SAFETY: fresh descriptor.
         Ok(EventFd {
+            // SAFETY: fresh descriptor.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

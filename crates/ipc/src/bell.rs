@@ -36,6 +36,7 @@ pub struct RingBells {
     pub(crate) space: Bell,
 }
 
+#[allow(unsafe_code)]
 fn pipe() -> Result<Bell> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: fds is a valid 2-element array for pipe2 to fill.
@@ -65,6 +66,7 @@ impl RingBells {
 }
 
 /// Duplicate a descriptor number handed over in an address (close-on-exec).
+#[allow(unsafe_code)]
 pub(crate) fn dup_fd(fd: RawFd) -> Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC on a descriptor number; failure is checked.
     let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
@@ -79,6 +81,7 @@ pub(crate) fn dup_fd(fd: RawFd) -> Result<OwnedFd> {
 }
 
 /// Set or clear close-on-exec (to hand a descriptor to a client process).
+#[allow(unsafe_code)]
 pub(crate) fn set_cloexec(fd: &OwnedFd, on: bool) {
     // SAFETY: F_GETFD/F_SETFD on a descriptor we own.
     unsafe {
@@ -95,6 +98,7 @@ pub(crate) fn set_cloexec(fd: &OwnedFd, on: bool) {
 }
 
 /// Sleep until the bell rings or `timeout` passes; drains stale rings.
+#[allow(unsafe_code)]
 pub(crate) fn sleep(fd: &OwnedFd, timeout: Duration) {
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
@@ -118,6 +122,7 @@ pub(crate) fn sleep(fd: &OwnedFd, timeout: Duration) {
 }
 
 /// Ring the bell (one byte; a full pipe already means "wake up").
+#[allow(unsafe_code)]
 pub(crate) fn ring(fd: &OwnedFd) {
     let b = 1u8;
     // SAFETY: writing one byte from a local to a non-blocking pipe; EAGAIN

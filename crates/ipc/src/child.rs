@@ -81,6 +81,7 @@ fn parse(args: &[String]) -> Result<ChildArgs> {
     })
 }
 
+#[allow(unsafe_code)]
 fn run(args: &[String]) -> Result<String> {
     let a = parse(args)?;
     // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on this process.

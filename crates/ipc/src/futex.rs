@@ -11,6 +11,7 @@ use std::time::Duration;
 
 /// Sleep while `*word == expected`, at most `timeout`. Returns on wake,
 /// timeout, signal or when the value already differs; the caller re-checks.
+#[allow(unsafe_code)]
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
@@ -34,6 +35,7 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
 }
 
 /// Wake up to `n` waiters on `word`.
+#[allow(unsafe_code)]
 pub fn wake(word: &AtomicU32, n: i32) {
     // SAFETY: as in `wait`; FUTEX_WAKE does not access the word's value.
     unsafe {

@@ -37,6 +37,7 @@ fn fifo_paths(dir: &Path, session: u32) -> (PathBuf, PathBuf) {
     )
 }
 
+#[allow(unsafe_code)]
 fn mkfifo(p: &Path) -> Result<()> {
     let c = CString::new(p.as_os_str().as_bytes())
         .map_err(|_| IpcError::Usage(format!("bad path {}", p.display())))?;
@@ -50,6 +51,7 @@ fn mkfifo(p: &Path) -> Result<()> {
     Ok(())
 }
 
+#[allow(unsafe_code)]
 fn set_blocking(f: &File) -> Result<()> {
     let fd = f.as_raw_fd();
     // SAFETY: fcntl on a file descriptor we own.
@@ -62,6 +64,7 @@ fn set_blocking(f: &File) -> Result<()> {
     Ok(())
 }
 
+#[allow(unsafe_code)]
 fn set_pipe_size(f: &File, bytes: usize) {
     // SAFETY: fcntl on a file descriptor we own; failure (e.g. above
     // /proc/sys/fs/pipe-max-size) leaves the default size, which is fine.

@@ -85,10 +85,12 @@ pub struct RingRef {
 // `backing`; all cross-thread access to the header goes through atomics, and
 // the data bytes are accessed under the SPSC protocol (producer writes only
 // [head, tail+cap), consumer reads only [tail, head)).
+#[allow(unsafe_code)]
 unsafe impl Send for RingRef {}
 
 impl RingRef {
     #[inline]
+    #[allow(unsafe_code)]
     fn h(&self) -> &RingHeader {
         // SAFETY: hdr points to an initialised RingHeader inside the mapping
         // held alive by `backing`.
@@ -96,6 +98,7 @@ impl RingRef {
     }
 
     #[inline]
+    #[allow(unsafe_code)]
     fn awake(&self) -> Awake<'_> {
         Awake {
             // SAFETY: points into the segment header held alive by `backing`.
@@ -169,6 +172,7 @@ impl RingRef {
 
     /// Copy `src` into the data area at byte offset `pos` (wrapping).
     #[inline]
+    #[allow(unsafe_code)]
     fn copy_in(&self, pos: u64, src: &[u8]) {
         let mask = self.cap - 1;
         let off = (pos & mask) as usize;
@@ -190,6 +194,7 @@ impl RingRef {
 
     /// Copy from the data area at byte offset `pos` (wrapping) into `dst`.
     #[inline]
+    #[allow(unsafe_code)]
     fn copy_out(&self, pos: u64, dst: &mut [u8]) {
         let mask = self.cap - 1;
         let off = (pos & mask) as usize;

@@ -62,8 +62,10 @@ struct Mapping {
 
 // SAFETY: the mapping is plain shared memory; all concurrent access goes
 // through atomics or the SPSC ring protocol.
+#[allow(unsafe_code)]
 unsafe impl Send for Mapping {}
 // SAFETY: as above.
+#[allow(unsafe_code)]
 unsafe impl Sync for Mapping {}
 
 /// What one process sees of a segment: the header and a run of rings
@@ -78,12 +80,15 @@ struct View {
 }
 
 // SAFETY: as for Mapping; the pointers point into the owned mappings.
+#[allow(unsafe_code)]
 unsafe impl Send for View {}
 // SAFETY: as above.
+#[allow(unsafe_code)]
 unsafe impl Sync for View {}
 impl Backing for View {}
 
 impl View {
+    #[allow(unsafe_code)]
     fn header(&self) -> &SegHeader {
         // SAFETY: header points to a mapped, page-aligned SegHeader (all
         // atomics, valid for any bit pattern) kept alive by `_maps`.
@@ -92,6 +97,7 @@ impl View {
 }
 
 impl Drop for Mapping {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // SAFETY: ptr/len come from a successful mmap and nobody uses the
         // mapping any more (every RingRef holds an Arc to it).
@@ -106,6 +112,7 @@ impl Mapping {
         Self::map_at(file, 0, len)
     }
 
+    #[allow(unsafe_code)]
     fn map_at(file: &File, offset: usize, len: usize) -> Result<Mapping> {
         // SAFETY: mapping a file we opened read-write, length equal to its
         // size; the result is checked for MAP_FAILED.
@@ -140,11 +147,13 @@ fn segment_len(sessions: u32, ring_bytes: usize) -> usize {
 pub const MAX_RING_BYTES: usize = 1 << 30;
 
 /// Bytes free for an unprivileged writer in the file system holding `dir`.
+#[allow(unsafe_code)]
 fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: zeroed statvfs is a valid value; statvfs fills it from a
     // NUL-terminated path.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated and st a live, writable statvfs.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
@@ -187,16 +196,18 @@ pub fn check_space(sessions: u32, ring_bytes: usize) -> Result<()> {
     Ok(())
 }
 
+#[allow(unsafe_code)]
 fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> RingRef {
     let h = view.header();
     let ring_bytes = view.ring_bytes;
     let off = (index - view.first_ring) * (RING_HEADER_BYTES + ring_bytes);
     let backing: Arc<dyn Backing> = view.clone();
     RingRef {
-        // SAFETY (pointer arithmetic): the view maps ring `index` (callers
+        // SAFETY: (pointer arithmetic) the view maps ring `index` (callers
         // only ask for rings of the mapped run), so off + RING_HEADER_BYTES
         // + ring_bytes stays inside the rings mapping.
         hdr: unsafe { view.rings.add(off) } as *const _,
+        // SAFETY: as for hdr.
         data: unsafe { view.rings.add(off + RING_HEADER_BYTES) },
         cap: ring_bytes as u64,
         sleeping: &h.sleeping.0 as *const AtomicU32,
@@ -209,6 +220,7 @@ fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> Ri
 }
 
 /// Is process `pid` alive (and not a zombie)?
+#[allow(unsafe_code)]
 pub fn process_alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence/permission.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
@@ -240,6 +252,7 @@ pub struct ShmTransport {
 
 impl ShmTransport {
     /// Create the segment for `opts.sessions` sessions.
+    #[allow(unsafe_code)]
     pub fn create(opts: &ListenOptions) -> Result<ShmTransport> {
         let ring_bytes = opts.ring_bytes;
         if !ring_bytes.is_power_of_two() || ring_bytes < 4096 {
@@ -417,6 +430,7 @@ impl Transport for ShmTransport {
 
 /// Client side: open the segment `address` (`name` or `name#fd,fd,fd,fd`
 /// with the session's doorbell descriptors) and attach to `session`'s rings.
+#[allow(unsafe_code)]
 pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
     let (name, fds) = match address.split_once('#') {
         None => (address, None),

@@ -66,11 +66,11 @@ fn fill() -> Vec<std::fs::File> {
 
 #[test]
 fn a_server_out_of_descriptors_sheds_new_connections_and_keeps_serving() {
-    // SAFETY: setrlimit with a live struct; lowers both limits for this process.
     let lim = libc::rlimit {
         rlim_cur: 256,
         rlim_max: 256,
     };
+    // SAFETY: setrlimit with a live struct; lowers both limits for this process.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
     for e in EngineKind::ALL {
         if e == EngineKind::IoUring && commbench_mux::engine::uring::probe().is_err() {

@@ -16,6 +16,7 @@ pub fn local_hms_ms() -> (u32, u32, u32, u32) {
     // SAFETY: tm is plain old data; localtime_r fills it from a valid time_t.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     let t: libc::time_t = tv.tv_sec;
+    // SAFETY: t and tm are live locals for the call.
     unsafe { libc::localtime_r(&t, &mut tm) };
     (
         tm.tm_hour as u32,

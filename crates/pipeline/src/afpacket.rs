@@ -8,6 +8,8 @@
 //! kernel hands over is checked against the block before it is followed,
 //! so a corrupt ring is an error, never a read outside the mapping.
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};

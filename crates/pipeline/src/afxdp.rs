@@ -15,6 +15,8 @@
 //! Rust (no libbpf / libxdp C libraries to build or install); the program
 //! is loaded with the bpf(2) syscall (see `xdpprog` for why).
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::num::NonZeroU32;
 use std::ptr::NonNull;

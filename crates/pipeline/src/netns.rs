@@ -41,6 +41,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
 
 /// Makes Ctrl-C set a flag instead of killing the process, so the lab
 /// tears down its namespaces.
+#[allow(unsafe_code)]
 pub fn catch_sigint() {
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
@@ -53,6 +54,7 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+#[allow(unsafe_code)]
 pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -222,6 +224,7 @@ impl Drop for Lab {
 }
 
 /// Moves the calling thread into namespace `ns`.
+#[allow(unsafe_code)]
 pub fn enter(ns: &str) -> io::Result<()> {
     let path = format!("/run/netns/{ns}");
     let f = std::fs::File::open(&path)
@@ -276,6 +279,7 @@ pub fn clean_leftovers(dry_run: bool) -> Vec<Leftover> {
 }
 
 /// SIGKILLs every process inside namespace `ns` (`ip netns pids`).
+#[allow(unsafe_code)]
 pub fn kill_namespace_pids(ns: &str) {
     let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() else {
         return;
@@ -466,6 +470,7 @@ fn parse_softnet(s: &str) -> Option<(u64, u64)> {
 
 /// `CLOCK_REALTIME` in ns: the clock of AF_PACKET's receive timestamps,
 /// read through the vDSO (tens of ns).
+#[allow(unsafe_code)]
 pub fn realtime_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -88,6 +88,7 @@ pub fn program(map_fd: RawFd, magic: [u8; 4]) -> [Insn; 14] {
     ]
 }
 
+#[allow(unsafe_code)]
 fn bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> io::Result<i64> {
     // SAFETY: attr is a zeroed 128-byte union bpf_attr with the fields of
     // `cmd` set; the kernel reads at most its size.
@@ -112,6 +113,7 @@ fn put_u32(attr: &mut [u64; 16], byte_off: usize, v: u32) {
     *w = (*w & !(0xffff_ffffu64 << shift)) | (u64::from(v) << shift);
 }
 
+#[allow(unsafe_code)]
 fn fd_of(r: i64) -> OwnedFd {
     // SAFETY: bpf(2) returned a new descriptor we now own.
     unsafe { OwnedFd::from_raw_fd(r as RawFd) }

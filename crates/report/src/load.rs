@@ -341,10 +341,12 @@ mod tests {
     /// device, a socket and a folder are refused before anything is read,
     /// saying what they are.
     #[test]
+    #[allow(unsafe_code)]
     fn special_files_are_refused_before_reading() {
         let d = dir("special");
         let fifo = d.path().join("fifo");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: c is a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let sock = d.path().join("sock");
         let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();

@@ -176,6 +176,7 @@ const LOCK: &str = ".commbench-suite.lock";
 /// Refuses an output folder that someone else could have prepared: owned
 /// by another user, or writable by others (where they could swap a file
 /// for a symlink between two of our writes).
+#[allow(unsafe_code)]
 fn check_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(dir)
@@ -210,6 +211,7 @@ struct FolderLock {
 }
 
 impl FolderLock {
+    #[allow(unsafe_code)]
     fn take(dir: &Path) -> Result<Self> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;

@@ -320,12 +320,12 @@ impl UringEngine {
     fn push(&mut self, e: squeue::Entry, stats: &mut LoopStats) -> io::Result<()> {
         stats.sqes += 1;
         self.inflight += 1;
-        // SAFETY: every entry's buffer is either a ring buffer this loop
-        // holds until the send's completion, or a connection's Vec that is
-        // neither moved, grown nor freed until the completion arrives
-        // (one send in flight per connection).
         #[allow(unsafe_code)]
         loop {
+            // SAFETY: every entry's buffer is either a ring buffer this loop
+            // holds until the send's completion, or a connection's Vec that is
+            // neither moved, grown nor freed until the completion arrives
+            // (one send in flight per connection).
             if unsafe { self.ring.submission().push(&e) }.is_ok() {
                 return Ok(());
             }

@@ -222,6 +222,7 @@ pub struct Bench {
 
 impl Bench {
     /// Creates what `dut` needs and starts it.
+    #[allow(unsafe_code)]
     pub fn new(dut: &DutSpec, cpus: RoleCpus) -> io::Result<Bench> {
         if !netns::is_root() && !matches!(dut, DutSpec::Ifaces(..)) {
             return Err(io::Error::new(
@@ -556,6 +557,7 @@ fn thread_finished(r: &RunningDut) -> bool {
 }
 
 impl Drop for Bench {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         match &mut self.running {
             RunningDut::Nothing => {}
@@ -629,6 +631,7 @@ fn templates(flows: u16, sizes: &[u32]) -> Vec<Vec<Vec<u8>>> {
         .collect()
 }
 
+#[allow(unsafe_code)]
 fn gen_run(
     iface: &str,
     spec: &TrialSpec,
