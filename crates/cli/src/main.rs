@@ -4,12 +4,15 @@
 
 mod args;
 mod cmd;
+mod error;
 mod labs;
 mod output;
 mod progress;
 mod store;
 
 use clap::{Parser, Subcommand};
+use error::{is_broken_pipe, is_usage};
+pub use error::{lab_err, usage};
 use std::process::ExitCode;
 
 /// One fast, honest laboratory for the communication paths of a Linux host.
@@ -79,24 +82,6 @@ enum Command {
     Man,
 }
 
-/// An error in what the user asked for (exit 2), as opposed to a run error
-/// (exit 1).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// Wraps a message as a usage error.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
-
 fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Env(a) => cmd::env::run(&a),
@@ -145,21 +130,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
-fn is_usage(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.is::<UsageError>()
-            || c.is::<commbench_core::linerate::LineRateError>()
-            || c.is::<commbench_core::placement::PlacementError>()
-    })
 }
 
 fn main() -> ExitCode {

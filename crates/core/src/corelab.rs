@@ -112,6 +112,12 @@ pub enum DelayArgError {
     Samples(usize),
 }
 
+impl crate::error::IsUsage for DelayArgError {
+    fn is_usage(&self) -> bool {
+        true
+    }
+}
+
 /// Records of `commbench delay`: requested vs measured delay per method.
 pub fn delay_records(
     methods: &[DelayMethod],

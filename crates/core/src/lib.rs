@@ -10,6 +10,7 @@ pub mod clock;
 pub mod corelab;
 pub mod delay;
 pub mod env;
+pub mod error;
 pub mod estimate;
 pub mod figure;
 pub mod lab;

@@ -27,6 +27,13 @@ pub enum LineRateError {
     Size(u32),
 }
 
+/// Every line-rate error is in what the user asked for.
+impl crate::error::IsUsage for LineRateError {
+    fn is_usage(&self) -> bool {
+        true
+    }
+}
+
 /// Slowest link `budget` accepts: 1 Mbit/s.
 pub const MIN_LINK_BPS: f64 = 1e6;
 /// Fastest link `budget` accepts: 10 Tbit/s.

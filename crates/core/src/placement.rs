@@ -27,6 +27,14 @@ pub enum PlacementError {
     Apply { cpus: String, err: String },
 }
 
+/// Every placement error is the user's to fix, a refused sched_setaffinity
+/// included (a CPU list the process may not use).
+impl crate::error::IsUsage for PlacementError {
+    fn is_usage(&self) -> bool {
+        true
+    }
+}
+
 /// A set of CPUs, sorted and unique.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(into = "String")]

@@ -82,5 +82,11 @@ impl IpcError {
     }
 }
 
+impl commbench_core::error::IsUsage for IpcError {
+    fn is_usage(&self) -> bool {
+        IpcError::is_usage(self)
+    }
+}
+
 /// Result alias for the lab.
 pub type Result<T, E = IpcError> = std::result::Result<T, E>;

@@ -40,4 +40,10 @@ impl MuxError {
     }
 }
 
+impl commbench_core::error::IsUsage for MuxError {
+    fn is_usage(&self) -> bool {
+        MuxError::is_usage(self)
+    }
+}
+
 pub type Result<T> = std::result::Result<T, MuxError>;

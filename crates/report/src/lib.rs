@@ -70,3 +70,13 @@ pub enum ReportError {
     #[error("plot error: {0}")]
     Plot(String),
 }
+
+/// A results file that is not one (bad JSON, `"records": {}`, no records)
+/// or is refused by the load bounds (a FIFO, a device, a 5 MiB line) is
+/// bad input: exit 2, as `history --import` does; a read error stays a
+/// run error (exit 1).
+impl commbench_core::error::IsUsage for ReportError {
+    fn is_usage(&self) -> bool {
+        matches!(self, ReportError::Format { .. } | ReportError::Input { .. })
+    }
+}

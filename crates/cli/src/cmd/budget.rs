@@ -36,5 +36,5 @@ pub fn run(a: &BudgetArgs) -> Result<()> {
         None => CpuClock::Tsc,
     };
     a.out
-        .emit(&budget_records(a.link.as_deref(), a.size, clock)?)
+        .emit(&budget_records(a.link.as_deref(), a.size, clock).map_err(crate::lab_err)?)
 }

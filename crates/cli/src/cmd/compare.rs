@@ -88,8 +88,8 @@ fn from_files(a: &CompareArgs) -> Result<Sides> {
         ));
     };
     // A file that is not results is bad input (exit 2), as for `report`.
-    let before = load(b).map_err(super::report::input_error)?;
-    let after = load(c).map_err(super::report::input_error)?;
+    let before = load(b).map_err(crate::lab_err)?;
+    let after = load(c).map_err(crate::lab_err)?;
     Ok((
         Side {
             label: b.display().to_string(),
@@ -116,7 +116,7 @@ fn from_store(a: &CompareArgs, spec: &str) -> Result<Sides> {
     // the latest stored run.
     let (label, records, host, current_id, current_unix, current_env) = match &a.before {
         Some(p) => {
-            let l = load(p).map_err(super::report::input_error)?;
+            let l = load(p).map_err(crate::lab_err)?;
             let env = l.environment.unwrap_or(Value::Null);
             let get = |k: &str| env.get(k).and_then(Value::as_str).map(str::to_owned);
             let host = get("hostname").unwrap_or_else(|| "unknown".into());

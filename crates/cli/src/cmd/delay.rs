@@ -41,8 +41,7 @@ pub struct DelayArgs {
 pub fn run(a: &DelayArgs) -> Result<()> {
     let methods: Vec<DelayMethod> = a.methods.iter().map(|&m| m.into()).collect();
     let mut rec = crate::progress::recorder();
-    let v = delay_records(&methods, &a.requests, a.samples, &mut rec)
-        .map_err(|e| crate::usage(e.to_string()))?;
+    let v = delay_records(&methods, &a.requests, a.samples, &mut rec).map_err(crate::lab_err)?;
     crate::progress::finish();
     a.out.emit(&v)
 }

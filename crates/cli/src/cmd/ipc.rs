@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::rusage::Usage;
 use commbench_ipc::compat::{self, SeedCommand};
-use commbench_ipc::{Clients, IpcConfig, IpcError, Mode, TransportKind, WaitPolicy, Workload};
+use commbench_ipc::{Clients, IpcConfig, Mode, TransportKind, WaitPolicy, Workload};
 
 #[derive(Debug, Args)]
 pub struct IpcArgs {
@@ -97,14 +97,6 @@ pub struct NativeArgs {
     pub inject_corruption: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
-}
-
-fn lib_err(e: IpcError) -> anyhow::Error {
-    if e.is_usage() {
-        crate::usage(e.to_string())
-    } else {
-        e.into()
-    }
 }
 
 pub fn run(a: &IpcArgs) -> Result<()> {
@@ -199,7 +191,7 @@ pub fn run(a: &IpcArgs) -> Result<()> {
         commbench_ipc::run_interleaved(&cfgs, repeat, &mut rec).map(|_| ())
     };
     crate::progress::finish();
-    r.map_err(lib_err)?;
+    r.map_err(crate::lab_err)?;
     let records = rec.take();
     if records.len() > 1 {
         return args.out.emit_or_show(&records, || side_by_side(&records));
@@ -356,7 +348,7 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
     } else {
         compat::parse_data_channel_write(args)
     }
-    .map_err(lib_err)?;
+    .map_err(crate::lab_err)?;
     commbench_core::artifact::install_signal_cleanup();
     let base = IpcConfig::default();
     match parsed {
@@ -372,7 +364,7 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
             Ok(())
         }
         SeedCommand::Run(run) => {
-            let (line, rep) = commbench_ipc::run_seed(&run, &base).map_err(lib_err)?;
+            let (line, rep) = commbench_ipc::run_seed(&run, &base).map_err(crate::lab_err)?;
             println!("{line}");
             // The seed's CSV line is the output; the record goes to the store.
             keep_seed(&[rep.record(&[])]);
@@ -389,7 +381,7 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
                 .unwrap_or(compat::SWEEP_NLOOP);
             let mut records = Vec::new();
             for run in compat::sweep(workload, nloop) {
-                let res = commbench_ipc::run_seed(&run, &base).map_err(lib_err);
+                let res = commbench_ipc::run_seed(&run, &base).map_err(crate::lab_err);
                 let (line, rep) = match res {
                     Ok(x) => x,
                     Err(e) => {

@@ -9,9 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::Recorder;
 use commbench_mux::token::TOKEN_ENV;
-use commbench_mux::{
-    seed, ClientsKind, EngineKind, Lookup, MuxConfig, MuxError, Protocol, Remote, Token,
-};
+use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, Remote, Token};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -326,14 +324,6 @@ pub struct LoadArgs {
     pub worker_active_total: Option<usize>,
 }
 
-fn lib_err(e: MuxError) -> anyhow::Error {
-    if e.is_usage() {
-        crate::usage(e.to_string())
-    } else {
-        e.into()
-    }
-}
-
 fn engines(list: &[EngineArg]) -> Vec<EngineKind> {
     let mut out = Vec::new();
     for e in list {
@@ -496,7 +486,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
     let mut rec = crate::progress::recorder();
     if r.reproduce_seed {
         let plan = seed::SeedPlan::new(r.quick);
-        let points = seed::run(&cfg, &plan, &mut rec).map_err(lib_err);
+        let points = seed::run(&cfg, &plan, &mut rec).map_err(crate::lab_err);
         crate::progress::finish();
         let points = match points {
             Ok(p) => p,
@@ -537,7 +527,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
 /// One run, or with --rate-sweep the sweep; writes the records.
 fn run_or_sweep(cfg: &MuxConfig, o: &LoadOpts, out: &OutputArgs, rec: &mut Recorder) -> Result<()> {
     let Some(spec) = &o.rate_sweep else {
-        let report = commbench_mux::run(cfg, rec).map_err(lib_err);
+        let report = commbench_mux::run(cfg, rec).map_err(crate::lab_err);
         crate::progress::finish();
         return emit(out, report, rec);
     };
@@ -548,8 +538,8 @@ fn run_or_sweep(cfg: &MuxConfig, o: &LoadOpts, out: &OutputArgs, rec: &mut Recor
     let slo = commbench_mux::sweep::Slo::parse(&o.slo).map_err(crate::usage)?;
     let mut probe = cfg.clone();
     probe.open.rate = rates.last().copied();
-    probe.validate().map_err(lib_err)?;
-    let res = commbench_mux::sweep::run(cfg, &rates, &slo, rec).map_err(lib_err);
+    probe.validate().map_err(crate::lab_err)?;
+    let res = commbench_mux::sweep::run(cfg, &rates, &slo, rec).map_err(crate::lab_err);
     crate::progress::finish();
     let (reports, lines) = match res {
         Ok(x) => x,
@@ -623,7 +613,7 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
 fn serve(s: &ServeArgs) -> Result<()> {
     let cfg = serve_config(s)?;
     match s.control.as_deref() {
-        Some("stdio") => commbench_mux::server::serve_stdio(&cfg).map_err(lib_err),
+        Some("stdio") => commbench_mux::server::serve_stdio(&cfg).map_err(crate::lab_err),
         other => {
             let control: SocketAddr = match other {
                 Some(a) => a.parse().map_err(|_| {
@@ -639,9 +629,9 @@ fn serve(s: &ServeArgs) -> Result<()> {
             };
             let token = serve_token(s)?;
             let stop = commbench_core::sys::stop_on_signal();
-            let server =
-                commbench_mux::server::serve_tcp(&cfg, control, &token, stop).map_err(lib_err)?;
-            let st = server.stop().map_err(lib_err)?;
+            let server = commbench_mux::server::serve_tcp(&cfg, control, &token, stop)
+                .map_err(crate::lab_err)?;
+            let st = server.stop().map_err(crate::lab_err)?;
             eprintln!(
                 "commbench mux serve: stopped after {} connections, {} bytes echoed, user {:.3} s, sys {:.3} s",
                 st.loops.accepted, st.loops.bytes, st.user_s, st.sys_s
@@ -655,12 +645,12 @@ fn serve(s: &ServeArgs) -> Result<()> {
 /// one, handed out through --control-token-file (mode 0600) or stderr.
 fn serve_token(s: &ServeArgs) -> Result<Token> {
     let token = match std::env::var(TOKEN_ENV) {
-        Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV).map_err(lib_err)?,
-        Err(_) => Token::random().map_err(lib_err)?,
+        Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV).map_err(crate::lab_err)?,
+        Err(_) => Token::random().map_err(crate::lab_err)?,
     };
     match &s.control_token_file {
         Some(p) => {
-            token.write_file(p).map_err(lib_err)?;
+            token.write_file(p).map_err(crate::lab_err)?;
             eprintln!(
                 "commbench mux serve: control token in {} (mux load --control-token-file {})",
                 p.display(),
@@ -684,15 +674,15 @@ fn load_token(l: &LoadArgs) -> Result<Option<Token>> {
     if let Some(t) = &l.control_token {
         return Token::parse_or_usage(t, "--control-token")
             .map(Some)
-            .map_err(lib_err);
+            .map_err(crate::lab_err);
     }
     if let Some(p) = &l.control_token_file {
-        return Token::from_file(p).map(Some).map_err(lib_err);
+        return Token::from_file(p).map(Some).map_err(crate::lab_err);
     }
     match std::env::var(TOKEN_ENV) {
         Ok(v) => Token::parse_or_usage(&v, TOKEN_ENV)
             .map(Some)
-            .map_err(lib_err),
+            .map_err(crate::lab_err),
         Err(_) => Ok(None),
     }
 }
@@ -753,8 +743,8 @@ fn load(l: &LoadArgs) -> Result<()> {
 
 /// One worker process of a --load-procs run (stdin/stdout speak to the parent).
 fn worker(cfg: &MuxConfig, target: SocketAddr) -> Result<()> {
-    let lcfg = cfg.load_config(target).map_err(lib_err)?;
-    commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(lib_err)
+    let lcfg = cfg.load_config(target).map_err(crate::lab_err)?;
+    commbench_mux::procs::worker_main(&lcfg, cfg.warmup_rounds).map_err(crate::lab_err)
 }
 
 fn httpd(h: &HttpdArgs) -> Result<()> {
@@ -834,7 +824,7 @@ fn httpd(h: &HttpdArgs) -> Result<()> {
     };
     commbench_core::artifact::install_signal_cleanup();
     let mut rec = crate::progress::recorder();
-    let res = httpd::run(&cfg, &mut rec).map_err(lib_err);
+    let res = httpd::run(&cfg, &mut rec).map_err(crate::lab_err);
     crate::progress::finish();
     let report = match res {
         Ok(r) => r,

@@ -544,7 +544,7 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         )));
     }
     for c in [&a.controller_cpus, &a.emulator_cpus].into_iter().flatten() {
-        commbench_core::placement::CpuList::parse_online(c)?;
+        commbench_core::placement::CpuList::parse_online(c).map_err(crate::lab_err)?;
     }
     let (loops, ms) = if a.quick {
         (3, 300)

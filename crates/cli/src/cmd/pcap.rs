@@ -533,7 +533,7 @@ mod tests {
         assert!(e
             .to_string()
             .contains("refusing to write a binary capture to a terminal"));
-        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "exit 2");
+        assert!(crate::error::is_usage(&e), "exit 2");
         assert!(refuse_terminal(false).is_ok());
     }
 }

@@ -2,7 +2,7 @@
 //! page with SVG plots and tables.
 use anyhow::{Context, Result};
 use clap::Args;
-use commbench_report::{load, render_html, ReportError};
+use commbench_report::{load, render_html};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -22,7 +22,7 @@ pub struct ReportArgs {
 pub fn write(results: &[PathBuf], output: &Path, title: &str) -> Result<()> {
     let runs = results
         .iter()
-        .map(|p| load(p).map_err(input_error))
+        .map(|p| load(p).map_err(crate::lab_err))
         .collect::<Result<Vec<_>, _>>()?;
     let html = render_html(&runs, title, crate::labs::labs())?;
     // Whole or not at all: a full disk keeps the previous report.
@@ -30,17 +30,6 @@ pub fn write(results: &[PathBuf], output: &Path, title: &str) -> Result<()> {
         std::io::Write::write_all(f, html.as_bytes())
     })
     .with_context(|| format!("cannot write {}", output.display()))
-}
-
-/// A results file that is not one (bad JSON, `"records": {}`, no records)
-/// or is refused by the load bounds (a FIFO, a device, a 5 MiB line) is
-/// bad input: exit 2, as `history --import` does; a read error stays a
-/// run error (exit 1).
-pub fn input_error(e: ReportError) -> anyhow::Error {
-    match e {
-        ReportError::Format { .. } | ReportError::Input { .. } => crate::usage(e.to_string()),
-        e => e.into(),
-    }
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
