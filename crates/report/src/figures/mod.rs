@@ -1,0 +1,173 @@
+//! Which plots a lab's records get, and building them: the lab's declared
+//! figures (line, grouped or stacked bars, percentile ladders from
+//! [`FigureSpec`]), else a line plot guessed from the records' shape; then
+//! a percentile ladder for every latency summary.
+//!
+//! Invariants: axes are labelled from the labs' declared metrics (label
+//! and unit, [`commbench_core::lab::MetricSpec`]) and the figure's named x
+//! axis; a series is named in words by the parameters that vary within
+//! the figure (those that do not are said once in the caption); repeats
+//! are drawn as their median, with the 95% interval a record carries as an
+//! error bar or a band, and a caption that says when records carry none;
+//! every number a caption quotes is computed from the values drawn, which
+//! the figure also carries as its [`DataTable`]; a figure is drawn only
+//! when its records fill it (a line series needs two points, a ladder
+//! three quantiles); a lab that declares figures never gets a guessed
+//! line; overlaid runs are told apart by [`RUN_PARAM`], which prefixes
+//! their series names. Records are grouped in one pass through hash maps
+//! (linear in the records, whatever a file holds), and what a figure
+//! leaves out to stay drawable (values out of range, series, categories
+//! and points past the bounds of [`crate::plot`]) is said in its caption.
+//!
+//! By kind, around one frame: `frame` works out what every declared
+//! figure shares (its records, what varies among them, the axes in words,
+//! the reference lines, the finished figure with its numbers), `bar`,
+//! `line` and `ladder` draw one kind each, `guessed` the plots a lab did
+//! not declare, and `words` says numbers and names as captions do.
+
+mod bar;
+mod frame;
+mod guessed;
+mod ladder;
+mod line;
+#[cfg(test)]
+mod tests;
+mod words;
+
+use crate::plot::{LegendItem, Plot};
+use crate::ReportError;
+use commbench_core::figure::{FigureKind, FigureSpec};
+use commbench_core::lab::{Lab, MetricSpec};
+use commbench_core::record::Record;
+use serde::Serialize;
+
+pub use words::value;
+
+/// One cell of a figure's numbers: the text shown and, for a value, the
+/// number drawn.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DataCell {
+    pub text: String,
+    pub raw: Option<f64>,
+}
+
+impl DataCell {
+    pub(crate) fn text(t: impl Into<String>) -> DataCell {
+        DataCell {
+            text: t.into(),
+            raw: None,
+        }
+    }
+    pub(crate) fn value(v: f64, unit: &str) -> DataCell {
+        DataCell {
+            text: value(v, unit),
+            raw: Some(v),
+        }
+    }
+}
+
+/// The numbers a figure draws, as the page shows them under it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DataTable {
+    /// The parameters every record drawn shares (`size 128, sessions 1`).
+    pub fixed: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<DataCell>>,
+}
+
+/// A plot made from a group of records.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figure {
+    pub title: String,
+    pub svg: String,
+    /// What the figure is and answers: the lab's fixed sentence.
+    pub caption: String,
+    /// What the data drawn say, computed from them: every number in it is
+    /// in [`Figure::data`] (a value, a parameter, a count of runs), or a
+    /// ratio of two of its values.
+    pub computed: String,
+    /// What the figure left out to stay drawable ("" when nothing).
+    pub left_out: String,
+    /// Set beside the plot, never over it.
+    pub legend: Vec<LegendItem>,
+    /// The axis labels as drawn.
+    pub x_label: String,
+    pub y_label: String,
+    pub data: DataTable,
+}
+
+impl Figure {
+    /// A figure with a caption and its plot's legend, without computed
+    /// sentences or numbers (the history page).
+    pub fn plain(title: String, caption: String, plot: Plot) -> Figure {
+        Figure {
+            title,
+            caption,
+            computed: String::new(),
+            left_out: plot.left_out.note(),
+            legend: plot.legend,
+            svg: plot.svg,
+            x_label: plot.x_desc,
+            y_label: plot.y_desc,
+            data: DataTable::default(),
+        }
+    }
+}
+
+/// How a metric is looked up: (test, key) to its declaration.
+type Meta<'a> = &'a dyn Fn(&str, &str) -> Option<&'static MetricSpec>;
+
+/// The declared metrics of `lab` as its figures look them up.
+fn metric_lookup<'a>(
+    labs: &'a [&'a dyn Lab],
+    lab: &'a str,
+) -> impl Fn(&str, &str) -> Option<&'static MetricSpec> + 'a {
+    move |test, key| commbench_core::lab::spec_of(labs, lab, test, key)
+}
+
+/// The parameter the report adds to records when it overlays several runs.
+pub const RUN_PARAM: &str = "run";
+
+/// Draws the declared figures of a lab that its records can fill (at
+/// least one series with two points), labelled from `labs`' metrics.
+pub fn declared_figures(
+    lab: &str,
+    records: &[&Record],
+    specs: &[FigureSpec],
+    labs: &[&dyn Lab],
+) -> Result<Vec<Figure>, ReportError> {
+    let meta = metric_lookup(labs, lab);
+    let mut figs = Vec::new();
+    for spec in specs.iter().filter(|s| s.lab == lab) {
+        let fig = match spec.kind {
+            FigureKind::Line => line::line_figure(spec, records, &meta)?,
+            FigureKind::Bar => bar::bar_figure(spec, records, &[spec.y], false, &meta)?,
+            FigureKind::Stacked(parts) => bar::bar_figure(spec, records, parts, true, &meta)?,
+            FigureKind::Ladder(qs) => ladder::ladder_figure(spec, records, qs, &meta)?,
+        };
+        figs.extend(fig);
+    }
+    Ok(figs)
+}
+
+/// Plots of one lab's records: the lab's declared figures, or, when it
+/// declares none that its records fill, a line plot guessed from the
+/// records; then the latency percentile ladders.
+pub fn figures_for_lab(
+    lab: &str,
+    records: &[&Record],
+    specs: &[FigureSpec],
+    labs: &[&dyn Lab],
+) -> Result<Vec<Figure>, ReportError> {
+    let mut figs = declared_figures(lab, records, specs, labs)?;
+    // A lab that declares figures gets those only: no line guessed
+    // through its categories.
+    let declared = !figs.is_empty() || specs.iter().any(|s| s.lab == lab);
+    let naming = guessed::Naming::of(records);
+    if !declared {
+        let meta = metric_lookup(labs, lab);
+        figs.extend(guessed::guessed_line(lab, records, &naming, &meta)?);
+    }
+    figs.extend(guessed::latency_ladders(lab, records, &naming)?);
+    Ok(figs)
+}

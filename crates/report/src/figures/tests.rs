@@ -1,0 +1,358 @@
+//! The figures' unit tests: declared figures, bars, stacks, lines, reference
+//! lines and colours, checked through the public functions.
+
+use super::*;
+use crate::testutil::rec;
+
+#[test]
+fn declared_figures_replace_the_guessed_plot() {
+    let spec = FigureSpec {
+        kind: FigureKind::Line,
+        lab: "ipc",
+        test: "reqres",
+        title: "declared: rate over sessions",
+        caption: "what it answers",
+        x: "sessions",
+        y: "msgs_per_s",
+        series: &["transport"],
+        filter: Some(|r| r.params.get("sessions").and_then(|v| v.as_u64()) != Some(99)),
+        x_label: "",
+        y_label: "",
+        reference: None,
+    };
+    let recs: Vec<Record> = (1..=4)
+        .map(|s| rec("reqres", s, 1000.0 * s as f64))
+        .collect();
+    let refs: Vec<&Record> = recs.iter().collect();
+    let figs = figures_for_lab("ipc", &refs, &[spec], &[]).unwrap();
+    assert_eq!(figs[0].title, "declared: rate over sessions");
+    assert_eq!(figs[0].caption, "what it answers");
+    assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
+    // A lab that declares figures gets no guessed line, even when its
+    // records fill none of them; a lab that declares none does.
+    let other = FigureSpec {
+        x: "nothing",
+        ..spec
+    };
+    let figs = figures_for_lab("ipc", &refs, &[other], &[]).unwrap();
+    assert!(!figs.iter().any(|f| f.title.contains("vs sessions")));
+    let figs = figures_for_lab("ipc", &refs, &[], &[]).unwrap();
+    assert!(figs.iter().any(|f| f.title.contains("vs sessions")));
+}
+
+#[test]
+fn bars_of_repeated_runs_carry_error_bars_and_say_so() {
+    let bar = FigureSpec {
+        kind: FigureKind::Bar,
+        lab: "ipc",
+        test: "reqres",
+        title: "bars",
+        caption: "Rates.",
+        x: "transport",
+        y: "msgs_per_s",
+        series: &[],
+        filter: None,
+        x_label: "",
+        y_label: "",
+        reference: None,
+    };
+    let with = |t: &str, v: f64, iv: Option<(f64, f64)>| {
+        let mut r = Record::new("ipc", "reqres")
+            .param("transport", t)
+            .metric("msgs_per_s", v);
+        if let Some((lo, hi)) = iv {
+            r.push_metric("msgs_per_s_lo", lo);
+            r.push_metric("msgs_per_s_hi", hi);
+        }
+        r
+    };
+    let recs = [
+        with("shm", 100.0, Some((90.0, 120.0))),
+        with("uds", 50.0, Some((45.0, 52.0))),
+    ];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let figs = declared_figures("ipc", &refs, &[bar], &[]).unwrap();
+    assert!(
+        figs[0].computed.contains("Error bars"),
+        "{}",
+        figs[0].computed
+    );
+    // Three strokes (whisker and two caps) per bar.
+    let paths = |svg: &str| svg.matches("<polyline").count() + svg.matches("<path").count();
+    let plain = [with("shm", 100.0, None), with("uds", 50.0, None)];
+    let refs2: Vec<&Record> = plain.iter().collect();
+    let figs2 = declared_figures("ipc", &refs2, &[bar], &[]).unwrap();
+    assert!(
+        figs2[0].computed.contains("No error bars"),
+        "{}",
+        figs2[0].computed
+    );
+    assert_eq!(
+        paths(&figs[0].svg),
+        paths(&figs2[0].svg) + 6,
+        "one whisker and two caps per bar"
+    );
+}
+
+#[test]
+fn categorical_x_draws_bars_and_stacked_parts_add_up() {
+    let bar = FigureSpec {
+        kind: FigureKind::Bar,
+        lab: "ipc",
+        test: "reqres",
+        title: "bars",
+        caption: "",
+        x: "transport",
+        y: "msgs_per_s",
+        series: &[],
+        filter: None,
+        x_label: "",
+        y_label: "",
+        reference: None,
+    };
+    let recs: Vec<Record> = ["shm", "uds", "shm"]
+        .iter()
+        .zip([100.0, 50.0, 300.0])
+        .map(|(t, v)| {
+            Record::new("ipc", "reqres")
+                .param("transport", *t)
+                .metric("msgs_per_s", v)
+                .metric("cpu_a", 1.0)
+                .metric("cpu_b", 2.0)
+        })
+        .collect();
+    let refs: Vec<&Record> = recs.iter().collect();
+    let figs = declared_figures("ipc", &refs, &[bar], &[]).unwrap();
+    assert_eq!(figs.len(), 1);
+    // Two categories, two bars, no line through them; labels drawn.
+    let svg = &figs[0].svg;
+    let texts: Vec<String> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>')
+                .map(|(_, rest)| rest.split('<').next().unwrap_or("").trim().to_owned())
+        })
+        .collect();
+    assert!(
+        texts.iter().any(|t| t == "shm") && texts.iter().any(|t| t == "uds"),
+        "{texts:?}"
+    );
+    assert!(svg.matches("<rect").count() >= 3, "{svg}");
+    let stacked = FigureSpec {
+        kind: FigureKind::Stacked(&["cpu_a", "cpu_b"]),
+        ..bar
+    };
+    let figs = declared_figures("ipc", &refs, &[stacked], &[]).unwrap();
+    // Parts are named in the legend and the caption, each with its value.
+    let names: Vec<&str> = figs[0].legend.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["cpu_a", "cpu_b"]);
+    assert!(
+        figs[0]
+            .computed
+            .contains("shm: 3.00 (cpu_a 1.00 + cpu_b 2.00)"),
+        "{}",
+        figs[0].computed
+    );
+}
+
+fn spec(kind: FigureKind, lab: &'static str, test: &'static str, x: &'static str) -> FigureSpec {
+    FigureSpec {
+        kind,
+        lab,
+        test,
+        title: "t",
+        caption: "What the figure is.",
+        x,
+        y: "",
+        series: &[],
+        filter: None,
+        x_label: "",
+        y_label: "",
+        reference: None,
+    }
+}
+
+/// The pcap CPU figure's fixed caption said "nearly the same cold and
+/// warm" over bars of 0.28 s and 0.07 s; the caption now says what the
+/// bars are.
+#[test]
+fn pcap_cpu_caption_says_the_cold_and_warm_cpu_drawn_instead_of_nearly_the_same() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    let s = FigureSpec {
+        y_label: "CPU time",
+        series: &["tool"],
+        ..spec(
+            FigureKind::Stacked(&["user_s_median", "sys_s_median"]),
+            "pcap",
+            "bench",
+            "cache",
+        )
+    };
+    let r = |cache: &str, u: f64, sy: f64| {
+        Record::new("pcap", "bench")
+            .param("cache", cache)
+            .param("tool", "commbench")
+            .metric("user_s_median", u)
+            .metric("sys_s_median", sy)
+    };
+    let recs = [r("cold", 0.2, 0.08), r("warm", 0.05, 0.02)];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let figs = declared_figures("pcap", &refs, &[s], &[&lab]).unwrap();
+    let c = &figs[0].computed;
+    assert!(
+        c.contains("cold: 280 ms (user CPU 200 ms + system CPU 80.0 ms)"),
+        "{c}"
+    );
+    assert!(c.contains("cold / warm = 4.0×"), "{c}");
+    assert!(c.contains("All bars: tool commbench."), "{c}");
+    assert!(c.contains("no repeats"), "{c}");
+    assert_eq!(figs[0].y_label, "CPU time (s)");
+    assert_eq!(figs[0].x_label, "cache");
+    // The numbers drawn are under the figure: the parts and the totals.
+    let texts: Vec<&str> = figs[0]
+        .data
+        .rows
+        .iter()
+        .flat_map(|row| row.iter().map(|c| c.text.as_str()))
+        .collect();
+    assert!(
+        texts.contains(&"280 ms") && texts.contains(&"70.0 ms"),
+        "{texts:?}"
+    );
+}
+
+/// Pipeline's run-to-completion bar (8.9 ticks) was a sliver beside
+/// pipeline mode's 148 on a linear axis: past 10× the axis is
+/// logarithmic and says so.
+#[test]
+fn bars_spanning_more_than_10x_go_on_a_log_axis_that_says_so() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    let s = FigureSpec {
+        y: "ticks_total",
+        ..spec(FigureKind::Bar, "pipeline", "run", "mode")
+    };
+    let r = |mode: &str, t: f64| {
+        Record::new("pipeline", "run")
+            .param("mode", mode)
+            .metric("ticks_total", t)
+    };
+    let recs = [r("rtc", 8.9), r("pipeline", 148.0)];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    assert_eq!(f.y_label, "TSC ticks per packet (ticks) — log scale");
+    assert!(f.svg.contains("TSC ticks per packet (ticks) — log scale"));
+    assert!(
+        f.computed.contains("pipeline / rtc = 17×"),
+        "{}",
+        f.computed
+    );
+    let recs = [r("rtc", 20.0), r("pipeline", 148.0)];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    assert_eq!(f.y_label, "TSC ticks per packet (ticks)");
+}
+
+/// Reference lines a figure declares are drawn, named beside the plot
+/// and in the caption, with their values among the numbers drawn.
+#[test]
+fn reference_lines_are_drawn_named_and_listed() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    fn budget(_: &[&Record]) -> Vec<commbench_core::figure::Reference> {
+        vec![commbench_core::figure::Reference {
+            label: "10 GbE".into(),
+            y: 174.0,
+        }]
+    }
+    let s = FigureSpec {
+        y: "ticks_total",
+        reference: Some(budget),
+        ..spec(FigureKind::Bar, "pipeline", "run", "mode")
+    };
+    let recs = [Record::new("pipeline", "run")
+        .param("mode", "rtc")
+        .metric("ticks_total", 9.0)];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    assert!(f
+        .legend
+        .iter()
+        .any(|l| l.name == "10 GbE" && l.mark == "ref"));
+    assert!(
+        f.computed.contains("Dashed lines: 10 GbE 174 ticks."),
+        "{}",
+        f.computed
+    );
+    let svg_texts: Vec<&str> = f
+        .svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>')
+                .map(|(_, r)| r.split('<').next().unwrap_or("").trim())
+        })
+        .collect();
+    assert!(
+        svg_texts.contains(&"10 GbE"),
+        "named in the margin: {svg_texts:?}"
+    );
+}
+
+/// A line whose points carry intervals gets a band and says over how
+/// many runs; series are named in words by what varies only.
+#[test]
+fn lines_with_intervals_get_bands_and_series_named_by_what_varies() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    let s = FigureSpec {
+        y: "mpps",
+        series: &["mode", "size"],
+        ..spec(FigureKind::Line, "pipeline", "sweep-tx-bulk", "tx_bulk")
+    };
+    let r = |mode: &str, b: u64, v: f64| {
+        let mut r = Record::new("pipeline", "sweep-tx-bulk")
+            .param("mode", mode)
+            .param("size", 64)
+            .param("tx_bulk", b)
+            .metric("mpps", v);
+        r.push_metric("mpps_lo", v * 0.9);
+        r.push_metric("mpps_hi", v * 1.1);
+        r.push_metric("mpps_n", 5);
+        r
+    };
+    let recs = [
+        r("rtc", 1, 10.0),
+        r("rtc", 32, 20.0),
+        r("pipeline", 1, 5.0),
+        r("pipeline", 32, 6.0),
+    ];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    let names: Vec<&str> = f.legend.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["rtc", "pipeline"]);
+    assert!(f.computed.contains("All lines: size 64."), "{}", f.computed);
+    assert!(
+        f.computed
+            .contains("rtc: 10.0 Mpps at tx bulk 1 → 20.0 Mpps at tx bulk 32 (2.0×)"),
+        "{}",
+        f.computed
+    );
+    assert!(
+        f.computed
+            .contains("Bands: the 95% interval of the median over 5 runs."),
+        "{}",
+        f.computed
+    );
+    assert_eq!(f.svg.matches("<polygon").count(), 2, "one band per series");
+}
+
+#[test]
+fn a_series_keeps_its_colour_across_figures() {
+    let a = crate::plot::colours(&["shm".into(), "uds".into(), "tcp".into()]);
+    let b = crate::plot::colours(&["tcp".into(), "uds".into()]);
+    assert_eq!(a[1], b[1]);
+    assert_eq!(a[2], b[0]);
+    let c = crate::plot::colours(&["shm, size 128".into()]);
+    assert_eq!(a[0], c[0], "the known word decides");
+    let d = crate::plot::colours(&["x".into(), "x".into()]);
+    assert_ne!(d[0], d[1], "two series never share a colour");
+}
