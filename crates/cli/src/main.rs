@@ -44,6 +44,8 @@ enum Command {
     Clean(cmd::clean::CleanArgs),
     /// Run every lab with quick defaults; results.jsonl and report.html in an output folder.
     Suite(cmd::suite::SuiteArgs),
+    /// Is B slower than A here? Paired, interleaved trials of a command with a verdict per headline metric.
+    Ab(Box<cmd::ab::AbArgs>),
     /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
     Compare(cmd::compare::CompareArgs),
     /// Runs kept in the results store and the trend of each test's headline metric; baselines.
@@ -90,6 +92,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delay(a) => cmd::delay::run(&a),
         Command::Clean(a) => cmd::clean::run(&a),
         Command::Suite(a) => cmd::suite::run(&a),
+        Command::Ab(a) => cmd::ab::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
         Command::Report(a) => cmd::report::run(&a),
         Command::History(a) => cmd::history::run(&a),

@@ -18,6 +18,7 @@ pub mod linerate;
 pub mod placement;
 pub mod record;
 pub mod rusage;
+pub mod sched;
 pub mod stall;
 pub mod stats;
 pub mod sys;

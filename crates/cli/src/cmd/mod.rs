@@ -1,4 +1,5 @@
 //! One module per command.
+pub mod ab;
 pub mod budget;
 pub mod clean;
 pub mod compare;

@@ -195,6 +195,9 @@ pub enum Method {
     BootstrapPercentile,
     /// Hodges–Lehmann shift of the logs with Moses' interval.
     HodgesLehmann,
+    /// Paired: Hodges–Lehmann of the per-pair log ratios with the Wilcoxon
+    /// signed-rank interval ([`paired`]).
+    SignedRank,
 }
 
 impl Method {
@@ -205,6 +208,7 @@ impl Method {
             Method::OrderStatistic => "order-statistic",
             Method::BootstrapPercentile => "bootstrap-percentile",
             Method::HodgesLehmann => "hodges-lehmann",
+            Method::SignedRank => "signed-rank",
         }
     }
     /// The method [`Estimate::from_samples`] uses for `n` finite samples.
@@ -1105,6 +1109,8 @@ pub(crate) fn vm_noise(rng: &mut Rng, sigma: f64, outliers: f64) -> f64 {
     }
     x
 }
+
+pub mod paired;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,353 @@
+//! What `ab` writes: records of lab `ab` (one per matched record and
+//! metric, kept in the results store like any run's), the terminal view
+//! (verdict and ratio first, the direction stated once), Bencher Metric
+//! Format, and github-action-benchmark's custom JSON.
+//!
+//! Invariants: every output says how many pairs it rests on, in which
+//! orders, how many were redone and why the run stopped; a run that
+//! stopped before deciding (budget, interrupt, failures) says so in every
+//! format; numbers that were not measured are null (JSON) or absent, never
+//! 0.
+
+use crate::analysis::MetricResult;
+use crate::{AbReport, Stop};
+use commbench_core::estimate::{Estimate, Verdict};
+use commbench_core::record::Record;
+use serde_json::{json, Map, Value};
+use std::fmt::Write;
+
+/// The records of lab `ab`: test `LAB/TEST`, params naming the varied
+/// parameter, both values, the metric and the placement; metrics the ratio
+/// with its interval, both medians, the verdict and the run's bookkeeping.
+pub fn to_records(r: &AbReport) -> Vec<Record> {
+    let (ab, ba) = r.orders();
+    let (contaminated, failed) = r.redone();
+    r.results
+        .iter()
+        .map(|m| {
+            let mut rec = Record::new("ab", &m.key.name())
+                .param("name", &r.spec.name)
+                .param("a", &r.spec.sides[0].value)
+                .param("b", &r.spec.sides[1].value)
+                .param("metric", &m.metric)
+                .param("command", &r.spec.template)
+                .param("placement", r.spec.placement.describe())
+                .param("seed", r.spec.seed)
+                .param("threshold_pct", 100.0 * r.spec.threshold);
+            if let Some((_, p)) = r.common_params.iter().find(|(k, _)| *k == m.key) {
+                let shown: Vec<String> =
+                    p.iter().map(|(k, v)| format!("{k}={}", show(v))).collect();
+                rec.push_param("params", shown.join(" "));
+            }
+            let ea = Estimate::from_samples(&m.a);
+            let eb = Estimate::from_samples(&m.b);
+            rec.push_metric("ratio", m.ratio.ratio);
+            rec.push_metric("ratio_lo", m.ratio.lo);
+            rec.push_metric("ratio_hi", m.ratio.hi);
+            rec.push_metric("p_value", m.ratio.p_value);
+            rec.push_metric("a_median", ea.median);
+            rec.push_metric("a_median_lo", ea.lo);
+            rec.push_metric("a_median_hi", ea.hi);
+            rec.push_metric("b_median", eb.median);
+            rec.push_metric("b_median_lo", eb.lo);
+            rec.push_metric("b_median_hi", eb.hi);
+            rec.push_metric("verdict", m.word());
+            rec.push_metric("headline", m.headline);
+            rec.push_metric("pairs", m.ratio.n_before);
+            rec.push_metric("pairs_ab", ab);
+            rec.push_metric("pairs_ba", ba);
+            rec.push_metric("settle_pairs", m.settle);
+            rec.push_metric("redone_contaminated", contaminated);
+            rec.push_metric("redone_failed", failed);
+            rec.push_metric("stopped", r.stop.tag());
+            rec.push_metric("decided", r.stop == Stop::Decided);
+            rec.push_metric("elapsed_s", r.elapsed_s);
+            rec
+        })
+        .collect()
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// A number with four significant digits and its unit.
+pub fn num(x: f64, unit: &str) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    let (v, suffix) = if a >= 1e6 {
+        (x / 1e6, "M")
+    } else if a >= 1e4 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    let d = match v.abs() {
+        y if y >= 1000.0 => 0,
+        y if y >= 100.0 => 1,
+        y if y >= 10.0 => 2,
+        y if y >= 1.0 => 3,
+        _ => 4,
+    };
+    let mut s = format!("{v:.d$}");
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_owned();
+    }
+    s.push_str(suffix);
+    if unit.is_empty() {
+        s
+    } else {
+        format!("{s} {unit}")
+    }
+}
+
+fn ratio_text(m: &MetricResult) -> (String, String) {
+    let r = &m.ratio;
+    let d = if (r.hi - r.lo).abs() < 0.05 { 3 } else { 2 };
+    let ratio = if r.ratio.is_finite() {
+        format!("{:.d$}×", r.ratio)
+    } else {
+        "-".into()
+    };
+    let iv = if r.lo.is_finite() && r.hi.is_finite() {
+        format!("[{:.d$}, {:.d$}]", r.lo, r.hi)
+    } else {
+        "[no interval]".into()
+    };
+    (ratio, iv)
+}
+
+/// The terminal view: a header with the sides, the pairs and the
+/// placement; one line per metric (headlines, or all with `all`), verdict
+/// and ratio B/A first; then what stayed undecided and what would settle
+/// it.
+pub fn table(r: &AbReport, all: bool) -> String {
+    let mut o = String::new();
+    let (ab, ba) = r.orders();
+    let (contaminated, failed) = r.redone();
+    let _ = writeln!(
+        o,
+        "commbench ab · {}: A = {}, B = {} · ratio = B / A · threshold ±{}%",
+        r.spec.name,
+        r.spec.sides[0].value,
+        r.spec.sides[1].value,
+        num(100.0 * r.spec.threshold, "")
+    );
+    let _ = writeln!(
+        o,
+        "{} pairs ({ab} AB, {ba} BA; seed {}) in {:.0} s · {} · stopped: {}",
+        r.kept(),
+        r.spec.seed,
+        r.elapsed_s,
+        r.spec.placement.describe(),
+        r.stop.describe()
+    );
+    if contaminated + failed > 0 {
+        let _ = writeln!(
+            o,
+            "redone: {contaminated} contaminated (the machine took shares of the two trials' wall time more than {}% apart), {failed} failed",
+            num(100.0 * r.spec.contamination, "")
+        );
+        if let Some(w) = r
+            .pairs
+            .iter()
+            .rev()
+            .find_map(|p| p.redone_because.as_deref())
+        {
+            let _ = writeln!(o, "  last: {w}");
+        }
+    }
+    if !r.sched_available {
+        let _ = writeln!(
+            o,
+            "note: this kernel reports no per-thread scheduler statistics: contamination is judged by steal time only"
+        );
+    }
+    for (k, diff) in &r.varied_params {
+        if !diff.is_empty() {
+            let d: Vec<String> = diff
+                .iter()
+                .map(|(n, a, b)| format!("{n}: {} → {}", show(a), show(b)))
+                .collect();
+            let _ = writeln!(o, "{} differs in {}", k.name(), d.join(", "));
+        }
+    }
+    let rows: Vec<&MetricResult> = r.results.iter().filter(|m| all || m.headline).collect();
+    if rows.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nno headline metric in these records: name the metrics to judge with --metrics, or show every metric with --all"
+        );
+        return o;
+    }
+    let _ = writeln!(o);
+    let cells: Vec<[String; 6]> = rows
+        .iter()
+        .map(|m| {
+            let (ratio, iv) = ratio_text(m);
+            let what = format!("{} {}", m.key.name(), m.metric);
+            let mut verdict = m.word().to_owned();
+            if let Some(n) = m.settle {
+                verdict = format!("{verdict} (~{n} pairs)");
+            }
+            [
+                verdict,
+                ratio,
+                iv,
+                num(m.ratio.before_median, &m.unit),
+                num(m.ratio.after_median, &m.unit),
+                what,
+            ]
+        })
+        .collect();
+    let head = [
+        "verdict",
+        "B/A",
+        "95% interval",
+        "A median",
+        "B median",
+        "test metric",
+    ];
+    let mut w = head.map(|h| h.chars().count());
+    for c in &cells {
+        for (i, x) in c.iter().enumerate() {
+            w[i] = w[i].max(x.chars().count());
+        }
+    }
+    let line = |c: &[String; 6]| {
+        let mut s = String::new();
+        for (i, x) in c.iter().enumerate() {
+            if i == 5 {
+                s.push_str(x);
+            } else {
+                let pad = w[i] - x.chars().count();
+                if (1..=4).contains(&i) {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(x);
+                } else {
+                    s.push_str(x);
+                    s.push_str(&" ".repeat(pad));
+                }
+                s.push_str("  ");
+            }
+        }
+        s.trim_end().to_owned()
+    };
+    let _ = writeln!(o, "{}", line(&head.map(String::from)));
+    for c in &cells {
+        let _ = writeln!(o, "{}", line(c));
+    }
+    let heads: Vec<&MetricResult> = r.headlines().collect();
+    let undecided: Vec<&&MetricResult> = heads
+        .iter()
+        .filter(|m| matches!(m.verdict, Verdict::Inconclusive | Verdict::NoSamples))
+        .collect();
+    let _ = writeln!(
+        o,
+        "\n{} of {} headline metrics decided",
+        heads.len() - undecided.len(),
+        heads.len()
+    );
+    for m in undecided {
+        let more = match m.settle {
+            Some(n) => format!("~{n} pairs would settle it (--max-pairs, --budget)"),
+            None => "no number of pairs would settle it: the estimate sits on the threshold".into(),
+        };
+        let _ = writeln!(o, "  {} {}: inconclusive; {more}", m.key.name(), m.metric);
+    }
+    o
+}
+
+/// Bencher Metric Format: per matched record (`LAB/TEST`), each metric's
+/// B median with its 95% interval, and `<metric>.ratio`, the paired ratio
+/// B/A with its interval.
+pub fn bmf(r: &AbReport, all: bool) -> Value {
+    let mut out = Map::new();
+    for m in r.results.iter().filter(|m| all || m.headline) {
+        let e = Estimate::from_samples(&m.b);
+        let bench = out
+            .entry(m.key.name())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(o) = bench {
+            o.insert(
+                m.metric.clone(),
+                json!({"value": e.median, "lower_value": e.lo, "upper_value": e.hi}),
+            );
+            o.insert(
+                format!("{}.ratio", m.metric),
+                json!({"value": m.ratio.ratio, "lower_value": m.ratio.lo, "upper_value": m.ratio.hi}),
+            );
+        }
+    }
+    Value::Object(out)
+}
+
+/// Which metrics a github-action-benchmark file holds: the action reads
+/// one direction per file (`customSmallerIsBetter` or
+/// `customBiggerIsBetter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GithubTool {
+    /// Metrics where lower is better.
+    Smaller,
+    /// Metrics where higher is better.
+    Bigger,
+}
+
+/// github-action-benchmark's custom format: the headline metrics of one
+/// direction, each with B's median, its interval as `range`, and the
+/// paired verdict in `extra`.
+pub fn github(r: &AbReport, tool: GithubTool, all: bool) -> Value {
+    use commbench_core::lab::Better;
+    let want = match tool {
+        GithubTool::Smaller => Better::Lower,
+        GithubTool::Bigger => Better::Higher,
+    };
+    let list: Vec<Value> = r
+        .results
+        .iter()
+        .filter(|m| (all || m.headline) && m.better == want)
+        .map(|m| {
+            let e = Estimate::from_samples(&m.b);
+            let (ratio, iv) = ratio_text(m);
+            let hw = (e.hi - e.lo) / 2.0;
+            json!({
+                "name": format!("{} {}", m.key.name(), m.metric),
+                "unit": m.unit,
+                "value": e.median,
+                "range": if hw.is_finite() { format!("± {}", num(hw, "")) } else { String::new() },
+                "extra": format!(
+                    "{}: {} = {} vs {}: B/A {} {} {}, {} pairs",
+                    r.spec.name,
+                    r.spec.sides[1].value,
+                    num(m.ratio.after_median, &m.unit),
+                    num(m.ratio.before_median, &m.unit),
+                    ratio,
+                    iv,
+                    m.word(),
+                    m.ratio.n_before
+                ),
+            })
+        })
+        .collect();
+    Value::Array(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    #[test]
+    fn numbers_keep_four_digits_and_their_unit() {
+        assert_eq!(num(13.2, "ticks"), "13.2 ticks");
+        assert_eq!(num(653_212.0, "msg/s"), "653.2k msg/s");
+        assert_eq!(num(2_500_000.0, ""), "2.5M");
+        assert_eq!(num(100.0, ""), "100");
+        assert_eq!(num(0.5, ""), "0.5");
+        assert_eq!(num(f64::NAN, "ns"), "-");
+    }
+}

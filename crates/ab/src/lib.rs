@@ -1,0 +1,589 @@
+//! `commbench ab`: is B slower than A on this machine? Both sides run as
+//! paired, interleaved trials (one child run of a commbench command per
+//! trial), and every headline metric gets the paired ratio B/A with its 95%
+//! interval and a verdict.
+//!
+//! Why pairs: two runs made minutes apart differ by the machine's drift
+//! (consecutive runs here correlate), which no number of repeats inside a
+//! run removes. A pair's two trials run back to back and share the drift,
+//! so the per-pair log ratio cancels it (Abedi & Brecht, ICPE 2017:
+//! randomized multiple interleaved trials; Chromium Pinpoint's pairwise
+//! mode). The design:
+//!
+//! - **Balanced, shuffled order.** Pairs come in blocks of two, one AB and
+//!   one BA in a random order from a recorded seed, so a first-run or
+//!   second-run effect hits both sides alike; the count of AB equals BA's
+//!   whenever the run stops (it stops only at block boundaries).
+//! - **Same placement.** Both sides are pinned to the same CPUs
+//!   (`cpus`), or, in a duet, run at the same time on two CPUs swapped
+//!   every pair (Bulej et al., ICPE 2020: duet benchmarking), for
+//!   single-threaded commands only.
+//! - **Contamination.** Each trial's run-queue delay and its CPUs' steal
+//!   time are measured (`core::sched`); a pair whose sides lost shares of
+//!   their wall time that differ by more than `contamination` is redone, as
+//!   is a pair with a failed trial (Pinpoint drops a failed pair); at most
+//!   as many redos as `max_pairs`.
+//! - **Adaptive.** After `min_pairs`, pairs are added while a headline
+//!   metric is inconclusive, up to `max_pairs` or the time `budget`.
+//! - **Statistics.** The Hodges–Lehmann estimate of the per-pair log
+//!   ratios with the Wilcoxon signed-rank interval
+//!   (`core::estimate::paired`); verdicts as `compare` gives them, with no
+//!   noise floor (pairing is what removes the between-run noise).
+//!
+//! Invariants: a trial that failed or was contaminated never enters the
+//! statistics; a warm-up pair is run and discarded first; everything a run
+//! creates (records files, children) is removed or reaped when it returns,
+//! also on an interrupt, which ends the run with the pairs done so far,
+//! marked as interrupted.
+
+pub mod analysis;
+pub mod export;
+pub mod trial;
+
+use analysis::{judge_all, shape_of, undecided, values_of, MetricResult, RecordKey, Values};
+use commbench_core::artifact::TempDir;
+use commbench_core::estimate::Rng;
+use commbench_core::lab::Lab;
+use commbench_core::placement::CpuList;
+use commbench_core::record::Record;
+use serde_json::{Map, Value};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use trial::{run_together, Launch, Trial, TrialError};
+
+/// One side of the comparison.
+#[derive(Debug, Clone)]
+pub struct Side {
+    /// The value substituted for `{NAME}` (the side's label).
+    pub value: String,
+    /// The command line with the value substituted: program first.
+    pub argv: Vec<String>,
+}
+
+/// How the two sides are placed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    /// One after the other, both pinned to these CPUs (None: inherited,
+    /// the same for both).
+    Sequential(Option<CpuList>),
+    /// Both at once behind a start barrier, each on one of the two CPUs,
+    /// swapped every pair.
+    Duet([usize; 2]),
+}
+
+impl Placement {
+    /// As recorded: `sequential cpus 1`, `sequential (inherited 0-1)`,
+    /// `duet cpus 0,1 (swapped each pair)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Placement::Sequential(Some(c)) => format!("sequential, pinned to cpus {c}"),
+            Placement::Sequential(None) => format!(
+                "sequential, unpinned (cpus {})",
+                commbench_core::placement::current_affinity()
+            ),
+            Placement::Duet([a, b]) => format!("duet on cpus {a} and {b}, swapped each pair"),
+        }
+    }
+}
+
+/// What to run and how long.
+#[derive(Debug, Clone)]
+pub struct AbSpec {
+    /// The varied parameter's name (`-L NAME`).
+    pub name: String,
+    /// A and B.
+    pub sides: [Side; 2],
+    /// The command as given, with `{NAME}` unsubstituted.
+    pub template: String,
+    /// Placement of the trials.
+    pub placement: Placement,
+    /// Pairs before the first verdict (rounded up to even).
+    pub min_pairs: usize,
+    /// Most pairs (rounded up to even).
+    pub max_pairs: usize,
+    /// Stop adding pairs when another block would end past this.
+    pub budget: Duration,
+    /// Warm-up pairs run first and discarded.
+    pub warmup_pairs: usize,
+    /// Seed of the order shuffle.
+    pub seed: u64,
+    /// Relative change below which a difference is "no change" (0.02).
+    pub threshold: f64,
+    /// Largest difference between a pair's two sides in the share of wall
+    /// time the machine took from them (0.05); a pair beyond is redone.
+    pub contamination: f64,
+    /// Judge these metrics as headlines instead of the declared ones.
+    pub metrics: Vec<String>,
+    /// A trial running longer than this is stopped (a failed trial).
+    pub trial_timeout: Duration,
+}
+
+/// Which side ran first in a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// A, then B (in a duet: A on the first CPU).
+    AB,
+    /// B, then A (in a duet: B on the first CPU).
+    BA,
+}
+
+/// One pair that was run, kept or redone.
+#[derive(Debug, Clone)]
+pub struct PairLog {
+    /// The order it ran in.
+    pub order: Order,
+    /// Whether it entered the statistics.
+    pub kept: bool,
+    /// Why it was redone, when it was.
+    pub redone_because: Option<String>,
+    /// Wall seconds of A's and B's trial.
+    pub wall_s: [f64; 2],
+    /// Share of wall time the machine took from A's and B's trial.
+    pub interference: [f64; 2],
+    /// CPU seconds (user + sys) of A's and B's trial.
+    pub cpu_s: [f64; 2],
+    /// Involuntary context switches of A's and B's trial.
+    pub involuntary_ctx: [u64; 2],
+    /// CPU migrations of A's and B's trial.
+    pub migrations: [u64; 2],
+    /// Steal and softirq seconds on A's and B's CPUs.
+    pub steal_s: [f64; 2],
+    /// Softirq seconds on A's and B's CPUs.
+    pub softirq_s: [f64; 2],
+}
+
+/// Why the run stopped adding pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Every headline metric has a decisive verdict.
+    Decided,
+    /// `max_pairs` reached.
+    MaxPairs,
+    /// Another block would have ended past the budget.
+    Budget,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// Trials kept failing.
+    Failed(String),
+}
+
+impl Stop {
+    /// In words.
+    pub fn describe(&self) -> String {
+        match self {
+            Stop::Decided => "every headline metric decided".into(),
+            Stop::MaxPairs => "the most pairs allowed (--max-pairs)".into(),
+            Stop::Budget => "the time budget (--budget)".into(),
+            Stop::Interrupted => "interrupted".into(),
+            Stop::Failed(e) => format!("trials kept failing: {e}"),
+        }
+    }
+    /// A short machine-readable tag (`decided`, `budget`, ...).
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Stop::Decided => "decided",
+            Stop::MaxPairs => "max_pairs",
+            Stop::Budget => "budget",
+            Stop::Interrupted => "interrupted",
+            Stop::Failed(_) => "failed",
+        }
+    }
+}
+
+/// A parameter that differs between A's and B's record: (name, A's
+/// value, B's value; null where a side lacks it).
+pub type ParamDiff = (String, Value, Value);
+
+/// What `ab` found.
+#[derive(Debug, Clone)]
+pub struct AbReport {
+    /// What was asked.
+    pub spec: AbSpec,
+    /// Every pair run after the warm-up, kept or redone, in order.
+    pub pairs: Vec<PairLog>,
+    /// Per metric, the paired verdict over the kept pairs.
+    pub results: Vec<MetricResult>,
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Seconds from the warm-up's start to the last trial's end.
+    pub elapsed_s: f64,
+    /// Parameters of each matched record that A and B share.
+    pub common_params: Vec<(RecordKey, Map<String, Value>)>,
+    /// Parameters of each matched record that differ between A and B:
+    /// (name, A's value, B's value).
+    pub varied_params: Vec<(RecordKey, Vec<ParamDiff>)>,
+    /// Whether scheduler counters could be read (a kernel with schedstats).
+    pub sched_available: bool,
+}
+
+impl AbReport {
+    /// Pairs that entered the statistics.
+    pub fn kept(&self) -> usize {
+        self.pairs.iter().filter(|p| p.kept).count()
+    }
+    /// Kept pairs in each order: (AB, BA).
+    pub fn orders(&self) -> (usize, usize) {
+        let ab = self
+            .pairs
+            .iter()
+            .filter(|p| p.kept && p.order == Order::AB)
+            .count();
+        (ab, self.kept() - ab)
+    }
+    /// Pairs redone, by reason (`contaminated`, `failed`).
+    pub fn redone(&self) -> (usize, usize) {
+        let c = self
+            .pairs
+            .iter()
+            .filter(|p| {
+                p.redone_because
+                    .as_deref()
+                    .is_some_and(|w| w.starts_with("contaminated"))
+            })
+            .count();
+        let f = self.pairs.iter().filter(|p| !p.kept).count() - c;
+        (c, f)
+    }
+    /// The headline results.
+    pub fn headlines(&self) -> impl Iterator<Item = &MetricResult> {
+        self.results.iter().filter(|m| m.headline)
+    }
+}
+
+/// What went wrong before any verdict could be given.
+#[derive(Debug, thiserror::Error)]
+pub enum AbError {
+    #[error("cannot make a folder for the trials' records: {0}")]
+    TempDir(std::io::Error),
+    #[error("side {side} ({value}) failed in the warm-up pair: {err}")]
+    Warmup {
+        side: char,
+        value: String,
+        err: TrialError,
+    },
+    #[error(
+        "no metric of side A's records is also in side B's: they ran different tests ({a} vs {b})"
+    )]
+    NothingInCommon { a: String, b: String },
+}
+
+/// Where a run is, for a progress line.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// Pairs kept so far.
+    pub kept: usize,
+    /// Pairs redone so far.
+    pub redone: usize,
+    /// Pairs before the first verdict.
+    pub min_pairs: usize,
+    /// Headline metrics judged (0 before the first verdict).
+    pub headlines: usize,
+    /// Of those, decided (not inconclusive).
+    pub decided: usize,
+    /// Seconds since the first trial.
+    pub elapsed_s: f64,
+    /// Seconds left at most (the budget or max pairs, whichever is nearer).
+    pub left_s: f64,
+}
+
+/// Receives progress.
+pub trait Progress {
+    /// After each pair.
+    fn pair_done(&mut self, status: &Status);
+}
+
+impl Progress for () {
+    fn pair_done(&mut self, _: &Status) {}
+}
+
+struct Runner<'a> {
+    spec: &'a AbSpec,
+    dir: TempDir,
+    stop: &'a AtomicBool,
+    trial_no: usize,
+}
+
+impl Runner<'_> {
+    fn launch(&mut self, side: usize, cpus: Option<CpuList>) -> Launch {
+        self.trial_no += 1;
+        let n = self.trial_no;
+        let label = if side == 0 { 'a' } else { 'b' };
+        Launch {
+            argv: self.spec.sides[side].argv.clone(),
+            records: self.dir.path().join(format!("{n:05}-{label}.jsonl")),
+            stderr: self.dir.path().join(format!("{n:05}-{label}.err")),
+            cpus,
+        }
+    }
+
+    /// Runs one pair; returns A's and B's trials, or which side (0: A,
+    /// 1: B) failed and how.
+    fn pair(&mut self, order: Order) -> Result<(Trial, Trial), (usize, TrialError)> {
+        let first = if order == Order::AB { 0 } else { 1 };
+        let timeout = self.spec.trial_timeout;
+        let (t_first, t_second) = match self.spec.placement.clone() {
+            Placement::Sequential(cpus) => {
+                let l1 = self.launch(first, cpus.clone());
+                let t1 = run_together(std::slice::from_ref(&l1), timeout, self.stop).remove(0);
+                let _ = std::fs::remove_file(&l1.records);
+                let t1 = t1.map_err(|e| (first, e))?;
+                let l2 = self.launch(1 - first, cpus);
+                let t2 = run_together(std::slice::from_ref(&l2), timeout, self.stop).remove(0);
+                let _ = std::fs::remove_file(&l2.records);
+                (t1, t2.map_err(|e| (1 - first, e))?)
+            }
+            Placement::Duet([c0, c1]) => {
+                let l1 = self.launch(first, Some(CpuList::from_cpus(vec![c0])));
+                let l2 = self.launch(1 - first, Some(CpuList::from_cpus(vec![c1])));
+                let mut r = run_together(&[l1.clone(), l2.clone()], timeout, self.stop);
+                let _ = std::fs::remove_file(&l1.records);
+                let _ = std::fs::remove_file(&l2.records);
+                let t2 = r.remove(1);
+                let t1 = r.remove(0);
+                let t1 = t1.map_err(|e| (first, e))?;
+                (t1, t2.map_err(|e| (1 - first, e))?)
+            }
+        };
+        Ok(if order == Order::AB {
+            (t_first, t_second)
+        } else {
+            (t_second, t_first)
+        })
+    }
+}
+
+fn pair_log(order: Order, a: &Trial, b: &Trial) -> PairLog {
+    PairLog {
+        order,
+        kept: true,
+        redone_because: None,
+        wall_s: [a.wall_s, b.wall_s],
+        interference: [a.interference(), b.interference()],
+        cpu_s: [a.usage.cpu_s(), b.usage.cpu_s()],
+        involuntary_ctx: [a.usage.involuntary_ctx, b.usage.involuntary_ctx],
+        migrations: [a.sched.migrations, b.sched.migrations],
+        steal_s: [a.cpu.steal_s, b.cpu.steal_s],
+        softirq_s: [a.cpu.softirq_s, b.cpu.softirq_s],
+    }
+}
+
+fn even(n: usize) -> usize {
+    n.div_ceil(2) * 2
+}
+
+/// The parameters of the records A and B share and the ones they differ
+/// in, per matched record.
+type ParamsSplit = (
+    Vec<(RecordKey, Map<String, Value>)>,
+    Vec<(RecordKey, Vec<ParamDiff>)>,
+);
+
+fn params_split(a: &[Record], b: &[Record]) -> ParamsSplit {
+    let (ka, kb) = (shape_of(a), shape_of(b));
+    let mut common = Vec::new();
+    let mut varied = Vec::new();
+    for (i, k) in ka.iter().enumerate() {
+        let Some(j) = kb.iter().position(|x| x == k) else {
+            continue;
+        };
+        let (pa, pb) = (&a[i].params, &b[j].params);
+        let mut same = Map::new();
+        let mut diff = Vec::new();
+        for (name, va) in pa {
+            match pb.get(name) {
+                Some(vb) if vb == va => {
+                    same.insert(name.clone(), va.clone());
+                }
+                Some(vb) => diff.push((name.clone(), va.clone(), vb.clone())),
+                None => diff.push((name.clone(), va.clone(), Value::Null)),
+            }
+        }
+        for (name, vb) in pb {
+            if !pa.contains_key(name) {
+                diff.push((name.clone(), Value::Null, vb.clone()));
+            }
+        }
+        common.push((k.clone(), same));
+        varied.push((k.clone(), diff));
+    }
+    (common, varied)
+}
+
+/// Runs the comparison. `labs` gives metric directions and headlines;
+/// `stop` is checked between and during trials (SIGINT).
+pub fn run(
+    spec: &AbSpec,
+    labs: &[&dyn Lab],
+    stop: &AtomicBool,
+    progress: &mut dyn Progress,
+) -> Result<AbReport, AbError> {
+    let dir = TempDir::new("ab").map_err(AbError::TempDir)?;
+    let mut runner = Runner {
+        spec,
+        dir,
+        stop,
+        trial_no: 0,
+    };
+    let t0 = Instant::now();
+    let min_pairs = even(spec.min_pairs.max(2));
+    let max_pairs = even(spec.max_pairs.max(min_pairs));
+    // Warm-up: both sides once (page cache, the binaries' first start); a
+    // side that cannot run at all is an error here, before any pair.
+    let mut shapes: [Option<Vec<RecordKey>>; 2] = [None, None];
+    let mut first_records: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..spec.warmup_pairs.max(1) {
+        let (a, b) = runner
+            .pair(Order::AB)
+            .map_err(|(side, err)| AbError::Warmup {
+                side: if side == 0 { 'A' } else { 'B' },
+                value: spec.sides[side].value.clone(),
+                err,
+            })?;
+        shapes = [Some(shape_of(&a.records)), Some(shape_of(&b.records))];
+        first_records = [a.records, b.records];
+    }
+    let (common_params, varied_params) = params_split(&first_records[0], &first_records[1]);
+    let va = values_of(&first_records[0]);
+    let vb = values_of(&first_records[1]);
+    if !va.keys().any(|k| vb.contains_key(k)) {
+        let names = |r: &[Record]| {
+            shape_of(r)
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(AbError::NothingInCommon {
+            a: names(&first_records[0]),
+            b: names(&first_records[1]),
+        });
+    }
+
+    let mut rng = Rng::new(spec.seed);
+    let mut block: Vec<Order> = Vec::new();
+    let mut pairs: Vec<PairLog> = Vec::new();
+    let mut values: Vec<(Values, Values)> = Vec::new();
+    let mut results: Vec<MetricResult> = Vec::new();
+    let mut consecutive_failures = 0;
+    let mut sched_available = true;
+    let stop_reason = loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break Stop::Interrupted;
+        }
+        if block.is_empty() {
+            block = vec![Order::AB, Order::BA];
+            rng.shuffle(&mut block);
+        }
+        let order = block.pop().unwrap_or(Order::AB);
+        let redos = pairs.iter().filter(|p| !p.kept).count();
+        match runner.pair(order) {
+            Err((_, TrialError::Interrupted)) => break Stop::Interrupted,
+            Err((side, e)) => {
+                let e = format!("side {}: {e}", if side == 0 { 'A' } else { 'B' });
+                consecutive_failures += 1;
+                pairs.push(PairLog {
+                    order,
+                    kept: false,
+                    redone_because: Some(format!("failed: {e}")),
+                    wall_s: [f64::NAN; 2],
+                    interference: [f64::NAN; 2],
+                    cpu_s: [f64::NAN; 2],
+                    involuntary_ctx: [0; 2],
+                    migrations: [0; 2],
+                    steal_s: [f64::NAN; 2],
+                    softirq_s: [f64::NAN; 2],
+                });
+                block.push(order);
+                if consecutive_failures >= 3 || redos + 1 > max_pairs {
+                    break Stop::Failed(e);
+                }
+                continue;
+            }
+            Ok((a, b)) => {
+                consecutive_failures = 0;
+                sched_available &= a.sched.threads > 0 && b.sched.threads > 0;
+                let mut log = pair_log(order, &a, &b);
+                let shape_ok = shapes[0].as_deref() == Some(&shape_of(&a.records)[..])
+                    && shapes[1].as_deref() == Some(&shape_of(&b.records)[..]);
+                let gap = (log.interference[0] - log.interference[1]).abs();
+                let why = if !shape_ok {
+                    Some("failed: a side wrote other records than in its first trial".to_owned())
+                } else if gap > spec.contamination && redos < max_pairs {
+                    Some(format!(
+                        "contaminated: the machine took {:.1}% of A's trial and {:.1}% of B's (run-queue delay + steal), {:.1} points apart > {:.1}",
+                        100.0 * log.interference[0],
+                        100.0 * log.interference[1],
+                        100.0 * gap,
+                        100.0 * spec.contamination
+                    ))
+                } else {
+                    None
+                };
+                if let Some(w) = why {
+                    log.kept = false;
+                    log.redone_because = Some(w);
+                    pairs.push(log);
+                    block.push(order);
+                    continue;
+                }
+                pairs.push(log);
+                values.push((values_of(&a.records), values_of(&b.records)));
+            }
+        }
+        let kept = values.len();
+        let balanced = block.is_empty();
+        if balanced && kept >= min_pairs.min(max_pairs) {
+            results = judge_all(&values, labs, &spec.metrics, spec.threshold);
+        }
+        let elapsed = t0.elapsed().as_secs_f64();
+        let per_pair = elapsed / pairs.len().max(1) as f64;
+        let headlines = results.iter().filter(|m| m.headline).count();
+        let decided = headlines - results.iter().filter(|m| undecided(m)).count();
+        let left_pairs = max_pairs.saturating_sub(kept) as f64;
+        progress.pair_done(&Status {
+            kept,
+            redone: pairs.len() - kept,
+            min_pairs,
+            headlines,
+            decided,
+            elapsed_s: elapsed,
+            left_s: (left_pairs * per_pair).min((spec.budget.as_secs_f64() - elapsed).max(0.0)),
+        });
+        if !balanced || kept < min_pairs {
+            continue;
+        }
+        if !results.is_empty() && !results.iter().any(undecided) {
+            break Stop::Decided;
+        }
+        if kept >= max_pairs {
+            break Stop::MaxPairs;
+        }
+        if elapsed + 2.0 * per_pair > spec.budget.as_secs_f64() {
+            break Stop::Budget;
+        }
+    };
+    if results.is_empty() || stop_reason != Stop::Decided {
+        // Whatever was kept is judged (an interrupted run too).
+        let balanced = values.len() - values.len() % 2;
+        results = judge_all(&values[..balanced], labs, &spec.metrics, spec.threshold);
+    }
+    Ok(AbReport {
+        spec: spec.clone(),
+        pairs,
+        results,
+        stop: stop_reason,
+        elapsed_s: t0.elapsed().as_secs_f64(),
+        common_params,
+        varied_params,
+        sched_available,
+    })
+}
+
+/// Substitutes `{name}` with `value` in every word of `template`.
+pub fn substitute(template: &[String], name: &str, value: &str) -> Vec<String> {
+    let pat = format!("{{{name}}}");
+    template.iter().map(|w| w.replace(&pat, value)).collect()
+}
+
+#[cfg(test)]
+mod tests;

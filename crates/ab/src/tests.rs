@@ -1,0 +1,185 @@
+//! The engine against fake commands: shell scripts that write one record
+//! whose value drifts from pair to pair (as a machine does) and carries a
+//! known factor per side.
+
+use super::*;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// A side whose metric `cost_ns` is `factor` × a level that changes every
+/// pair (both trials of a pair share it) plus up to 255 of noise.
+fn side(dir: &Path, value: &str, factor: u32) -> Side {
+    let cnt = dir.join("counter");
+    let script = format!(
+        r#"n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}
+level=$(( ((n+1)/2) % 5 + 10 ))
+r=$(od -An -N1 -tu1 /dev/urandom | tr -d ' ')
+v=$(( level * {factor} + r ))
+echo '{{"schema_version":2,"lab":"fake","test":"t","params":{{"x":1,"side":"{value}"}},"metrics":{{"cost_ns":'$v',"other_per_s":5}}}}' > "$4""#,
+        c = cnt.display()
+    );
+    Side {
+        value: value.into(),
+        argv: vec!["sh".into(), "-c".into(), script, "sh".into()],
+    }
+}
+
+fn spec(a: Side, b: Side) -> AbSpec {
+    AbSpec {
+        name: "v".into(),
+        sides: [a, b],
+        template: "fake {v}".into(),
+        placement: Placement::Sequential(None),
+        min_pairs: 10,
+        max_pairs: 40,
+        budget: Duration::from_secs(600),
+        warmup_pairs: 1,
+        seed: 1,
+        threshold: 0.05,
+        contamination: 1.0,
+        metrics: vec!["cost_ns".into()],
+        trial_timeout: Duration::from_secs(60),
+    }
+}
+
+#[test]
+fn aa_is_no_change_and_the_orders_are_balanced() {
+    let dir = TempDir::new("abtest").unwrap();
+    let s = spec(side(dir.path(), "a", 1000), side(dir.path(), "a2", 1000));
+    let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
+    let m = r.headlines().next().unwrap();
+    assert_eq!(m.metric, "cost_ns");
+    assert_eq!(m.word(), "no change", "{}", export::table(&r, false));
+    let (ab, ba) = r.orders();
+    assert_eq!(ab, ba);
+    assert_eq!(r.stop, Stop::Decided);
+    // The side label is a parameter that differs; x is shared.
+    let (_, diff) = &r.varied_params[0];
+    assert_eq!(diff.len(), 1);
+    assert_eq!(diff[0].0, "side");
+}
+
+#[test]
+fn a_known_change_is_found_through_the_drift() {
+    let dir = TempDir::new("abtest").unwrap();
+    let mut s = spec(side(dir.path(), "old", 1000), side(dir.path(), "new", 1050));
+    s.threshold = 0.01;
+    let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
+    let m = r.headlines().next().unwrap();
+    assert_eq!(m.word(), "slower", "{}", export::table(&r, false));
+    assert!(
+        m.ratio.lo <= 1.05 && 1.05 <= m.ratio.hi * 1.01,
+        "{:?}",
+        m.ratio
+    );
+    assert!(m.regressed_beyond(1.0));
+    // The records say the same, with the pairs they rest on.
+    let recs = export::to_records(&r);
+    let rec = recs
+        .iter()
+        .find(|x| x.params["metric"] == "cost_ns")
+        .unwrap();
+    assert_eq!(rec.lab, "ab");
+    assert_eq!(rec.test, "fake/t");
+    assert_eq!(rec.metrics["verdict"], "slower");
+    assert_eq!(rec.metric_f64("pairs"), Some(r.kept() as f64));
+    // BMF and github-action-benchmark carry the same interval.
+    let b = export::bmf(&r, false);
+    assert_eq!(
+        b["fake/t"]["cost_ns.ratio"]["lower_value"].as_f64(),
+        Some(m.ratio.lo)
+    );
+    let g = export::github(&r, export::GithubTool::Smaller, false);
+    assert_eq!(g.as_array().unwrap().len(), 1);
+    assert!(g[0]["extra"].as_str().unwrap().contains("slower"));
+    assert_eq!(
+        export::github(&r, export::GithubTool::Bigger, false)
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
+
+#[test]
+fn a_side_that_cannot_run_is_named_in_the_warm_up() {
+    let dir = TempDir::new("abtest").unwrap();
+    let bad = Side {
+        value: "broken".into(),
+        argv: vec![
+            "sh".into(),
+            "-c".into(),
+            "echo no such test >&2; exit 2".into(),
+        ],
+    };
+    let s = spec(side(dir.path(), "a", 1000), bad);
+    let e = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("side B (broken)"), "{msg}");
+    assert!(msg.contains("no such test"), "{msg}");
+}
+
+#[test]
+fn a_flaky_trial_is_redone_and_counted_not_judged() {
+    let dir = TempDir::new("abtest").unwrap();
+    let a = side(dir.path(), "a", 1000);
+    // B fails on its 4th start (after the warm-up), once.
+    let flag = dir.path().join("b-starts");
+    let mut b = side(dir.path(), "b", 1000);
+    b.argv[2] = format!(
+        "m=$(cat {f} 2>/dev/null || echo 0); m=$((m+1)); echo $m > {f}; [ $m -eq 4 ] && exit 1; {}",
+        b.argv[2],
+        f = flag.display()
+    );
+    let r = run(&spec(a, b), &[], &AtomicBool::new(false), &mut ()).unwrap();
+    let (contaminated, failed) = r.redone();
+    assert_eq!((contaminated, failed), (0, 1));
+    let (ab, ba) = r.orders();
+    assert_eq!(ab, ba);
+    assert!(r.kept() >= 10);
+}
+
+#[test]
+fn contaminated_pairs_are_redone_up_to_the_bound_and_said() {
+    // A bound below zero calls every pair contaminated: the run redoes
+    // pairs until it has redone as many as --max-pairs allows, then keeps
+    // the rest, and says how many it redid.
+    let dir = TempDir::new("abtest").unwrap();
+    let mut s = spec(side(dir.path(), "a", 1000), side(dir.path(), "b", 1000));
+    s.contamination = -1.0;
+    s.min_pairs = 4;
+    s.max_pairs = 4;
+    let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
+    assert_eq!(r.redone(), (4, 0));
+    assert_eq!(r.kept(), 4);
+    let t = export::table(&r, false);
+    assert!(t.contains("redone: 4 contaminated"), "{t}");
+}
+
+#[test]
+fn an_interrupt_ends_the_run_with_what_it_has() {
+    let dir = TempDir::new("abtest").unwrap();
+    let s = spec(side(dir.path(), "a", 1000), side(dir.path(), "b", 1000));
+    let stop = AtomicBool::new(true);
+    let r = run(&s, &[], &stop, &mut ()).unwrap_err();
+    // Interrupted before the warm-up finished: no pair, an error.
+    assert!(r.to_string().contains("interrupted"), "{r}");
+}
+
+#[test]
+fn a_duet_pairs_two_concurrent_trials() {
+    let dir = TempDir::new("abtest").unwrap();
+    let mut s = spec(side(dir.path(), "a", 1000), side(dir.path(), "b", 1000));
+    s.placement = Placement::Duet([0, 0]);
+    s.min_pairs = 4;
+    s.max_pairs = 4;
+    let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
+    assert_eq!(r.kept(), 4);
+    assert!(r.spec.placement.describe().starts_with("duet"));
+}
+
+#[test]
+fn substitute_replaces_every_occurrence() {
+    let t = vec!["{bin}".to_owned(), "--work".into(), "x{w}y{w}".into()];
+    assert_eq!(substitute(&t, "w", "1"), ["{bin}", "--work", "x1y1"]);
+}
