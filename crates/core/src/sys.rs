@@ -4,6 +4,12 @@
 //! SO_SNDBUF / FIONREAD, RLIMIT_NOFILE, and SIGINT/SIGTERM as a flag. One
 //! copy for every lab (openflow's emulator and controller, mux's engines).
 //!
+//! Every lab turns a libc return value into `io::Result` here, once:
+//! [`cvt`], and [`syscall!`](crate::syscall) for a `libc::` call (mio's
+//! `syscall!`). The macro keeps the call's unsafety where the lints see
+//! it: the caller writes `unsafe { syscall!(read(fd, p, n)) }` in an item
+//! that allows `unsafe_code`, with a `// SAFETY:` comment.
+//!
 //! Invariants: every `unsafe` block is a single libc call on a file
 //! descriptor this module owns or that the caller lends for the call's
 //! duration, with pointers to live, correctly sized buffers.
@@ -17,12 +23,57 @@ pub const OUT: u32 = libc::EPOLLOUT as u32;
 pub const ET: u32 = libc::EPOLLET as u32;
 pub const ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
+/// The return types of libc calls that report failure as a negative
+/// value with the reason in `errno`: `c_int`, `ssize_t` and `c_long`
+/// (`libc::syscall`).
+pub trait SyscallReturn: Copy {
+    /// Whether the call failed (the value is negative).
+    fn failed(self) -> bool;
+}
+
+macro_rules! syscall_return {
+    ($($t:ty),*) => {$(
+        impl SyscallReturn for $t {
+            #[inline]
+            fn failed(self) -> bool {
+                self < 0
+            }
+        }
+    )*};
+}
+syscall_return!(i32, i64, isize);
+
+/// A libc return value as `io::Result`: a negative value is the error in
+/// `errno` (read right away, before anything else can change it).
+#[inline]
+pub fn cvt<T: SyscallReturn>(r: T) -> io::Result<T> {
+    if r.failed() {
         Err(io::Error::last_os_error())
     } else {
         Ok(r)
     }
+}
+
+#[doc(hidden)]
+pub use libc as __libc;
+
+/// `syscall!(name(args…))` calls `libc::name(args…)` and converts the
+/// result with [`cvt`](crate::sys::cvt). The call stays unsafe: write it as
+/// `unsafe { syscall!(…) }` with a `// SAFETY:` comment, so `unsafe_code`
+/// and `clippy::undocumented_unsafe_blocks` see it in the calling crate.
+///
+/// ```
+/// # #![allow(unsafe_code)]
+/// use commbench_core::syscall;
+/// // SAFETY: getpid has no preconditions.
+/// let pid = unsafe { syscall!(getpid()) }.unwrap();
+/// assert!(pid > 0);
+/// ```
+#[macro_export]
+macro_rules! syscall {
+    ($fn:ident ( $($arg:expr),* $(,)? )) => {
+        $crate::sys::cvt($crate::sys::__libc::$fn($($arg),*))
+    };
 }
 
 /// An epoll instance.
@@ -44,7 +95,7 @@ pub fn event_bits(e: &Event) -> u32 {
 impl Epoll {
     pub fn new() -> io::Result<Epoll> {
         // SAFETY: plain syscall returning a new fd we take ownership of.
-        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let fd = unsafe { syscall!(epoll_create1(libc::EPOLL_CLOEXEC))? };
         Ok(Epoll {
             // SAFETY: fd is a fresh, valid descriptor owned by nobody else.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
@@ -54,7 +105,14 @@ impl Epoll {
     pub fn add(&self, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
         let mut ev = libc::epoll_event { events, u64: token };
         // SAFETY: ev is a valid epoll_event for the duration of the call.
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        unsafe {
+            syscall!(epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd,
+                &mut ev
+            ))?
+        };
         Ok(())
     }
 
@@ -62,14 +120,28 @@ impl Epoll {
     pub fn modify(&self, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
         let mut ev = libc::epoll_event { events, u64: token };
         // SAFETY: ev is a valid epoll_event for the duration of the call.
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut ev) })?;
+        unsafe {
+            syscall!(epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_MOD,
+                fd,
+                &mut ev
+            ))?
+        };
         Ok(())
     }
 
     pub fn delete(&self, fd: RawFd) -> io::Result<()> {
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: as above; the event argument is ignored for DEL.
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) })?;
+        unsafe {
+            syscall!(epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                &mut ev
+            ))?
+        };
         Ok(())
     }
 
@@ -152,7 +224,7 @@ pub struct EventFd {
 impl EventFd {
     pub fn new() -> io::Result<EventFd> {
         // SAFETY: plain syscall returning a new fd we take ownership of.
-        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        let fd = unsafe { syscall!(eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC))? };
         Ok(EventFd {
             // SAFETY: fresh descriptor.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
@@ -173,17 +245,18 @@ impl EventFd {
     }
 }
 
-fn setsockopt_int(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
+/// Sets an integer socket option (`setsockopt` with a `c_int` value).
+pub fn setsockopt_int(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
     // SAFETY: passes a pointer to a live c_int and its size.
-    cvt(unsafe {
-        libc::setsockopt(
+    unsafe {
+        syscall!(setsockopt(
             fd,
             level,
             opt,
             &v as *const i32 as *const libc::c_void,
             std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    })?;
+        ))?
+    };
     Ok(())
 }
 
@@ -212,15 +285,15 @@ pub fn tcp_congestion(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 16];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `buf` and updates len.
-    cvt(unsafe {
-        libc::getsockopt(
+    unsafe {
+        syscall!(getsockopt(
             fd,
             libc::IPPROTO_TCP,
             libc::TCP_CONGESTION,
             buf.as_mut_ptr().cast(),
             &mut len,
-        )
-    })?;
+        ))?
+    };
     let b = &buf[..(len as usize).min(buf.len())];
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     Ok(String::from_utf8_lossy(&b[..end]).into_owned())
@@ -229,15 +302,15 @@ pub fn tcp_congestion(fd: RawFd) -> io::Result<String> {
 /// Set a socket's TCP congestion control algorithm (TCP_CONGESTION).
 pub fn set_tcp_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     // SAFETY: passes a pointer to the live name bytes and their length.
-    cvt(unsafe {
-        libc::setsockopt(
+    unsafe {
+        syscall!(setsockopt(
             fd,
             libc::IPPROTO_TCP,
             libc::TCP_CONGESTION,
             name.as_ptr().cast(),
             name.len() as libc::socklen_t,
-        )
-    })?;
+        ))?
+    };
     Ok(())
 }
 
@@ -309,8 +382,13 @@ pub fn probe_congestion(policy: &str) -> io::Result<CongestionApplied> {
         ));
     }
     // SAFETY: socket(2) with constant arguments; the fd is owned below.
-    let fd =
-        cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    let fd = unsafe {
+        syscall!(socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0
+        ))?
+    };
     // SAFETY: fd was just returned by socket(2) and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     apply_congestion(fd.as_raw_fd(), policy)

@@ -181,7 +181,7 @@ pub fn connect_all(cfg: &LoadConfig) -> Result<Connected> {
             }
             match net::take_error(fd) {
                 Ok(()) => {
-                    let _ = net::set_nodelay(fd);
+                    let _ = net::set_nodelay(fd, true);
                     out.fds.push(fd);
                 }
                 Err(e) => {

@@ -4,35 +4,34 @@
 //! servers do), listener and client socket setup (SO_REUSEPORT listeners,
 //! non-blocking connect, source-address binding without port reservation).
 //!
+//! Errors come through core's one conversion (`commbench_core::syscall!`),
+//! TCP_NODELAY and integer options through `commbench_core::sys`.
+//!
 //! Invariants: every `unsafe` block is one libc call on a descriptor the
 //! caller owns for the call's duration, with pointers to live buffers of
 //! the stated length.
 #![allow(unsafe_code)]
 
+pub use commbench_core::sys::set_nodelay;
+use commbench_core::sys::setsockopt_int as setsockopt;
+use commbench_core::syscall;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener};
 use std::os::fd::{FromRawFd, RawFd};
-
-fn cvt(r: isize) -> io::Result<usize> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
-}
 
 /// read(2): `Ok(0)` is end of stream; `WouldBlock` when nothing is there.
 #[inline]
 pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: buf is a live, writable slice of buf.len() bytes.
-    cvt(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
+    unsafe { syscall!(read(fd, buf.as_mut_ptr().cast(), buf.len())) }.map(|n| n as usize)
 }
 
 /// write(2) without SIGPIPE (send with MSG_NOSIGNAL).
 #[inline]
 pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: buf is a live slice of buf.len() bytes.
-    cvt(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) })
+    unsafe { syscall!(send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)) }
+        .map(|n| n as usize)
 }
 
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC; `WouldBlock` when the queue
@@ -40,15 +39,14 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 #[inline]
 pub fn accept(listener: RawFd) -> io::Result<RawFd> {
     // SAFETY: null address pointers are allowed (the peer address is not wanted).
-    let r = unsafe {
-        libc::accept4(
+    unsafe {
+        syscall!(accept4(
             listener,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        )
-    };
-    cvt(r as isize).map(|fd| fd as RawFd)
+        ))
+    }
 }
 
 /// close(2) of a descriptor the caller owns and forgets afterwards.
@@ -56,25 +54,6 @@ pub fn accept(listener: RawFd) -> io::Result<RawFd> {
 pub fn close(fd: RawFd) {
     // SAFETY: the caller owns fd and never uses it again.
     unsafe { libc::close(fd) };
-}
-
-fn setsockopt(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
-    // SAFETY: a pointer to a live c_int and its size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const i32).cast(),
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    cvt(r as isize).map(|_| ())
-}
-
-/// TCP_NODELAY: one message in flight per connection, sent whole.
-pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
-    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
 }
 
 fn sockaddr_in(a: SocketAddrV4) -> libc::sockaddr_in {
@@ -104,13 +83,12 @@ pub fn listener(addr: SocketAddr, backlog: i32, reuseport: bool) -> io::Result<T
     let a = v4(addr)?;
     // SAFETY: plain syscall returning a new descriptor we own.
     let fd = unsafe {
-        libc::socket(
+        syscall!(socket(
             libc::AF_INET,
             libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             0,
-        )
+        ))?
     };
-    let fd = cvt(fd as isize)? as RawFd;
     // SAFETY: fd is fresh and owned by nobody else; the listener closes it.
     let l = unsafe { TcpListener::from_raw_fd(fd) };
     setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
@@ -119,16 +97,15 @@ pub fn listener(addr: SocketAddr, backlog: i32, reuseport: bool) -> io::Result<T
     }
     let sa = sockaddr_in(a);
     // SAFETY: sa is a live sockaddr_in of the stated size.
-    let r = unsafe {
-        libc::bind(
+    unsafe {
+        syscall!(bind(
             fd,
             (&sa as *const libc::sockaddr_in).cast(),
             std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
+        ))?
     };
-    cvt(r as isize)?;
     // SAFETY: fd is a bound socket.
-    cvt(unsafe { libc::listen(fd, backlog) } as isize)?;
+    unsafe { syscall!(listen(fd, backlog))? };
     Ok(l)
 }
 
@@ -140,13 +117,12 @@ pub fn connect_start(target: SocketAddr, source: Option<Ipv4Addr>) -> io::Result
     let t = v4(target)?;
     // SAFETY: plain syscall returning a new descriptor the caller owns.
     let fd = unsafe {
-        libc::socket(
+        syscall!(socket(
             libc::AF_INET,
             libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             0,
-        )
+        ))?
     };
-    let fd = cvt(fd as isize)? as RawFd;
     let fail = |e: io::Error| {
         close(fd);
         e
@@ -155,26 +131,25 @@ pub fn connect_start(target: SocketAddr, source: Option<Ipv4Addr>) -> io::Result
         setsockopt(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1).map_err(fail)?;
         let sa = sockaddr_in(SocketAddrV4::new(src, 0));
         // SAFETY: sa is a live sockaddr_in of the stated size.
-        let r = unsafe {
-            libc::bind(
+        unsafe {
+            syscall!(bind(
                 fd,
                 (&sa as *const libc::sockaddr_in).cast(),
                 std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        cvt(r as isize).map_err(fail)?;
+            ))
+        }
+        .map_err(fail)?;
     }
     let sa = sockaddr_in(t);
     // SAFETY: sa is a live sockaddr_in of the stated size.
     let r = unsafe {
-        libc::connect(
+        syscall!(connect(
             fd,
             (&sa as *const libc::sockaddr_in).cast(),
             std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
+        ))
     };
-    if r < 0 {
-        let e = io::Error::last_os_error();
+    if let Err(e) = r {
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(fail(e));
         }
@@ -188,16 +163,15 @@ pub fn take_error(fd: RawFd) -> io::Result<()> {
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: v and len are live and sized for SO_ERROR.
-    let r = unsafe {
-        libc::getsockopt(
+    unsafe {
+        syscall!(getsockopt(
             fd,
             libc::SOL_SOCKET,
             libc::SO_ERROR,
             (&mut v as *mut libc::c_int).cast(),
             &mut len,
-        )
+        ))?
     };
-    cvt(r as isize)?;
     if v != 0 {
         return Err(io::Error::from_raw_os_error(v));
     }
@@ -207,9 +181,9 @@ pub fn take_error(fd: RawFd) -> io::Result<()> {
 /// Makes a descriptor blocking (the thread-per-connection clients).
 pub fn set_blocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor the caller owns.
-    let fl = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) } as isize)? as i32;
+    let fl = unsafe { syscall!(fcntl(fd, libc::F_GETFL))? };
     // SAFETY: as above.
-    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) } as isize)?;
+    unsafe { syscall!(fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK))? };
     Ok(())
 }
 

@@ -10,6 +10,7 @@
 
 #![allow(unsafe_code)]
 
+use commbench_core::sys::cvt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
@@ -57,14 +58,6 @@ const H_SEC: usize = 4;
 const H_NSEC: usize = 8;
 const H_SNAPLEN: usize = 12;
 const H_MAC: usize = 24;
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
 
 fn setsockopt<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> io::Result<()> {
     // SAFETY: `v` points to a live T of the size passed.

@@ -429,7 +429,7 @@ pub fn accept_all(
                     stats.refused += 1;
                     continue;
                 }
-                let _ = net::set_nodelay(fd);
+                let _ = net::set_nodelay(fd, true);
                 stats.syscalls += 1;
                 stats.accepted += 1;
                 on_new(fd, stats);

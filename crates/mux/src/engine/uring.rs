@@ -755,7 +755,7 @@ impl Engine for UringEngine {
                         if res >= 0 {
                             if ctx.admit() {
                                 let fd = res as RawFd;
-                                let _ = net::set_nodelay(fd);
+                                let _ = net::set_nodelay(fd, true);
                                 stats.syscalls += 1;
                                 stats.accepted += 1;
                                 fresh.push(fd);
