@@ -79,6 +79,13 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// Nanoseconds of `CLOCK_REALTIME` (wall-clock time since the epoch; the
+/// clock of the kernel's packet timestamps).
+#[inline]
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
 #[allow(unsafe_code)]
 fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {

@@ -202,6 +202,25 @@ impl Epoll {
     }
 }
 
+/// Whether this process runs as root (effective uid 0): what namespaces,
+/// interfaces and raised descriptor limits need.
+pub fn is_root() -> bool {
+    euid() == 0
+}
+
+/// This process's effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// Sends signal `sig` to `pid` (kill(2): a negative pid is a process
+/// group; signal 0 only checks that the process exists).
+pub fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes integers only and touches no memory of ours.
+    unsafe { syscall!(kill(pid, sig)) }.map(|_| ())
+}
+
 /// Sets this thread's timer slack (how late the kernel may wake a timed
 /// wait to batch wake-ups; 50 µs by default).
 pub fn set_timer_slack_ns(ns: u64) {

@@ -15,6 +15,7 @@
 //! cause a spurious wake-up (the waiter re-checks the ring), never a missed
 //! one; a sleep lasts at most the given slice so liveness is re-checked.
 
+use commbench_core::syscall;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -40,12 +41,8 @@ pub struct RingBells {
 fn pipe() -> Result<Bell> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: fds is a valid 2-element array for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-        return Err(IpcError::io(
-            "pipe2 (doorbell)",
-            std::io::Error::last_os_error(),
-        ));
-    }
+    unsafe { syscall!(pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC)) }
+        .map_err(|e| IpcError::io("pipe2 (doorbell)", e))?;
     // SAFETY: pipe2 returned two fresh descriptors we now own.
     unsafe {
         Ok(Bell {
@@ -69,13 +66,8 @@ impl RingBells {
 #[allow(unsafe_code)]
 pub(crate) fn dup_fd(fd: RawFd) -> Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC on a descriptor number; failure is checked.
-    let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-    if n < 0 {
-        return Err(IpcError::io(
-            format!("doorbell descriptor {fd}"),
-            std::io::Error::last_os_error(),
-        ));
-    }
+    let n = unsafe { syscall!(fcntl(fd, libc::F_DUPFD_CLOEXEC, 3)) }
+        .map_err(|e| IpcError::io(format!("doorbell descriptor {fd}"), e))?;
     // SAFETY: n is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }

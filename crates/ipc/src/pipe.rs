@@ -11,6 +11,7 @@
 //! read end), then switches both to blocking I/O. A client that dies closes
 //! its ends, which the server sees as EOF or EPIPE.
 
+use commbench_core::syscall;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -42,12 +43,8 @@ fn mkfifo(p: &Path) -> Result<()> {
     let c = CString::new(p.as_os_str().as_bytes())
         .map_err(|_| IpcError::Usage(format!("bad path {}", p.display())))?;
     // SAFETY: c is a valid NUL-terminated path.
-    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-        return Err(IpcError::io(
-            format!("mkfifo {}", p.display()),
-            std::io::Error::last_os_error(),
-        ));
-    }
+    unsafe { syscall!(mkfifo(c.as_ptr(), 0o600)) }
+        .map_err(|e| IpcError::io(format!("mkfifo {}", p.display()), e))?;
     Ok(())
 }
 
@@ -55,12 +52,10 @@ fn mkfifo(p: &Path) -> Result<()> {
 fn set_blocking(f: &File) -> Result<()> {
     let fd = f.as_raw_fd();
     // SAFETY: fcntl on a file descriptor we own.
-    unsafe {
-        let fl = libc::fcntl(fd, libc::F_GETFL);
-        if fl < 0 || libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) < 0 {
-            return Err(IpcError::io("fcntl", std::io::Error::last_os_error()));
-        }
-    }
+    let fl = unsafe { syscall!(fcntl(fd, libc::F_GETFL)) }.map_err(|e| IpcError::io("fcntl", e))?;
+    // SAFETY: as above.
+    unsafe { syscall!(fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK)) }
+        .map_err(|e| IpcError::io("fcntl", e))?;
     Ok(())
 }
 

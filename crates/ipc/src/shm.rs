@@ -220,11 +220,10 @@ fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> Ri
 }
 
 /// Is process `pid` alive (and not a zombie)?
-#[allow(unsafe_code)]
 pub fn process_alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence/permission.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+    // Signal 0 only checks for existence/permission.
+    let r = commbench_core::sys::kill(pid as libc::pid_t, 0);
+    if r.is_err_and(|e| e.raw_os_error() == Some(libc::ESRCH)) {
         return false;
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -199,11 +199,8 @@ impl RunningServer {
     /// SIGTERM, up to 5 s, then SIGKILL; reaps it.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            #[allow(unsafe_code)]
-            // SAFETY: a signal to our own child, not yet reaped.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
-            }
+            // A signal to our own child, not yet reaped.
+            let _ = commbench_core::sys::kill(c.id() as libc::pid_t, libc::SIGTERM);
             let deadline = Instant::now() + Duration::from_secs(5);
             loop {
                 match c.try_wait() {
@@ -849,13 +846,10 @@ pub fn clean_leftovers(dry_run: bool) -> Vec<commbench_core::lab::Leftover> {
         let action = if dry_run {
             "would kill".to_owned()
         } else {
-            #[allow(unsafe_code)]
-            // SAFETY: a signal to a process whose command line names our dir.
-            let r = unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            if r == 0 {
-                "killed".to_owned()
-            } else {
-                format!("error: {}", std::io::Error::last_os_error())
+            // A signal to a process whose command line names our dir.
+            match commbench_core::sys::kill(pid as libc::pid_t, libc::SIGKILL) {
+                Ok(()) => "killed".to_owned(),
+                Err(e) => format!("error: {e}"),
             }
         };
         out.push(commbench_core::lab::Leftover {

@@ -7,6 +7,7 @@
 //! process, so nothing is left behind even after SIGKILL.
 #![allow(unsafe_code)]
 
+use commbench_core::syscall;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use crate::{MuxError, Result};
@@ -90,8 +91,7 @@ pub fn pick_listen_port(ip: Ipv4Addr) -> u16 {
 /// namespace disappears when its last process exits.
 pub fn enter_private_netns() -> Result<()> {
     // SAFETY: unshare with a flag, no pointers.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = unsafe { syscall!(unshare(libc::CLONE_NEWNET)) } {
         return Err(MuxError::Usage(format!(
             "--netns needs root (unshare(CLONE_NEWNET): {e}); run as root or drop --netns"
         )));
@@ -115,13 +115,14 @@ pub fn enter_private_netns() -> Result<()> {
 
 fn loopback_up() -> Result<()> {
     // SAFETY: a plain datagram socket used only for the interface ioctls below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(MuxError::Io(
-            "socket for SIOCSIFFLAGS".into(),
-            std::io::Error::last_os_error(),
-        ));
+    let fd = unsafe {
+        syscall!(socket(
+            libc::AF_INET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0
+        ))
     }
+    .map_err(|e| MuxError::Io("socket for SIOCSIFFLAGS".into(), e))?;
     // SAFETY: ifreq is plain data; the name is NUL-terminated within IFNAMSIZ.
     let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in ifr.ifr_name.iter_mut().zip(b"lo\0") {

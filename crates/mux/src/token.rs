@@ -89,9 +89,7 @@ impl Token {
                 path.display()
             )));
         }
-        // SAFETY: geteuid has no preconditions.
-        #[allow(unsafe_code)]
-        let me = unsafe { libc::geteuid() };
+        let me = commbench_core::sys::euid();
         if meta.uid() != me {
             return Err(MuxError::Usage(format!(
                 "{what}: owned by uid {}, not by this user (uid {me})",

@@ -47,12 +47,8 @@ pub fn stderr_writable(timeout_ms: i32) -> bool {
 /// hold it while blocked on a pipe nobody reads).
 pub fn write_stderr(buf: &[u8]) -> std::io::Result<usize> {
     // SAFETY: buf is a live slice; fd 2 is only written, never closed here.
-    let n = unsafe { libc::write(2, buf.as_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    unsafe { commbench_core::syscall!(write(2, buf.as_ptr().cast(), buf.len())) }
+        .map(|n| n as usize)
 }
 
 /// Give freed heap memory back to the kernel (glibc keeps freed chunks

@@ -54,11 +54,7 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-#[allow(unsafe_code)]
-pub fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use commbench_core::sys::is_root;
 
 fn ip(args: &[&str]) -> io::Result<()> {
     let out = Command::new("ip").args(args).output().map_err(|e| {
@@ -279,7 +275,6 @@ pub fn clean_leftovers(dry_run: bool) -> Vec<Leftover> {
 }
 
 /// SIGKILLs every process inside namespace `ns` (`ip netns pids`).
-#[allow(unsafe_code)]
 pub fn kill_namespace_pids(ns: &str) {
     let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() else {
         return;
@@ -289,8 +284,8 @@ pub fn kill_namespace_pids(ns: &str) {
         .filter_map(|p| p.parse::<i32>().ok())
     {
         if pid > 1 && pid as u32 != std::process::id() {
-            // SAFETY: kill(2) on a pid read from the namespace.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // A pid read from the namespace.
+            let _ = commbench_core::sys::kill(pid, libc::SIGKILL);
         }
     }
 }
@@ -470,15 +465,9 @@ fn parse_softnet(s: &str) -> Option<(u64, u64)> {
 
 /// `CLOCK_REALTIME` in ns: the clock of AF_PACKET's receive timestamps,
 /// read through the vDSO (tens of ns).
-#[allow(unsafe_code)]
+#[inline]
 pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    commbench_core::clock::realtime_ns()
 }
 
 /// AF_PACKET transmit paths.

@@ -35,6 +35,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU16, Ordering};
 
+use commbench_core::sys::is_root;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::{publish, Conn, Conns, Engine, Lookup, LoopCtx, LoopStats};
@@ -87,14 +88,6 @@ pub fn probe() -> Result<(), String> {
     drop(ring);
     drop(pool);
     Ok(())
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::geteuid() == 0
-    }
 }
 
 /// Buffers in the ring for a loop of `max_conns` connections and buffers

@@ -557,7 +557,6 @@ fn thread_finished(r: &RunningDut) -> bool {
 }
 
 impl Drop for Bench {
-    #[allow(unsafe_code)]
     fn drop(&mut self) {
         match &mut self.running {
             RunningDut::Nothing => {}
@@ -569,8 +568,8 @@ impl Drop for Bench {
             }
             RunningDut::Cmd(child) => {
                 let pg = child.id() as i32;
-                // SAFETY: signalling the process group we created.
-                unsafe { libc::kill(-pg, libc::SIGTERM) };
+                // Signalling the process group we created.
+                let _ = commbench_core::sys::kill(-pg, libc::SIGTERM);
                 let end = Instant::now() + Duration::from_secs(2);
                 while Instant::now() < end {
                     if let Ok(Some(_)) = child.try_wait() {
@@ -578,8 +577,7 @@ impl Drop for Bench {
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                // SAFETY: as above.
-                unsafe { libc::kill(-pg, libc::SIGKILL) };
+                let _ = commbench_core::sys::kill(-pg, libc::SIGKILL);
                 let _ = child.wait();
             }
         }
@@ -631,7 +629,6 @@ fn templates(flows: u16, sizes: &[u32]) -> Vec<Vec<Vec<u8>>> {
         .collect()
 }
 
-#[allow(unsafe_code)]
 fn gen_run(
     iface: &str,
     spec: &TrialSpec,
@@ -642,8 +639,7 @@ fn gen_run(
     deadline: Instant,
 ) -> io::Result<GenOut> {
     // Nanosleep's slack: 1 ns instead of 50 µs (this thread only).
-    // SAFETY: prctl on the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1usize) };
+    commbench_core::sys::set_timer_slack_ns(1);
     netns::wait_link_up(iface, Duration::from_secs(2))?;
     let distinct = spec.sizes.distinct();
     let tmpl = templates(spec.flows, &distinct);
