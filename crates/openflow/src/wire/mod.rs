@@ -1,4 +1,5 @@
-//! OpenFlow wire formats: the common 8-byte header, stream framing, and the
+//! OpenFlow wire formats: what every version shares ([`common`]: the 8-byte
+//! header, stream framing, the common bodies and the action walk), the
 //! per-version codecs ([`of10`], [`of13`]) plus the Ethernet/ARP/IPv4 frame
 //! reader ([`frame`]) that builds exact matches from a packet_in's payload.
 //!
@@ -13,9 +14,12 @@
 
 #![deny(unsafe_code)]
 
+pub mod common;
 pub mod frame;
 pub mod of10;
 pub mod of13;
+
+pub use common::{frame_len, Header};
 
 /// OpenFlow 1.0 wire version.
 pub const OFP10_VERSION: u8 = 0x01;
@@ -89,96 +93,6 @@ pub(crate) fn put16(b: &mut [u8], off: usize, v: u16) {
 pub(crate) fn put32(b: &mut [u8], off: usize, v: u32) {
     b[off..off + 4].copy_from_slice(&v.to_be_bytes());
 }
-/// Where the next message in a byte stream ends.
-///
-/// `Ok(None)`: fewer bytes than the message needs are buffered (read more);
-/// `Ok(Some(n))`: the first message is `buf[..n]`; `Err`: the length field
-/// is below the header size, so the stream cannot be framed any more and the
-/// connection must be closed.
-pub fn frame_len(buf: &[u8]) -> Result<Option<usize>> {
-    if buf.len() < HEADER_LEN {
-        return Ok(None);
-    }
-    let len = be16(buf, 2) as usize;
-    if len < HEADER_LEN {
-        return Err(WireError::BadLength {
-            what: "ofp_header",
-            length: len,
-            have: buf.len(),
-        });
-    }
-    Ok(if buf.len() >= len { Some(len) } else { None })
-}
-
-/// Checked view of one complete OpenFlow message (any version).
-#[derive(Debug, Clone, Copy)]
-pub struct Header<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Header<T> {
-    /// Wrap without checks; field accessors may panic on short input.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Header { buffer }
-    }
-
-    /// Wrap a buffer that must hold exactly one message: at least 8 bytes
-    /// and a length field equal to the buffer's length.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let b = buffer.as_ref();
-        need("ofp_header", b, HEADER_LEN)?;
-        let len = be16(b, 2) as usize;
-        if len < HEADER_LEN || len != b.len() {
-            return Err(WireError::BadLength {
-                what: "ofp_header",
-                length: len,
-                have: b.len(),
-            });
-        }
-        Ok(Header { buffer })
-    }
-
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[0]
-    }
-    pub fn msg_type(&self) -> u8 {
-        self.buffer.as_ref()[1]
-    }
-    pub fn length(&self) -> u16 {
-        be16(self.buffer.as_ref(), 2)
-    }
-    pub fn xid(&self) -> u32 {
-        be32(self.buffer.as_ref(), 4)
-    }
-    /// Bytes after the header.
-    pub fn body(&self) -> &[u8] {
-        &self.buffer.as_ref()[HEADER_LEN..]
-    }
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buffer.as_ref()
-    }
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-}
-
-/// Append an `ofp_header` with a zero length; [`finish_len`] fills it in.
-#[inline]
-pub(crate) fn push_header(out: &mut Vec<u8>, version: u8, msg_type: u8, xid: u32) -> usize {
-    let start = out.len();
-    out.extend_from_slice(&[version, msg_type, 0, 0]);
-    out.extend_from_slice(&xid.to_be_bytes());
-    start
-}
-
-/// Patch the length field of the message that starts at `start`.
-#[inline]
-pub(crate) fn finish_len(out: &mut [u8], start: usize) {
-    let len = out.len() - start;
-    debug_assert!(len <= MAX_MESSAGE_LEN, "message longer than 65535 bytes");
-    put16(out, start + 2, len as u16);
-}
-
 /// Read a fixed-size NUL-padded string field.
 pub(crate) fn cstr(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());

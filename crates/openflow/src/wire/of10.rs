@@ -10,27 +10,21 @@
 //! (actions, ports, stats bodies) before reading behind it; `Repr::emit`
 //! produces bytes that `parse` returns unchanged. Seed: cbench-trema-speedup.
 
+use super::common::{self, emit_tlv, exact_len, field as common_field, finish_len, push_header};
 use super::frame::FlowKey;
 use super::{
-    be16, be32, be64, cstr, finish_len, need, push_header, put16, put32, put_cstr, Header, Result,
-    WireError, HEADER_LEN, OFP10_VERSION,
+    be16, be32, be64, cstr, need, put16, put32, put_cstr, Header, Result, WireError, HEADER_LEN,
+    OFP10_VERSION,
 };
 
-pub const OFPT_HELLO: u8 = 0;
-pub const OFPT_ERROR: u8 = 1;
-pub const OFPT_ECHO_REQUEST: u8 = 2;
-pub const OFPT_ECHO_REPLY: u8 = 3;
+pub use super::common::{
+    DescStats, DESC_STATS_LEN, OFPAT_OUTPUT, OFPT_ECHO_REPLY, OFPT_ECHO_REQUEST, OFPT_ERROR,
+    OFPT_FEATURES_REPLY, OFPT_FEATURES_REQUEST, OFPT_FLOW_MOD, OFPT_FLOW_REMOVED,
+    OFPT_GET_CONFIG_REPLY, OFPT_GET_CONFIG_REQUEST, OFPT_HELLO, OFPT_PACKET_IN, OFPT_PACKET_OUT,
+    OFPT_PORT_STATUS, OFPT_SET_CONFIG,
+};
+
 pub const OFPT_VENDOR: u8 = 4;
-pub const OFPT_FEATURES_REQUEST: u8 = 5;
-pub const OFPT_FEATURES_REPLY: u8 = 6;
-pub const OFPT_GET_CONFIG_REQUEST: u8 = 7;
-pub const OFPT_GET_CONFIG_REPLY: u8 = 8;
-pub const OFPT_SET_CONFIG: u8 = 9;
-pub const OFPT_PACKET_IN: u8 = 10;
-pub const OFPT_FLOW_REMOVED: u8 = 11;
-pub const OFPT_PORT_STATUS: u8 = 12;
-pub const OFPT_PACKET_OUT: u8 = 13;
-pub const OFPT_FLOW_MOD: u8 = 14;
 pub const OFPT_PORT_MOD: u8 = 15;
 pub const OFPT_STATS_REQUEST: u8 = 16;
 pub const OFPT_STATS_REPLY: u8 = 17;
@@ -43,7 +37,6 @@ pub const OFPFC_MODIFY_STRICT: u16 = 2;
 pub const OFPFC_DELETE: u16 = 3;
 pub const OFPFC_DELETE_STRICT: u16 = 4;
 
-pub const OFPAT_OUTPUT: u16 = 0;
 pub const OFPP_MAX: u16 = 0xff00;
 pub const OFPP_FLOOD: u16 = 0xfffb;
 pub const OFPP_ALL: u16 = 0xfffc;
@@ -72,8 +65,76 @@ pub const FEATURES_REPLY_LEN: usize = 32;
 pub const PACKET_IN_LEN: usize = 18;
 pub const FLOW_MOD_LEN: usize = 72;
 pub const PACKET_OUT_LEN: usize = 16;
-pub const DESC_STATS_LEN: usize = 1056;
 pub const ACTION_OUTPUT_LEN: usize = 8;
+/// Size of a stats request or reply before its body.
+pub const STATS_LEN: usize = 12;
+
+/// Byte offsets of the 1.0 layouts, each named once: from the start of
+/// the message, or of the match, port or action for those.
+mod field {
+    use core::ops::Range;
+
+    pub mod packet_in {
+        pub const IN_PORT: usize = 14;
+        pub const REASON: usize = 16;
+    }
+    pub mod flow_mod {
+        use super::Range;
+        pub const MATCH: Range<usize> = 8..48;
+        pub const COOKIE: usize = 48;
+        pub const COMMAND: usize = 56;
+        pub const IDLE_TIMEOUT: usize = 58;
+        pub const HARD_TIMEOUT: usize = 60;
+        pub const PRIORITY: usize = 62;
+        pub const BUFFER_ID: usize = 64;
+        pub const OUT_PORT: usize = 68;
+        pub const FLAGS: usize = 70;
+    }
+    pub mod packet_out {
+        pub const IN_PORT: usize = 12;
+        pub const ACTIONS_LEN: usize = 14;
+    }
+    pub mod features {
+        pub const ACTIONS: usize = 28;
+    }
+    pub mod vendor {
+        pub const DATA: usize = 12;
+    }
+    /// `ofp_match`, from its start.
+    pub mod matching {
+        use super::Range;
+        pub const WILDCARDS: usize = 0;
+        pub const IN_PORT: usize = 4;
+        pub const DL_SRC: Range<usize> = 6..12;
+        pub const DL_DST: Range<usize> = 12..18;
+        pub const DL_VLAN: usize = 18;
+        pub const DL_VLAN_PCP: usize = 20;
+        pub const DL_TYPE: usize = 22;
+        pub const NW_TOS: usize = 24;
+        pub const NW_PROTO: usize = 25;
+        pub const NW_SRC: usize = 28;
+        pub const NW_DST: usize = 32;
+        pub const TP_SRC: usize = 36;
+        pub const TP_DST: usize = 38;
+    }
+    /// `ofp_phy_port`, from its start.
+    pub mod port {
+        use super::Range;
+        pub const PORT_NO: usize = 0;
+        pub const HW_ADDR: Range<usize> = 2..8;
+        pub const NAME: Range<usize> = 8..24;
+        pub const CONFIG: usize = 24;
+        pub const STATE: usize = 28;
+        pub const CURR: usize = 32;
+        pub const ADVERTISED: usize = 36;
+        pub const SUPPORTED: usize = 40;
+        pub const PEER: usize = 44;
+    }
+    /// `ofp_action_output`, from its start (the port is common).
+    pub mod output {
+        pub const MAX_LEN: usize = 6;
+    }
+}
 
 // ---------------------------------------------------------------- views
 
@@ -92,19 +153,19 @@ impl<T: AsRef<[u8]>> PacketInView<T> {
         Ok(PacketInView { buffer })
     }
     pub fn xid(&self) -> u32 {
-        be32(self.buffer.as_ref(), 4)
+        be32(self.buffer.as_ref(), common_field::XID)
     }
     pub fn buffer_id(&self) -> u32 {
-        be32(self.buffer.as_ref(), 8)
+        be32(self.buffer.as_ref(), common_field::BUFFER_ID)
     }
     pub fn total_len(&self) -> u16 {
-        be16(self.buffer.as_ref(), 12)
+        be16(self.buffer.as_ref(), common_field::TOTAL_LEN)
     }
     pub fn in_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), 14)
+        be16(self.buffer.as_ref(), field::packet_in::IN_PORT)
     }
     pub fn reason(&self) -> u8 {
-        self.buffer.as_ref()[16]
+        self.buffer.as_ref()[field::packet_in::REASON]
     }
     pub fn data(&self) -> &[u8] {
         &self.buffer.as_ref()[PACKET_IN_LEN..]
@@ -125,34 +186,34 @@ impl<T: AsRef<[u8]>> FlowModView<T> {
         Ok(FlowModView { buffer })
     }
     pub fn xid(&self) -> u32 {
-        be32(self.buffer.as_ref(), 4)
+        be32(self.buffer.as_ref(), common_field::XID)
     }
     pub fn match_bytes(&self) -> &[u8] {
-        &self.buffer.as_ref()[8..48]
+        &self.buffer.as_ref()[field::flow_mod::MATCH]
     }
     pub fn cookie(&self) -> u64 {
-        be64(self.buffer.as_ref(), 48)
+        be64(self.buffer.as_ref(), field::flow_mod::COOKIE)
     }
     pub fn command(&self) -> u16 {
-        be16(self.buffer.as_ref(), 56)
+        be16(self.buffer.as_ref(), field::flow_mod::COMMAND)
     }
     pub fn idle_timeout(&self) -> u16 {
-        be16(self.buffer.as_ref(), 58)
+        be16(self.buffer.as_ref(), field::flow_mod::IDLE_TIMEOUT)
     }
     pub fn hard_timeout(&self) -> u16 {
-        be16(self.buffer.as_ref(), 60)
+        be16(self.buffer.as_ref(), field::flow_mod::HARD_TIMEOUT)
     }
     pub fn priority(&self) -> u16 {
-        be16(self.buffer.as_ref(), 62)
+        be16(self.buffer.as_ref(), field::flow_mod::PRIORITY)
     }
     pub fn buffer_id(&self) -> u32 {
-        be32(self.buffer.as_ref(), 64)
+        be32(self.buffer.as_ref(), field::flow_mod::BUFFER_ID)
     }
     pub fn out_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), 68)
+        be16(self.buffer.as_ref(), field::flow_mod::OUT_PORT)
     }
     pub fn flags(&self) -> u16 {
-        be16(self.buffer.as_ref(), 70)
+        be16(self.buffer.as_ref(), field::flow_mod::FLAGS)
     }
     pub fn actions(&self) -> &[u8] {
         &self.buffer.as_ref()[FLOW_MOD_LEN..]
@@ -169,29 +230,24 @@ impl<T: AsRef<[u8]>> PacketOutView<T> {
     pub fn new_checked(buffer: T) -> Result<Self> {
         let h = Header::new_checked(buffer.as_ref())?;
         check_type(&h, OFPT_PACKET_OUT)?;
-        let b = h.as_bytes();
-        need("packet_out", b, PACKET_OUT_LEN)?;
-        let alen = be16(b, 14) as usize;
-        if PACKET_OUT_LEN + alen > b.len() {
-            return Err(WireError::BadLength {
-                what: "packet_out actions_len",
-                length: alen,
-                have: b.len() - PACKET_OUT_LEN,
-            });
-        }
+        common::packet_out_actions_len(
+            h.as_bytes(),
+            PACKET_OUT_LEN,
+            field::packet_out::ACTIONS_LEN,
+        )?;
         Ok(PacketOutView { buffer })
     }
     pub fn xid(&self) -> u32 {
-        be32(self.buffer.as_ref(), 4)
+        be32(self.buffer.as_ref(), common_field::XID)
     }
     pub fn buffer_id(&self) -> u32 {
-        be32(self.buffer.as_ref(), 8)
+        be32(self.buffer.as_ref(), common_field::BUFFER_ID)
     }
     pub fn in_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), 12)
+        be16(self.buffer.as_ref(), field::packet_out::IN_PORT)
     }
     fn actions_len(&self) -> usize {
-        be16(self.buffer.as_ref(), 14) as usize
+        be16(self.buffer.as_ref(), field::packet_out::ACTIONS_LEN) as usize
     }
     pub fn actions(&self) -> &[u8] {
         &self.buffer.as_ref()[PACKET_OUT_LEN..PACKET_OUT_LEN + self.actions_len()]
@@ -264,23 +320,24 @@ impl Match {
     }
 
     pub fn parse(b: &[u8]) -> Result<Match> {
+        use field::matching as f;
         need("ofp_match", b, MATCH_LEN)?;
         let mut m = Match {
-            wildcards: be32(b, 0),
-            in_port: be16(b, 4),
+            wildcards: be32(b, f::WILDCARDS),
+            in_port: be16(b, f::IN_PORT),
             ..Match::default()
         };
-        m.dl_src.copy_from_slice(&b[6..12]);
-        m.dl_dst.copy_from_slice(&b[12..18]);
-        m.dl_vlan = be16(b, 18);
-        m.dl_vlan_pcp = b[20];
-        m.dl_type = be16(b, 22);
-        m.nw_tos = b[24];
-        m.nw_proto = b[25];
-        m.nw_src = be32(b, 28);
-        m.nw_dst = be32(b, 32);
-        m.tp_src = be16(b, 36);
-        m.tp_dst = be16(b, 38);
+        m.dl_src.copy_from_slice(&b[f::DL_SRC]);
+        m.dl_dst.copy_from_slice(&b[f::DL_DST]);
+        m.dl_vlan = be16(b, f::DL_VLAN);
+        m.dl_vlan_pcp = b[f::DL_VLAN_PCP];
+        m.dl_type = be16(b, f::DL_TYPE);
+        m.nw_tos = b[f::NW_TOS];
+        m.nw_proto = b[f::NW_PROTO];
+        m.nw_src = be32(b, f::NW_SRC);
+        m.nw_dst = be32(b, f::NW_DST);
+        m.tp_src = be16(b, f::TP_SRC);
+        m.tp_dst = be16(b, f::TP_DST);
         Ok(m)
     }
 
@@ -316,7 +373,7 @@ impl Action {
     pub fn len(&self) -> usize {
         match self {
             Action::Output { .. } => ACTION_OUTPUT_LEN,
-            Action::Other { body, .. } => 4 + body.len(),
+            Action::Other { body, .. } => common_field::TLV_BODY + body.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -330,51 +387,23 @@ impl Action {
                 out.extend_from_slice(&port.to_be_bytes());
                 out.extend_from_slice(&max_len.to_be_bytes());
             }
-            Action::Other { action_type, body } => {
-                out.extend_from_slice(&action_type.to_be_bytes());
-                out.extend_from_slice(&((4 + body.len()) as u16).to_be_bytes());
-                out.extend_from_slice(body);
-            }
+            Action::Other { action_type, body } => emit_tlv(out, *action_type, body),
         }
     }
 }
 
 /// Parse an action list; each action's length must be a non-zero multiple
 /// of 8 that fits in what is left.
-pub fn parse_actions(mut b: &[u8]) -> Result<Vec<Action>> {
-    let mut v = Vec::new();
-    while !b.is_empty() {
-        need("ofp_action_header", b, 4)?;
-        let ty = be16(b, 0);
-        let len = be16(b, 2) as usize;
-        if len < 8 || !len.is_multiple_of(8) || len > b.len() {
-            return Err(WireError::BadLength {
-                what: "ofp_action_header",
-                length: len,
-                have: b.len(),
-            });
-        }
-        if ty == OFPAT_OUTPUT {
-            if len != ACTION_OUTPUT_LEN {
-                return Err(WireError::BadLength {
-                    what: "ofp_action_output",
-                    length: len,
-                    have: b.len(),
-                });
-            }
-            v.push(Action::Output {
-                port: be16(b, 4),
-                max_len: be16(b, 6),
-            });
-        } else {
-            v.push(Action::Other {
-                action_type: ty,
-                body: b[4..len].to_vec(),
-            });
-        }
-        b = &b[len..];
-    }
-    Ok(v)
+pub fn parse_actions(b: &[u8]) -> Result<Vec<Action>> {
+    common::parse_action_list(
+        b,
+        ACTION_OUTPUT_LEN,
+        |a| Action::Output {
+            port: be16(a, common_field::OUTPUT_PORT),
+            max_len: be16(a, field::output::MAX_LEN),
+        },
+        |action_type, body| Action::Other { action_type, body },
+    )
 }
 
 fn emit_actions(actions: &[Action], out: &mut Vec<u8>) {
@@ -399,24 +428,25 @@ pub struct PhyPort {
 
 impl PhyPort {
     fn parse(b: &[u8]) -> PhyPort {
+        use field::port as f;
         let mut hw = [0u8; 6];
-        hw.copy_from_slice(&b[2..8]);
+        hw.copy_from_slice(&b[f::HW_ADDR]);
         PhyPort {
-            port_no: be16(b, 0),
+            port_no: be16(b, f::PORT_NO),
             hw_addr: hw,
-            name: cstr(&b[8..24]),
-            config: be32(b, 24),
-            state: be32(b, 28),
-            curr: be32(b, 32),
-            advertised: be32(b, 36),
-            supported: be32(b, 40),
-            peer: be32(b, 44),
+            name: cstr(&b[f::NAME]),
+            config: be32(b, f::CONFIG),
+            state: be32(b, f::STATE),
+            curr: be32(b, f::CURR),
+            advertised: be32(b, f::ADVERTISED),
+            supported: be32(b, f::SUPPORTED),
+            peer: be32(b, f::PEER),
         }
     }
     fn emit(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.port_no.to_be_bytes());
         out.extend_from_slice(&self.hw_addr);
-        put_cstr(out, &self.name, 16);
+        put_cstr(out, &self.name, field::port::NAME.len());
         for v in [
             self.config,
             self.state,
@@ -441,6 +471,25 @@ pub struct SwitchFeatures {
     pub ports: Vec<PhyPort>,
 }
 
+impl SwitchFeatures {
+    fn parse(b: &[u8]) -> Result<SwitchFeatures> {
+        need("features_reply", b, FEATURES_REPLY_LEN)?;
+        Ok(SwitchFeatures {
+            datapath_id: be64(b, common_field::DATAPATH_ID),
+            n_buffers: be32(b, common_field::N_BUFFERS),
+            n_tables: b[common_field::N_TABLES],
+            capabilities: be32(b, common_field::CAPABILITIES),
+            actions: be32(b, field::features::ACTIONS),
+            ports: common::parse_records(
+                "features_reply ports",
+                &b[FEATURES_REPLY_LEN..],
+                PHY_PORT_LEN,
+                PhyPort::parse,
+            )?,
+        })
+    }
+}
+
 /// `ofp_switch_config`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SwitchConfig {
@@ -457,6 +506,19 @@ pub struct PacketIn {
     pub data: Vec<u8>,
 }
 
+impl PacketIn {
+    fn parse(b: &[u8]) -> Result<PacketIn> {
+        let v = PacketInView::new_checked(b)?;
+        Ok(PacketIn {
+            buffer_id: v.buffer_id(),
+            total_len: v.total_len(),
+            in_port: v.in_port(),
+            reason: v.reason(),
+            data: v.data().to_vec(),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowMod {
     pub match_: Match,
@@ -471,48 +533,30 @@ pub struct FlowMod {
     pub actions: Vec<Action>,
 }
 
+impl FlowMod {
+    fn parse(b: &[u8]) -> Result<FlowMod> {
+        let v = FlowModView::new_checked(b)?;
+        Ok(FlowMod {
+            match_: Match::parse(v.match_bytes())?,
+            cookie: v.cookie(),
+            command: v.command(),
+            idle_timeout: v.idle_timeout(),
+            hard_timeout: v.hard_timeout(),
+            priority: v.priority(),
+            buffer_id: v.buffer_id(),
+            out_port: v.out_port(),
+            flags: v.flags(),
+            actions: parse_actions(v.actions())?,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PacketOut {
     pub buffer_id: u32,
     pub in_port: u16,
     pub actions: Vec<Action>,
     pub data: Vec<u8>,
-}
-
-/// `ofp_desc_stats`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DescStats {
-    pub mfr_desc: String,
-    pub hw_desc: String,
-    pub sw_desc: String,
-    pub serial_num: String,
-    pub dp_desc: String,
-}
-
-impl DescStats {
-    pub(crate) fn parse(b: &[u8]) -> Result<DescStats> {
-        if b.len() != DESC_STATS_LEN {
-            return Err(WireError::BadLength {
-                what: "ofp_desc_stats",
-                length: b.len(),
-                have: DESC_STATS_LEN,
-            });
-        }
-        Ok(DescStats {
-            mfr_desc: cstr(&b[0..256]),
-            hw_desc: cstr(&b[256..512]),
-            sw_desc: cstr(&b[512..768]),
-            serial_num: cstr(&b[768..800]),
-            dp_desc: cstr(&b[800..1056]),
-        })
-    }
-    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
-        put_cstr(out, &self.mfr_desc, 256);
-        put_cstr(out, &self.hw_desc, 256);
-        put_cstr(out, &self.sw_desc, 256);
-        put_cstr(out, &self.serial_num, 32);
-        put_cstr(out, &self.dp_desc, 256);
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -599,17 +643,6 @@ pub struct Repr {
     pub msg: Message,
 }
 
-fn exact_len(what: &'static str, b: &[u8], n: usize) -> Result<()> {
-    if b.len() != n {
-        return Err(WireError::BadLength {
-            what,
-            length: b.len(),
-            have: n,
-        });
-    }
-    Ok(())
-}
-
 impl Repr {
     pub fn new(xid: u32, msg: Message) -> Repr {
         Repr { xid, msg }
@@ -617,66 +650,42 @@ impl Repr {
 
     /// Decode one framed message (`bytes.len()` == header length).
     pub fn parse(bytes: &[u8]) -> Result<Repr> {
-        let h = Header::new_checked(bytes)?;
-        if h.version() != OFP10_VERSION {
-            return Err(WireError::BadVersion(h.version()));
-        }
+        let h = Header::new_versioned(bytes, OFP10_VERSION)?;
         let b = bytes;
         let body = h.body();
         let msg = match h.msg_type() {
             OFPT_HELLO => Message::Hello(body.to_vec()),
             OFPT_ERROR => {
-                need("error", b, 12)?;
+                let (err_type, code, data) = common::parse_error(b)?;
                 Message::Error {
-                    err_type: be16(b, 8),
-                    code: be16(b, 10),
-                    data: b[12..].to_vec(),
+                    err_type,
+                    code,
+                    data,
                 }
             }
             OFPT_ECHO_REQUEST => Message::EchoRequest(body.to_vec()),
             OFPT_ECHO_REPLY => Message::EchoReply(body.to_vec()),
             OFPT_VENDOR => {
-                need("vendor", b, 12)?;
+                need("vendor", b, field::vendor::DATA)?;
                 Message::Vendor {
-                    vendor: be32(b, 8),
-                    data: b[12..].to_vec(),
+                    vendor: be32(b, common_field::VENDOR),
+                    data: b[field::vendor::DATA..].to_vec(),
                 }
             }
             OFPT_FEATURES_REQUEST => {
                 exact_len("features_request", b, HEADER_LEN)?;
                 Message::FeaturesRequest
             }
-            OFPT_FEATURES_REPLY => {
-                need("features_reply", b, FEATURES_REPLY_LEN)?;
-                let ports_bytes = &b[FEATURES_REPLY_LEN..];
-                if !ports_bytes.len().is_multiple_of(PHY_PORT_LEN) {
-                    return Err(WireError::BadLength {
-                        what: "features_reply ports",
-                        length: ports_bytes.len(),
-                        have: ports_bytes.len(),
-                    });
-                }
-                Message::FeaturesReply(SwitchFeatures {
-                    datapath_id: be64(b, 8),
-                    n_buffers: be32(b, 16),
-                    n_tables: b[20],
-                    capabilities: be32(b, 24),
-                    actions: be32(b, 28),
-                    ports: ports_bytes
-                        .chunks_exact(PHY_PORT_LEN)
-                        .map(PhyPort::parse)
-                        .collect(),
-                })
-            }
+            OFPT_FEATURES_REPLY => Message::FeaturesReply(SwitchFeatures::parse(b)?),
             OFPT_GET_CONFIG_REQUEST => {
                 exact_len("get_config_request", b, HEADER_LEN)?;
                 Message::GetConfigRequest
             }
             t @ (OFPT_GET_CONFIG_REPLY | OFPT_SET_CONFIG) => {
-                exact_len("switch_config", b, 12)?;
+                let (flags, miss_send_len) = common::parse_switch_config(b)?;
                 let c = SwitchConfig {
-                    flags: be16(b, 8),
-                    miss_send_len: be16(b, 10),
+                    flags,
+                    miss_send_len,
                 };
                 if t == OFPT_SET_CONFIG {
                     Message::SetConfig(c)
@@ -684,31 +693,8 @@ impl Repr {
                     Message::GetConfigReply(c)
                 }
             }
-            OFPT_PACKET_IN => {
-                let v = PacketInView::new_checked(b)?;
-                Message::PacketIn(PacketIn {
-                    buffer_id: v.buffer_id(),
-                    total_len: v.total_len(),
-                    in_port: v.in_port(),
-                    reason: v.reason(),
-                    data: v.data().to_vec(),
-                })
-            }
-            OFPT_FLOW_MOD => {
-                let v = FlowModView::new_checked(b)?;
-                Message::FlowMod(FlowMod {
-                    match_: Match::parse(v.match_bytes())?,
-                    cookie: v.cookie(),
-                    command: v.command(),
-                    idle_timeout: v.idle_timeout(),
-                    hard_timeout: v.hard_timeout(),
-                    priority: v.priority(),
-                    buffer_id: v.buffer_id(),
-                    out_port: v.out_port(),
-                    flags: v.flags(),
-                    actions: parse_actions(v.actions())?,
-                })
-            }
+            OFPT_PACKET_IN => Message::PacketIn(PacketIn::parse(b)?),
+            OFPT_FLOW_MOD => Message::FlowMod(FlowMod::parse(b)?),
             OFPT_PACKET_OUT => {
                 let v = PacketOutView::new_checked(b)?;
                 Message::PacketOut(PacketOut {
@@ -727,36 +713,28 @@ impl Repr {
                 Message::BarrierReply
             }
             OFPT_STATS_REQUEST => {
-                need("stats_request", b, 12)?;
-                let stats_type = be16(b, 8);
-                if stats_type == OFPST_DESC && b.len() != 12 {
-                    return Err(WireError::BadLength {
-                        what: "desc stats_request",
-                        length: b.len(),
-                        have: 12,
-                    });
-                }
+                let (stats_type, flags, rest) =
+                    common::parse_stats_header("stats_request", b, STATS_LEN)?;
+                let desc = stats_type == OFPST_DESC;
+                common::empty_request("desc stats_request", b, STATS_LEN, desc)?;
                 Message::StatsRequest {
                     stats_type,
-                    flags: be16(b, 10),
-                    body: b[12..].to_vec(),
+                    flags,
+                    body: rest.to_vec(),
                 }
             }
             OFPT_STATS_REPLY => {
-                need("stats_reply", b, 12)?;
-                let stats_type = be16(b, 8);
+                let (stats_type, flags, rest) =
+                    common::parse_stats_header("stats_reply", b, STATS_LEN)?;
                 let body = if stats_type == OFPST_DESC {
-                    StatsBody::Desc(DescStats::parse(&b[12..])?)
+                    StatsBody::Desc(DescStats::parse(rest)?)
                 } else {
                     StatsBody::Other {
                         stats_type,
-                        body: b[12..].to_vec(),
+                        body: rest.to_vec(),
                     }
                 };
-                Message::StatsReply {
-                    flags: be16(b, 10),
-                    body,
-                }
+                Message::StatsReply { flags, body }
             }
             t => Message::Other {
                 msg_type: t,
@@ -777,11 +755,7 @@ impl Repr {
                 err_type,
                 code,
                 data,
-            } => {
-                out.extend_from_slice(&err_type.to_be_bytes());
-                out.extend_from_slice(&code.to_be_bytes());
-                out.extend_from_slice(data);
-            }
+            } => common::emit_error(out, *err_type, *code, data),
             Message::Vendor { vendor, data } => {
                 out.extend_from_slice(&vendor.to_be_bytes());
                 out.extend_from_slice(data);
@@ -801,8 +775,7 @@ impl Repr {
                 }
             }
             Message::GetConfigReply(c) | Message::SetConfig(c) => {
-                out.extend_from_slice(&c.flags.to_be_bytes());
-                out.extend_from_slice(&c.miss_send_len.to_be_bytes());
+                common::emit_switch_config(out, c.flags, c.miss_send_len)
             }
             Message::PacketIn(p) => {
                 out.extend_from_slice(&p.buffer_id.to_be_bytes());
@@ -836,19 +809,16 @@ impl Repr {
                 stats_type,
                 body,
             } => {
-                out.extend_from_slice(&stats_type.to_be_bytes());
-                out.extend_from_slice(&flags.to_be_bytes());
+                common::emit_stats_header(out, *stats_type, *flags, 0);
                 out.extend_from_slice(body);
             }
             Message::StatsReply { flags, body } => match body {
                 StatsBody::Desc(d) => {
-                    out.extend_from_slice(&OFPST_DESC.to_be_bytes());
-                    out.extend_from_slice(&flags.to_be_bytes());
+                    common::emit_stats_header(out, OFPST_DESC, *flags, 0);
                     d.emit(out);
                 }
                 StatsBody::Other { stats_type, body } => {
-                    out.extend_from_slice(&stats_type.to_be_bytes());
-                    out.extend_from_slice(&flags.to_be_bytes());
+                    common::emit_stats_header(out, *stats_type, *flags, 0);
                     out.extend_from_slice(body);
                 }
             },
@@ -907,25 +877,30 @@ impl FlowModTemplate {
     /// Write the exact-match flow_mod answering `pi` into `out[..80]`.
     #[inline]
     pub fn write(&self, out: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
+        use field::matching as f;
+        // The match's fields, from the start of the message.
+        const M: usize = field::flow_mod::MATCH.start;
+        let shift = |r: core::ops::Range<usize>| M + r.start..M + r.end;
         let o = &mut out[..FLOW_MOD_TEMPLATE_LEN];
         o.copy_from_slice(&self.bytes);
-        put32(o, 4, xid);
+        put32(o, common_field::XID, xid);
         let in_port = pi.in_port();
-        put16(o, 12, in_port);
+        put16(o, M + f::IN_PORT, in_port);
         let k = FlowKey::extract(pi.data()).unwrap_or_default();
-        o[14..20].copy_from_slice(&k.dl_src);
-        o[20..26].copy_from_slice(&k.dl_dst);
-        put16(o, 26, k.dl_vlan);
-        o[28] = k.dl_vlan_pcp;
-        put16(o, 30, k.dl_type);
-        o[32] = k.nw_tos;
-        o[33] = k.nw_proto;
-        put32(o, 36, k.nw_src);
-        put32(o, 40, k.nw_dst);
-        put16(o, 44, k.tp_src);
-        put16(o, 46, k.tp_dst);
-        put32(o, 64, pi.buffer_id());
-        put16(o, FLOW_MOD_LEN + 4, in_port.wrapping_add(1));
+        o[shift(f::DL_SRC)].copy_from_slice(&k.dl_src);
+        o[shift(f::DL_DST)].copy_from_slice(&k.dl_dst);
+        put16(o, M + f::DL_VLAN, k.dl_vlan);
+        o[M + f::DL_VLAN_PCP] = k.dl_vlan_pcp;
+        put16(o, M + f::DL_TYPE, k.dl_type);
+        o[M + f::NW_TOS] = k.nw_tos;
+        o[M + f::NW_PROTO] = k.nw_proto;
+        put32(o, M + f::NW_SRC, k.nw_src);
+        put32(o, M + f::NW_DST, k.nw_dst);
+        put16(o, M + f::TP_SRC, k.tp_src);
+        put16(o, M + f::TP_DST, k.tp_dst);
+        put32(o, field::flow_mod::BUFFER_ID, pi.buffer_id());
+        let port = FLOW_MOD_LEN + common_field::OUTPUT_PORT;
+        put16(o, port, in_port.wrapping_add(1));
     }
 }
 

@@ -10,28 +10,21 @@
 //! is left before it is used. Seed: cbench-trema-speedup ("beyond cbench:
 //! OpenFlow 1.3").
 
+use super::common::{self, emit_tlv, exact_len, field as common_field, finish_len, push_header};
 use super::frame::{FlowKey, ETH_TYPE_ARP, ETH_TYPE_IPV4, VLAN_NONE};
-use super::of10::DescStats;
 use super::{
-    be16, be32, be64, cstr, finish_len, need, push_header, put_cstr, Header, Result, WireError,
-    HEADER_LEN, OFP13_VERSION,
+    be16, be32, be64, cstr, need, put16, put32, put_cstr, Header, Result, WireError, HEADER_LEN,
+    OFP13_VERSION,
 };
 
-pub const OFPT_HELLO: u8 = 0;
-pub const OFPT_ERROR: u8 = 1;
-pub const OFPT_ECHO_REQUEST: u8 = 2;
-pub const OFPT_ECHO_REPLY: u8 = 3;
+pub use super::common::{
+    parse_hello_elements, DescStats, HelloElement, OFPAT_OUTPUT, OFPHET_VERSIONBITMAP,
+    OFPT_ECHO_REPLY, OFPT_ECHO_REQUEST, OFPT_ERROR, OFPT_FEATURES_REPLY, OFPT_FEATURES_REQUEST,
+    OFPT_FLOW_MOD, OFPT_FLOW_REMOVED, OFPT_GET_CONFIG_REPLY, OFPT_GET_CONFIG_REQUEST, OFPT_HELLO,
+    OFPT_PACKET_IN, OFPT_PACKET_OUT, OFPT_PORT_STATUS, OFPT_SET_CONFIG,
+};
+
 pub const OFPT_EXPERIMENTER: u8 = 4;
-pub const OFPT_FEATURES_REQUEST: u8 = 5;
-pub const OFPT_FEATURES_REPLY: u8 = 6;
-pub const OFPT_GET_CONFIG_REQUEST: u8 = 7;
-pub const OFPT_GET_CONFIG_REPLY: u8 = 8;
-pub const OFPT_SET_CONFIG: u8 = 9;
-pub const OFPT_PACKET_IN: u8 = 10;
-pub const OFPT_FLOW_REMOVED: u8 = 11;
-pub const OFPT_PORT_STATUS: u8 = 12;
-pub const OFPT_PACKET_OUT: u8 = 13;
-pub const OFPT_FLOW_MOD: u8 = 14;
 pub const OFPT_MULTIPART_REQUEST: u8 = 18;
 pub const OFPT_MULTIPART_REPLY: u8 = 19;
 pub const OFPT_BARRIER_REQUEST: u8 = 20;
@@ -51,7 +44,6 @@ pub const OFPG_ANY: u32 = 0xffff_ffff;
 pub const OFPMP_DESC: u16 = 0;
 pub const OFPMP_PORT_DESC: u16 = 13;
 
-pub const OFPHET_VERSIONBITMAP: u16 = 1;
 pub const OFPMT_OXM: u16 = 1;
 pub const OFPXMC_OPENFLOW_BASIC: u16 = 0x8000;
 
@@ -59,7 +51,6 @@ pub const OFPIT_GOTO_TABLE: u16 = 1;
 pub const OFPIT_WRITE_ACTIONS: u16 = 3;
 pub const OFPIT_APPLY_ACTIONS: u16 = 4;
 pub const OFPIT_CLEAR_ACTIONS: u16 = 5;
-pub const OFPAT_OUTPUT: u16 = 0;
 
 /// `OFPVID_PRESENT`: set in `vlan_vid` when the frame has a tag.
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -70,7 +61,84 @@ pub const PACKET_IN_FIXED: usize = 24;
 pub const FLOW_MOD_FIXED: usize = 48;
 pub const PACKET_OUT_LEN: usize = 24;
 pub const MULTIPART_LEN: usize = 16;
+/// Zero bytes after a multipart message's type and flags.
+const MULTIPART_PAD: usize = MULTIPART_LEN - common_field::STATS_FLAGS - 2;
 pub const PORT_LEN: usize = 64;
+pub const ACTION_OUTPUT_LEN: usize = 16;
+
+/// Byte offsets of the 1.3 layouts, each named once: from the start of
+/// the message, or of the match, OXM, port, action or instruction for
+/// those.
+mod field {
+    use core::ops::Range;
+
+    pub mod packet_in {
+        pub const REASON: usize = 14;
+        pub const TABLE_ID: usize = 15;
+        pub const COOKIE: usize = 16;
+    }
+    pub mod flow_mod {
+        pub const COOKIE: usize = 8;
+        pub const COOKIE_MASK: usize = 16;
+        pub const TABLE_ID: usize = 24;
+        pub const COMMAND: usize = 25;
+        pub const IDLE_TIMEOUT: usize = 26;
+        pub const HARD_TIMEOUT: usize = 28;
+        pub const PRIORITY: usize = 30;
+        pub const BUFFER_ID: usize = 32;
+        pub const OUT_PORT: usize = 36;
+        pub const OUT_GROUP: usize = 40;
+        pub const FLAGS: usize = 44;
+    }
+    pub mod packet_out {
+        pub const IN_PORT: usize = 12;
+        pub const ACTIONS_LEN: usize = 16;
+    }
+    pub mod features {
+        pub const AUXILIARY_ID: usize = 21;
+    }
+    pub mod experimenter {
+        pub const EXP_TYPE: usize = 12;
+        pub const DATA: usize = 16;
+    }
+    /// `ofp_match`, from its start.
+    pub mod matching {
+        pub const TYPE: usize = 0;
+        pub const LENGTH: usize = 2;
+        pub const OXMS: usize = 4;
+    }
+    /// An OXM TLV, from its start.
+    pub mod oxm {
+        pub const CLASS: usize = 0;
+        pub const FIELD: usize = 2;
+        pub const LENGTH: usize = 3;
+        pub const VALUE: usize = 4;
+    }
+    /// `ofp_port`, from its start.
+    pub mod port {
+        use super::Range;
+        pub const PORT_NO: usize = 0;
+        pub const HW_ADDR: Range<usize> = 8..14;
+        pub const NAME: Range<usize> = 16..32;
+        pub const CONFIG: usize = 32;
+        pub const STATE: usize = 36;
+        pub const CURR: usize = 40;
+        pub const ADVERTISED: usize = 44;
+        pub const SUPPORTED: usize = 48;
+        pub const PEER: usize = 52;
+        pub const CURR_SPEED: usize = 56;
+        pub const MAX_SPEED: usize = 60;
+    }
+    /// `ofp_action_output`, from its start (the port is common).
+    pub mod output {
+        pub const MAX_LEN: usize = 8;
+    }
+    /// An instruction, from its start.
+    pub mod instruction {
+        pub const TABLE_ID: usize = 4;
+        pub const ACTIONS: usize = 8;
+    }
+}
 
 // OXM field numbers (OFPXMT_OFB_*).
 pub const OXM_IN_PORT: u8 = 0;
@@ -157,21 +225,27 @@ impl Match {
         self.unpadded_len().div_ceil(8) * 8
     }
     fn unpadded_len(&self) -> usize {
-        4 + self.fields.iter().map(|f| 4 + f.value.len()).sum::<usize>()
+        field::matching::OXMS
+            + self
+                .fields
+                .iter()
+                .map(|f| field::oxm::VALUE + f.value.len())
+                .sum::<usize>()
     }
 
     /// Parse a match at the start of `b`; returns it and its padded length.
     pub fn parse(b: &[u8]) -> Result<(Match, usize)> {
-        need("ofp_match", b, 4)?;
-        if be16(b, 0) != OFPMT_OXM {
+        use field::{matching as m, oxm as o};
+        need("ofp_match", b, m::OXMS)?;
+        if be16(b, m::TYPE) != OFPMT_OXM {
             return Err(WireError::Malformed {
                 what: "ofp_match",
                 why: "type is not OFPMT_OXM",
             });
         }
-        let len = be16(b, 2) as usize;
+        let len = be16(b, m::LENGTH) as usize;
         let padded = len.div_ceil(8) * 8;
-        if len < 4 || padded > b.len() {
+        if len < m::OXMS || padded > b.len() {
             return Err(WireError::BadLength {
                 what: "ofp_match",
                 length: len,
@@ -179,18 +253,18 @@ impl Match {
             });
         }
         let mut fields = Vec::new();
-        let mut rest = &b[4..len];
+        let mut rest = &b[m::OXMS..len];
         while !rest.is_empty() {
-            need("oxm header", rest, 4)?;
-            let class = be16(rest, 0);
-            let field = rest[2] >> 1;
-            let has_mask = rest[2] & 1 == 1;
-            let plen = rest[3] as usize;
-            if 4 + plen > rest.len() {
+            need("oxm header", rest, o::VALUE)?;
+            let class = be16(rest, o::CLASS);
+            let field = rest[o::FIELD] >> 1;
+            let has_mask = rest[o::FIELD] & 1 == 1;
+            let plen = rest[o::LENGTH] as usize;
+            if o::VALUE + plen > rest.len() {
                 return Err(WireError::BadLength {
                     what: "oxm",
                     length: plen,
-                    have: rest.len() - 4,
+                    have: rest.len() - o::VALUE,
                 });
             }
             if class == OFPXMC_OPENFLOW_BASIC {
@@ -209,9 +283,9 @@ impl Match {
                 class,
                 field,
                 has_mask,
-                value: rest[4..4 + plen].to_vec(),
+                value: rest[o::VALUE..o::VALUE + plen].to_vec(),
             });
-            rest = &rest[4 + plen..];
+            rest = &rest[o::VALUE + plen..];
         }
         Ok((Match { fields }, padded))
     }
@@ -295,62 +369,36 @@ pub enum Action {
 impl Action {
     fn len(&self) -> usize {
         match self {
-            Action::Output { .. } => 16,
-            Action::Other { body, .. } => 4 + body.len(),
+            Action::Output { .. } => ACTION_OUTPUT_LEN,
+            Action::Other { body, .. } => common_field::TLV_BODY + body.len(),
         }
     }
     fn emit(&self, out: &mut Vec<u8>) {
         match self {
             Action::Output { port, max_len } => {
                 out.extend_from_slice(&OFPAT_OUTPUT.to_be_bytes());
-                out.extend_from_slice(&16u16.to_be_bytes());
+                out.extend_from_slice(&(ACTION_OUTPUT_LEN as u16).to_be_bytes());
                 out.extend_from_slice(&port.to_be_bytes());
                 out.extend_from_slice(&max_len.to_be_bytes());
                 out.extend_from_slice(&[0; 6]);
             }
-            Action::Other { action_type, body } => {
-                out.extend_from_slice(&action_type.to_be_bytes());
-                out.extend_from_slice(&((4 + body.len()) as u16).to_be_bytes());
-                out.extend_from_slice(body);
-            }
+            Action::Other { action_type, body } => emit_tlv(out, *action_type, body),
         }
     }
 }
 
-pub fn parse_actions(mut b: &[u8]) -> Result<Vec<Action>> {
-    let mut v = Vec::new();
-    while !b.is_empty() {
-        need("ofp_action_header", b, 4)?;
-        let ty = be16(b, 0);
-        let len = be16(b, 2) as usize;
-        if len < 8 || !len.is_multiple_of(8) || len > b.len() {
-            return Err(WireError::BadLength {
-                what: "ofp_action_header",
-                length: len,
-                have: b.len(),
-            });
-        }
-        if ty == OFPAT_OUTPUT {
-            if len != 16 {
-                return Err(WireError::BadLength {
-                    what: "ofp_action_output",
-                    length: len,
-                    have: b.len(),
-                });
-            }
-            v.push(Action::Output {
-                port: be32(b, 4),
-                max_len: be16(b, 8),
-            });
-        } else {
-            v.push(Action::Other {
-                action_type: ty,
-                body: b[4..len].to_vec(),
-            });
-        }
-        b = &b[len..];
-    }
-    Ok(v)
+/// Parse an action list; each action's length must be a non-zero multiple
+/// of 8 that fits in what is left.
+pub fn parse_actions(b: &[u8]) -> Result<Vec<Action>> {
+    common::parse_action_list(
+        b,
+        ACTION_OUTPUT_LEN,
+        |a| Action::Output {
+            port: be32(a, common_field::OUTPUT_PORT),
+            max_len: be16(a, field::output::MAX_LEN),
+        },
+        |action_type, body| Action::Other { action_type, body },
+    )
 }
 
 /// One instruction of a flow_mod.
@@ -367,110 +415,48 @@ impl Instruction {
     fn emit(&self, out: &mut Vec<u8>) {
         let start = out.len();
         let (ty, acts): (u16, Option<&Vec<Action>>) = match self {
-            Instruction::GotoTable(t) => {
-                out.extend_from_slice(&OFPIT_GOTO_TABLE.to_be_bytes());
-                out.extend_from_slice(&8u16.to_be_bytes());
-                out.extend_from_slice(&[*t, 0, 0, 0]);
-                return;
-            }
-            Instruction::Other { inst_type, body } => {
-                out.extend_from_slice(&inst_type.to_be_bytes());
-                out.extend_from_slice(&((4 + body.len()) as u16).to_be_bytes());
-                out.extend_from_slice(body);
-                return;
-            }
+            Instruction::GotoTable(t) => return emit_tlv(out, OFPIT_GOTO_TABLE, &[*t, 0, 0, 0]),
+            Instruction::Other { inst_type, body } => return emit_tlv(out, *inst_type, body),
             Instruction::ClearActions => (OFPIT_CLEAR_ACTIONS, None),
             Instruction::WriteActions(a) => (OFPIT_WRITE_ACTIONS, Some(a)),
             Instruction::ApplyActions(a) => (OFPIT_APPLY_ACTIONS, Some(a)),
         };
         let alen: usize = acts.map(|a| a.iter().map(Action::len).sum()).unwrap_or(0);
+        let len = field::instruction::ACTIONS + alen;
         out.extend_from_slice(&ty.to_be_bytes());
-        out.extend_from_slice(&((8 + alen) as u16).to_be_bytes());
+        out.extend_from_slice(&(len as u16).to_be_bytes());
         out.extend_from_slice(&[0; 4]);
         if let Some(a) = acts {
             for x in a {
                 x.emit(out);
             }
         }
-        debug_assert_eq!(out.len() - start, 8 + alen);
+        debug_assert_eq!(out.len() - start, len);
     }
 }
 
-pub fn parse_instructions(mut b: &[u8]) -> Result<Vec<Instruction>> {
-    let mut v = Vec::new();
-    while !b.is_empty() {
-        need("ofp_instruction", b, 4)?;
-        let ty = be16(b, 0);
-        let len = be16(b, 2) as usize;
-        if len < 8 || !len.is_multiple_of(8) || len > b.len() {
-            return Err(WireError::BadLength {
-                what: "ofp_instruction",
-                length: len,
-                have: b.len(),
-            });
-        }
-        let body = &b[..len];
-        v.push(match ty {
-            OFPIT_GOTO_TABLE if len == 8 => Instruction::GotoTable(body[4]),
-            OFPIT_WRITE_ACTIONS => Instruction::WriteActions(parse_actions(&body[8..])?),
-            OFPIT_APPLY_ACTIONS => Instruction::ApplyActions(parse_actions(&body[8..])?),
-            OFPIT_CLEAR_ACTIONS if len == 8 => Instruction::ClearActions,
-            _ => Instruction::Other {
-                inst_type: ty,
-                body: body[4..].to_vec(),
-            },
-        });
-        b = &b[len..];
-    }
-    Ok(v)
-}
-
-/// An element of a hello message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HelloElement {
-    /// Bitmaps of supported versions: bit n of word i = version 32*i+n.
-    VersionBitmap(Vec<u32>),
-    Other {
-        elem_type: u16,
-        body: Vec<u8>,
-    },
-}
-
-/// Parse hello elements (the body after the header, any version).
-pub fn parse_hello_elements(mut b: &[u8]) -> Result<Vec<HelloElement>> {
-    let mut v = Vec::new();
-    while !b.is_empty() {
-        need("ofp_hello_elem_header", b, 4)?;
-        let ty = be16(b, 0);
-        let len = be16(b, 2) as usize;
-        if len < 4 || len > b.len() {
-            return Err(WireError::BadLength {
-                what: "ofp_hello_elem_header",
-                length: len,
-                have: b.len(),
-            });
-        }
-        let body = &b[4..len];
-        v.push(if ty == OFPHET_VERSIONBITMAP {
-            if !body.len().is_multiple_of(4) {
-                return Err(WireError::BadLength {
-                    what: "hello version bitmap",
-                    length: body.len(),
-                    have: body.len(),
-                });
-            }
-            HelloElement::VersionBitmap(body.chunks_exact(4).map(|c| be32(c, 0)).collect())
-        } else {
-            HelloElement::Other {
-                elem_type: ty,
-                body: body.to_vec(),
-            }
-        });
-        // Elements are padded to 8 bytes; tolerate a missing final pad.
-        let padded = (len.div_ceil(8) * 8).min(b.len());
-        b = &b[padded..];
-    }
-    Ok(v)
+pub fn parse_instructions(b: &[u8]) -> Result<Vec<Instruction>> {
+    use field::instruction as f;
+    common::walk_tlvs("ofp_instruction", b)
+        .map(|t| {
+            let t = t?;
+            let (bytes, bare) = (t.bytes, t.bytes.len() == f::ACTIONS);
+            Ok(match t.tlv_type {
+                OFPIT_GOTO_TABLE if bare => Instruction::GotoTable(bytes[f::TABLE_ID]),
+                OFPIT_WRITE_ACTIONS => {
+                    Instruction::WriteActions(parse_actions(&bytes[f::ACTIONS..])?)
+                }
+                OFPIT_APPLY_ACTIONS => {
+                    Instruction::ApplyActions(parse_actions(&bytes[f::ACTIONS..])?)
+                }
+                OFPIT_CLEAR_ACTIONS if bare => Instruction::ClearActions,
+                inst_type => Instruction::Other {
+                    inst_type,
+                    body: t.body().to_vec(),
+                },
+            })
+        })
+        .collect()
 }
 
 /// Version negotiation (OpenFlow 1.3.1 §6.3.1): given the peer's hello
@@ -521,20 +507,21 @@ pub struct Port {
 
 impl Port {
     fn parse(b: &[u8]) -> Port {
+        use field::port as f;
         let mut hw = [0u8; 6];
-        hw.copy_from_slice(&b[8..14]);
+        hw.copy_from_slice(&b[f::HW_ADDR]);
         Port {
-            port_no: be32(b, 0),
+            port_no: be32(b, f::PORT_NO),
             hw_addr: hw,
-            name: cstr(&b[16..32]),
-            config: be32(b, 32),
-            state: be32(b, 36),
-            curr: be32(b, 40),
-            advertised: be32(b, 44),
-            supported: be32(b, 48),
-            peer: be32(b, 52),
-            curr_speed: be32(b, 56),
-            max_speed: be32(b, 60),
+            name: cstr(&b[f::NAME]),
+            config: be32(b, f::CONFIG),
+            state: be32(b, f::STATE),
+            curr: be32(b, f::CURR),
+            advertised: be32(b, f::ADVERTISED),
+            supported: be32(b, f::SUPPORTED),
+            peer: be32(b, f::PEER),
+            curr_speed: be32(b, f::CURR_SPEED),
+            max_speed: be32(b, f::MAX_SPEED),
         }
     }
     fn emit(&self, out: &mut Vec<u8>) {
@@ -542,7 +529,7 @@ impl Port {
         out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(&self.hw_addr);
         out.extend_from_slice(&[0; 2]);
-        put_cstr(out, &self.name, 16);
+        put_cstr(out, &self.name, field::port::NAME.len());
         for v in [
             self.config,
             self.state,
@@ -567,6 +554,19 @@ pub struct SwitchFeatures {
     pub capabilities: u32,
 }
 
+impl SwitchFeatures {
+    fn parse(b: &[u8]) -> Result<SwitchFeatures> {
+        exact_len("features_reply", b, FEATURES_REPLY_LEN)?;
+        Ok(SwitchFeatures {
+            datapath_id: be64(b, common_field::DATAPATH_ID),
+            n_buffers: be32(b, common_field::N_BUFFERS),
+            n_tables: b[common_field::N_TABLES],
+            auxiliary_id: b[field::features::AUXILIARY_ID],
+            capabilities: be32(b, common_field::CAPABILITIES),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PacketIn {
     pub buffer_id: u32,
@@ -576,6 +576,22 @@ pub struct PacketIn {
     pub cookie: u64,
     pub match_: Match,
     pub data: Vec<u8>,
+}
+
+impl PacketIn {
+    fn parse(b: &[u8]) -> Result<PacketIn> {
+        let v = PacketInView::new_checked(b)?;
+        let (m, _) = Match::parse(v.match_bytes())?;
+        Ok(PacketIn {
+            buffer_id: v.buffer_id(),
+            total_len: v.total_len(),
+            reason: v.reason(),
+            table_id: v.table_id(),
+            cookie: v.cookie(),
+            match_: m,
+            data: v.data().to_vec(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -595,6 +611,29 @@ pub struct FlowMod {
     pub instructions: Vec<Instruction>,
 }
 
+impl FlowMod {
+    fn parse(b: &[u8]) -> Result<FlowMod> {
+        use field::flow_mod as f;
+        need("flow_mod", b, FLOW_MOD_FIXED + 8)?;
+        let (m, mlen) = Match::parse(&b[FLOW_MOD_FIXED..])?;
+        Ok(FlowMod {
+            cookie: be64(b, f::COOKIE),
+            cookie_mask: be64(b, f::COOKIE_MASK),
+            table_id: b[f::TABLE_ID],
+            command: b[f::COMMAND],
+            idle_timeout: be16(b, f::IDLE_TIMEOUT),
+            hard_timeout: be16(b, f::HARD_TIMEOUT),
+            priority: be16(b, f::PRIORITY),
+            buffer_id: be32(b, f::BUFFER_ID),
+            out_port: be32(b, f::OUT_PORT),
+            out_group: be32(b, f::OUT_GROUP),
+            flags: be16(b, f::FLAGS),
+            match_: m,
+            instructions: parse_instructions(&b[FLOW_MOD_FIXED + mlen..])?,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PacketOut {
     pub buffer_id: u32,
@@ -603,11 +642,43 @@ pub struct PacketOut {
     pub data: Vec<u8>,
 }
 
+impl PacketOut {
+    fn parse(b: &[u8]) -> Result<PacketOut> {
+        let at = field::packet_out::ACTIONS_LEN;
+        let alen = common::packet_out_actions_len(b, PACKET_OUT_LEN, at)?;
+        let data = PACKET_OUT_LEN + alen;
+        Ok(PacketOut {
+            buffer_id: be32(b, common_field::BUFFER_ID),
+            in_port: be32(b, field::packet_out::IN_PORT),
+            actions: parse_actions(&b[PACKET_OUT_LEN..data])?,
+            data: b[data..].to_vec(),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MultipartBody {
     Desc(DescStats),
     PortDesc(Vec<Port>),
     Other { mp_type: u16, body: Vec<u8> },
+}
+
+impl MultipartBody {
+    fn parse(mp_type: u16, rest: &[u8]) -> Result<MultipartBody> {
+        Ok(match mp_type {
+            OFPMP_DESC => MultipartBody::Desc(DescStats::parse(rest)?),
+            OFPMP_PORT_DESC => MultipartBody::PortDesc(common::parse_records(
+                "port_desc reply",
+                rest,
+                PORT_LEN,
+                Port::parse,
+            )?),
+            _ => MultipartBody::Other {
+                mp_type,
+                body: rest.to_vec(),
+            },
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -687,17 +758,6 @@ pub struct Repr {
     pub msg: Message,
 }
 
-fn exact_len(what: &'static str, b: &[u8], n: usize) -> Result<()> {
-    if b.len() != n {
-        return Err(WireError::BadLength {
-            what,
-            length: b.len(),
-            have: n,
-        });
-    }
-    Ok(())
-}
-
 /// Checked view of a 1.3 packet_in: the match length is validated, so
 /// [`PacketInView::data`] and [`PacketInView::match_bytes`] are in range.
 #[derive(Debug, Clone, Copy)]
@@ -709,15 +769,13 @@ pub struct PacketInView<T: AsRef<[u8]>> {
 impl<T: AsRef<[u8]>> PacketInView<T> {
     pub fn new_checked(buffer: T) -> Result<Self> {
         let b = buffer.as_ref();
-        let h = Header::new_checked(b)?;
-        if h.version() != OFP13_VERSION {
-            return Err(WireError::BadVersion(h.version()));
-        }
+        Header::new_versioned(b, OFP13_VERSION)?;
         need("packet_in", b, PACKET_IN_FIXED + 8)?;
-        let mlen = be16(b, PACKET_IN_FIXED + 2) as usize;
+        let mlen = be16(b, PACKET_IN_FIXED + field::matching::LENGTH) as usize;
         let padded = mlen.div_ceil(8) * 8;
+        // Two bytes of padding follow the match.
         let data_off = PACKET_IN_FIXED + padded + 2;
-        if mlen < 4 || data_off > b.len() {
+        if mlen < field::matching::OXMS || data_off > b.len() {
             return Err(WireError::BadLength {
                 what: "packet_in match",
                 length: mlen,
@@ -727,22 +785,22 @@ impl<T: AsRef<[u8]>> PacketInView<T> {
         Ok(PacketInView { buffer, data_off })
     }
     pub fn xid(&self) -> u32 {
-        be32(self.buffer.as_ref(), 4)
+        be32(self.buffer.as_ref(), common_field::XID)
     }
     pub fn buffer_id(&self) -> u32 {
-        be32(self.buffer.as_ref(), 8)
+        be32(self.buffer.as_ref(), common_field::BUFFER_ID)
     }
     pub fn total_len(&self) -> u16 {
-        be16(self.buffer.as_ref(), 12)
+        be16(self.buffer.as_ref(), common_field::TOTAL_LEN)
     }
     pub fn reason(&self) -> u8 {
-        self.buffer.as_ref()[14]
+        self.buffer.as_ref()[field::packet_in::REASON]
     }
     pub fn table_id(&self) -> u8 {
-        self.buffer.as_ref()[15]
+        self.buffer.as_ref()[field::packet_in::TABLE_ID]
     }
     pub fn cookie(&self) -> u64 {
-        be64(self.buffer.as_ref(), 16)
+        be64(self.buffer.as_ref(), field::packet_in::COOKIE)
     }
     pub fn match_bytes(&self) -> &[u8] {
         &self.buffer.as_ref()[PACKET_IN_FIXED..self.data_off - 2]
@@ -752,19 +810,22 @@ impl<T: AsRef<[u8]>> PacketInView<T> {
     }
     /// The `in_port` OXM, found without allocating.
     pub fn in_port(&self) -> Option<u32> {
+        use field::oxm as o;
         let m = self.match_bytes();
-        let len = (be16(m, 2) as usize).min(m.len());
-        let mut off = 4;
-        while off + 4 <= len {
-            let plen = m[off + 3] as usize;
-            if off + 4 + plen > len {
+        let len = (be16(m, field::matching::LENGTH) as usize).min(m.len());
+        let mut off = field::matching::OXMS;
+        while off + o::VALUE <= len {
+            let plen = m[off + o::LENGTH] as usize;
+            if off + o::VALUE + plen > len {
                 return None;
             }
-            if be16(m, off) == OFPXMC_OPENFLOW_BASIC && m[off + 2] == OXM_IN_PORT << 1 && plen == 4
+            if be16(m, off + o::CLASS) == OFPXMC_OPENFLOW_BASIC
+                && m[off + o::FIELD] == OXM_IN_PORT << 1
+                && plen == 4
             {
-                return Some(be32(m, off + 4));
+                return Some(be32(m, off + o::VALUE));
             }
-            off += 4 + plen;
+            off += o::VALUE + plen;
         }
         None
     }
@@ -776,53 +837,40 @@ impl Repr {
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Repr> {
-        let h = Header::new_checked(bytes)?;
-        if h.version() != OFP13_VERSION {
-            return Err(WireError::BadVersion(h.version()));
-        }
+        let h = Header::new_versioned(bytes, OFP13_VERSION)?;
         let b = bytes;
         let body = h.body();
         let msg = match h.msg_type() {
             OFPT_HELLO => Message::Hello(parse_hello_elements(body)?),
             OFPT_ERROR => {
-                need("error", b, 12)?;
+                let (err_type, code, data) = common::parse_error(b)?;
                 Message::Error {
-                    err_type: be16(b, 8),
-                    code: be16(b, 10),
-                    data: b[12..].to_vec(),
+                    err_type,
+                    code,
+                    data,
                 }
             }
             OFPT_ECHO_REQUEST => Message::EchoRequest(body.to_vec()),
             OFPT_ECHO_REPLY => Message::EchoReply(body.to_vec()),
             OFPT_EXPERIMENTER => {
-                need("experimenter", b, 16)?;
+                need("experimenter", b, field::experimenter::DATA)?;
                 Message::Experimenter {
-                    experimenter: be32(b, 8),
-                    exp_type: be32(b, 12),
-                    data: b[16..].to_vec(),
+                    experimenter: be32(b, common_field::VENDOR),
+                    exp_type: be32(b, field::experimenter::EXP_TYPE),
+                    data: b[field::experimenter::DATA..].to_vec(),
                 }
             }
             OFPT_FEATURES_REQUEST => {
                 exact_len("features_request", b, HEADER_LEN)?;
                 Message::FeaturesRequest
             }
-            OFPT_FEATURES_REPLY => {
-                exact_len("features_reply", b, FEATURES_REPLY_LEN)?;
-                Message::FeaturesReply(SwitchFeatures {
-                    datapath_id: be64(b, 8),
-                    n_buffers: be32(b, 16),
-                    n_tables: b[20],
-                    auxiliary_id: b[21],
-                    capabilities: be32(b, 24),
-                })
-            }
+            OFPT_FEATURES_REPLY => Message::FeaturesReply(SwitchFeatures::parse(b)?),
             OFPT_GET_CONFIG_REQUEST => {
                 exact_len("get_config_request", b, HEADER_LEN)?;
                 Message::GetConfigRequest
             }
             t @ (OFPT_GET_CONFIG_REPLY | OFPT_SET_CONFIG) => {
-                exact_len("switch_config", b, 12)?;
-                let (flags, miss_send_len) = (be16(b, 8), be16(b, 10));
+                let (flags, miss_send_len) = common::parse_switch_config(b)?;
                 if t == OFPT_SET_CONFIG {
                     Message::SetConfig {
                         flags,
@@ -835,99 +883,25 @@ impl Repr {
                     }
                 }
             }
-            OFPT_PACKET_IN => {
-                let v = PacketInView::new_checked(b)?;
-                let (m, _) = Match::parse(v.match_bytes())?;
-                Message::PacketIn(PacketIn {
-                    buffer_id: v.buffer_id(),
-                    total_len: v.total_len(),
-                    reason: v.reason(),
-                    table_id: v.table_id(),
-                    cookie: v.cookie(),
-                    match_: m,
-                    data: v.data().to_vec(),
-                })
-            }
-            OFPT_FLOW_MOD => {
-                need("flow_mod", b, FLOW_MOD_FIXED + 8)?;
-                let (m, mlen) = Match::parse(&b[FLOW_MOD_FIXED..])?;
-                Message::FlowMod(FlowMod {
-                    cookie: be64(b, 8),
-                    cookie_mask: be64(b, 16),
-                    table_id: b[24],
-                    command: b[25],
-                    idle_timeout: be16(b, 26),
-                    hard_timeout: be16(b, 28),
-                    priority: be16(b, 30),
-                    buffer_id: be32(b, 32),
-                    out_port: be32(b, 36),
-                    out_group: be32(b, 40),
-                    flags: be16(b, 44),
-                    match_: m,
-                    instructions: parse_instructions(&b[FLOW_MOD_FIXED + mlen..])?,
-                })
-            }
-            OFPT_PACKET_OUT => {
-                need("packet_out", b, PACKET_OUT_LEN)?;
-                let alen = be16(b, 16) as usize;
-                if PACKET_OUT_LEN + alen > b.len() {
-                    return Err(WireError::BadLength {
-                        what: "packet_out actions_len",
-                        length: alen,
-                        have: b.len() - PACKET_OUT_LEN,
-                    });
-                }
-                Message::PacketOut(PacketOut {
-                    buffer_id: be32(b, 8),
-                    in_port: be32(b, 12),
-                    actions: parse_actions(&b[PACKET_OUT_LEN..PACKET_OUT_LEN + alen])?,
-                    data: b[PACKET_OUT_LEN + alen..].to_vec(),
-                })
-            }
+            OFPT_PACKET_IN => Message::PacketIn(PacketIn::parse(b)?),
+            OFPT_FLOW_MOD => Message::FlowMod(FlowMod::parse(b)?),
+            OFPT_PACKET_OUT => Message::PacketOut(PacketOut::parse(b)?),
             OFPT_MULTIPART_REQUEST => {
-                need("multipart_request", b, MULTIPART_LEN)?;
-                let mp_type = be16(b, 8);
-                if (mp_type == OFPMP_DESC || mp_type == OFPMP_PORT_DESC) && b.len() != MULTIPART_LEN
-                {
-                    return Err(WireError::BadLength {
-                        what: "multipart_request body",
-                        length: b.len(),
-                        have: MULTIPART_LEN,
-                    });
-                }
+                let (mp_type, flags, rest) =
+                    common::parse_stats_header("multipart_request", b, MULTIPART_LEN)?;
+                let bodiless = mp_type == OFPMP_DESC || mp_type == OFPMP_PORT_DESC;
+                common::empty_request("multipart_request body", b, MULTIPART_LEN, bodiless)?;
                 Message::MultipartRequest {
                     mp_type,
-                    flags: be16(b, 10),
-                    body: b[MULTIPART_LEN..].to_vec(),
+                    flags,
+                    body: rest.to_vec(),
                 }
             }
             OFPT_MULTIPART_REPLY => {
-                need("multipart_reply", b, MULTIPART_LEN)?;
-                let mp_type = be16(b, 8);
-                let rest = &b[MULTIPART_LEN..];
-                let body = match mp_type {
-                    OFPMP_DESC => MultipartBody::Desc(DescStats::parse(rest)?),
-                    OFPMP_PORT_DESC => {
-                        if !rest.len().is_multiple_of(PORT_LEN) {
-                            return Err(WireError::BadLength {
-                                what: "port_desc reply",
-                                length: rest.len(),
-                                have: rest.len(),
-                            });
-                        }
-                        MultipartBody::PortDesc(
-                            rest.chunks_exact(PORT_LEN).map(Port::parse).collect(),
-                        )
-                    }
-                    _ => MultipartBody::Other {
-                        mp_type,
-                        body: rest.to_vec(),
-                    },
-                };
-                Message::MultipartReply {
-                    flags: be16(b, 10),
-                    body,
-                }
+                let (mp_type, flags, rest) =
+                    common::parse_stats_header("multipart_reply", b, MULTIPART_LEN)?;
+                let body = MultipartBody::parse(mp_type, rest)?;
+                Message::MultipartReply { flags, body }
             }
             OFPT_BARRIER_REQUEST => {
                 exact_len("barrier_request", b, HEADER_LEN)?;
@@ -948,36 +922,12 @@ impl Repr {
     pub fn emit(&self, out: &mut Vec<u8>) {
         let start = push_header(out, OFP13_VERSION, self.msg.msg_type(), self.xid);
         match &self.msg {
-            Message::Hello(els) => {
-                for e in els {
-                    let s = out.len();
-                    match e {
-                        HelloElement::VersionBitmap(bm) => {
-                            out.extend_from_slice(&OFPHET_VERSIONBITMAP.to_be_bytes());
-                            out.extend_from_slice(&((4 + 4 * bm.len()) as u16).to_be_bytes());
-                            for w in bm {
-                                out.extend_from_slice(&w.to_be_bytes());
-                            }
-                        }
-                        HelloElement::Other { elem_type, body } => {
-                            out.extend_from_slice(&elem_type.to_be_bytes());
-                            out.extend_from_slice(&((4 + body.len()) as u16).to_be_bytes());
-                            out.extend_from_slice(body);
-                        }
-                    }
-                    let padded = s + (out.len() - s).div_ceil(8) * 8;
-                    out.resize(padded, 0);
-                }
-            }
+            Message::Hello(els) => common::emit_hello_elements(out, els),
             Message::Error {
                 err_type,
                 code,
                 data,
-            } => {
-                out.extend_from_slice(&err_type.to_be_bytes());
-                out.extend_from_slice(&code.to_be_bytes());
-                out.extend_from_slice(data);
-            }
+            } => common::emit_error(out, *err_type, *code, data),
             Message::EchoRequest(d) | Message::EchoReply(d) => out.extend_from_slice(d),
             Message::Experimenter {
                 experimenter,
@@ -1006,10 +956,7 @@ impl Repr {
             | Message::SetConfig {
                 flags,
                 miss_send_len,
-            } => {
-                out.extend_from_slice(&flags.to_be_bytes());
-                out.extend_from_slice(&miss_send_len.to_be_bytes());
-            }
+            } => common::emit_switch_config(out, *flags, *miss_send_len),
             Message::PacketIn(p) => {
                 out.extend_from_slice(&p.buffer_id.to_be_bytes());
                 out.extend_from_slice(&p.total_len.to_be_bytes());
@@ -1052,9 +999,7 @@ impl Repr {
                 flags,
                 body,
             } => {
-                out.extend_from_slice(&mp_type.to_be_bytes());
-                out.extend_from_slice(&flags.to_be_bytes());
-                out.extend_from_slice(&[0; 4]);
+                common::emit_stats_header(out, *mp_type, *flags, MULTIPART_PAD);
                 out.extend_from_slice(body);
             }
             Message::MultipartReply { flags, body } => {
@@ -1063,9 +1008,7 @@ impl Repr {
                     MultipartBody::PortDesc(_) => OFPMP_PORT_DESC,
                     MultipartBody::Other { mp_type, .. } => *mp_type,
                 };
-                out.extend_from_slice(&ty.to_be_bytes());
-                out.extend_from_slice(&flags.to_be_bytes());
-                out.extend_from_slice(&[0; 4]);
+                common::emit_stats_header(out, ty, *flags, MULTIPART_PAD);
                 match body {
                     MultipartBody::Desc(d) => d.emit(out),
                     MultipartBody::PortDesc(ps) => {
@@ -1099,18 +1042,22 @@ pub fn write_exact_flow_mod(
     k: &FlowKey,
     buffer_id: u32,
 ) {
+    use field::flow_mod as f;
     let start = push_header(out, OFP13_VERSION, OFPT_FLOW_MOD, xid);
     // cookie, cookie_mask, table 0, ADD, idle 0, hard 0, priority 0x8000
-    let mut fixed = [0u8; FLOW_MOD_FIXED - HEADER_LEN];
-    fixed[22..24].copy_from_slice(&0x8000u16.to_be_bytes());
-    fixed[24..28].copy_from_slice(&buffer_id.to_be_bytes());
-    fixed[28..32].copy_from_slice(&OFPP_ANY.to_be_bytes());
-    fixed[32..36].copy_from_slice(&OFPG_ANY.to_be_bytes());
-    out.extend_from_slice(&fixed);
+    let mut fixed = [0u8; FLOW_MOD_FIXED];
+    put16(&mut fixed, f::PRIORITY, 0x8000);
+    put32(&mut fixed, f::BUFFER_ID, buffer_id);
+    put32(&mut fixed, f::OUT_PORT, OFPP_ANY);
+    put32(&mut fixed, f::OUT_GROUP, OFPG_ANY);
+    out.extend_from_slice(&fixed[HEADER_LEN..]);
     let m = out.len();
-    out.extend_from_slice(&[0, 1, 0, 0]);
+    // The match's type, and its length once its fields are written.
+    out.extend_from_slice(&OFPMT_OXM.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
     let oxm = |out: &mut Vec<u8>, field: u8, v: &[u8]| {
-        out.extend_from_slice(&[0x80, 0x00, field << 1, v.len() as u8]);
+        out.extend_from_slice(&OFPXMC_OPENFLOW_BASIC.to_be_bytes());
+        out.extend_from_slice(&[field << 1, v.len() as u8]);
         out.extend_from_slice(v);
     };
     oxm(out, OXM_IN_PORT, &in_port.to_be_bytes());
@@ -1147,12 +1094,18 @@ pub fn write_exact_flow_mod(
         _ => {}
     }
     let mlen = out.len() - m;
-    out[m + 2..m + 4].copy_from_slice(&(mlen as u16).to_be_bytes());
+    put16(out, m + field::matching::LENGTH, mlen as u16);
     out.resize(m + mlen.div_ceil(8) * 8, 0);
     // apply_actions(output in_port+1)
-    out.extend_from_slice(&[0, 4, 0, 24, 0, 0, 0, 0, 0, 0, 0, 16]);
-    out.extend_from_slice(&in_port.wrapping_add(1).to_be_bytes());
-    out.extend_from_slice(&[0; 8]);
+    let len = field::instruction::ACTIONS + ACTION_OUTPUT_LEN;
+    out.extend_from_slice(&OFPIT_APPLY_ACTIONS.to_be_bytes());
+    out.extend_from_slice(&(len as u16).to_be_bytes());
+    out.extend_from_slice(&[0; 4]);
+    Action::Output {
+        port: in_port.wrapping_add(1),
+        max_len: 0,
+    }
+    .emit(out);
     finish_len(out, start);
 }
 
