@@ -61,9 +61,14 @@ pub fn shm_path(name: &str) -> PathBuf {
 /// The parts of an artifact name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
+    /// The lab that made it (`ipc`, `pcap`, ...).
     pub lab: String,
+    /// The process that made it.
     pub pid: u32,
+    /// That process's start time (clock ticks since boot, `/proc/PID/stat`
+    /// field 22), so a reused pid is not taken for the owner.
     pub start: u64,
+    /// Sequence number within the process.
     pub seq: u32,
 }
 
@@ -107,8 +112,11 @@ pub fn owner_alive(p: &Parsed) -> bool {
 /// What `clean` did to one entry.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct CleanEntry {
+    /// The path of the entry.
     pub path: String,
+    /// The lab whose name it carries.
     pub lab: String,
+    /// The process that made it.
     pub pid: u32,
     /// `removed`, `live` (owner running: left alone), `would_remove`
     /// (dry run) or `error: ...`.
@@ -169,12 +177,14 @@ pub struct TempDir {
 }
 
 impl TempDir {
+    /// Creates a fresh private (0700) folder for `lab` under the temp dir.
     pub fn new(lab: &str) -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         let path = std::env::temp_dir().join(name(lab));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(TempDir { path })
     }
+    /// The folder's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

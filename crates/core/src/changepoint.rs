@@ -55,8 +55,11 @@ const SEED: u64 = 0x6368_616e_6765_7074; // "changept"
 /// One point of a series: a run's value and, when known, its interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Point {
+    /// The run's value.
     pub value: f64,
+    /// Lower end of its interval, when known.
     pub lo: Option<f64>,
+    /// Upper end of its interval, when known.
     pub hi: Option<f64>,
 }
 
@@ -131,11 +134,13 @@ pub struct ChangePoint {
     pub ratio: f64,
     /// 95% interval of the ratio.
     pub lo: f64,
+    /// Upper end of the 95% interval of the ratio.
     pub hi: f64,
     /// Permutation p-value of the split when it was accepted.
     pub p_value: f64,
     /// Points in the segments before and after.
     pub n_before: usize,
+    /// Points in the segment after.
     pub n_after: usize,
 }
 

@@ -353,9 +353,12 @@ mod tests {
 /// Cost of one way of reading the time.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadCost {
+    /// The way of reading (`rdtsc`, `rdtscp`, `lfence_rdtsc`,
+    /// `clock_gettime_monotonic`, ...).
     pub method: &'static str,
     /// Per-read cost over batches of 1000 reads.
     pub ns: crate::stats::Summary,
+    /// Median cost of one read in TSC ticks.
     pub ticks_median: f64,
 }
 

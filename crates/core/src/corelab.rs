@@ -106,8 +106,10 @@ pub const MAX_DELAY_SAMPLES: usize = 10_000_000;
 /// A delay request outside what [`delay_records`] measures.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum DelayArgError {
+    /// A requested delay outside 1 ns..=1 s.
     #[error("requested delay {0} ns is outside 1..=1000000000")]
     Request(u64),
+    /// A sample count outside 1..=10,000,000.
     #[error("--samples {0} is outside 1..=10000000")]
     Samples(usize),
 }

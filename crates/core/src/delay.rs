@@ -110,6 +110,7 @@ pub fn volatile_loop(n: u64) {
 /// The seed's empty-loop delay with a measured iterations-per-ns rate.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct VolatileLoop {
+    /// Loop iterations per nanosecond, measured by [`VolatileLoop::calibrate`].
     pub iters_per_ns: f64,
 }
 
@@ -142,12 +143,16 @@ impl VolatileLoop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DelayMethod {
+    /// Spin on the TSC until the deadline ([`SpinDelay`]).
     TscSpin,
+    /// Count down a volatile loop ([`VolatileLoop`], the seed's delay).
     VolatileLoop,
+    /// Sleep in `nanosleep` ([`nanosleep_ns`]).
     Nanosleep,
 }
 
 impl DelayMethod {
+    /// The method's name in records (`tsc_spin`, `volatile_loop`, `nanosleep`).
     pub fn name(&self) -> &'static str {
         match self {
             DelayMethod::TscSpin => "tsc_spin",
@@ -163,24 +168,32 @@ pub const DEFAULT_REQUESTS_NS: [u64; 8] = [10, 20, 50, 100, 1_000, 2_000, 4_000,
 /// Accuracy of one method at one requested delay.
 #[derive(Debug, Clone, Serialize)]
 pub struct DelayAccuracy {
+    /// How the delay was produced.
     pub method: DelayMethod,
+    /// The requested delay, ns.
     pub requested_ns: u64,
+    /// How many delays were timed.
     pub samples: usize,
     /// Measured delay, ns (cost of the timing reads subtracted).
     pub measured: Summary,
     /// median / requested − 1.
     pub median_error: f64,
+    /// Share of samples that were preempted (the thread lost its CPU during the
+    /// delay).
     pub preempted_share: f64,
 }
 
 /// The calibrated delay implementations, measured once.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Delays {
+    /// The TSC spin, with its fixed cost.
     pub spin: SpinDelay,
+    /// The volatile loop, with its rate.
     pub vloop: VolatileLoop,
 }
 
 impl Delays {
+    /// Calibrates both (takes a few milliseconds).
     pub fn calibrate() -> Self {
         Delays {
             spin: SpinDelay::calibrate(),

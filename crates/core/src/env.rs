@@ -13,42 +13,72 @@ use serde::Serialize;
 /// One CPU cache level as sysfs describes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cache {
+    /// Cache level (1, 2, 3).
     pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// Size in KiB.
     pub size_kib: u64,
+    /// The CPUs sharing this cache (sysfs `shared_cpu_list`).
     pub shared_with_cpus: Option<String>,
 }
 
+/// What a run ran on and how it was built: attached to every record on output,
+/// so a number is never separated from the machine that made it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fingerprint {
+    /// The tool's name (`commbench`).
     pub tool: String,
+    /// The tool's version (Cargo package version).
     pub tool_version: String,
+    /// The commit it was built from (`unknown` outside a git checkout).
     pub git_sha: String,
     /// `release` or `debug`; debug numbers are not representative.
     pub build_profile: String,
+    /// The command line the run was started with.
     pub command_line: Vec<String>,
+    /// When the run started (UTC, RFC 3339).
     pub started_utc: String,
+    /// The host's name.
     pub hostname: Option<String>,
+    /// The distribution (`PRETTY_NAME` of os-release).
     pub os: Option<String>,
+    /// The kernel release (`uname -r`).
     pub kernel: Option<String>,
+    /// The CPU architecture (`x86_64`).
     pub arch: String,
+    /// The CPU model name.
     pub cpu_model: Option<String>,
+    /// Logical CPUs this process may run on ([`crate::rusage::online_cpus`]).
     pub logical_cpus: usize,
+    /// Physical cores.
     pub physical_cores: Option<usize>,
+    /// CPU sockets.
     pub sockets: Option<usize>,
+    /// Whether simultaneous multithreading is on.
     pub smt: Option<bool>,
+    /// The CPU caches of CPU 0.
     pub caches: Vec<Cache>,
+    /// Total memory, KiB.
     pub memory_total_kib: Option<u64>,
+    /// The kernel's clock source (`tsc`, `kvm-clock`, ...).
     pub clocksource: Option<String>,
+    /// TSC frequency, Hz.
     pub tsc_hz: f64,
+    /// How the TSC frequency was found.
     pub tsc_hz_source: clock::HzSource,
+    /// Whether the TSC runs at a constant rate in every power state.
     pub tsc_invariant: bool,
+    /// The CPU flags the invariance verdict rests on.
     pub tsc_flags: clock::Invariance,
+    /// The smallest non-zero step seen between back-to-back TSC reads, ns.
     pub tsc_granularity_ns: f64,
+    /// The CPU frequency governor of CPU 0.
     pub governor: Option<String>,
     /// CPU affinity of the process as applied (taskset list form).
     pub cpu_affinity: String,
+    /// Load average (1, 5, 15 min) when the fingerprint was taken.
     pub load_average: [f64; 3],
 }
 

@@ -25,9 +25,13 @@ pub enum FigureKind {
 /// One declared figure.
 #[derive(Debug, Clone, Copy)]
 pub struct FigureSpec {
+    /// How the figure is drawn.
     pub kind: FigureKind,
+    /// The lab whose records it draws.
     pub lab: &'static str,
+    /// The test whose records it draws.
     pub test: &'static str,
+    /// The figure's title.
     pub title: &'static str,
     /// What the figure answers, shown under it.
     pub caption: &'static str,
@@ -58,7 +62,9 @@ pub type References = fn(&[&Record]) -> Vec<Reference>;
 /// the figure's y axis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
+    /// What the line is (`line rate`, `cbench`).
     pub label: String,
+    /// Where it is drawn, in the unit of the y axis.
     pub y: f64,
 }
 

@@ -28,7 +28,9 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
+    /// Higher is better (a rate).
     Higher,
+    /// Lower is better (a latency, a cost).
     Lower,
     /// Neither (a count, a parameter echoed back, a distance to a target).
     Unknown,
@@ -56,7 +58,9 @@ pub struct MetricSpec {
     pub label: &'static str,
     /// The unit as printed on an axis ("msg/s", "ns", "µs").
     pub unit: &'static str,
+    /// Which way is better.
     pub better: Better,
+    /// What kind of quantity it is.
     pub quantity: Quantity,
     /// Judged first by `compare` and the summary (in declaration order).
     pub headline: bool,
@@ -115,12 +119,16 @@ impl MetricSpec {
 /// How long and thorough the suite is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
+    /// `--quick`: each lab's quick budget.
     Quick,
+    /// The default: each lab's default budget.
     Default,
+    /// `--full`: twenty times the default budget.
     Full,
 }
 
 impl Preset {
+    /// The preset's name in records and messages.
     pub fn name(self) -> &'static str {
         match self {
             Preset::Quick => "quick",
@@ -133,7 +141,9 @@ impl Preset {
 /// What a suite step is given: the preset and the instant its budget ends.
 #[derive(Debug, Clone, Copy)]
 pub struct SuiteCtx {
+    /// The preset the suite runs.
     pub preset: Preset,
+    /// When the step's budget ends.
     pub deadline: Instant,
 }
 
@@ -182,7 +192,9 @@ pub type LabError = Box<dyn std::error::Error + Send + Sync>;
 /// none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
+    /// Seconds under the quick preset.
     pub quick_s: u64,
+    /// Seconds under the default preset.
     pub default_s: u64,
 }
 

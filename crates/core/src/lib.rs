@@ -3,6 +3,7 @@
 //! lab measures and reports through. No lab keeps private timing or
 //! statistics code: what is measured here is measured the same way
 //! everywhere.
+#![warn(missing_docs)]
 
 pub mod artifact;
 pub mod changepoint;

@@ -15,14 +15,18 @@ pub const TABLE_SIZES: [u32; 6] = [64, 128, 256, 512, 1024, 1518];
 /// Link speeds of the default table (Gbit/s).
 pub const TABLE_LINKS_GBPS: [f64; 5] = [1.0, 10.0, 25.0, 40.0, 100.0];
 
+/// A link speed or frame size outside what the line-rate arithmetic takes.
 #[derive(Debug, Error, PartialEq)]
 pub enum LineRateError {
     #[error(
         "bad link speed '{0}': give bits per second with a unit, e.g. 1G, 10G, 25G, 100G, 400M"
     )]
+    /// A link speed that does not parse.
     Link(String),
+    /// A link speed outside 1 Mbit/s..=10 Tbit/s.
     #[error("link speed '{0}' is outside 1M..=10T (1 Mbit/s to 10 Tbit/s)")]
     LinkRange(String),
+    /// A frame size outside 64..=9216 B.
     #[error("frame size {0} B is outside 64..=9216 (an Ethernet frame with FCS is 64-1518 B, jumbo up to 9216 B)")]
     Size(u32),
 }
@@ -66,12 +70,20 @@ pub fn parse_link(s: &str) -> Result<f64, LineRateError> {
 /// Budget of one (link, frame size) pair.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Budget {
+    /// Link speed, bit/s.
     pub link_bps: f64,
+    /// Frame size, B (with FCS).
     pub frame_bytes: u32,
+    /// Bytes on the wire per frame (the frame plus preamble, start delimiter
+    /// and inter-frame gap).
     pub wire_bytes: u32,
+    /// Packets per second at line rate.
     pub pps: f64,
+    /// Time budget per packet, ns.
     pub ns_per_packet: f64,
+    /// The clock the cycles are counted in, Hz.
     pub cpu_hz: f64,
+    /// Cycle budget per packet.
     pub cycles_per_packet: f64,
 }
 

@@ -15,16 +15,36 @@ use thiserror::Error;
 /// Highest CPU number + 1 that a `cpu_set_t` can hold.
 pub const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
 
+/// A CPU list that does not parse, names a CPU that is not there, or cannot be
+/// applied.
 #[derive(Debug, Error, PartialEq)]
 pub enum PlacementError {
+    /// The list does not parse.
     #[error(
         "bad CPU list '{input}': {reason} (expected taskset syntax such as 0-3, 1,3 or 0-14:2)"
     )]
-    Syntax { input: String, reason: String },
+    Syntax {
+        /// The list as given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The list names a CPU that is not there.
     #[error("CPU {cpu} does not exist or is offline (online CPUs: {online})")]
-    NoSuchCpu { cpu: usize, online: String },
+    NoSuchCpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The online CPUs, in list form.
+        online: String,
+    },
+    /// The system refused the placement.
     #[error("sched_setaffinity to {cpus} failed: {err}")]
-    Apply { cpus: String, err: String },
+    Apply {
+        /// The CPU list that was to be applied.
+        cpus: String,
+        /// The system's error.
+        err: String,
+    },
 }
 
 /// Every placement error is the user's to fix, a refused sched_setaffinity
@@ -112,10 +132,13 @@ impl CpuList {
         Ok(l)
     }
 
+    /// The CPUs, ascending, without duplicates.
     pub fn cpus(&self) -> &[usize] {
         &self.0
     }
 
+    /// A list of the given CPUs (sorted, duplicates and CPUs past [`MAX_CPUS`]
+    /// dropped).
     pub fn from_cpus(mut v: Vec<usize>) -> Self {
         v.retain(|&c| c < MAX_CPUS);
         v.sort_unstable();

@@ -22,6 +22,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// One measured result.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
+    /// The record format's version ([`SCHEMA_VERSION`] when written).
     pub schema_version: u32,
     /// Which lab produced it (`ipc`, `pcap`, `timer`, ...).
     pub lab: String,
@@ -42,6 +43,7 @@ pub fn to_value<T: Serialize>(v: T) -> Value {
 }
 
 impl Record {
+    /// An empty record of `lab`'s test `test`.
     pub fn new(lab: &str, test: &str) -> Self {
         Record {
             schema_version: SCHEMA_VERSION,
@@ -62,9 +64,11 @@ impl Record {
         self.push_metric(k, v);
         self
     }
+    /// Adds a parameter.
     pub fn push_param<T: Serialize>(&mut self, k: &str, v: T) {
         self.params.insert(k.to_owned(), to_value(v));
     }
+    /// Adds a metric.
     pub fn push_metric<T: Serialize>(&mut self, k: &str, v: T) {
         self.metrics.insert(k.to_owned(), to_value(v));
     }
@@ -129,6 +133,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// An empty recorder whose progress messages go nowhere.
     pub fn new() -> Self {
         Self::default()
     }
@@ -143,12 +148,15 @@ impl Recorder {
             f(msg);
         }
     }
+    /// Keeps a record.
     pub fn push(&mut self, r: Record) {
         self.records.push(r);
     }
+    /// The records kept so far.
     pub fn records(&self) -> &[Record] {
         &self.records
     }
+    /// Takes the records kept so far, leaving none.
     pub fn take(&mut self) -> Vec<Record> {
         std::mem::take(&mut self.records)
     }
@@ -158,10 +166,14 @@ impl Recorder {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// An aligned text table (the default).
     #[default]
     Table,
+    /// CSV, one row per record.
     Csv,
+    /// One JSON document with the environment and every record.
     Json,
+    /// JSON Lines: one record per line, each with the environment.
     Jsonl,
 }
 
@@ -182,6 +194,7 @@ impl std::str::FromStr for Format {
 
 /// What every exporter receives.
 pub struct Document<'a> {
+    /// The records to write.
     pub records: &'a [Record],
     /// Environment fingerprint (JSON value of [`crate::env::Fingerprint`]).
     pub environment: &'a Value,
@@ -189,6 +202,7 @@ pub struct Document<'a> {
 
 /// Writes a document in one format (hyperfine's `Exporter`).
 pub trait Exporter {
+    /// Writes `doc` to `out`.
     fn export(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()>;
 }
 

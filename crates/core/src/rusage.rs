@@ -14,12 +14,19 @@ use std::time::Instant;
 /// A getrusage snapshot.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Usage {
+    /// User CPU time, s.
     pub user_s: f64,
+    /// System CPU time, s.
     pub sys_s: f64,
+    /// Peak resident set size, KiB.
     pub max_rss_kib: u64,
+    /// Page faults served without I/O.
     pub minor_faults: u64,
+    /// Page faults that needed I/O.
     pub major_faults: u64,
+    /// Voluntary context switches (the thread blocked).
     pub voluntary_ctx: u64,
+    /// Involuntary context switches (the thread was preempted).
     pub involuntary_ctx: u64,
 }
 
@@ -95,11 +102,14 @@ impl Usage {
 /// How a waited-for child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ChildExit {
+    /// Exited with this status code.
     Code(i32),
+    /// Killed by this signal.
     Signal(i32),
 }
 
 impl ChildExit {
+    /// Whether it exited with status 0.
     pub fn success(&self) -> bool {
         *self == ChildExit::Code(0)
     }
@@ -177,19 +187,24 @@ pub struct RunMeter {
 /// What a run used.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunUsage {
+    /// Wall-clock time of the run, s.
     pub wall_s: f64,
     /// This process, during the run.
     pub process: Usage,
     /// Children waited for during the run (RUSAGE_CHILDREN delta), plus any
     /// added with [`RunUsage::add_children`].
     pub children: Usage,
+    /// Operations the run counted.
     pub ops: u64,
     /// (process + children CPU) / ops, in ns.
     pub cpu_ns_per_op: f64,
+    /// Load average (1, 5, 15 min) at the start.
     pub load_start: [f64; 3],
+    /// Load average (1, 5, 15 min) at the end.
     pub load_end: [f64; 3],
     /// Highest `procs_running` seen at start, end or by [`RunMeter::sample`].
     pub runnable_max: u64,
+    /// CPUs this process may run on ([`online_cpus`]).
     pub cpus: usize,
     /// Threads the run itself declared it keeps busy (0 if unknown).
     pub declared_threads: u64,
@@ -205,6 +220,7 @@ impl Default for RunMeter {
 }
 
 impl RunMeter {
+    /// Starts metering: takes the usage and load now.
     pub fn start() -> Self {
         RunMeter {
             load_start: load_average(),

@@ -32,17 +32,27 @@ pub struct Excluded {
 /// The statistics every lab reports for a set of samples.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
+    /// Samples summarised.
     pub n: u64,
+    /// Smallest sample.
     pub min: f64,
+    /// Largest sample.
     pub max: f64,
+    /// Arithmetic mean.
     pub mean: f64,
     /// Population standard deviation.
     pub stdev: f64,
+    /// Median (the 0.5 quantile).
     pub median: f64,
+    /// The 0.5 quantile again, under the percentile ladder's name.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// 99.9th percentile.
     pub p999: f64,
+    /// 99.99th percentile.
     pub p9999: f64,
     /// Samples with a modified z-score above [`OUTLIER_Z`]; null for
     /// histogram summaries, whose raw samples are gone.
@@ -207,6 +217,7 @@ impl Default for LatencyHistogram {
 }
 
 impl LatencyHistogram {
+    /// An empty histogram (3 significant digits, resizing itself).
     pub fn new() -> Self {
         let mut h = Histogram::new(3).expect("3 significant digits is a valid setting");
         h.auto(true);
@@ -236,9 +247,11 @@ impl LatencyHistogram {
     pub fn merge(&mut self, other: &LatencyHistogram) {
         let _ = self.h.add(&other.h);
     }
+    /// Latencies recorded.
     pub fn len(&self) -> u64 {
         self.h.len()
     }
+    /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.h.is_empty()
     }

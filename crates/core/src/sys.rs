@@ -18,9 +18,13 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+/// Readable (`EPOLLIN`).
 pub const IN: u32 = libc::EPOLLIN as u32;
+/// Writable (`EPOLLOUT`).
 pub const OUT: u32 = libc::EPOLLOUT as u32;
+/// Edge-triggered (`EPOLLET`).
 pub const ET: u32 = libc::EPOLLET as u32;
+/// Error or hang-up on either side (`EPOLLERR | EPOLLHUP | EPOLLRDHUP`).
 pub const ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
 
 /// The return types of libc calls that report failure as a negative
@@ -85,14 +89,17 @@ pub struct Epoll {
 /// One ready event: the token given at registration and the event bits.
 pub type Event = libc::epoll_event;
 
+/// The token an event was registered with.
 pub fn event_token(e: &Event) -> u64 {
     e.u64
 }
+/// The event bits of a ready event ([`IN`], [`OUT`], [`ERR`]).
 pub fn event_bits(e: &Event) -> u32 {
     e.events
 }
 
 impl Epoll {
+    /// A new epoll instance (close-on-exec).
     pub fn new() -> io::Result<Epoll> {
         // SAFETY: plain syscall returning a new fd we take ownership of.
         let fd = unsafe { syscall!(epoll_create1(libc::EPOLL_CLOEXEC))? };
@@ -102,6 +109,7 @@ impl Epoll {
         })
     }
 
+    /// Registers `fd` with `token` for `events`.
     pub fn add(&self, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
         let mut ev = libc::epoll_event { events, u64: token };
         // SAFETY: ev is a valid epoll_event for the duration of the call.
@@ -131,6 +139,7 @@ impl Epoll {
         Ok(())
     }
 
+    /// Removes `fd` from the interest list.
     pub fn delete(&self, fd: RawFd) -> io::Result<()> {
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: as above; the event argument is ignored for DEL.
@@ -230,6 +239,7 @@ pub fn set_timer_slack_ns(ns: u64) {
     }
 }
 
+/// A buffer of `n` events for [`Epoll::wait`].
 pub fn new_events(n: usize) -> Vec<Event> {
     vec![libc::epoll_event { events: 0, u64: 0 }; n]
 }
@@ -241,6 +251,7 @@ pub struct EventFd {
 }
 
 impl EventFd {
+    /// A new non-blocking, close-on-exec eventfd.
     pub fn new() -> io::Result<EventFd> {
         // SAFETY: plain syscall returning a new fd we take ownership of.
         let fd = unsafe { syscall!(eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC))? };
@@ -249,14 +260,17 @@ impl EventFd {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }
+    /// The descriptor, to register with an event loop.
     pub fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+    /// Wakes the waiter (adds 1 to the counter).
     pub fn notify(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64.
         unsafe { libc::write(self.fd.as_raw_fd(), &one as *const u64 as *const _, 8) };
     }
+    /// Resets the counter after a wake-up.
     pub fn drain(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into a live u64.
@@ -279,6 +293,8 @@ pub fn setsockopt_int(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()>
     Ok(())
 }
 
+/// Turns TCP_NODELAY on or off (on: a small message is sent at once, not held
+/// back to coalesce).
 pub fn set_nodelay(fd: RawFd, on: bool) -> io::Result<()> {
     setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on as i32)
 }
@@ -419,6 +435,7 @@ fn read_sysctl(path: &str) -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Sets a socket's send buffer size (SO_SNDBUF; the kernel doubles it).
 pub fn set_sndbuf(fd: RawFd, bytes: i32) -> io::Result<()> {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, bytes)
 }
@@ -503,6 +520,7 @@ pub fn nofile_limits() -> (u64, u64) {
 pub struct NofileShortage {
     /// The soft limit in force after trying.
     pub soft: u64,
+    /// The hard limit.
     pub hard: u64,
     /// `fs.nr_open`: how far root could raise the hard limit.
     pub nr_open: u64,

@@ -133,6 +133,7 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 }
 
 impl Rng {
+    /// A generator seeded with `seed` (the same seed gives the same sequence).
     pub fn new(seed: u64) -> Self {
         let mut st = seed;
         let s = [
@@ -143,6 +144,7 @@ impl Rng {
         ];
         Rng { s }
     }
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let r = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;
@@ -201,6 +203,7 @@ pub enum Method {
 }
 
 impl Method {
+    /// The method's name in records and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Unknown => "unknown",
@@ -245,6 +248,7 @@ pub struct Estimate {
     /// The finite samples, in the order given, or a sketch of
     /// [`MAX_SAMPLES`] order statistics (ascending) when there were more.
     pub samples: Vec<f64>,
+    /// The median of the samples.
     #[serde(deserialize_with = "f64_or_nan")]
     pub median: f64,
     /// Lower end of the 95% interval of the median.
@@ -258,6 +262,7 @@ pub struct Estimate {
     /// Non-finite samples that were dropped.
     #[serde(default)]
     pub dropped: usize,
+    /// How the interval was computed.
     pub method: Method,
 }
 
@@ -611,20 +616,26 @@ pub struct RatioEstimate {
     /// of all pairwise ratios) or, for the bootstrap, the ratio of medians.
     #[serde(deserialize_with = "f64_or_nan")]
     pub ratio: f64,
+    /// Lower end of the 95% interval of the ratio.
     #[serde(deserialize_with = "f64_or_nan")]
     pub lo: f64,
+    /// Upper end of the 95% interval of the ratio.
     #[serde(deserialize_with = "f64_or_nan")]
     pub hi: f64,
+    /// How the interval was computed.
     pub method: Method,
     /// Two-sided Mann–Whitney U p-value (NaN when a side is empty).
     #[serde(deserialize_with = "f64_or_nan")]
     pub p_value: f64,
+    /// Median of the before samples.
     #[serde(deserialize_with = "f64_or_nan")]
     pub before_median: f64,
+    /// Median of the after samples.
     #[serde(deserialize_with = "f64_or_nan")]
     pub after_median: f64,
     /// Finite samples used on each side.
     pub n_before: usize,
+    /// Finite samples used on the after side.
     pub n_after: usize,
 }
 
@@ -959,17 +970,22 @@ pub fn judge(r: &RatioEstimate, threshold: f64, noise_floor: f64, better: Direct
 /// faster/slower).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Judgement {
+    /// The verdict.
     pub verdict: Verdict,
+    /// The ratio after / before.
     #[serde(deserialize_with = "f64_or_nan")]
     pub ratio: f64,
     /// The noise-widened interval the verdict was drawn from.
     #[serde(deserialize_with = "f64_or_nan")]
     pub lo: f64,
+    /// Upper end of the noise-widened interval.
     #[serde(deserialize_with = "f64_or_nan")]
     pub hi: f64,
 }
 
 impl Judgement {
+    /// Judges `r` against `threshold` after widening its interval by the
+    /// `noise_floor`, with `better` saying which direction is an improvement.
     pub fn new(r: &RatioEstimate, threshold: f64, noise_floor: f64, better: Direction) -> Self {
         let (lo, hi) = widen(r, noise_floor);
         Judgement {
@@ -1069,8 +1085,12 @@ pub fn repeats_to_settle(r: &RatioEstimate, threshold: f64, noise_floor: f64) ->
 /// median's 95% interval is within ± `target_rel_half_width`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Repeats {
+    /// Fewest repeats.
     pub min: usize,
+    /// Most attempts, non-finite ones counted.
     pub max: usize,
+    /// Stop once the median's 95% interval is within ± this share of the
+    /// median.
     pub target_rel_half_width: f64,
 }
 
