@@ -93,6 +93,11 @@ fn spec_for(cfg: &IpcConfig, session: u32) -> SessionSpec {
         corrupt_at: cfg
             .corrupt
             .and_then(|(s, seq)| (s == session).then_some(seq)),
+        extra_work_ticks: if cfg.extra_work_ns > 0 {
+            commbench_core::clock::tsc().ns_to_ticks(cfg.extra_work_ns as f64)
+        } else {
+            0
+        },
     }
 }
 

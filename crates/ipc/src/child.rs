@@ -75,6 +75,7 @@ fn parse(args: &[String]) -> Result<ChildArgs> {
             verify,
             latency,
             corrupt_at: None,
+            extra_work_ticks: 0,
         },
         parent,
         cpus,

@@ -101,6 +101,10 @@ pub struct IpcConfig {
     pub corrupt: Option<(u32, u64)>,
     /// Executable to re-run as the mp client (default: this one).
     pub client_exe: Option<PathBuf>,
+    /// Calibration aid: the server busy-waits this many ns (TSC) on every
+    /// request before it answers, a known extra cost per operation for
+    /// checking that a comparison finds a change of a known size.
+    pub extra_work_ns: u64,
 }
 
 impl Default for IpcConfig {
@@ -120,6 +124,7 @@ impl Default for IpcConfig {
             client_cpus: None,
             corrupt: None,
             client_exe: None,
+            extra_work_ns: 0,
         }
     }
 }
@@ -197,6 +202,8 @@ pub struct IpcReport {
     pub server_cpus: String,
     /// Placement actually applied to clients, or "-".
     pub client_cpus: String,
+    /// The server's busy-wait per request (ns; 0: none).
+    pub extra_work_ns: u64,
 }
 
 impl IpcReport {
@@ -223,6 +230,9 @@ impl IpcReport {
             )
             .param("server_cpus", &self.server_cpus)
             .param("client_cpus", &self.client_cpus);
+        if self.extra_work_ns > 0 {
+            r.push_param("extra_work_ns", self.extra_work_ns);
+        }
         for (k, v) in extra {
             r.push_param(k, v.clone());
         }
@@ -280,6 +290,7 @@ pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
         usage: r.usage,
         server_cpus: applied(cfg, &cfg.server_cpus),
         client_cpus: applied(cfg, &cfg.client_cpus),
+        extra_work_ns: cfg.extra_work_ns,
     })
 }
 

@@ -117,6 +117,9 @@ pub struct SessionSpec {
     pub latency: bool,
     /// Server flips a payload byte of this sequence number (tests).
     pub corrupt_at: Option<u64>,
+    /// TSC ticks the server busy-waits per request before answering
+    /// (a calibration aid; 0: none).
+    pub extra_work_ticks: u64,
 }
 
 /// What a client end saw.
@@ -168,6 +171,9 @@ pub fn serve(ep: Endpoint, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64
                 let h = rx.recv(&mut buf).map_err(closed(spec, done))?;
                 let payload = &mut buf[..h.len as usize];
                 check_frame(spec.session, seq, spec.size, &h, payload, spec.verify)?;
+                if spec.extra_work_ticks > 0 {
+                    commbench_core::delay::tsc_delay_ticks(spec.extra_work_ticks);
+                }
                 if mode != Mode::Nores {
                     if spec.corrupt_at == Some(seq) {
                         if let Some(b) = payload.last_mut() {

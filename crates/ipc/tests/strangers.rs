@@ -43,6 +43,7 @@ fn a_stranger_on_the_tcp_port_is_dropped_and_the_run_completes() {
         verify: true,
         latency: false,
         corrupt_at: None,
+        extra_work_ticks: 0,
     };
     let clients: Vec<_> = (0..sessions)
         .map(|s| {

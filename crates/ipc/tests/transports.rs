@@ -109,3 +109,30 @@ fn message_larger_than_16_mib_is_refused() {
     };
     assert!(run_report(&cfg).unwrap_err().is_usage());
 }
+
+#[test]
+fn extra_work_makes_the_server_wait_on_every_request_and_is_recorded() {
+    // 50 requests with 200 µs of server busy-wait each take at least 10 ms
+    // whatever the load (a lower bound: a loaded machine only adds time).
+    let cfg = IpcConfig {
+        transport: TransportKind::Pipe,
+        count: 50,
+        extra_work_ns: 200_000,
+        ..IpcConfig::default()
+    };
+    let r = run_report(&cfg).unwrap();
+    assert!(
+        r.elapsed_ns as f64 >= 0.9 * 50.0 * 200_000.0,
+        "{} ns for 50 requests with 200 µs each",
+        r.elapsed_ns
+    );
+    let rec = r.record(&[]);
+    assert_eq!(rec.params["extra_work_ns"], 200_000);
+    // Without it the parameter is absent, so existing series keep their key.
+    let plain = IpcConfig {
+        extra_work_ns: 0,
+        ..cfg
+    };
+    let r = run_report(&plain).unwrap();
+    assert!(!r.record(&[]).params.contains_key("extra_work_ns"));
+}

@@ -92,6 +92,9 @@ pub struct NativeArgs {
     /// shm ring bytes per direction (power of two; also the pipe capacity).
     #[arg(long, default_value = "1M", value_parser = crate::args::parse_size)]
     pub ring: usize,
+    /// Calibration aid: the server busy-waits NS nanoseconds (TSC) on every request before answering — a known extra cost per operation, to check that `commbench ab` finds a change of known size.
+    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub extra_work_ns: u64,
     /// Testing aid: the server corrupts message SESSION:SEQ.
     #[arg(long, hide = true, value_name = "SESSION:SEQ")]
     pub inject_corruption: Option<String>,
@@ -131,6 +134,7 @@ pub fn run(a: &IpcArgs) -> Result<()> {
         server_cpus,
         client_cpus,
         corrupt,
+        extra_work_ns: args.extra_work_ns,
         ..IpcConfig::default()
     };
     let transports: Vec<TransportKind> = match args.transport {

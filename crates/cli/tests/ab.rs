@@ -1,0 +1,289 @@
+//! `commbench ab` end to end: sides from `-L`, the command's records read
+//! back, verdicts, exports, the gate, usage errors, and the CI recipe in
+//! docs/ci.md run as written. The measured command is `budget` with a fixed
+//! clock rate: its figures are arithmetic, so the verdicts are exact.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn cb() -> Command {
+    let mut c = Command::cargo_bin("commbench").unwrap();
+    c.env("COMMBENCH_NO_STORE", "1");
+    c
+}
+
+const QUICK: [&str; 6] = ["--min-pairs", "6", "--max-pairs", "6", "--warmup", "0"];
+
+#[test]
+fn ab_of_one_command_against_itself_is_no_change() {
+    let out = cb()
+        .args(["ab", "-L", "link", "10G,10G"])
+        .args(QUICK)
+        .args([
+            "--", "budget", "--link", "{link}", "--size", "64", "--ghz", "2.5",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("ratio = B / A"), "{text}");
+    assert!(text.contains("6 pairs (3 AB, 3 BA; seed 1)"), "{text}");
+    assert!(text.contains("no change"), "{text}");
+    assert!(
+        !text.contains("slower") && !text.contains("faster"),
+        "{text}"
+    );
+}
+
+/// A fake build: a script that writes one `ipc reqres` record (whose
+/// metrics the ipc lab declares: CPU per message lower is better, messages
+/// per second higher) with the given figures, to the file named after
+/// `--output` (ab appends `--format jsonl --output FILE`).
+fn fake_build(dir: &std::path::Path, name: &str, cpu_ns: f64, msgs_per_s: f64) -> String {
+    let p = dir.join(name);
+    let rec = format!(
+        r#"{{"schema_version":2,"lab":"ipc","test":"reqres","params":{{"transport":"pipe"}},"metrics":{{"cpu_ns_per_op":{cpu_ns},"msgs_per_s":{msgs_per_s}}}}}"#
+    );
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = --output ] && out=$2; shift; done\necho '{rec}' > \"$out\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
+    let dir = tempfile_dir();
+    let old = fake_build(&dir, "old", 1000.0, 50_000.0);
+    let new = fake_build(&dir, "new", 1100.0, 45_000.0);
+    let out = cb()
+        .args([
+            "ab",
+            "-L",
+            "bin",
+            &format!("{old},{new}"),
+            "--format",
+            "jsonl",
+        ])
+        .args(QUICK)
+        .args(["--", "{bin} ipc reqres"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cpu = recs
+        .iter()
+        .find(|r| r["params"]["metric"] == "cpu_ns_per_op")
+        .expect("cpu_ns_per_op judged");
+    assert_eq!(cpu["lab"], "ab");
+    assert_eq!(cpu["test"], "ipc/reqres");
+    assert_eq!(cpu["params"]["a"], old.as_str());
+    let r = cpu["metrics"]["ratio"].as_f64().unwrap();
+    assert!((r - 1.1).abs() < 1e-9, "{r}");
+    assert_eq!(cpu["metrics"]["verdict"], "worse");
+    assert_eq!(cpu["metrics"]["headline"], true);
+    assert_eq!(cpu["metrics"]["pairs"], 6);
+    assert_eq!(cpu["metrics"]["pairs_ab"], 3);
+    let rate = recs
+        .iter()
+        .find(|r| r["params"]["metric"] == "msgs_per_s")
+        .unwrap();
+    assert_eq!(rate["metrics"]["verdict"], "slower");
+    // The gate: 10% worse CPU and 10% fewer messages are regressions
+    // beyond 5%, not beyond 20%.
+    let gate = |pct: &str| {
+        cb().args([
+            "ab",
+            "-L",
+            "bin",
+            &format!("{old},{new}"),
+            "--fail-on-regression",
+            pct,
+        ])
+        .args(QUICK)
+        .args(["--", "{bin} ipc reqres"])
+        .output()
+        .unwrap()
+    };
+    let out = gate("5");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("regression beyond 5%"), "{err}");
+    assert!(err.contains("ipc/reqres cpu_ns_per_op"), "{err}");
+    assert_eq!(gate("20").status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ab_writes_bencher_and_github_benchmark_json() {
+    let dir = tempfile_dir();
+    let old = fake_build(&dir, "old", 1000.0, 50_000.0);
+    let new = fake_build(&dir, "new", 900.0, 55_000.0);
+    let sides = format!("{old},{new}");
+    let bmf = dir.join("ab.bmf.json");
+    cb().args(["ab", "-L", "bin", &sides, "--format", "bmf", "-o"])
+        .arg(&bmf)
+        .args(QUICK)
+        .args(["--", "{bin} ipc reqres"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+    let m = &v["ipc/reqres"]["cpu_ns_per_op"];
+    assert_eq!(m["value"].as_f64(), Some(900.0), "{v}");
+    assert_eq!(m["lower_value"].as_f64(), Some(900.0), "{v}");
+    assert_eq!(m["upper_value"].as_f64(), Some(900.0), "{v}");
+    let r = &v["ipc/reqres"]["cpu_ns_per_op.ratio"];
+    assert!((r["value"].as_f64().unwrap() - 0.9).abs() < 1e-9, "{v}");
+    for (tool, metric, word) in [
+        ("smaller", "cpu_ns_per_op", "better"),
+        ("bigger", "msgs_per_s", "faster"),
+    ] {
+        let gh = dir.join(format!("ab.{tool}.json"));
+        cb().args(["ab", "-L", "bin", &sides, "--format", "github-benchmark"])
+            .args(["--github-tool", tool, "-o"])
+            .arg(&gh)
+            .args(QUICK)
+            .args(["--", "{bin} ipc reqres"])
+            .assert()
+            .success();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&gh).unwrap()).unwrap();
+        let list = v.as_array().unwrap();
+        assert_eq!(list.len(), 1, "{v}");
+        assert_eq!(list[0]["name"], format!("ipc/reqres {metric}"));
+        assert!(
+            list[0]["extra"].as_str().unwrap().contains("6 pairs"),
+            "{v}"
+        );
+        assert!(list[0]["extra"].as_str().unwrap().contains(word), "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ab_runs_another_binary_named_by_the_side() {
+    let me = assert_cmd::cargo::cargo_bin("commbench");
+    let sides = format!("{},{}", me.display(), me.display());
+    cb().args(["ab", "-L", "bin", &sides])
+        .args(QUICK)
+        .args(["--", "{bin} budget --link 10G --size 64 --ghz 2.5"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn ab_refuses_what_it_cannot_compare() {
+    let usage = |args: &[&str], needle: &str| {
+        let out = cb().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    };
+    usage(
+        &["ab", "-L", "x", "1,2,3", "--", "budget", "--size", "{x}"],
+        "exactly two values",
+    );
+    usage(&["ab", "-L", "x", "1,2", "--", "budget"], "never uses {x}");
+    usage(
+        &[
+            "ab",
+            "-L",
+            "x",
+            "1,2",
+            "--min-pairs",
+            "20",
+            "--max-pairs",
+            "10",
+            "--",
+            "budget",
+            "{x}",
+        ],
+        "below --min-pairs",
+    );
+    usage(
+        &[
+            "ab", "-L", "x", "1,2", "--budget", "soon", "--", "budget", "{x}",
+        ],
+        "not a duration",
+    );
+    usage(
+        &["ab", "-L", "x", "1,2", "--", "budget '{x}"],
+        "unbalanced quotes",
+    );
+    // A side whose command fails is named, with what it said (exit 1).
+    let out = cb()
+        .args(["ab", "-L", "size", "64,7"])
+        .args(QUICK)
+        .args(["--", "budget", "--size", "{size}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("side B (7)"), "{err}");
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "commbench-abtest-{}-{}",
+        std::process::id(),
+        line!()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The `sh ci-ab` block of docs/ci.md, run as written with both builds
+/// being this binary and small sizes: the recipe's commands parse, run,
+/// write both files and pass the gate on an A/A.
+#[test]
+fn ci_recipe_in_docs_runs() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ci.md")).unwrap();
+    let start = doc
+        .find("```sh ci-ab\n")
+        .expect("a ```sh ci-ab block in docs/ci.md")
+        + 12;
+    let script = &doc[start..start + doc[start..].find("```").unwrap()];
+    let dir = tempfile_dir().join("ci");
+    std::fs::create_dir_all(&dir).unwrap();
+    let me = assert_cmd::cargo::cargo_bin("commbench");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("BASE", &me)
+        .env("HEAD", &me)
+        .env("OUT", dir.join("out"))
+        .env("MIN_PAIRS", "6")
+        .env("MAX_PAIRS", "6")
+        .env("PACKETS", "20000")
+        .env("GATE_PCT", "50")
+        .env("COMMBENCH_NO_STORE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in ["pipeline-rtc.bmf.json", "pipeline-rtc.github.json"] {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("out").join(f)).unwrap())
+                .unwrap();
+        assert!(v.is_object() || v.is_array(), "{f}: {v}");
+    }
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
