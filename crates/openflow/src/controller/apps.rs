@@ -14,7 +14,9 @@
 use super::log::{Logger, PeerLog};
 use super::{ControllerConfig, ControllerStats};
 use crate::wire::frame::FlowKey;
-use crate::wire::{be32, of10, of13, put32, Header, NO_BUFFER, OFP10_VERSION, OFP13_VERSION};
+use crate::wire::{
+    be32, of10, of13, put32, Header, WireError, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
+};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -28,18 +30,50 @@ pub enum App {
     Trivial,
 }
 
+/// A name that is not one of the apps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown app '{0}': use cbench, learning or trivial")]
+pub struct UnknownApp(pub String);
+
+impl commbench_core::error::IsUsage for UnknownApp {
+    fn is_usage(&self) -> bool {
+        true
+    }
+}
+
 impl std::str::FromStr for App {
-    type Err = String;
-    fn from_str(s: &str) -> Result<App, String> {
+    type Err = UnknownApp;
+    fn from_str(s: &str) -> Result<App, UnknownApp> {
         match s {
             "cbench" => Ok(App::Cbench),
             "learning" => Ok(App::Learning),
             "trivial" => Ok(App::Trivial),
-            _ => Err(format!(
-                "unknown app '{s}': use cbench, learning or trivial"
-            )),
+            _ => Err(UnknownApp(s.to_owned())),
         }
     }
+}
+
+/// Why the controller closes one switch's connection (the others
+/// continue): what the switch sent that the controller cannot answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerError {
+    /// The byte stream cannot be framed, or a message's header is bad.
+    #[error("malformed message: {0}")]
+    Malformed(WireError),
+    #[error("first message is type {0}, not HELLO")]
+    NotHello(u8),
+    #[error("version negotiation failed: peer hello {peer:#04x}, {ours:#04x} not offered (sent HELLO_FAILED)")]
+    Negotiation { peer: u8, ours: u8 },
+    #[error(
+        "message with version {got:#04x} after negotiating {negotiated:#04x} (sent BAD_VERSION)"
+    )]
+    VersionChanged { got: u8, negotiated: u8 },
+    #[error("malformed packet_in: {0}")]
+    PacketIn(WireError),
+    /// A message of the packet_in type that the general decoder reads as
+    /// another message.
+    #[error("not a packet_in")]
+    NotPacketIn,
 }
 
 /// Precomputed replies shared by a worker's connections.
@@ -62,12 +96,12 @@ pub(super) fn handle(
     macs: &mut HashMap<[u8; 6], u32>,
     pc: &mut PeerCtx,
     msg: &[u8],
-) -> Result<(), String> {
-    let h = Header::new_checked(msg).map_err(|e| format!("malformed message: {e}"))?;
+) -> Result<(), PeerError> {
+    let h = Header::new_checked(msg).map_err(PeerError::Malformed)?;
     let (ty, xid, ver) = (h.msg_type(), h.xid(), h.version());
     if *version == 0 {
         if ty != 0 {
-            return Err(format!("first message is type {ty}, not HELLO"));
+            return Err(PeerError::NotHello(ty));
         }
         match of13::negotiate(msg, &[ours]) {
             Some(v) => {
@@ -90,7 +124,7 @@ pub(super) fn handle(
                 .to_bytes();
                 e[0] = ours;
                 out.extend_from_slice(&e);
-                return Err(format!("version negotiation failed: peer hello {ver:#04x}, {ours:#04x} not offered (sent HELLO_FAILED)"));
+                return Err(PeerError::Negotiation { peer: ver, ours });
             }
         }
     }
@@ -106,10 +140,10 @@ pub(super) fn handle(
         .to_bytes();
         e[0] = *version;
         out.extend_from_slice(&e);
-        return Err(format!(
-            "message with version {ver:#04x} after negotiating {:#04x} (sent BAD_VERSION)",
-            *version
-        ));
+        return Err(PeerError::VersionChanged {
+            got: ver,
+            negotiated: *version,
+        });
     }
     // Types with the same number in 1.0 and 1.3: hello 0, error 1, echo 2/3,
     // features 5/6, packet_in 10.
@@ -165,8 +199,8 @@ pub(super) struct PeerCtx<'a> {
     pub(super) peer: SocketAddr,
 }
 
-fn bad(e: crate::wire::WireError) -> String {
-    format!("malformed packet_in: {e}")
+fn bad(e: WireError) -> PeerError {
+    PeerError::PacketIn(e)
 }
 
 fn packet_in10(
@@ -177,7 +211,7 @@ fn packet_in10(
     macs: &mut HashMap<[u8; 6], u32>,
     xid: u32,
     msg: &[u8],
-) -> Result<(), String> {
+) -> Result<(), PeerError> {
     match (cfg.app, cfg.naive) {
         (App::Cbench, false) => {
             let v = of10::PacketInView::new_checked(msg).map_err(bad)?;
@@ -189,7 +223,7 @@ fn packet_in10(
         (App::Cbench, true) => {
             let r = of10::Repr::parse(msg).map_err(bad)?;
             let of10::Message::PacketIn(pi) = r.msg else {
-                return Err("not a packet_in".into());
+                return Err(PeerError::NotPacketIn);
             };
             let key = FlowKey::extract(&pi.data).unwrap_or_default();
             let fm = of10::Repr::new(
@@ -300,7 +334,7 @@ fn packet_in13(
     macs: &mut HashMap<[u8; 6], u32>,
     xid: u32,
     msg: &[u8],
-) -> Result<(), String> {
+) -> Result<(), PeerError> {
     match (cfg.app, cfg.naive) {
         (App::Cbench, false) => {
             let v = of13::PacketInView::new_checked(msg).map_err(bad)?;
@@ -311,7 +345,7 @@ fn packet_in13(
         (App::Cbench, true) => {
             let r = of13::Repr::parse(msg).map_err(bad)?;
             let of13::Message::PacketIn(pi) = r.msg else {
-                return Err("not a packet_in".into());
+                return Err(PeerError::NotPacketIn);
             };
             let key = FlowKey::extract(&pi.data).unwrap_or_default();
             let in_port = pi.match_.in_port().unwrap_or(0);

@@ -14,7 +14,7 @@
 //! the others; a failing peer loses only its own connection, with one log
 //! line.
 
-use super::apps::{handle, PeerCtx, Templates};
+use super::apps::{handle, PeerCtx, PeerError, Templates};
 use super::budget::InputBudget;
 use super::log::{Logger, PeerLog};
 use super::{ControllerConfig, ControllerStats};
@@ -600,7 +600,7 @@ impl Worker {
                     if let Err(why) = res {
                         self.stats.protocol_errors += 1;
                         self.flush(k);
-                        self.drop_conn(k, Some(why));
+                        self.drop_conn(k, Some(why.to_string()));
                         return;
                     }
                     if let Some(c) = self.conns[k].as_ref() {
@@ -637,7 +637,7 @@ impl Worker {
     /// started message followed by what was just read), keep the rest as
     /// the connection's started message, and settle the read's `reserved`
     /// bytes of the global input bound with what the connection now holds.
-    fn process(&mut self, k: usize, len: usize, reserved: usize) -> Result<(), String> {
+    fn process(&mut self, k: usize, len: usize, reserved: usize) -> Result<(), PeerError> {
         let mut c = self.conns[k].take().expect("open connection");
         let buf = &self.scratch[..len];
         let mut off = 0;
@@ -647,7 +647,7 @@ impl Worker {
                 Ok(Some(n)) => n,
                 Ok(None) => break,
                 Err(e) => {
-                    res = Err(format!("malformed message: {e}"));
+                    res = Err(PeerError::Malformed(e));
                     break;
                 }
             };

@@ -46,7 +46,7 @@ mod budget;
 mod conn;
 pub mod log;
 
-pub use apps::{flow_mod_buffer_id, App};
+pub use apps::{flow_mod_buffer_id, App, PeerError, UnknownApp};
 
 use crate::sys::{self, EventFd};
 use commbench_core::placement::CpuList;
