@@ -40,6 +40,7 @@ pub use window::{
 };
 
 use crate::sys;
+use crate::wire::WireError;
 use commbench_core::clock::now_ns;
 use commbench_core::placement::CpuList;
 use commbench_core::rusage::Usage;
@@ -191,6 +192,42 @@ pub enum EmulatorError {
     Handshake(u64),
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
+}
+
+/// Why the emulator closes one switch's connection to the controller (the
+/// other switches continue): what the controller sent, or did not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SwitchError {
+    /// The byte stream from the controller cannot be framed.
+    #[error("malformed message from controller: {0}")]
+    Framing(WireError),
+    /// A framed message whose header is bad.
+    #[error("{0}")]
+    Header(WireError),
+    #[error(
+        "controller hello version {peer:#04x} is incompatible with {ours:#04x} (sent HELLO_FAILED)"
+    )]
+    HelloFailed { peer: u8, ours: u8 },
+    #[error("message version {got:#04x} after negotiating {negotiated:#04x} (sent BAD_VERSION)")]
+    BadVersion { got: u8, negotiated: u8 },
+    #[error("malformed message type {msg_type}: {err}")]
+    Malformed { msg_type: u8, err: WireError },
+    #[error("malformed {0}: too short")]
+    TooShort(&'static str),
+    #[error("malformed packet_out: actions_len beyond the message")]
+    ActionsBeyondMessage,
+    /// One switch's unsent replies passed [`MAX_REPLY_BACKLOG`].
+    #[error("the controller sends requests but does not read the replies ({} MiB unsent)", .backlog >> 20)]
+    Backlog { backlog: usize },
+    /// All switches' unsent replies together passed
+    /// [`MAX_TOTAL_REPLY_BACKLOG`].
+    #[error(
+        "the controller sends requests but does not read the replies ({} MiB unsent on this switch, {} MiB on all switches together, more than the {} MiB the emulator holds for a run)",
+        .backlog >> 20,
+        .total >> 20,
+        MAX_TOTAL_REPLY_BACKLOG >> 20
+    )]
+    TotalBacklog { backlog: usize, total: usize },
 }
 
 impl CbenchConfig {

@@ -13,6 +13,7 @@
 
 use super::switch::{Answer, SwState};
 use super::worker::Worker;
+use super::SwitchError;
 use crate::wire::frame::{self, is_lldp};
 use crate::wire::{
     be16, be32, of10, of13, Header, WireError, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
@@ -100,7 +101,7 @@ impl Worker {
         msg: &[u8],
         now: u64,
         kept: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SwitchError> {
         // Fast path for the message that dominates: an OpenFlow 1.0 flow_mod
         // ADD (frame_len already checked that msg is exactly one message).
         if msg.len() >= of10::FLOW_MOD_LEN
@@ -113,7 +114,7 @@ impl Worker {
             self.response(k, be32(msg, 64), be32(msg, 4), now, kept);
             return Ok(());
         }
-        let h = Header::new_checked(msg).map_err(|e| e.to_string())?;
+        let h = Header::new_checked(msg).map_err(SwitchError::Header)?;
         let (ty, xid, ver) = (h.msg_type(), h.xid(), h.version());
         let sv = self.sw[k].version;
         if ty == 0 {
@@ -124,9 +125,10 @@ impl Worker {
                 let e = error_msg(sv, xid, 0, 0, msg);
                 self.reply(k, |o| o.extend_from_slice(&e));
                 self.flush(k);
-                return Err(format!(
-                    "controller hello version {ver:#04x} is incompatible with {sv:#04x} (sent HELLO_FAILED)"
-                ));
+                return Err(SwitchError::HelloFailed {
+                    peer: ver,
+                    ours: sv,
+                });
             }
             return Ok(());
         }
@@ -134,9 +136,10 @@ impl Worker {
             let e = error_msg(sv, xid, 1, 0, msg);
             self.reply(k, |o| o.extend_from_slice(&e));
             self.flush(k);
-            return Err(format!(
-                "message version {ver:#04x} after negotiating {sv:#04x} (sent BAD_VERSION)"
-            ));
+            return Err(SwitchError::BadVersion {
+                got: ver,
+                negotiated: sv,
+            });
         }
         if sv == OFP10_VERSION {
             self.handle10(k, ty, xid, msg, now, kept)
@@ -256,8 +259,8 @@ impl Worker {
         msg: &[u8],
         now: u64,
         kept: bool,
-    ) -> Result<(), String> {
-        let bad = |e: WireError| format!("malformed message type {ty}: {e}");
+    ) -> Result<(), SwitchError> {
+        let bad = |err: WireError| SwitchError::Malformed { msg_type: ty, err };
         match ty {
             of10::OFPT_FLOW_MOD => {
                 let v = of10::FlowModView::new_checked(msg).map_err(bad)?;
@@ -380,8 +383,8 @@ impl Worker {
         msg: &[u8],
         now: u64,
         kept: bool,
-    ) -> Result<(), String> {
-        let short = |what: &str| format!("malformed {what}: too short");
+    ) -> Result<(), SwitchError> {
+        let short = SwitchError::TooShort;
         match ty {
             of13::OFPT_FLOW_MOD => {
                 if msg.len() < of13::FLOW_MOD_FIXED + 8 {
@@ -403,7 +406,7 @@ impl Worker {
                 }
                 let alen = be16(msg, 16) as usize;
                 if of13::PACKET_OUT_LEN + alen > msg.len() {
-                    return Err("malformed packet_out: actions_len beyond the message".into());
+                    return Err(SwitchError::ActionsBeyondMessage);
                 }
                 if is_lldp(&msg[of13::PACKET_OUT_LEN + alen..]) {
                     self.tally.packet_out_lldp += 1;

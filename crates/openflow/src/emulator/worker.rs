@@ -14,8 +14,8 @@
 
 use super::switch::{SwState, Switch};
 use super::{
-    CbenchConfig, ClosedSwitch, Shared, Tally, WorkerResult, COUNTED_BACKLOG, MAX_KEPT_OUT,
-    MAX_REPLY_BACKLOG, MAX_TOTAL_REPLY_BACKLOG, PH_DRAIN, PH_PAUSE, PH_RUN, PH_STOP,
+    CbenchConfig, ClosedSwitch, Shared, SwitchError, Tally, WorkerResult, COUNTED_BACKLOG,
+    MAX_KEPT_OUT, MAX_REPLY_BACKLOG, MAX_TOTAL_REPLY_BACKLOG, PH_DRAIN, PH_PAUSE, PH_RUN, PH_STOP,
 };
 use crate::sys::{self, Epoll};
 use crate::wire::{frame_len, of10, of13, OFP10_VERSION, OFP13_VERSION};
@@ -566,7 +566,7 @@ impl Worker {
                     s.in_len += n;
                     self.tally.bytes_in += n as u64;
                     if let Err(e) = self.process(k) {
-                        self.close(k, e);
+                        self.close(k, e.to_string());
                         return;
                     }
                     self.flush(k);
@@ -590,7 +590,7 @@ impl Worker {
     }
 
     /// Handle every complete message in the input buffer.
-    fn process(&mut self, k: usize) -> Result<(), String> {
+    fn process(&mut self, k: usize) -> Result<(), SwitchError> {
         let now = now_ns();
         let mut off = 0;
         let kept = self.sh.kept.load(Ordering::Relaxed);
@@ -604,7 +604,7 @@ impl Worker {
                 let n = match frame_len(&inbuf[off..in_len]) {
                     Ok(Some(n)) => n,
                     Ok(None) => break,
-                    Err(e) => return Err(format!("malformed message from controller: {e}")),
+                    Err(e) => return Err(SwitchError::Framing(e)),
                 };
                 let msg = &inbuf[off..off + n];
                 off += n;
@@ -612,10 +612,7 @@ impl Worker {
                 let s = &mut self.sw[k];
                 let backlog = s.out.len() - s.out_pos;
                 if backlog > MAX_REPLY_BACKLOG {
-                    return Err(format!(
-                        "the controller sends requests but does not read the replies ({} MiB unsent)",
-                        backlog >> 20
-                    ));
+                    return Err(SwitchError::Backlog { backlog });
                 }
                 if backlog > COUNTED_BACKLOG || s.counted > 0 {
                     let now_counted = backlog.saturating_sub(COUNTED_BACKLOG);
@@ -631,12 +628,7 @@ impl Worker {
                         .reply_backlog_peak
                         .fetch_max(total, Ordering::Relaxed);
                     if total > MAX_TOTAL_REPLY_BACKLOG {
-                        return Err(format!(
-                            "the controller sends requests but does not read the replies ({} MiB unsent on this switch, {} MiB on all switches together, more than the {} MiB the emulator holds for a run)",
-                            backlog >> 20,
-                            total >> 20,
-                            MAX_TOTAL_REPLY_BACKLOG >> 20
-                        ));
+                        return Err(SwitchError::TotalBacklog { backlog, total });
                     }
                 }
             }
