@@ -64,6 +64,22 @@ pub fn size_in(
     }
 }
 
+/// A percentage in 0..1000 (a threshold, a noise floor, a gate).
+pub fn parse_pct(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..1000.0).contains(&x) => Ok(x),
+        _ => Err(format!("{s} is not a percentage in 0..1000")),
+    }
+}
+
+/// A load-average difference: 0 or more.
+pub fn parse_load_gap(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{s} is not a load average difference (0 or more)")),
+    }
+}
+
 /// 1048576 as "1MiB", 1000 as "1000B".
 fn human(n: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
@@ -136,5 +152,22 @@ mod tests {
         let e = size_in(1 << 20, 64 << 30)("64K").unwrap_err();
         assert!(e.contains("1MiB..=64GiB"), "{e}");
         assert_eq!(size_in(1 << 20, 64 << 30)("64M"), Ok(64 << 20));
+    }
+
+    #[test]
+    fn percentages_and_load_gaps_are_checked_before_a_command_runs() {
+        assert_eq!(parse_pct("5"), Ok(5.0));
+        assert_eq!(parse_pct("0"), Ok(0.0));
+        for s in ["-3", "1000", "NaN", "inf", "five"] {
+            let e = parse_pct(s).unwrap_err();
+            assert_eq!(e, format!("{s} is not a percentage in 0..1000"));
+        }
+        assert_eq!(parse_load_gap("0"), Ok(0.0));
+        assert_eq!(parse_load_gap("2.5"), Ok(2.5));
+        for s in ["-0.1", "inf", "x"] {
+            assert!(parse_load_gap(s)
+                .unwrap_err()
+                .contains("not a load average difference"));
+        }
     }
 }

@@ -21,7 +21,8 @@
 //! percentile-ladder plot.
 //!
 //! By concern: `load` reads result files, `compare` matches records and
-//! gives verdicts, `figures` picks and builds a lab's plots, `html` renders
+//! gives verdicts, `floor` learns the between-run noise floor from earlier
+//! runs, [`verdicts`] decides what `compare` shows and gates on, `figures` picks and builds a lab's plots, `html` renders
 //! the page, `plot` draws the SVG, `trend` the history page and [`summary`]
 //! the question-and-answer lines. Everything public is re-exported here.
 
@@ -29,6 +30,7 @@ use thiserror::Error;
 
 mod compare;
 mod figures;
+mod floor;
 mod html;
 mod load;
 mod plot;
@@ -36,6 +38,7 @@ pub mod summary;
 #[cfg(test)]
 mod testutil;
 mod trend;
+pub mod verdicts;
 
 pub use commbench_core::lab::Better;
 pub use compare::{
@@ -45,6 +48,7 @@ pub use compare::{
 pub use figures::{
     declared_figures, figures_for_lab, value, DataCell, DataTable, Figure, RUN_PARAM,
 };
+pub use floor::{learn_floor, FloorLearner, Learned, PastLoader, PastRecord};
 pub use html::{render_html, SummaryLine};
 pub use load::{load, load_with, LoadLimits, Loaded};
 pub use plot::{

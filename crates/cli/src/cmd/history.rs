@@ -32,7 +32,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     /// Relative change of a trend below which it is noise, in percent (as in compare).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = crate::args::parse_pct)]
     pub threshold: f64,
     /// Draw the trends into one self-contained HTML page (with -o FILE).
     #[arg(long)]
@@ -185,12 +185,6 @@ fn groups(recs: &[StoredRecord], run_index: &dyn Fn(&str) -> usize) -> Vec<Group
 }
 
 pub fn run(a: &HistoryArgs) -> Result<()> {
-    if !(a.threshold.is_finite() && (0.0..1000.0).contains(&a.threshold)) {
-        return Err(crate::usage(format!(
-            "--threshold {} is not a percentage in 0..1000",
-            a.threshold
-        )));
-    }
     let since_unix = match &a.since {
         Some(d) => Some(parse_utc(d).ok_or_else(|| {
             crate::usage(format!(

@@ -1,0 +1,304 @@
+//! What `compare` shows and gates on, given the [`Change`]s of a
+//! comparison: which metrics are in focus (the named ones, all of them, or
+//! each test's headline metrics), how many are judged (the family the
+//! noise floor's confidence level covers), which machine differences make
+//! a change meaningless, and which verdicts fail a regression gate.
+//!
+//! Invariants: a test that no lab declares headline metrics for shows all
+//! its metrics; the judged count is the shown metrics with samples on both
+//! sides; a gate fails on a regression only when its whole interval lies
+//! beyond the gate's threshold (`Change::is_regression`), and
+//! "inconclusive" is reported as such, never as a pass or a failure.
+
+use crate::{compare_with, no_floor, Change, Options};
+use commbench_core::lab::Lab;
+use commbench_core::record::{escape_control, Record};
+use serde_json::Value;
+
+/// True when `c` is shown: `everything` (named metrics or --all), a
+/// headline metric, or any metric of a test without headline metrics in
+/// `changes`.
+pub fn in_focus(changes: &[Change], c: &Change, everything: bool) -> bool {
+    everything
+        || c.headline
+        || !changes
+            .iter()
+            .any(|d| d.headline && d.lab == c.lab && d.test == c.test)
+}
+
+/// The changes in focus and the rest, each in order.
+pub fn split_focus(changes: &[Change], everything: bool) -> (Vec<&Change>, Vec<&Change>) {
+    changes
+        .iter()
+        .partition(|c| in_focus(changes, c, everything))
+}
+
+/// How many metrics a comparison of `before` and `after` judges with
+/// samples on both sides (the family the noise floor's level covers):
+/// those in focus, compared without a floor.
+pub fn judged_count(
+    before: &[Record],
+    after: &[Record],
+    threshold: f64,
+    only: &[String],
+    ignore_params: &[String],
+    everything: bool,
+    labs: &[&dyn Lab],
+) -> usize {
+    let probe = compare_with(
+        before,
+        after,
+        &Options {
+            threshold,
+            only,
+            ignore_params,
+            noise_floor: &no_floor,
+            default_floor: 0.0,
+            load_gap: 0.0,
+            env_load: (None, None),
+            machines_differ: None,
+        },
+        labs,
+    );
+    split_focus(&probe, everything)
+        .0
+        .iter()
+        .filter(|c| c.n_before > 1 && c.n_after > 1)
+        .count()
+}
+
+/// The first load average of a run's environment, when it has one.
+pub fn env_load(env: &Value) -> Option<f64> {
+    env.get("load_average")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_f64)
+}
+
+/// Differences between the two sides' machines that make a change
+/// meaningless (kernel, CPU model, logical CPUs, build profile), and a
+/// load-average difference of 0.5 or more, which is only reported.
+pub fn env_differences(before: &Value, after: &Value) -> (Vec<String>, Option<String>) {
+    let s = |v: &Value, k: &str| {
+        v.get(k)
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+    };
+    let mut hard = Vec::new();
+    for k in ["kernel", "cpu_model", "logical_cpus", "build_profile"] {
+        if let (Some(x), Some(y)) = (s(before, k), s(after, k)) {
+            if x != y {
+                hard.push(format!("{k} {x} vs {y}"));
+            }
+        }
+    }
+    let soft = match (env_load(before), env_load(after)) {
+        (Some(x), Some(y)) if (x - y).abs() >= 0.5 => {
+            Some(format!("load average {x:.1} before, {y:.1} after"))
+        }
+        _ => None,
+    };
+    (hard, soft)
+}
+
+/// One line per test: its headline verdicts with their intervals.
+pub fn test_lines(changes: &[Change]) -> String {
+    let mut out = String::new();
+    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
+    for c in changes.iter().filter(|c| c.headline) {
+        let k = (c.lab.as_str(), c.test.as_str(), c.params.as_str());
+        if seen.contains(&k) {
+            continue;
+        }
+        let parts: Vec<String> = changes
+            .iter()
+            .filter(|d| d.headline && d.lab == c.lab && d.test == c.test && d.params == c.params)
+            .map(|d| {
+                let mut t = format!("{} {}", d.metric, d.summary());
+                if let Some(n) = d.settle.filter(|&n| n > d.n_before.min(d.n_after)) {
+                    t.push_str(&format!(" (~{n} repeats would settle it)"));
+                }
+                t
+            })
+            .collect();
+        out.push_str(&format!(
+            "{}/{} {}: {}\n",
+            c.lab,
+            c.test,
+            escape_control(&c.params),
+            parts.join("; ")
+        ));
+        seen.push(k);
+    }
+    out
+}
+
+/// How many of `changes` have each verdict (`2 faster, 1 no change`).
+pub fn count_line(changes: &[&Change]) -> String {
+    let words = [
+        "faster",
+        "slower",
+        "better",
+        "worse",
+        "changed",
+        "inconclusive",
+        "no change",
+        "no samples",
+    ];
+    let parts: Vec<String> = words
+        .iter()
+        .map(|w| (w, changes.iter().filter(|c| c.verdict == *w).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(w, n)| format!("{n} {w}"))
+        .collect();
+    parts.join(", ")
+}
+
+/// `compare change` records of the changes shown.
+pub fn change_records(shown: &[&Change]) -> Vec<Record> {
+    shown
+        .iter()
+        .map(|c| {
+            Record::new("compare", "change")
+                .param("source", format!("{}/{}", c.lab, c.test))
+                .param("params", &c.params)
+                .param("metric", &c.metric)
+                .metric("before", c.before)
+                .metric("after", c.after)
+                .metric("ratio", c.ratio)
+                .metric("ratio_lo", c.lo)
+                .metric("ratio_hi", c.hi)
+                .metric("p_value", c.p_value)
+                .metric("n_before", c.n_before)
+                .metric("n_after", c.n_after)
+                .metric("noise_floor_pct", c.noise_floor * 100.0)
+                .metric("change_pct", c.change_pct)
+                .metric("better", c.better)
+                .metric("verdict", &c.verdict)
+                .metric("settle_repeats", c.settle)
+                .metric("note", &c.note)
+        })
+        .collect()
+}
+
+/// What a regression gate found among the metrics in focus, each judged
+/// against the gate's threshold.
+#[derive(Debug)]
+pub struct Gate<'a> {
+    /// Slower or worse with the whole interval beyond the threshold.
+    pub regressed: Vec<&'a Change>,
+    /// Neither within nor beyond it.
+    pub inconclusive: Vec<&'a Change>,
+}
+
+/// The gate over `gated`, a comparison judged against the gate's
+/// threshold.
+pub fn gate(gated: &[Change], everything: bool) -> Gate<'_> {
+    let (focus, _) = split_focus(gated, everything);
+    Gate {
+        regressed: focus
+            .iter()
+            .copied()
+            .filter(|c| c.is_regression())
+            .collect(),
+        inconclusive: focus
+            .iter()
+            .copied()
+            .filter(|c| c.verdict == "inconclusive")
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::TestLab;
+    use commbench_core::estimate::{attach, Estimate};
+    use serde_json::json;
+
+    /// A pipeline record (TestLab's `ticks_total` is a headline, lower
+    /// better) with `ticks_total` and `other` measured over repeats.
+    fn sampled(burst: u64, ticks: &[f64], other: &[f64]) -> Record {
+        let mut r = Record::new("pipeline", "run").param("burst", burst);
+        attach(
+            &mut r.metrics,
+            "ticks_total",
+            &Estimate::from_samples(ticks),
+        );
+        attach(&mut r.metrics, "other", &Estimate::from_samples(other));
+        r
+    }
+
+    fn changes(threshold: f64) -> Vec<Change> {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8];
+        let up: Vec<f64> = base.iter().map(|x| x * 1.3).collect();
+        let a = vec![
+            sampled(1, &base, &base),
+            Record::new("x", "y").metric("m", 1.0),
+        ];
+        let b = vec![
+            sampled(1, &up, &base),
+            Record::new("x", "y").metric("m", 2.0),
+        ];
+        let lab = TestLab(Vec::new());
+        crate::compare(&a, &b, threshold, &[], &[&lab])
+    }
+
+    #[test]
+    fn headlines_are_in_focus_and_tests_without_headlines_show_everything() {
+        let c = changes(0.05);
+        let names = |v: &[&Change]| -> Vec<String> {
+            v.iter()
+                .map(|c| format!("{}/{}", c.test, c.metric))
+                .collect()
+        };
+        let (shown, rest) = split_focus(&c, false);
+        assert_eq!(names(&shown), ["run/ticks_total", "y/m"]);
+        assert_eq!(names(&rest), ["run/other"]);
+        assert_eq!(split_focus(&c, true).0.len(), 3);
+        assert_eq!(count_line(&shown), "1 worse, 1 no samples");
+        let lab = TestLab(Vec::new());
+        let xs = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8];
+        let ys: Vec<f64> = xs.iter().map(|x| x * 1.01).collect();
+        let (a, b) = (vec![sampled(1, &xs, &xs)], vec![sampled(1, &ys, &ys)]);
+        assert_eq!(judged_count(&a, &b, 0.05, &[], &[], false, &[&lab]), 1);
+        assert_eq!(judged_count(&a, &b, 0.05, &[], &[], true, &[&lab]), 2);
+        let lines = test_lines(&c);
+        assert!(
+            lines.starts_with("pipeline/run burst=1: ticks_total worse 1.30× ["),
+            "{lines}"
+        );
+        assert_eq!(lines.lines().count(), 1);
+        let recs = change_records(&shown);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].metric_f64("ratio"), Some(shown[0].ratio));
+    }
+
+    #[test]
+    fn a_gate_fails_on_whole_intervals_beyond_it_and_names_the_unsure() {
+        let c = changes(0.05);
+        let g = gate(&c, false);
+        assert_eq!(g.regressed.len(), 1);
+        assert_eq!(g.regressed[0].metric, "ticks_total");
+        assert!(g.inconclusive.is_empty());
+        // A 30% step against a 30% gate is neither within nor beyond.
+        let c = changes(0.30);
+        let g = gate(&c, false);
+        assert!(g.regressed.is_empty());
+        assert_eq!(g.inconclusive.len(), 1);
+        let c = changes(0.50);
+        let g = gate(&c, false);
+        assert!(g.regressed.is_empty() && g.inconclusive.is_empty());
+    }
+
+    #[test]
+    fn machine_differences_make_changes_meaningless_and_load_is_reported() {
+        let a = json!({"kernel": "6.1", "cpu_model": "x", "logical_cpus": 4, "load_average": [0.2, 0.1, 0.1]});
+        let b = json!({"kernel": "6.8", "cpu_model": "x", "logical_cpus": 8, "load_average": [1.5, 0.1, 0.1]});
+        let (hard, soft) = env_differences(&a, &b);
+        assert_eq!(hard, ["kernel 6.1 vs 6.8", "logical_cpus 4 vs 8"]);
+        assert_eq!(soft.as_deref(), Some("load average 0.2 before, 1.5 after"));
+        assert_eq!(env_differences(&a, &a), (Vec::new(), None));
+        assert_eq!(env_load(&b), Some(1.5));
+        assert_eq!(env_load(&Value::Null), None);
+    }
+}
