@@ -13,9 +13,10 @@
 
 use super::log::{Logger, PeerLog};
 use super::{ControllerConfig, ControllerStats};
+use crate::wire::common::field as f;
 use crate::wire::frame::FlowKey;
 use crate::wire::{
-    be32, of10, of13, put32, Header, WireError, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
+    be16, be32, be64, of10, of13, put32, Header, WireError, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
 };
 use serde::Serialize;
 use std::collections::HashMap;
@@ -164,8 +165,8 @@ pub(super) fn handle(
             Ok(())
         }
         6 => {
-            if msg.len() >= 16 {
-                *dpid = Some(u64::from_be_bytes(msg[8..16].try_into().unwrap()));
+            if msg.len() >= f::DATAPATH_ID + 8 {
+                *dpid = Some(be64(msg, f::DATAPATH_ID));
                 if cfg.log_connections {
                     pc.log.line(format!(
                         "controller: {}: datapath {:#x} ready",
@@ -178,12 +179,12 @@ pub(super) fn handle(
         }
         1 => {
             st.error_msgs += 1;
-            if msg.len() >= 12 && cfg.log_connections && pc.plog.allow() {
+            if msg.len() >= f::ERROR_DATA && cfg.log_connections && pc.plog.allow() {
                 pc.log.line(format!(
                     "controller: {}: OFPT_ERROR type {} code {} from the switch",
                     pc.peer,
-                    u16::from_be_bytes([msg[8], msg[9]]),
-                    u16::from_be_bytes([msg[10], msg[11]])
+                    be16(msg, f::ERROR_TYPE),
+                    be16(msg, f::ERROR_CODE)
                 ));
             }
             Ok(())
@@ -252,8 +253,12 @@ fn packet_in10(
             let v = of10::PacketInView::new_checked(msg).map_err(bad)?;
             let s = out.len();
             out.extend_from_slice(&t.trivial10);
-            put32(&mut out[s..], 4, xid);
-            put32(&mut out[s..], 64, v.buffer_id());
+            put32(&mut out[s..], f::XID, xid);
+            put32(
+                &mut out[s..],
+                of10::field::flow_mod::BUFFER_ID,
+                v.buffer_id(),
+            );
             st.flow_mod_sent += 1;
         }
         (App::Learning, _) => {
@@ -361,8 +366,12 @@ fn packet_in13(
             let v = of13::PacketInView::new_checked(msg).map_err(bad)?;
             let s = out.len();
             out.extend_from_slice(&t.trivial13);
-            put32(&mut out[s..], 4, xid);
-            put32(&mut out[s..], 32, v.buffer_id());
+            put32(&mut out[s..], f::XID, xid);
+            put32(
+                &mut out[s..],
+                of13::field::flow_mod::BUFFER_ID,
+                v.buffer_id(),
+            );
             st.flow_mod_sent += 1;
         }
         (App::Learning, _) => {
@@ -418,8 +427,12 @@ fn packet_in13(
 /// Read a flow_mod's buffer_id (1.0 or 1.3), for tests and tools.
 pub fn flow_mod_buffer_id(msg: &[u8]) -> Option<u32> {
     match *msg.first()? {
-        OFP10_VERSION if msg.len() >= 68 => Some(be32(msg, 64)),
-        OFP13_VERSION if msg.len() >= 36 => Some(be32(msg, 32)),
+        OFP10_VERSION if msg.len() >= of10::field::flow_mod::BUFFER_ID + 4 => {
+            Some(be32(msg, of10::field::flow_mod::BUFFER_ID))
+        }
+        OFP13_VERSION if msg.len() >= of13::field::flow_mod::BUFFER_ID + 4 => {
+            Some(be32(msg, of13::field::flow_mod::BUFFER_ID))
+        }
         _ => None,
     }
 }

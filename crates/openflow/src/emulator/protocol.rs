@@ -14,7 +14,10 @@
 use super::switch::{Answer, SwState};
 use super::worker::Worker;
 use super::SwitchError;
+use crate::wire::common::field as f;
 use crate::wire::frame::{self, is_lldp};
+use crate::wire::of10::field as f10;
+use crate::wire::of13::field as f13;
 use crate::wire::{
     be16, be32, of10, of13, Header, WireError, NO_BUFFER, OFP10_VERSION, OFP13_VERSION,
 };
@@ -32,18 +35,18 @@ impl Worker {
         let (mut off, mut n, mut matched, mut duplicate, mut unmatched, mut far) =
             (0, 0u64, 0, 0, 0, 0);
         while let Some(m) = buf.get(off..off + of10::FLOW_MOD_LEN) {
-            let len = be16(m, 2) as usize;
-            if m[0] != OFP10_VERSION
-                || m[1] != of10::OFPT_FLOW_MOD
+            let len = be16(m, f::LENGTH) as usize;
+            if m[f::VERSION] != OFP10_VERSION
+                || m[f::TYPE] != of10::OFPT_FLOW_MOD
                 || len < of10::FLOW_MOD_LEN
                 || off + len > buf.len()
-                || be16(m, 56) != of10::OFPFC_ADD
+                || be16(m, f10::flow_mod::COMMAND) != of10::OFPFC_ADD
             {
                 break;
             }
             off += len;
             n += 1;
-            match s.answer(be32(m, 64), be32(m, 4)) {
+            match s.answer(be32(m, f10::flow_mod::BUFFER_ID), be32(m, f::XID)) {
                 Answer::Matched { far: f, .. } => {
                     matched += 1;
                     far += f as u64;
@@ -105,13 +108,14 @@ impl Worker {
         // Fast path for the message that dominates: an OpenFlow 1.0 flow_mod
         // ADD (frame_len already checked that msg is exactly one message).
         if msg.len() >= of10::FLOW_MOD_LEN
-            && msg[0] == OFP10_VERSION
-            && msg[1] == of10::OFPT_FLOW_MOD
+            && msg[f::VERSION] == OFP10_VERSION
+            && msg[f::TYPE] == of10::OFPT_FLOW_MOD
             && self.sw[k].version == OFP10_VERSION
-            && be16(msg, 56) == of10::OFPFC_ADD
+            && be16(msg, f10::flow_mod::COMMAND) == of10::OFPFC_ADD
         {
             self.tally.flow_mod_add += 1;
-            self.response(k, be32(msg, 64), be32(msg, 4), now, kept);
+            let buffer_id = be32(msg, f10::flow_mod::BUFFER_ID);
+            self.response(k, buffer_id, be32(msg, f::XID), now, kept);
             return Ok(());
         }
         let h = Header::new_checked(msg).map_err(SwitchError::Header)?;
@@ -152,12 +156,12 @@ impl Worker {
     /// and reported.
     fn controller_error(&mut self, k: usize, msg: &[u8]) {
         self.tally.error += 1;
-        if msg.len() >= 12 {
+        if msg.len() >= f::ERROR_DATA {
             let m = format!(
                 "cbench: switch {} got ERROR type {} code {} from the controller",
                 self.sw[k].idx + 1,
-                be16(msg, 8),
-                be16(msg, 10)
+                be16(msg, f::ERROR_TYPE),
+                be16(msg, f::ERROR_CODE)
             );
             self.sh.notice(m);
         }
@@ -302,10 +306,10 @@ impl Worker {
             }
             of10::OFPT_SET_CONFIG => {
                 self.tally.set_config += 1;
-                if msg.len() >= 12 {
+                if msg.len() >= f::SWITCH_CONFIG_LEN {
                     let s = &mut self.sw[k];
-                    s.config_flags = be16(msg, 8);
-                    s.miss_send_len = be16(msg, 10);
+                    s.config_flags = be16(msg, f::CONFIG_FLAGS);
+                    s.miss_send_len = be16(msg, f::MISS_SEND_LEN);
                 }
             }
             of10::OFPT_GET_CONFIG_REQUEST => {
@@ -329,7 +333,7 @@ impl Worker {
             }
             of10::OFPT_STATS_REQUEST => {
                 self.tally.stats_request += 1;
-                if msg.len() >= 12 && be16(msg, 8) == of10::OFPST_DESC {
+                if msg.len() >= of10::STATS_LEN && be16(msg, f::STATS_TYPE) == of10::OFPST_DESC {
                     let d = desc(self.sw[k].dpid);
                     self.reply(k, |o| {
                         of10::Repr::new(
@@ -390,7 +394,7 @@ impl Worker {
                 if msg.len() < of13::FLOW_MOD_FIXED + 8 {
                     return Err(short("flow_mod"));
                 }
-                match msg[25] {
+                match msg[f13::flow_mod::COMMAND] {
                     of13::OFPFC_ADD => self.tally.flow_mod_add += 1,
                     of13::OFPFC_MODIFY_STRICT => self.tally.flow_mod_modify_strict += 1,
                     _ => {
@@ -398,13 +402,13 @@ impl Worker {
                         return Ok(());
                     }
                 }
-                self.response(k, be32(msg, 32), xid, now, kept);
+                self.response(k, be32(msg, f13::flow_mod::BUFFER_ID), xid, now, kept);
             }
             of13::OFPT_PACKET_OUT => {
                 if msg.len() < of13::PACKET_OUT_LEN {
                     return Err(short("packet_out"));
                 }
-                let alen = be16(msg, 16) as usize;
+                let alen = be16(msg, f13::packet_out::ACTIONS_LEN) as usize;
                 if of13::PACKET_OUT_LEN + alen > msg.len() {
                     return Err(SwitchError::ActionsBeyondMessage);
                 }
@@ -412,7 +416,7 @@ impl Worker {
                     self.tally.packet_out_lldp += 1;
                 } else {
                     self.tally.packet_out += 1;
-                    self.response(k, be32(msg, 8), xid, now, kept);
+                    self.response(k, be32(msg, f::BUFFER_ID), xid, now, kept);
                 }
             }
             of13::OFPT_ECHO_REQUEST => {
@@ -440,10 +444,10 @@ impl Worker {
             }
             of13::OFPT_SET_CONFIG => {
                 self.tally.set_config += 1;
-                if msg.len() >= 12 {
+                if msg.len() >= f::SWITCH_CONFIG_LEN {
                     let s = &mut self.sw[k];
-                    s.config_flags = be16(msg, 8);
-                    s.miss_send_len = be16(msg, 10);
+                    s.config_flags = be16(msg, f::CONFIG_FLAGS);
+                    s.miss_send_len = be16(msg, f::MISS_SEND_LEN);
                 }
             }
             of13::OFPT_GET_CONFIG_REQUEST => {
@@ -467,8 +471,8 @@ impl Worker {
             }
             of13::OFPT_MULTIPART_REQUEST => {
                 self.tally.stats_request += 1;
-                let mp = if msg.len() >= 16 {
-                    be16(msg, 8)
+                let mp = if msg.len() >= of13::MULTIPART_LEN {
+                    be16(msg, f::STATS_TYPE)
                 } else {
                     u16::MAX
                 };

@@ -10,8 +10,9 @@
 //! per probe or per response.
 
 use super::{CbenchConfig, ANSWER_RING_BITS, BUFFER_ID_MOD, FAR_MATCH, INBUF_LEN, OUTBUF_LEN};
+use crate::wire::common::field as f;
 use crate::wire::frame;
-use crate::wire::{of10, of13, NO_BUFFER, OFP10_VERSION, OFP13_VERSION};
+use crate::wire::{of10, of13, put32, NO_BUFFER, OFP10_VERSION, OFP13_VERSION};
 use std::net::TcpStream;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,8 +206,8 @@ impl Switch {
             Stamp::Template => &mut self.probe[..],
             Stamp::Block(off) => &mut self.pblock[off..],
         };
-        p[4..8].copy_from_slice(&xid.to_be_bytes());
-        p[8..12].copy_from_slice(&bid.to_be_bytes());
+        put32(p, f::XID, xid);
+        put32(p, f::BUFFER_ID, bid);
         p[mo..mo + 4].copy_from_slice(&mac.to_ne_bytes());
         let slot = seq % ANSWER_RING_BITS;
         self.answered[(slot / 64) as usize] &= !(1u64 << (slot % 64));

@@ -71,7 +71,7 @@ pub const STATS_LEN: usize = 12;
 
 /// Byte offsets of the 1.0 layouts, each named once: from the start of
 /// the message, or of the match, port or action for those.
-mod field {
+pub(crate) mod field {
     use core::ops::Range;
 
     pub mod packet_in {

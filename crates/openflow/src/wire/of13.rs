@@ -69,7 +69,7 @@ pub const ACTION_OUTPUT_LEN: usize = 16;
 /// Byte offsets of the 1.3 layouts, each named once: from the start of
 /// the message, or of the match, OXM, port, action or instruction for
 /// those.
-mod field {
+pub(crate) mod field {
     use core::ops::Range;
 
     pub mod packet_in {
