@@ -230,6 +230,35 @@ pub fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
     unsafe { syscall!(kill(pid, sig)) }.map(|_| ())
 }
 
+/// Maps `len` bytes of `fd` at `offset` (mmap(2); `fd` -1 with
+/// `MAP_ANONYMOUS`) and returns the mapping's start. There is no address
+/// hint and `MAP_FIXED` is refused, so the kernel picks an unused range and
+/// no memory the program already uses changes. Reading or writing through
+/// the pointer, and unmapping it once (`libc::munmap`), stay the caller's
+/// `unsafe`.
+pub fn mmap(
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: RawFd,
+    offset: libc::off_t,
+) -> io::Result<*mut u8> {
+    if flags & libc::MAP_FIXED != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "mmap with MAP_FIXED would replace memory in use",
+        ));
+    }
+    // SAFETY: a null hint without MAP_FIXED maps a fresh range; the call
+    // reads and writes no memory of ours.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, offset) };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
 /// Sets this thread's timer slack (how late the kernel may wake a timed
 /// wait to batch wake-ups; 50 µs by default).
 pub fn set_timer_slack_ns(ns: u64) {

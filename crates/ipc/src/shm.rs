@@ -112,30 +112,17 @@ impl Mapping {
         Self::map_at(file, 0, len)
     }
 
-    #[allow(unsafe_code)]
     fn map_at(file: &File, offset: usize, len: usize) -> Result<Mapping> {
-        // SAFETY: mapping a file we opened read-write, length equal to its
-        // size; the result is checked for MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                offset as libc::off_t,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(IpcError::io(
-                "mmap shm segment",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(Mapping {
-            ptr: ptr as *mut u8,
+        // A file we opened read-write, length equal to its size.
+        let ptr = commbench_core::sys::mmap(
             len,
-        })
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            file.as_raw_fd(),
+            offset as libc::off_t,
+        )
+        .map_err(|e| IpcError::io("mmap shm segment", e))?;
+        Ok(Mapping { ptr, len })
     }
 }
 

@@ -8,6 +8,7 @@
 //! equivalent, checked rather than assumed.
 #![allow(unsafe_code)]
 
+use commbench_core::syscall;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::io::AsRawFd;
@@ -59,31 +60,23 @@ pub fn resident(path: &Path) -> io::Result<Residency> {
     let mut vec = vec![0u8; (window / ps) as usize];
     while off < len {
         let n = (len - off).min(window);
-        // SAFETY: a fresh read-only shared mapping of a file we opened; it is
-        // only passed to mincore (never dereferenced) and unmapped below.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                n as usize,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                off as libc::off_t,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // A fresh read-only shared mapping of a file we opened; it is only
+        // passed to mincore (never dereferenced) and unmapped below.
+        let addr = commbench_core::sys::mmap(
+            n as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            off as libc::off_t,
+        )?
+        .cast();
         let pages = n.div_ceil(ps) as usize;
         // SAFETY: `vec` holds at least `pages` bytes, one per page of the
         // mapping, as mincore requires.
-        let rc = unsafe { libc::mincore(addr, n as usize, vec.as_mut_ptr()) };
-        let err = io::Error::last_os_error();
+        let rc = unsafe { syscall!(mincore(addr, n as usize, vec.as_mut_ptr())) };
         // SAFETY: unmapping exactly the mapping created above.
         unsafe { libc::munmap(addr, n as usize) };
-        if rc != 0 {
-            return Err(err);
-        }
+        rc?;
         resident += vec[..pages].iter().filter(|b| **b & 1 != 0).count() as u64;
         off += n;
     }

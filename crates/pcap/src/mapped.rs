@@ -31,24 +31,13 @@ impl Mapping {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty file"));
         }
-        // SAFETY: a fresh read-only shared mapping of an open file; it is
-        // unmapped exactly once in Drop and never written through.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // A fresh read-only shared mapping of an open file; it is unmapped
+        // exactly once in Drop and never written through.
+        let ptr =
+            commbench_core::sys::mmap(len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)?;
         // Sequential access: larger readahead on a cold cache. Advice only.
         // SAFETY: advising on the mapping created above.
-        unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
+        unsafe { libc::madvise(ptr.cast(), len, libc::MADV_SEQUENTIAL) };
         Ok(Self {
             ptr: ptr as *const u8,
             len,

@@ -10,7 +10,7 @@
 
 #![allow(unsafe_code)]
 
-use commbench_core::sys::cvt;
+use commbench_core::{sys, syscall};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
@@ -61,15 +61,15 @@ const H_MAC: usize = 24;
 
 fn setsockopt<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> io::Result<()> {
     // SAFETY: `v` points to a live T of the size passed.
-    cvt(unsafe {
-        libc::setsockopt(
+    unsafe {
+        syscall!(setsockopt(
             fd.as_raw_fd(),
             SOL_PACKET,
             opt,
             v as *const T as *const libc::c_void,
             std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    })
+        ))
+    }
     .map(|_| ())
 }
 
@@ -100,10 +100,13 @@ pub fn if_flags(name: &str) -> io::Result<u32> {
         ));
     }
     // SAFETY: plain socket(2); the fd is owned below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let fd = unsafe {
+        syscall!(socket(
+            libc::AF_INET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0
+        ))?
+    };
     // SAFETY: fd is a fresh descriptor nobody else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: ifreq is plain data; all zero is a valid value.
@@ -113,9 +116,8 @@ pub fn if_flags(name: &str) -> io::Result<u32> {
     }
     // SAFETY: SIOCGIFFLAGS reads the NUL-terminated name (the rest of the
     // zeroed array) and writes the flags into `req`.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
+    let r = unsafe { syscall!(ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req)) };
+    if let Err(e) = r {
         if e.raw_os_error() == Some(libc::ENODEV) {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
@@ -163,13 +165,13 @@ impl PacketSocket {
         let ifindex = ifindex(iface)?;
         let proto = if rx { ETH_P_ALL.to_be() } else { 0 };
         // SAFETY: plain socket(2) call.
-        let raw = cvt(unsafe {
-            libc::socket(
+        let raw = unsafe {
+            syscall!(socket(
                 libc::AF_PACKET,
                 libc::SOCK_RAW | libc::SOCK_CLOEXEC,
                 libc::c_int::from(proto),
-            )
-        })?;
+            ))?
+        };
         // SAFETY: raw is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         // SAFETY: zeroed sockaddr_ll is a valid value.
@@ -178,13 +180,13 @@ impl PacketSocket {
         sll.sll_protocol = proto;
         sll.sll_ifindex = ifindex as i32;
         // SAFETY: sll is a valid sockaddr_ll of the size passed.
-        cvt(unsafe {
-            libc::bind(
+        unsafe {
+            syscall!(bind(
                 fd.as_raw_fd(),
                 &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
                 std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        })?;
+            ))?
+        };
         Ok(PacketSocket { fd })
     }
 
@@ -217,16 +219,24 @@ impl PacketSocket {
         }
         // SAFETY: msgs points to n initialised headers whose iovecs stay
         // alive for the call.
-        let r =
-            unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ENOBUFS) || e.kind() == io::ErrorKind::WouldBlock {
-                return Ok(0);
+        let r = unsafe {
+            syscall!(sendmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                0
+            ))
+        };
+        match r {
+            Ok(r) => Ok(r as usize),
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.kind() == io::ErrorKind::WouldBlock =>
+            {
+                Ok(0)
             }
-            return Err(e);
+            Err(e) => Err(e),
         }
-        Ok(r as usize)
     }
 
     /// (packets received, packets dropped) since the last call, as the
@@ -235,15 +245,15 @@ impl PacketSocket {
         let mut st = TpacketStatsV3::default();
         let mut len = std::mem::size_of::<TpacketStatsV3>() as libc::socklen_t;
         // SAFETY: st is writable for len bytes.
-        cvt(unsafe {
-            libc::getsockopt(
+        unsafe {
+            syscall!(getsockopt(
                 self.fd.as_raw_fd(),
                 SOL_PACKET,
                 PACKET_STATISTICS,
                 &mut st as *mut TpacketStatsV3 as *mut libc::c_void,
                 &mut len,
-            )
-        })?;
+            ))?
+        };
         let _ = st.tp_freeze_q_cnt;
         Ok((u64::from(st.tp_packets), u64::from(st.tp_drops)))
     }
@@ -281,40 +291,17 @@ impl RxRing {
         };
         setsockopt(&sock.fd, PACKET_RX_RING, &req)?;
         let map_len = block_size * blocks;
-        // SAFETY: mapping the ring the kernel just allocated for this fd.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_LOCKED,
-                sock.fd.as_raw_fd(),
-                0,
-            )
-        };
-        let map = if map == libc::MAP_FAILED {
+        // Mapping the ring the kernel just allocated for this fd.
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let fd = sock.fd.as_raw_fd();
+        let map = match sys::mmap(map_len, rw, libc::MAP_SHARED | libc::MAP_LOCKED, fd, 0) {
+            Ok(m) => m,
             // MAP_LOCKED can fail under RLIMIT_MEMLOCK; retry without it.
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    map_len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    sock.fd.as_raw_fd(),
-                    0,
-                )
-            };
-            if m == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            m
-        } else {
-            map
+            Err(_) => sys::mmap(map_len, rw, libc::MAP_SHARED, fd, 0)?,
         };
         Ok(RxRing {
             sock,
-            map: map as *mut u8,
+            map,
             map_len,
             block_size,
             blocks,
@@ -473,23 +460,17 @@ impl TxRing {
         };
         setsockopt(&sock.fd, PACKET_TX_RING, &req)?;
         let map_len = frames * TX_FRAME;
-        // SAFETY: mapping the ring the kernel allocated for this fd.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                sock.fd.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // Mapping the ring the kernel allocated for this fd.
+        let map = sys::mmap(
+            map_len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            sock.fd.as_raw_fd(),
+            0,
+        )?;
         Ok(TxRing {
             sock,
-            map: map as *mut u8,
+            map,
             map_len,
             frames,
             next: 0,
@@ -531,9 +512,8 @@ impl TxRing {
         }
         if queued > 0 {
             // SAFETY: a zero-length send on our socket: the kernel walks the ring.
-            let r = unsafe { libc::send(self.sock.fd.as_raw_fd(), std::ptr::null(), 0, 0) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
+            let r = unsafe { syscall!(send(self.sock.fd.as_raw_fd(), std::ptr::null(), 0, 0)) };
+            if let Err(e) = r {
                 if e.raw_os_error() != Some(libc::ENOBUFS) && e.kind() != io::ErrorKind::WouldBlock
                 {
                     return Err(e);

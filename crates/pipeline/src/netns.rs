@@ -227,10 +227,7 @@ pub fn enter(ns: &str) -> io::Result<()> {
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
     use std::os::fd::AsRawFd;
     // SAFETY: f is an open namespace file.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    unsafe { commbench_core::syscall!(setns(f.as_raw_fd(), libc::CLONE_NEWNET)) }.map(|_| ())
 }
 
 /// One leftover namespace and what was done with it.

@@ -92,18 +92,13 @@ pub fn program(map_fd: RawFd, magic: [u8; 4]) -> [Insn; 14] {
 fn bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> io::Result<i64> {
     // SAFETY: attr is a zeroed 128-byte union bpf_attr with the fields of
     // `cmd` set; the kernel reads at most its size.
-    let r = unsafe {
-        libc::syscall(
+    unsafe {
+        commbench_core::syscall!(syscall(
             libc::SYS_bpf,
             cmd,
             attr.as_mut_ptr() as *mut libc::c_void,
             std::mem::size_of::<[u64; 16]>() as u32,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
+        ))
     }
 }
 

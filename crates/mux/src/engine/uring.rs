@@ -109,22 +109,14 @@ struct Map {
 
 impl Map {
     fn new(len: usize) -> io::Result<Map> {
-        // SAFETY: an anonymous private mapping; the result is checked.
-        #[allow(unsafe_code)]
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Map { ptr: p.cast(), len })
+        let p = commbench_core::sys::mmap(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )?;
+        Ok(Map { ptr: p, len })
     }
 
     /// Gives the pages back (they read as zeros when touched again).
