@@ -45,12 +45,10 @@ pub fn to_records(r: &AbReport) -> Vec<Record> {
             rec.push_metric("ratio_lo", m.ratio.lo);
             rec.push_metric("ratio_hi", m.ratio.hi);
             rec.push_metric("p_value", m.ratio.p_value);
-            rec.push_metric("a_median", ea.median);
-            rec.push_metric("a_median_lo", ea.lo);
-            rec.push_metric("a_median_hi", ea.hi);
-            rec.push_metric("b_median", eb.median);
-            rec.push_metric("b_median_lo", eb.lo);
-            rec.push_metric("b_median_hi", eb.hi);
+            // Each side's median with its interval and the per-pair values
+            // (`_samples`, in pair order), so that runs can be pooled.
+            commbench_core::estimate::attach(&mut rec.metrics, "a_median", &ea);
+            commbench_core::estimate::attach(&mut rec.metrics, "b_median", &eb);
             rec.push_metric("verdict", m.word());
             rec.push_metric("headline", m.headline);
             rec.push_metric("pairs", m.ratio.n_before);
@@ -147,6 +145,19 @@ pub fn table(r: &AbReport, all: bool) -> String {
         r.spec.placement.describe(),
         r.stop.describe()
     );
+    if r.kept() < r.spec.min_pairs {
+        let _ = writeln!(
+            o,
+            "cut short: {} pairs of the {} asked (--min-pairs) fit in the budget; the verdicts rest on them{}",
+            r.kept(),
+            r.spec.min_pairs,
+            if r.kept() < commbench_core::estimate::paired::MIN_PAIRS {
+                " (no interval exists below 6 pairs: raise --budget)"
+            } else {
+                ""
+            }
+        );
+    }
     if contaminated + failed > 0 {
         let _ = writeln!(
             o,

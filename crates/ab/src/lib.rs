@@ -159,7 +159,8 @@ pub enum Stop {
     Decided,
     /// `max_pairs` reached.
     MaxPairs,
-    /// Another block would have ended past the budget.
+    /// Another block would have ended past the budget (also before
+    /// `min_pairs`).
     Budget,
     /// SIGINT or SIGTERM.
     Interrupted,
@@ -549,7 +550,15 @@ pub fn run(
             elapsed_s: elapsed,
             left_s: (left_pairs * per_pair).min((spec.budget.as_secs_f64() - elapsed).max(0.0)),
         });
-        if !balanced || kept < min_pairs {
+        if !balanced {
+            continue;
+        }
+        // The budget holds before --min-pairs too: a run that cannot reach
+        // them in time stops and says so rather than overrun.
+        if elapsed + 2.0 * per_pair > spec.budget.as_secs_f64() {
+            break Stop::Budget;
+        }
+        if kept < min_pairs {
             continue;
         }
         if !results.is_empty() && !results.iter().any(undecided) {
@@ -557,9 +566,6 @@ pub fn run(
         }
         if kept >= max_pairs {
             break Stop::MaxPairs;
-        }
-        if elapsed + 2.0 * per_pair > spec.budget.as_secs_f64() {
-            break Stop::Budget;
         }
     };
     if results.is_empty() || stop_reason != Stop::Decided {

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""The proof of `commbench ab` on this machine (a benchmark, not a test).
+
+usage: bench/ab-proof.py [--runs 10] [--labs LIST] [--parts aa,known,suites]
+                         [--budget 3m] [--bin target/release/commbench] [--out DIR]
+
+aa      For each lab's headline test, RUNS runs of `commbench ab` of one
+        binary against itself (empty store: --no-store): how many runs
+        flagged a headline (slower/faster/worse/better), the share of
+        headline verdicts that were decisive ("no change"), and the time.
+        Target: no headline flagged in >= 19 of 20 runs overall, >= 90% of
+        headline metrics decisive within the budget (3 minutes per lab).
+known   For each lab, RUNS runs of a known change of 3% injected into the
+        measured path (pipeline --work delay:N vs 1.03 N; ipc and mux
+        --extra-work-ns N vs 1.03 N; openflow the controller's
+        --extra-work-ns): flagged in >= 9 of 10 runs with the true ratio
+        inside the interval. The truth is the ratio of the pooled medians of
+        every B trial over every A trial of all runs (the per-pair values
+        each ab record carries as a_median_samples / b_median_samples).
+suites  RUNS pairs of two back-to-back `commbench suite --quick` with an
+        empty store, then `commbench compare --no-store
+        --fail-on-regression 10`: how many exit 0 (target >= 9 of 10), and
+        how many headline comparisons were decisive, side by side with ab.
+
+Prints one table per part and writes every ab record to DIR.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+# Each lab's headline test as an ab command: the A/A form (with {bin}) and
+# the known-change form (with {x} taking N and 1.03 N), and the placement
+# flags for ab. Sizes keep one trial at 0.5-3 s on a 2-vCPU VM.
+LABS = {
+    "ipc-shm": {
+        "aa": "{bin} ipc reqres --transport shm --count 200000 --repeat 1",
+        "known": "{bin} ipc reqres --transport shm --count 50000 --repeat 1 --extra-work-ns {x}",
+        "n": 20000,
+        "ab": [],
+    },
+    "ipc-pipe": {
+        "aa": "{bin} ipc reqres --transport pipe --count 20000 --repeat 1",
+        "known": "{bin} ipc reqres --transport pipe --count 10000 --repeat 1 --extra-work-ns {x}",
+        "n": 20000,
+        "ab": ["--cpus", "1"],
+    },
+    "mux-epoll": {
+        "aa": "{bin} mux --engine epoll --conns 1000 --rounds 20 --repeat 1",
+        "known": "{bin} mux --engine epoll --conns 1000 --rounds 20 --repeat 1 --extra-work-ns {x}",
+        "n": 20000,
+        "ab": [],
+    },
+    "openflow-template": {
+        "aa": "{bin} openflow bench --quick --variants template --repeat 1",
+        "known": "{bin} openflow bench --quick --variants template --repeat 1 --extra-work-ns {x}",
+        "n": 2000,
+        "ab": [],
+    },
+    "pcap": {
+        "aa": "{bin} pcap bench {pcap} --cache warm --runs 1 --threads 1",
+        "known": None,
+        "n": 0,
+        "ab": ["--cpus", "1"],
+    },
+    "pipeline-rtc": {
+        "aa": "{bin} pipeline run --mode rtc --work delay:1000 --repeat 1",
+        "known": "{bin} pipeline run --mode rtc --work delay:{x} --repeat 1",
+        "n": 1000,
+        "ab": ["--cpus", "1"],
+    },
+}
+
+CHANGE = ("slower", "faster", "worse", "better", "changed")
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, text=True, capture_output=True, **kw)
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def run_ab(binary, name, values, command, extra, budget, out):
+    t0 = time.monotonic()
+    cmd = [binary, "--no-store", "ab", "-L", name, ",".join(values), "--budget", budget,
+           "--format", "jsonl", "-o", out] + extra + ["--", command]
+    r = sh(cmd)
+    dt = time.monotonic() - t0
+    if r.returncode != 0:
+        print(f"ab-proof: ab failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}",
+              file=sys.stderr)
+        return None, dt
+    return load(out), dt
+
+
+def headline(recs):
+    return [r for r in recs if r["metrics"].get("headline")]
+
+
+def part_aa(args, labs):
+    print("\n## A/A: one binary against itself, empty store\n")
+    print("| lab | runs | runs flagging a headline | headline decisive | pairs (median) | time (median s) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    total_runs = total_flagged = 0
+    for lab in labs:
+        spec = LABS[lab]
+        flagged = decisive = judged = 0
+        pairs, times = [], []
+        for i in range(args.runs):
+            cmd = spec["aa"].replace("{pcap}", args.pcap)
+            out = os.path.join(args.out, f"{lab}-aa-{i}.jsonl")
+            recs, dt = run_ab(args.bin, "bin", [args.bin, args.bin], cmd, spec["ab"], args.budget, out)
+            if recs is None:
+                continue
+            h = headline(recs)
+            total_runs += 1
+            if any(r["metrics"]["verdict"] in CHANGE for r in h):
+                flagged += 1
+                total_flagged += 1
+            decisive += sum(r["metrics"]["verdict"] == "no change" for r in h)
+            judged += len(h)
+            pairs.append(h[0]["metrics"]["pairs"] if h else 0)
+            times.append(dt)
+        share = f"{100 * decisive / judged:.0f}%" if judged else "-"
+        print(f"| {lab} | {len(times)} | {flagged} | {share} ({decisive}/{judged}) | "
+              f"{statistics.median(pairs) if pairs else '-'} | "
+              f"{statistics.median(times) if times else float('nan'):.0f} |")
+    print(f"\nA/A overall: {total_runs - total_flagged} of {total_runs} runs flagged no headline")
+
+
+def part_known(args, labs):
+    print("\n## Known change of 3%\n")
+    print("| lab | metric | true ratio (pooled) | runs flagged with the truth inside | runs flagged |")
+    print("|---|---|---:|---:|---:|")
+    for lab in labs:
+        spec = LABS[lab]
+        if not spec["known"]:
+            print(f"| {lab} | - | not measured: no calibration aid in this lab's command | - | - |")
+            continue
+        n = spec["n"]
+        values = [str(n), str(round(n * 1.03))]
+        runs = []
+        for i in range(args.runs):
+            out = os.path.join(args.out, f"{lab}-known-{i}.jsonl")
+            cmd = spec["known"].replace("{bin}", args.bin)
+            recs, _ = run_ab(args.bin, "x", values, cmd, spec["ab"], args.budget, out)
+            if recs is not None:
+                runs.append(headline(recs))
+        if not runs:
+            continue
+        for metric in sorted({r["params"]["metric"] for rs in runs for r in rs}):
+            a_all, b_all, rows = [], [], []
+            for rs in runs:
+                for r in rs:
+                    if r["params"]["metric"] == metric:
+                        m = r["metrics"]
+                        a_all += m.get("a_median_samples") or []
+                        b_all += m.get("b_median_samples") or []
+                        rows.append(m)
+            if not a_all or not b_all:
+                continue
+            truth = statistics.median(b_all) / statistics.median(a_all)
+            flagged = [m for m in rows if m["verdict"] in CHANGE]
+            inside = [m for m in flagged
+                      if m["ratio_lo"] is not None and m["ratio_lo"] <= truth <= m["ratio_hi"]]
+            print(f"| {lab} | {metric} | {truth:.4f} | {len(inside)} of {len(rows)} | {len(flagged)} |")
+
+
+def part_suites(args):
+    print("\n## Two quick suites, empty store, compare --fail-on-regression 10\n")
+    print("| pair | exit | headline compared | no change | inconclusive | flagged |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    ok = 0
+    for i in range(args.runs):
+        dirs = []
+        for side in "ab":
+            d = os.path.join(args.out, f"suite-{i}-{side}")
+            r = sh([args.bin, "--no-store", "suite", "--quick", "--out", d])
+            if r.returncode not in (0, 1):
+                print(f"ab-proof: suite failed: {r.stderr[-1000:]}", file=sys.stderr)
+            dirs.append(d)
+        r = sh([args.bin, "--no-store", "compare", f"{dirs[0]}/results.jsonl",
+                f"{dirs[1]}/results.jsonl", "--fail-on-regression", "10", "--format", "json"])
+        ok += r.returncode == 0
+        try:
+            doc = json.loads(r.stdout)
+            rows = doc if isinstance(doc, list) else doc.get("changes", doc.get("records", []))
+            heads = [c for c in rows if c.get("headline")]
+            nc = sum(c.get("verdict") == "no change" for c in heads)
+            inc = sum(c.get("verdict") == "inconclusive" for c in heads)
+            fl = sum(c.get("verdict") in CHANGE for c in heads)
+            print(f"| {i + 1} | {r.returncode} | {len(heads)} | {nc} | {inc} | {fl} |")
+        except (ValueError, AttributeError):
+            print(f"| {i + 1} | {r.returncode} | - | - | - | - |")
+    print(f"\ncompare from a cold store: exit 0 in {ok} of {args.runs} pairs")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--labs", default=",".join(LABS))
+    ap.add_argument("--parts", default="aa,known,suites")
+    ap.add_argument("--budget", default="3m")
+    ap.add_argument("--bin", default="target/release/commbench")
+    ap.add_argument("--out", default="/tmp/ab-proof")
+    args = ap.parse_args()
+    labs = [l for l in args.labs.split(",") if l]
+    for l in labs:
+        if l not in LABS:
+            sys.exit(f"ab-proof: unknown lab {l!r}; known: {', '.join(LABS)}")
+    os.makedirs(args.out, exist_ok=True)
+    args.pcap = os.path.join(args.out, "proof.pcap")
+    if "pcap" in labs and not os.path.exists(args.pcap):
+        sh([args.bin, "--no-store", "pcap", "gen", "--size", "64M", "-o", args.pcap], check=True)
+    load1 = os.getloadavg()[0]
+    print(f"# commbench ab proof · {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · "
+          f"load {load1:.2f} · {os.cpu_count()} CPUs · {args.bin}")
+    parts = args.parts.split(",")
+    if "aa" in parts:
+        part_aa(args, labs)
+    if "known" in parts:
+        part_known(args, labs)
+    if "suites" in parts:
+        part_suites(args)
+    print(f"\nload at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
