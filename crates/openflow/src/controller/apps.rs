@@ -200,6 +200,21 @@ pub(super) struct PeerCtx<'a> {
     pub(super) peer: SocketAddr,
 }
 
+/// Append a prepared flow_mod with this xid and the buffer_id (read at
+/// `buffer_id_at`, which differs between versions).
+fn push_prepared(
+    out: &mut Vec<u8>,
+    prepared: &[u8],
+    xid: u32,
+    buffer_id_at: usize,
+    buffer_id: u32,
+) {
+    let s = out.len();
+    out.extend_from_slice(prepared);
+    put32(&mut out[s..], f::XID, xid);
+    put32(&mut out[s..], buffer_id_at, buffer_id);
+}
+
 fn bad(e: WireError) -> PeerError {
     PeerError::PacketIn(e)
 }
@@ -251,14 +266,8 @@ fn packet_in10(
         }
         (App::Trivial, _) => {
             let v = of10::PacketInView::new_checked(msg).map_err(bad)?;
-            let s = out.len();
-            out.extend_from_slice(&t.trivial10);
-            put32(&mut out[s..], f::XID, xid);
-            put32(
-                &mut out[s..],
-                of10::field::flow_mod::BUFFER_ID,
-                v.buffer_id(),
-            );
+            let at = of10::field::flow_mod::BUFFER_ID;
+            push_prepared(out, &t.trivial10, xid, at, v.buffer_id());
             st.flow_mod_sent += 1;
         }
         (App::Learning, _) => {
@@ -364,14 +373,8 @@ fn packet_in13(
         }
         (App::Trivial, _) => {
             let v = of13::PacketInView::new_checked(msg).map_err(bad)?;
-            let s = out.len();
-            out.extend_from_slice(&t.trivial13);
-            put32(&mut out[s..], f::XID, xid);
-            put32(
-                &mut out[s..],
-                of13::field::flow_mod::BUFFER_ID,
-                v.buffer_id(),
-            );
+            let at = of13::field::flow_mod::BUFFER_ID;
+            push_prepared(out, &t.trivial13, xid, at, v.buffer_id());
             st.flow_mod_sent += 1;
         }
         (App::Learning, _) => {

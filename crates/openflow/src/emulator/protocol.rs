@@ -154,6 +154,17 @@ impl Worker {
 
     /// An ERROR from the controller (same layout in 1.0 and 1.3): counted
     /// and reported.
+    /// A SET_CONFIG (same layout in 1.0 and 1.3): counted, and its flags
+    /// and miss_send_len kept for GET_CONFIG_REPLY.
+    fn set_config(&mut self, k: usize, msg: &[u8]) {
+        self.tally.set_config += 1;
+        if msg.len() >= f::SWITCH_CONFIG_LEN {
+            let s = &mut self.sw[k];
+            s.config_flags = be16(msg, f::CONFIG_FLAGS);
+            s.miss_send_len = be16(msg, f::MISS_SEND_LEN);
+        }
+    }
+
     fn controller_error(&mut self, k: usize, msg: &[u8]) {
         self.tally.error += 1;
         if msg.len() >= f::ERROR_DATA {
@@ -304,14 +315,7 @@ impl Worker {
                 self.reply(k, |o| r.emit(o));
                 self.features_done(k);
             }
-            of10::OFPT_SET_CONFIG => {
-                self.tally.set_config += 1;
-                if msg.len() >= f::SWITCH_CONFIG_LEN {
-                    let s = &mut self.sw[k];
-                    s.config_flags = be16(msg, f::CONFIG_FLAGS);
-                    s.miss_send_len = be16(msg, f::MISS_SEND_LEN);
-                }
-            }
+            of10::OFPT_SET_CONFIG => self.set_config(k, msg),
             of10::OFPT_GET_CONFIG_REQUEST => {
                 self.tally.get_config_request += 1;
                 let s = &self.sw[k];
@@ -442,14 +446,7 @@ impl Worker {
                 });
                 self.features_done(k);
             }
-            of13::OFPT_SET_CONFIG => {
-                self.tally.set_config += 1;
-                if msg.len() >= f::SWITCH_CONFIG_LEN {
-                    let s = &mut self.sw[k];
-                    s.config_flags = be16(msg, f::CONFIG_FLAGS);
-                    s.miss_send_len = be16(msg, f::MISS_SEND_LEN);
-                }
-            }
+            of13::OFPT_SET_CONFIG => self.set_config(k, msg),
             of13::OFPT_GET_CONFIG_REQUEST => {
                 self.tally.get_config_request += 1;
                 let s = &self.sw[k];

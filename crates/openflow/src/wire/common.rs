@@ -194,6 +194,19 @@ pub(crate) fn exact_len(what: &'static str, b: &[u8], n: usize) -> Result<()> {
     Ok(())
 }
 
+/// A message that is its header alone (features_request,
+/// get_config_request, barrier): `msg` when `b` is just a header.
+pub(crate) fn header_only<M>(what: &'static str, b: &[u8], msg: M) -> Result<M> {
+    exact_len(what, b, HEADER_LEN)?;
+    Ok(msg)
+}
+
+/// The six 32-bit words both versions' port descriptions carry in this
+/// order, read at `at`: config, state, curr, advertised, supported, peer.
+pub(crate) fn parse_port_words(b: &[u8], at: usize) -> [u32; 6] {
+    core::array::from_fn(|i| be32(b, at + 4 * i))
+}
+
 /// An `ofp_error_msg`: its type, code and data.
 pub(crate) fn parse_error(b: &[u8]) -> Result<(u16, u16, Vec<u8>)> {
     need("error", b, field::ERROR_DATA)?;

@@ -10,11 +10,10 @@
 //! (actions, ports, stats bodies) before reading behind it; `Repr::emit`
 //! produces bytes that `parse` returns unchanged. Seed: cbench-trema-speedup.
 
-use super::common::{self, emit_tlv, exact_len, field as common_field, finish_len, push_header};
+use super::common::{self, emit_tlv, field as common_field, finish_len, push_header};
 use super::frame::FlowKey;
 use super::{
-    be16, be32, be64, cstr, need, put16, put32, put_cstr, Header, Result, WireError, HEADER_LEN,
-    OFP10_VERSION,
+    be16, be32, be64, cstr, need, put16, put32, put_cstr, Header, Result, WireError, OFP10_VERSION,
 };
 
 pub use super::common::{
@@ -123,12 +122,9 @@ pub(crate) mod field {
         pub const PORT_NO: usize = 0;
         pub const HW_ADDR: Range<usize> = 2..8;
         pub const NAME: Range<usize> = 8..24;
+        /// The first of six words: config, state, curr, advertised,
+        /// supported, peer.
         pub const CONFIG: usize = 24;
-        pub const STATE: usize = 28;
-        pub const CURR: usize = 32;
-        pub const ADVERTISED: usize = 36;
-        pub const SUPPORTED: usize = 40;
-        pub const PEER: usize = 44;
     }
     /// `ofp_action_output`, from its start (the port is common).
     pub mod output {
@@ -431,16 +427,18 @@ impl PhyPort {
         use field::port as f;
         let mut hw = [0u8; 6];
         hw.copy_from_slice(&b[f::HW_ADDR]);
+        let [config, state, curr, advertised, supported, peer] =
+            common::parse_port_words(b, f::CONFIG);
         PhyPort {
             port_no: be16(b, f::PORT_NO),
             hw_addr: hw,
             name: cstr(&b[f::NAME]),
-            config: be32(b, f::CONFIG),
-            state: be32(b, f::STATE),
-            curr: be32(b, f::CURR),
-            advertised: be32(b, f::ADVERTISED),
-            supported: be32(b, f::SUPPORTED),
-            peer: be32(b, f::PEER),
+            config,
+            state,
+            curr,
+            advertised,
+            supported,
+            peer,
         }
     }
     fn emit(&self, out: &mut Vec<u8>) {
@@ -673,13 +671,11 @@ impl Repr {
                 }
             }
             OFPT_FEATURES_REQUEST => {
-                exact_len("features_request", b, HEADER_LEN)?;
-                Message::FeaturesRequest
+                common::header_only("features_request", b, Message::FeaturesRequest)?
             }
             OFPT_FEATURES_REPLY => Message::FeaturesReply(SwitchFeatures::parse(b)?),
             OFPT_GET_CONFIG_REQUEST => {
-                exact_len("get_config_request", b, HEADER_LEN)?;
-                Message::GetConfigRequest
+                common::header_only("get_config_request", b, Message::GetConfigRequest)?
             }
             t @ (OFPT_GET_CONFIG_REPLY | OFPT_SET_CONFIG) => {
                 let (flags, miss_send_len) = common::parse_switch_config(b)?;
@@ -705,13 +701,9 @@ impl Repr {
                 })
             }
             OFPT_BARRIER_REQUEST => {
-                exact_len("barrier_request", b, HEADER_LEN)?;
-                Message::BarrierRequest
+                common::header_only("barrier_request", b, Message::BarrierRequest)?
             }
-            OFPT_BARRIER_REPLY => {
-                exact_len("barrier_reply", b, HEADER_LEN)?;
-                Message::BarrierReply
-            }
+            OFPT_BARRIER_REPLY => common::header_only("barrier_reply", b, Message::BarrierReply)?,
             OFPT_STATS_REQUEST => {
                 let (stats_type, flags, rest) =
                     common::parse_stats_header("stats_request", b, STATS_LEN)?;

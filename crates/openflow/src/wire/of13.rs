@@ -120,12 +120,9 @@ pub(crate) mod field {
         pub const PORT_NO: usize = 0;
         pub const HW_ADDR: Range<usize> = 8..14;
         pub const NAME: Range<usize> = 16..32;
+        /// The first of six words: config, state, curr, advertised,
+        /// supported, peer.
         pub const CONFIG: usize = 32;
-        pub const STATE: usize = 36;
-        pub const CURR: usize = 40;
-        pub const ADVERTISED: usize = 44;
-        pub const SUPPORTED: usize = 48;
-        pub const PEER: usize = 52;
         pub const CURR_SPEED: usize = 56;
         pub const MAX_SPEED: usize = 60;
     }
@@ -510,16 +507,18 @@ impl Port {
         use field::port as f;
         let mut hw = [0u8; 6];
         hw.copy_from_slice(&b[f::HW_ADDR]);
+        let [config, state, curr, advertised, supported, peer] =
+            common::parse_port_words(b, f::CONFIG);
         Port {
             port_no: be32(b, f::PORT_NO),
             hw_addr: hw,
             name: cstr(&b[f::NAME]),
-            config: be32(b, f::CONFIG),
-            state: be32(b, f::STATE),
-            curr: be32(b, f::CURR),
-            advertised: be32(b, f::ADVERTISED),
-            supported: be32(b, f::SUPPORTED),
-            peer: be32(b, f::PEER),
+            config,
+            state,
+            curr,
+            advertised,
+            supported,
+            peer,
             curr_speed: be32(b, f::CURR_SPEED),
             max_speed: be32(b, f::MAX_SPEED),
         }
@@ -861,13 +860,11 @@ impl Repr {
                 }
             }
             OFPT_FEATURES_REQUEST => {
-                exact_len("features_request", b, HEADER_LEN)?;
-                Message::FeaturesRequest
+                common::header_only("features_request", b, Message::FeaturesRequest)?
             }
             OFPT_FEATURES_REPLY => Message::FeaturesReply(SwitchFeatures::parse(b)?),
             OFPT_GET_CONFIG_REQUEST => {
-                exact_len("get_config_request", b, HEADER_LEN)?;
-                Message::GetConfigRequest
+                common::header_only("get_config_request", b, Message::GetConfigRequest)?
             }
             t @ (OFPT_GET_CONFIG_REPLY | OFPT_SET_CONFIG) => {
                 let (flags, miss_send_len) = common::parse_switch_config(b)?;
@@ -904,13 +901,9 @@ impl Repr {
                 Message::MultipartReply { flags, body }
             }
             OFPT_BARRIER_REQUEST => {
-                exact_len("barrier_request", b, HEADER_LEN)?;
-                Message::BarrierRequest
+                common::header_only("barrier_request", b, Message::BarrierRequest)?
             }
-            OFPT_BARRIER_REPLY => {
-                exact_len("barrier_reply", b, HEADER_LEN)?;
-                Message::BarrierReply
-            }
+            OFPT_BARRIER_REPLY => common::header_only("barrier_reply", b, Message::BarrierReply)?,
             t => Message::Other {
                 msg_type: t,
                 body: body.to_vec(),
