@@ -6,7 +6,7 @@
 //!
 //! Names carry the owner's pid (`cbpl-<pid>-<n>-gen`, veths `cb<pid>x<n>g`...), so
 //! [`clean_leftovers`] can tell a dead run's namespaces from a live one's.
-//! [`Lab`] removes its namespaces (and with them the veths) when dropped:
+//! [`Topology`] removes its namespaces (and with them the veths) when dropped:
 //! at the end, on error, and after Ctrl-C (a SIGINT handler only sets a
 //! flag the loops check).
 //!
@@ -75,7 +75,7 @@ fn ip(args: &[&str]) -> io::Result<()> {
 }
 
 /// Three namespaces and two veth pairs; removed on drop.
-pub struct Lab {
+pub struct Topology {
     pub gen_ns: String,
     pub fwd_ns: String,
     pub sink_ns: String,
@@ -86,20 +86,20 @@ pub struct Lab {
     created: Vec<String>,
 }
 
-impl Lab {
+impl Topology {
     /// Creates the namespaces and links (root). On failure, whatever was
     /// created is removed before the error returns.
-    pub fn setup() -> io::Result<Lab> {
+    pub fn setup() -> io::Result<Topology> {
         Self::build(true)
     }
 
     /// Two namespaces joined by one veth pair (`gen_if` ↔ `sink_if`), no
     /// forwarder: the path with nothing in between. `fwd_*` are empty.
-    pub fn setup_pair() -> io::Result<Lab> {
+    pub fn setup_pair() -> io::Result<Topology> {
         Self::build(false)
     }
 
-    fn build(with_fwd: bool) -> io::Result<Lab> {
+    fn build(with_fwd: bool) -> io::Result<Topology> {
         if !is_root() {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -111,7 +111,7 @@ impl Lab {
         static SERIAL: AtomicU64 = AtomicU64::new(0);
         let pid = std::process::id();
         let n = SERIAL.fetch_add(1, Ordering::Relaxed) % 100;
-        let mut lab = Lab {
+        let mut lab = Topology {
             gen_ns: format!("{NS_PREFIX}{pid}-{n}-gen"),
             fwd_ns: format!("{NS_PREFIX}{pid}-{n}-fwd"),
             sink_ns: format!("{NS_PREFIX}{pid}-{n}-sink"),
@@ -206,7 +206,7 @@ impl Lab {
     }
 }
 
-impl Drop for Lab {
+impl Drop for Topology {
     fn drop(&mut self) {
         // Deleting a namespace deletes the veth ends in it (and so the pairs).
         // A program still running in one is killed first.
@@ -870,7 +870,7 @@ pub fn run_netns(cfg: &NetnsConfig) -> io::Result<NetnsReport> {
             "netns: size must be 64..=1518, burst 1..=1024, frames >= 1",
         ));
     }
-    let lab = Lab::setup()?;
+    let lab = Topology::setup()?;
     let gen_done = AtomicBool::new(false);
     let fwd_done = AtomicBool::new(false);
     let sink_seen = AtomicU64::new(0);

@@ -7,7 +7,7 @@
 //!
 //! Roles: the generator and the sink are threads of this process, each in
 //! its own network namespace (setns), the device in a third, joined by
-//! veth pairs (`netns::Lab`). Clocks: the generator paces on the TSC
+//! veth pairs (`netns::Topology`). Clocks: the generator paces on the TSC
 //! (absolute schedule, see [`pace`]) and stamps each burst with
 //! `CLOCK_REALTIME` just before handing it to the kernel; the sink takes
 //! the kernel's receive timestamp (AF_PACKET; AF_XDP: the time of its
@@ -210,7 +210,7 @@ enum RunningDut {
 /// everything is removed on drop (stop the device, delete the namespaces).
 pub struct Bench {
     pub dut: DutSpec,
-    lab: Option<netns::Lab>,
+    topo: Option<netns::Topology>,
     gen_ns: Option<String>,
     sink_ns: Option<String>,
     pub gen_if: String,
@@ -232,7 +232,7 @@ impl Bench {
         }
         let mut b = Bench {
             dut: dut.clone(),
-            lab: None,
+            topo: None,
             gen_ns: None,
             sink_ns: None,
             gen_if: String::new(),
@@ -250,18 +250,18 @@ impl Bench {
                 return Ok(b);
             }
             DutSpec::None => {
-                let lab = netns::Lab::setup_pair()?;
+                let lab = netns::Topology::setup_pair()?;
                 b.set_ends(&lab);
-                b.lab = Some(lab);
+                b.topo = Some(lab);
                 return Ok(b);
             }
             _ => {}
         }
-        let lab = netns::Lab::setup()?;
+        let lab = netns::Topology::setup()?;
         b.set_ends(&lab);
         let (fwd_ns, fwd_in, fwd_out) =
             (lab.fwd_ns.clone(), lab.fwd_in.clone(), lab.fwd_out.clone());
-        b.lab = Some(lab);
+        b.topo = Some(lab);
         match dut {
             DutSpec::Bridge => {
                 let br = "cbbr0";
@@ -371,7 +371,7 @@ impl Bench {
         Ok(b)
     }
 
-    fn set_ends(&mut self, lab: &netns::Lab) {
+    fn set_ends(&mut self, lab: &netns::Topology) {
         self.gen_ns = Some(lab.gen_ns.clone());
         self.sink_ns = Some(lab.sink_ns.clone());
         self.gen_if = lab.gen_if.clone();
@@ -380,7 +380,7 @@ impl Bench {
 
     /// The namespaces this bench created.
     pub fn namespaces(&self) -> Vec<String> {
-        self.lab
+        self.topo
             .as_ref()
             .map(|l| l.namespaces().to_vec())
             .unwrap_or_default()
@@ -581,8 +581,8 @@ impl Drop for Bench {
                 let _ = child.wait();
             }
         }
-        // The lab's drop kills what is left in the namespaces and deletes them.
-        self.lab.take();
+        // The topology's drop kills what is left in the namespaces and deletes them.
+        self.topo.take();
     }
 }
 
