@@ -7,6 +7,7 @@
 
 pub mod artifact;
 pub mod changepoint;
+pub mod checksum;
 pub mod clock;
 pub mod corelab;
 pub mod delay;

@@ -220,20 +220,9 @@ impl FlowRepr {
 }
 
 /// The IPv4 header checksum (RFC 1071) over `hdr` with its checksum field
-/// taken as zero.
+/// taken as zero (core's one checksum).
 pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, c) in hdr.chunks(2).enumerate() {
-        if i == 5 {
-            continue;
-        }
-        let w = u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
-        sum += u32::from(w);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    commbench_core::checksum::ipv4_header_checksum(hdr)
 }
 
 #[cfg(test)]

@@ -169,21 +169,9 @@ pub fn gratuitous_arp(dpid: u64) -> [u8; ARP_FRAME_LEN] {
     f
 }
 
-/// RFC 1071 Internet checksum.
+/// RFC 1071 Internet checksum over all of `h` (core's one checksum).
 pub fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for c in h.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            (c[0] as u16) << 8
-        };
-        sum += w as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    commbench_core::checksum::internet_checksum(h)
 }
 
 #[cfg(test)]
