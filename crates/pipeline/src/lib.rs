@@ -28,6 +28,7 @@ pub mod afxdp;
 pub mod engine;
 pub mod figures;
 pub mod gen;
+pub mod io;
 pub mod lab;
 pub mod mbuf;
 pub mod netns;
@@ -109,10 +110,27 @@ impl Sweep {
     }
 }
 
-#[derive(Debug, Error, PartialEq)]
+/// What a pipeline run can fail with: a configuration to change (a usage
+/// error), or the system refusing what the run needs (sockets,
+/// namespaces, a device that stopped).
+#[derive(Debug, Error)]
 pub enum PipelineError {
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error(transparent)]
+    Crosscheck(#[from] tester::crosscheck::CrosscheckError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl PipelineError {
+    /// A setting to change (exit 2), not a failed run.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            PipelineError::Config(_) | PipelineError::Crosscheck(_)
+        )
+    }
 }
 
 /// What to run.

@@ -1,13 +1,24 @@
-//! `commbench pipeline run|rss`: wiring for the pipeline lab
-//! (crates/pipeline). Argument grammar for `--work` and `--sweep` lives
-//! here; notes (oversubscription, untrustworthy delays) go to stderr.
+//! `commbench pipeline ...`: wiring for the pipeline lab
+//! (crates/pipeline). Arguments are parsed here (values by the lab's own
+//! parsers, as clap `value_parser`s), the lab runs them
+//! (`commbench_pipeline::{run, io, tester::{trial, rfc2544, crosscheck}}`),
+//! and the records go to an exporter; notes (oversubscription,
+//! untrustworthy delays) go to stderr.
 use crate::output::OutputArgs;
 use anyhow::Result;
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
+use commbench_pipeline::tester::crosscheck::{self, Delays};
+use commbench_pipeline::tester::dut::{DutSpec, FwdWork, Impair};
+use commbench_pipeline::tester::pace::{self, Sizes};
+use commbench_pipeline::tester::rfc2544::{self, SizeList};
+use commbench_pipeline::tester::trial::{self, Offer};
+use commbench_pipeline::tester::{RoleCpus, TrialSpec};
 use commbench_pipeline::{
-    HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, RxFull, Sweep, Work,
+    netns, HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, RxFull, Sweep, Work,
 };
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct PipelineArgs {
@@ -37,8 +48,8 @@ pub enum PipelineCmd {
 #[derive(Debug, Args)]
 pub struct OfferArgs {
     /// Device under test: none, l2fwd[:work=swap|delay:NS][,rx=af-xdp][,drop=N,dup=N,swap=N], bridge, cmd:'PROGRAM ARGS', ifaces:IF1,IF2.
-    #[arg(long, default_value = "l2fwd")]
-    pub dut: String,
+    #[arg(long, default_value = "l2fwd", value_parser = DutSpec::parse)]
+    pub dut: DutSpec,
     /// Arrival process of the bursts.
     #[arg(long, value_enum, default_value = "cbr")]
     pub arrivals: ArrivalsArg,
@@ -49,23 +60,23 @@ pub struct OfferArgs {
     #[arg(long, default_value_t = 1)]
     pub flows: u16,
     /// Link speed that a rate in % refers to (10G, 25G, 1G, ...).
-    #[arg(long, default_value = "10G")]
-    pub link: String,
-    /// Seconds per trial.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value = "10G", value_parser = parse_link)]
+    pub link: f64,
+    /// Seconds per trial, (0, 3600].
+    #[arg(long, default_value_t = 1.0, value_parser = f64_in(0.0, false, 3600.0, true))]
     pub duration_s: f64,
     /// A received frame with a one-way latency above this is late (µs).
     #[arg(long, default_value_t = 10_000)]
     pub late_us: u64,
     /// A generator whose schedule lag (p99 or at the end) exceeds this (µs) is behind schedule.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(..=60_000_000))]
     pub lag_bound_us: u64,
     /// The sink keeps counting this long after the last departure (ms).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(..=60_000))]
     pub drain_ms: u64,
     /// Busy-wait at most this many µs before each departure; below it the
     /// generator learns how late the host's timer wakes it and spins that long.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(..=1_000_000))]
     pub spin_us: u64,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
@@ -74,8 +85,8 @@ pub struct OfferArgs {
     #[arg(long, value_enum, default_value = "af-packet")]
     pub rx: EngineArg,
     /// CPUs for the roles: GEN,SINK,DUT (any may be empty).
-    #[arg(long)]
-    pub cpus: Option<String>,
+    #[arg(long, value_parser = RoleCpus::parse)]
+    pub cpus: Option<RoleCpus>,
     /// Seed of the Poisson schedule.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -96,10 +107,10 @@ pub struct TrialArgs {
     #[arg(long, default_value = "100k")]
     pub rate: String,
     /// Frame size with FCS (64..=1518) or imix.
-    #[arg(long, default_value = "64")]
-    pub size: String,
-    /// Trials (each one record).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value = "64", value_parser = pace::parse_sizes)]
+    pub size: Sizes,
+    /// Trials (each one record), 1..=100.
+    #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<usize>::new().range(1..=100))]
     pub repeat: usize,
     /// Also write one record per flow.
     #[arg(long)]
@@ -113,37 +124,37 @@ pub struct TrialArgs {
 #[derive(Debug, Args)]
 pub struct Rfc2544Args {
     /// Frame sizes: 64,128,... or rfc2544 (64,128,256,512,1024,1280,1518) or imix.
-    #[arg(long, default_value = "64")]
-    pub sizes: String,
+    #[arg(long, default_value = "64", value_parser = SizeList::parse)]
+    pub sizes: SizeList,
     /// Highest rate tried: pps or a share of --link.
     #[arg(long, default_value = "1M")]
     pub max_rate: String,
-    /// Stop the search when its interval is below this share of the maximum rate, %.
-    #[arg(long, default_value_t = 1.0)]
+    /// Stop the search when its interval is below this share of the maximum rate, %, (0, 50].
+    #[arg(long, default_value_t = 1.0, value_parser = f64_in(0.0, false, 50.0, true))]
     pub resolution_pct: f64,
-    /// Also search the PDR: the highest rate with at most this loss, %.
-    #[arg(long)]
+    /// Also search the PDR: the highest rate with at most this loss, %, (0, 100).
+    #[arg(long, value_parser = f64_in(0.0, false, 100.0, false))]
     pub pdr_loss_pct: Option<f64>,
-    /// Most trials per search.
-    #[arg(long, default_value_t = 20)]
+    /// Most trials per search, 1..=64.
+    #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub max_trials: usize,
-    /// Frame-loss rate over offered load: trials at 1/N .. N/N of the maximum rate (0: skip).
-    #[arg(long, default_value_t = 0)]
+    /// Frame-loss rate over offered load: trials at 1/N .. N/N of the maximum rate (0: skip), 0..=100.
+    #[arg(long, default_value_t = 0, value_parser = RangedU64ValueParser::<usize>::new().range(0..=100))]
     pub ladder: usize,
-    /// Searches per frame size (the NDR's interval comes from these).
-    #[arg(long, default_value_t = 1)]
+    /// Searches per frame size (the NDR's interval comes from these), 1..=100.
+    #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<usize>::new().range(1..=100))]
     pub repeat: usize,
     /// Latency at 1/N .. N/N of the NDR found (RFC 2544 §26.2 at and below
-    /// the throughput; 0: at the NDR only, from its confirmation trial).
-    #[arg(long, default_value_t = 0)]
+    /// the throughput; 0: at the NDR only, from its confirmation trial), 0..=100.
+    #[arg(long, default_value_t = 0, value_parser = RangedU64ValueParser::<usize>::new().range(0..=100))]
     pub latency_ladder: usize,
     /// Back-to-back test (RFC 2544 §26.4, RFC 9004): the longest burst of
     /// up to this many frames, sent with no gap, that the device forwards
     /// without loss; with its implied and corrected buffer time.
-    #[arg(long, value_name = "MAX_FRAMES")]
+    #[arg(long, value_name = "MAX_FRAMES", value_parser = clap::value_parser!(u64).range(1..=commbench_pipeline::tester::MAX_FRAMES))]
     pub back_to_back: Option<u64>,
-    /// Back-to-back searches per frame size (RFC 9004 asks for at least 50).
-    #[arg(long, default_value_t = 50)]
+    /// Back-to-back searches per frame size (RFC 9004 asks for at least 50), 1..=1000.
+    #[arg(long, default_value_t = 50, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub b2b_repeat: usize,
     #[command(flatten)]
     pub offer: OfferArgs,
@@ -153,9 +164,9 @@ pub struct Rfc2544Args {
 
 #[derive(Debug, Args)]
 pub struct CrosscheckArgs {
-    /// Injected per-packet delays of l2fwd, ns (67.2 = 10 GbE at 64 B).
-    #[arg(long, default_value = "0,10,50,67.2,100,500,1000")]
-    pub delays: String,
+    /// Injected per-packet delays of l2fwd, ns (67.2 = 10 GbE at 64 B), each 0..=1000000.
+    #[arg(long, default_value = "0,10,50,67.2,100,500,1000", value_parser = parse_delays)]
+    pub delays: Delays,
     /// Highest rate tried: pps.
     #[arg(long, default_value = "2M")]
     pub max_rate: String,
@@ -165,8 +176,8 @@ pub struct CrosscheckArgs {
     #[arg(long, default_value_t = 16)]
     pub max_trials: usize,
     /// Frame size with FCS.
-    #[arg(long, default_value = "64")]
-    pub size: String,
+    #[arg(long, default_value = "64", value_parser = pace::parse_sizes)]
+    pub size: Sizes,
     /// NDR searches per point and for the tester alone, in rounds over
     /// the delays: each figure is their median, with its 95% interval.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
@@ -221,12 +232,12 @@ pub enum TxArg {
     AfXdp,
 }
 
-impl From<TxArg> for commbench_pipeline::netns::TxMethod {
+impl From<TxArg> for netns::TxMethod {
     fn from(t: TxArg) -> Self {
         match t {
-            TxArg::Sendmmsg => commbench_pipeline::netns::TxMethod::Sendmmsg,
-            TxArg::TxRing => commbench_pipeline::netns::TxMethod::TxRing,
-            TxArg::AfXdp => commbench_pipeline::netns::TxMethod::AfXdp,
+            TxArg::Sendmmsg => netns::TxMethod::Sendmmsg,
+            TxArg::TxRing => netns::TxMethod::TxRing,
+            TxArg::AfXdp => netns::TxMethod::AfXdp,
         }
     }
 }
@@ -241,11 +252,11 @@ pub enum EngineArg {
     AfXdp,
 }
 
-impl From<EngineArg> for commbench_pipeline::netns::RxMethod {
+impl From<EngineArg> for netns::RxMethod {
     fn from(e: EngineArg) -> Self {
         match e {
-            EngineArg::AfPacket => commbench_pipeline::netns::RxMethod::AfPacket,
-            EngineArg::AfXdp => commbench_pipeline::netns::RxMethod::AfXdp,
+            EngineArg::AfPacket => netns::RxMethod::AfPacket,
+            EngineArg::AfXdp => netns::RxMethod::AfXdp,
         }
     }
 }
@@ -284,11 +295,11 @@ pub struct IoArgs {
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS))]
     pub duration_s: u64,
     /// fwd: per-frame work after the MAC swap: swap or delay:NS (a TSC busy-wait).
-    #[arg(long, default_value = "swap")]
-    pub work: String,
+    #[arg(long, default_value = "swap", value_parser = FwdWork::parse)]
+    pub work: FwdWork,
     /// fwd: deterministic impairments of the tester's stamped frames: drop=N,dup=N,swap=N (every N-th).
-    #[arg(long)]
-    pub impair: Option<String>,
+    #[arg(long, value_parser = Impair::parse)]
+    pub impair: Option<Impair>,
     /// sink: wait (up to --duration-s) for the first frame, stop --idle-ms after the last, and report the arrival pattern from kernel timestamps (rate, most frames in any 100 µs, gap p50/p99); counts every frame with commbench's magic, stamped or not.
     #[arg(long)]
     pub pattern: bool,
@@ -472,9 +483,47 @@ fn parse_sweep(s: &str) -> Result<Sweep, String> {
     }
 }
 
+/// `--link`: a link speed in bit/s (10G, 25G, 1G, ...).
+fn parse_link(s: &str) -> std::result::Result<f64, String> {
+    commbench_core::linerate::parse_link(s).map_err(|e| e.to_string())
+}
+
+/// `--delays`: the lab's delay list.
+fn parse_delays(s: &str) -> std::result::Result<Delays, String> {
+    Delays::parse(s).map_err(|e| e.to_string())
+}
+
+/// A number in a range whose ends may be open, naming the range.
+fn f64_in(
+    lo: f64,
+    lo_closed: bool,
+    hi: f64,
+    hi_closed: bool,
+) -> impl Fn(&str) -> std::result::Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{s}' is not a number"))?;
+        let above = if lo_closed { v >= lo } else { v > lo };
+        let below = if hi_closed { v <= hi } else { v < hi };
+        if above && below {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{v} is outside {}{lo}, {hi}{}",
+                if lo_closed { '[' } else { '(' },
+                if hi_closed { ']' } else { ')' }
+            ))
+        }
+    }
+}
+
 fn lib_err(e: PipelineError) -> anyhow::Error {
-    match e {
-        PipelineError::Config(_) => crate::usage(e.to_string()),
+    if e.is_usage() {
+        crate::usage(e.to_string())
+    } else {
+        e.into()
     }
 }
 
@@ -598,155 +647,33 @@ fn run_netns(a: &NetnsArgs) -> Result<()> {
 }
 
 fn run_io(a: &IoArgs) -> Result<()> {
-    use commbench_core::record::Record;
-    use commbench_pipeline::netns;
-    use std::sync::atomic::{AtomicBool, AtomicU64};
-    use std::time::{Duration, Instant};
+    use commbench_pipeline::io::{self, IoSpec, Role};
     check_io_args(a.size, a.burst)?;
     netns::catch_sigint();
-    let deadline = Instant::now() + Duration::from_secs(a.duration_s);
-    let idle = Duration::from_millis(a.idle_ms);
-    let done = AtomicBool::new(true);
-    let seen = AtomicU64::new(0);
-    let engine = netns::RxMethod::from(a.engine);
-    let rec = match a.mode {
-        RoleArg::Gen => {
-            // --engine af-xdp transmits with AF_XDP; otherwise --tx says how.
-            let tx = match a.engine {
-                EngineArg::AfXdp => netns::TxMethod::AfXdp,
-                EngineArg::AfPacket => a.tx.into(),
-            };
-            let cfg = netns::NetnsConfig {
-                frames: a.frames,
-                size: a.size,
-                burst: a.burst,
-                window: 0,
-                timeout: Duration::from_secs(a.duration_s),
-                tx,
-                rx: engine,
-            };
-            // A down link (or one without a carrier) is said at once, not
-            // after --duration-s of spinning (with exit 0 and partial).
-            netns::wait_link_up(&a.iface, Duration::from_secs(1))
-                .map_err(|e| anyhow::anyhow!("pipeline io --mode gen: {e}"))?;
-            let (sent, wall, cpu) =
-                netns::gen_role(&a.iface, &cfg, &seen, &AtomicBool::new(false))?;
-            Record::new("pipeline", "io-gen")
-                .param("engine", engine.name())
-                .param("iface", &a.iface)
-                .param("size", a.size)
-                .param("burst", a.burst)
-                .param("tx", tx.name())
-                .metric("sent", sent)
-                .metric("pps", sent as f64 / wall)
-                .metric("cpu_s", cpu)
-                .metric("pps_per_cpu_s", sent as f64 / cpu)
-                .metric("partial", sent < a.frames)
-        }
-        RoleArg::Fwd => {
-            use commbench_pipeline::tester::dut::{self, FwdCounters, FwdWork, Impair};
-            let out = a.out_iface.clone().unwrap_or_else(|| a.iface.clone());
-            let work = match a.work.as_str() {
-                "swap" => FwdWork::Swap,
-                w => match w.strip_prefix("delay:").and_then(|n| n.parse::<u64>().ok()) {
-                    Some(ns) if ns <= 1_000_000 => FwdWork::Delay(ns),
-                    _ => {
-                        return Err(crate::usage(format!(
-                            "--work {w}: give swap or delay:NS (whole ns, at most 1000000)"
-                        )))
-                    }
-                },
-            };
-            let impair = match &a.impair {
-                Some(i) => Impair::parse(i).map_err(crate::usage)?,
-                None => Impair::default(),
-            };
-            let spec = dut::FwdSpec {
-                in_if: a.iface.clone(),
-                out_if: out.clone(),
-                rx: engine,
-                burst: a.burst,
-                work,
-                impair,
-                rx_blocks: commbench_pipeline::netns::RX_BLOCKS,
-            };
-            let c = FwdCounters::default();
-            let _ = (&done, &seen);
-            let (drops, xdp_mode) = dut::l2fwd(
-                &spec,
-                &c,
-                &AtomicBool::new(false),
-                &AtomicBool::new(false),
-                Some(idle),
-                deadline,
-            )?;
-            let f = c.snapshot();
-            let (r, w, t) = f.per_packet();
-            Record::new("pipeline", "io-fwd")
-                .param("engine", engine.name())
-                .param("xdp_mode", xdp_mode.unwrap_or("-"))
-                .param("iface", &a.iface)
-                .param("out_iface", &out)
-                .param("work", work.name())
-                .metric("rx", f.rx)
-                .metric("tx", f.tx)
-                .metric("foreign", f.foreign)
-                .metric("dropped", f.dropped)
-                .metric("ring_drops", drops)
-                .metric("ticks_rx", r)
-                .metric("ticks_work", w)
-                .metric("ticks_tx", t)
-                .metric("ticks_per_packet", r + w + t)
-        }
-        RoleArg::Sink if a.pattern => {
-            let k = commbench_pipeline::tester::count_arrivals(&a.iface, engine, idle, deadline)?;
-            let st = &k.stats;
-            Record::new("pipeline", "io-sink")
-                .param("engine", engine.name())
-                .param("iface", &a.iface)
-                .metric("rx", k.ours)
-                .metric("foreign", k.foreign)
-                .metric("ring_drops", k.drops)
-                .metric("pps", st.rate())
-                .metric("span_s", st.span_s())
-                .metric("window_100us_max", st.window_max)
-                .metric(
-                    "gap_p50_ns",
-                    if st.gaps.is_empty() {
-                        f64::NAN
-                    } else {
-                        st.gaps.quantile(0.5)
-                    },
-                )
-                .metric(
-                    "gap_p99_ns",
-                    if st.gaps.is_empty() {
-                        f64::NAN
-                    } else {
-                        st.gaps.quantile(0.99)
-                    },
-                )
-        }
-        RoleArg::Sink => {
-            let k = netns::sink_role(&a.iface, engine, &done, &seen, idle, deadline, None)?;
-            Record::new("pipeline", "io-sink")
-                .param("engine", engine.name())
-                .param("xdp_mode", k.xdp_mode.unwrap_or("-"))
-                .param("iface", &a.iface)
-                .metric("rx", k.rx)
-                .metric("foreign", k.foreign)
-                .metric("ring_drops", k.drops)
-                .metric(
-                    "pps",
-                    if k.wall_s > 0.0 {
-                        k.rx as f64 / k.wall_s
-                    } else {
-                        f64::NAN
-                    },
-                )
-        }
+    let role = match a.mode {
+        RoleArg::Gen => Role::Gen {
+            frames: a.frames,
+            tx: a.tx.into(),
+        },
+        RoleArg::Fwd => Role::Fwd {
+            out_iface: a.out_iface.clone().unwrap_or_else(|| a.iface.clone()),
+            work: a.work,
+            impair: a.impair.unwrap_or_default(),
+        },
+        RoleArg::Sink => Role::Sink { pattern: a.pattern },
     };
-    a.out.emit(&[rec])
+    let spec = IoSpec {
+        role,
+        iface: a.iface.clone(),
+        engine: a.engine.into(),
+        size: a.size,
+        burst: a.burst,
+        duration: Duration::from_secs(a.duration_s),
+        idle: Duration::from_millis(a.idle_ms),
+    };
+    let mut rec = commbench_core::record::Recorder::new();
+    io::run(&spec, &mut rec).map_err(lib_err)?;
+    a.out.emit(&rec.take())
 }
 
 fn run_run(a: &RunArgs) -> Result<()> {
@@ -767,39 +694,12 @@ fn run_run(a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The trial settings shared by the black-box commands.
-fn offer_spec(
-    o: &OfferArgs,
-    rate: &str,
-    sizes: commbench_pipeline::tester::pace::Sizes,
-) -> Result<(
-    commbench_pipeline::tester::dut::DutSpec,
-    commbench_pipeline::tester::TrialSpec,
-    commbench_pipeline::tester::RoleCpus,
-    f64,
-)> {
-    use commbench_pipeline::tester::{dut::DutSpec, pace, RoleCpus, TrialSpec};
-    use std::time::Duration;
-    let dut = DutSpec::parse(&o.dut).map_err(crate::usage)?;
-    let link = commbench_core::linerate::parse_link(&o.link)
-        .map_err(|e| crate::usage(format!("--link {}: {e}", o.link)))?;
-    let rate = pace::parse_rate(rate, link).map_err(crate::usage)?;
-    if !(o.duration_s > 0.0 && o.duration_s <= 3600.0) {
-        return Err(crate::usage(format!(
-            "--duration-s {} is outside (0, 3600]",
-            o.duration_s
-        )));
-    }
-    if o.drain_ms > 60_000 || o.spin_us > 1_000_000 || o.lag_bound_us > 60_000_000 {
-        return Err(crate::usage(
-            "--drain-ms (<= 60000), --spin-us (<= 1000000) or --lag-bound-us (<= 60000000) is too large",
-        ));
-    }
-    let cpus = match &o.cpus {
-        Some(c) => RoleCpus::parse(c).map_err(crate::usage)?,
-        None => RoleCpus::default(),
-    };
-    let spec = TrialSpec {
+/// The offer shared by the black-box commands: the trial at `rate`
+/// (pps or a share of `--link`) with `sizes`, checked (usage errors exit
+/// 2), and only as root.
+fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
+    let rate = pace::parse_rate(rate, o.link).map_err(crate::usage)?;
+    let trial = TrialSpec {
         rate,
         arrivals: match o.arrivals {
             ArrivalsArg::Cbr => pace::Arrivals::Cbr,
@@ -819,503 +719,90 @@ fn offer_spec(
         count: None,
         unpaced: false,
     };
-    spec.validate().map_err(crate::usage)?;
-    if !commbench_pipeline::netns::is_root() {
+    trial.validate().map_err(crate::usage)?;
+    if !netns::is_root() {
         anyhow::bail!(
             "the black-box tester creates network namespaces and veth links: run it as root"
         );
     }
-    Ok((dut, spec, cpus, link))
+    Ok(Offer {
+        dut: o.dut.clone(),
+        trial,
+        cpus: o.cpus.clone().unwrap_or_default(),
+        bias: !o.no_bias,
+    })
 }
 
-/// The path's latency with no device: a short trial at up to 100 kpps
-/// over one veth pair, recorded as `loopback`.
-fn loopback_bias(
-    spec: &commbench_pipeline::tester::TrialSpec,
-    cpus: &commbench_pipeline::tester::RoleCpus,
-    rec: &mut commbench_core::record::Recorder,
-) -> Result<Option<commbench_core::record::Record>> {
-    use commbench_pipeline::tester::{dut::DutSpec, pace::Rate, Bench};
-    let mut s = spec.clone();
-    s.rate = Rate::Pps(spec.pps().min(100_000.0));
-    s.duration = std::time::Duration::from_millis(500);
-    rec.progress("pipeline: loopback bias (no device)");
-    let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
-    let r = b.trial(&s)?;
-    drop(b);
-    Ok(Some(r.record("loopback")))
-}
-
-fn bias_metrics(
-    rec: &mut commbench_core::record::Record,
-    bias: &Option<commbench_core::record::Record>,
-) {
-    if let Some(b) = bias {
-        for k in ["latency_p50_ns", "latency_p99_ns"] {
-            if let Some(v) = b.metric_f64(k) {
-                rec.push_metric(&format!("loopback_{k}"), v);
-            }
-        }
+/// Fails after the output when Ctrl-C cut the run.
+fn check_interrupted(interrupted: bool) -> Result<()> {
+    if interrupted {
+        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
     }
+    Ok(())
 }
 
 fn run_trial(a: &TrialArgs) -> Result<()> {
-    use commbench_pipeline::tester::{pace, Bench};
-    let sizes = pace::parse_sizes(&a.size).map_err(crate::usage)?;
-    if !(1..=100).contains(&a.repeat) {
-        return Err(crate::usage(format!(
-            "--repeat {} is outside 1..=100",
-            a.repeat
-        )));
-    }
-    let (dut, spec, cpus, _) = offer_spec(&a.offer, &a.rate, sizes)?;
-    commbench_pipeline::netns::catch_sigint();
-    let mut rec = crate::progress::recorder();
-    let bias = if a.offer.no_bias {
-        None
-    } else {
-        loopback_bias(&spec, &cpus, &mut rec)?
+    let spec = trial::Spec {
+        offer: offer(&a.offer, &a.rate, a.size.clone())?,
+        repeat: a.repeat,
+        per_flow: a.per_flow,
     };
-    let mut out = Vec::new();
-    let mut behind = 0;
-    {
-        let mut b = Bench::new(&dut, cpus)?;
-        for i in 0..a.repeat {
-            if commbench_pipeline::netns::interrupted() {
-                break;
-            }
-            rec.progress(&format!(
-                "pipeline trial: {} at {:.0} pps ({}/{})",
-                dut.name(),
-                spec.pps(),
-                i + 1,
-                a.repeat
-            ));
-            let r = b.trial(&spec)?;
-            if r.behind_schedule {
-                behind += 1;
-            }
-            let mut x = r.record("trial");
-            x.push_param("repeat", i);
-            bias_metrics(&mut x, &bias);
-            out.push(x);
-            if a.per_flow {
-                for f in &r.per_flow {
-                    out.push(
-                        commbench_core::record::Record::new("pipeline", "trial-flow")
-                            .param("dut", dut.name())
-                            .param("repeat", i)
-                            .param("flow", f.flow)
-                            .metric("sent", f.sent)
-                            .metric("received", f.received)
-                            .metric("lost", f.lost)
-                            .metric("duplicated", f.duplicated)
-                            .metric("reordered", f.reordered)
-                            .metric("reorder_max_distance", f.reorder_max_distance)
-                            .metric("reorder_mean_distance", f.reorder_mean_distance)
-                            .metric("late", f.late)
-                            .metric("out_of_range", f.out_of_range),
-                    );
-                }
-            }
-        }
-    }
+    netns::catch_sigint();
+    let mut rec = crate::progress::recorder();
+    let r = trial::run(&spec, &mut rec).map_err(lib_err)?;
     crate::progress::finish();
-    if let Some(b) = bias {
-        out.push(b);
-    }
-    a.out.emit(&out)?;
-    if commbench_pipeline::netns::interrupted() {
-        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
-    }
-    if behind > 0 {
-        eprintln!(
-            "commbench pipeline: note: the generator fell behind its schedule in {behind} trial(s) (lag above --lag-bound-us): their offered rate was not offered (behind_schedule, partial)"
-        );
+    a.out.emit(&rec.take())?;
+    check_interrupted(r.interrupted)?;
+    if let Some(n) = trial::behind_note(&r) {
+        eprintln!("commbench pipeline: note: {n}");
     }
     Ok(())
 }
 
 fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
-    use commbench_pipeline::tester::{pace, rfc2544, Bench};
-    let sizes = rfc2544::parse_size_list(&a.sizes).map_err(crate::usage)?;
-    if sizes.is_empty() {
-        return Err(crate::usage("--sizes is empty"));
-    }
-    if !(1..=100).contains(&a.repeat)
-        || !(1..=64).contains(&a.max_trials)
-        || a.ladder > 100
-        || a.latency_ladder > 100
-    {
-        return Err(crate::usage(
-            "--repeat must be 1..=100, --max-trials 1..=64, --ladder and --latency-ladder 0..=100",
-        ));
-    }
-    if let Some(m) = a.back_to_back {
-        if !(1..=commbench_pipeline::tester::MAX_FRAMES).contains(&m)
-            || !(1..=1000).contains(&a.b2b_repeat)
-        {
-            return Err(crate::usage(format!(
-                "--back-to-back must be 1..={} frames and --b2b-repeat 1..=1000",
-                commbench_pipeline::tester::MAX_FRAMES
-            )));
-        }
-    }
-    if !(a.resolution_pct > 0.0 && a.resolution_pct <= 50.0) {
-        return Err(crate::usage("--resolution-pct must be in (0, 50]"));
-    }
-    if let Some(p) = a.pdr_loss_pct {
-        if !(p > 0.0 && p < 100.0) {
-            return Err(crate::usage("--pdr-loss-pct must be in (0, 100)"));
-        }
-    }
-    let (dut, spec0, cpus, link) = offer_spec(&a.offer, "1k", sizes[0].clone())?;
-    let max_rate = pace::parse_rate(&a.max_rate, link).map_err(crate::usage)?;
-    commbench_pipeline::netns::catch_sigint();
-    let mut rec = crate::progress::recorder();
-    let bias = if a.offer.no_bias {
-        None
-    } else {
-        loopback_bias(&spec0, &cpus, &mut rec)?
+    let sizes = a.sizes.0.clone();
+    let offer = offer(&a.offer, "1k", sizes[0].clone())?;
+    let max_rate = pace::parse_rate(&a.max_rate, a.offer.link).map_err(crate::usage)?;
+    let spec = rfc2544::RunSpec {
+        offer,
+        sizes,
+        max_rate,
+        resolution_pct: a.resolution_pct,
+        pdr_loss_pct: a.pdr_loss_pct,
+        max_trials: a.max_trials,
+        ladder: a.ladder,
+        repeat: a.repeat,
+        latency_ladder: a.latency_ladder,
+        back_to_back: a.back_to_back,
+        b2b_repeat: a.b2b_repeat,
     };
-    let mut out = Vec::new();
-    let mut rows = Vec::new();
-    let mut b2b_rows = Vec::new();
-    {
-        let mut b = Bench::new(&dut, cpus)?;
-        for sz in &sizes {
-            let mut t = spec0.clone();
-            t.sizes = sz.clone();
-            let s = rfc2544::SearchSpec {
-                max_pps: max_rate.pps(sz.mean()),
-                trial: t,
-                resolution_pct: a.resolution_pct,
-                pdr_loss_pct: a.pdr_loss_pct,
-                max_trials: a.max_trials,
-                ladder_steps: a.ladder,
-            };
-            let mut kinds: Vec<(&str, f64)> = vec![("ndr", 0.0)];
-            if let Some(p) = a.pdr_loss_pct {
-                kinds.push(("pdr", p));
-            }
-            let mut ndr_pps = None;
-            for (kind, loss) in kinds {
-                let mut reps = Vec::new();
-                for i in 0..a.repeat {
-                    if commbench_pipeline::netns::interrupted() {
-                        break;
-                    }
-                    let mut trials = Vec::new();
-                    let r = rfc2544::search(&mut b, &s, kind, loss, 0.0, |t| {
-                        rec.progress(&format!(
-                            "rfc2544 {kind} {} B: {:.0} pps → loss {:.4}%{}",
-                            sz.name,
-                            t.offered_pps,
-                            t.loss_pct,
-                            if t.behind_schedule {
-                                " (generator behind)"
-                            } else {
-                                ""
-                            }
-                        ));
-                        trials.push(t.record("rfc2544-trial"));
-                    })?;
-                    for mut x in trials {
-                        x.push_param("search", kind);
-                        x.push_param("repeat", i);
-                        out.push(x);
-                    }
-                    let mut x = rfc2544::search_record(&r, &s, &dut.name(), &sz.name);
-                    bias_metrics(&mut x, &bias);
-                    rows.push((sz.name.clone(), r.clone()));
-                    reps.push((r, x));
-                }
-                if kind == "ndr" && !reps.is_empty() {
-                    let rates: Vec<f64> = reps.iter().map(|(r, _)| r.rate_pps).collect();
-                    ndr_pps = Some(commbench_core::estimate::Estimate::from_samples(&rates).median)
-                        .filter(|x| *x > 0.0);
-                }
-                if a.repeat > 1 {
-                    if let Some(f) = rfc2544::fold_repeats(&reps) {
-                        out.push(f);
-                    }
-                } else {
-                    out.extend(reps.into_iter().map(|(_, x)| x));
-                }
-            }
-            if let (Some(ndr), true) = (ndr_pps, a.latency_ladder > 0) {
-                let l = rfc2544::latency_ladder(&mut b, &s, ndr, a.latency_ladder, |t| {
-                    rec.progress(&format!(
-                        "rfc2544 latency {} B: {:.0} pps → p99 {:.1} µs",
-                        sz.name,
-                        t.offered_pps,
-                        t.latency.p99 / 1e3
-                    ));
-                })?;
-                for (pct, t) in l {
-                    let mut x = t.record("rfc2544-latency");
-                    x.push_param("load_pct", pct);
-                    x.push_param("ndr_pps", ndr);
-                    bias_metrics(&mut x, &bias);
-                    out.push(x);
-                }
-            }
-            if let Some(max_frames) = a.back_to_back {
-                let bs = rfc2544::B2bSpec {
-                    trial: s.trial.clone(),
-                    max_frames,
-                    repeats: a.b2b_repeat,
-                    resolution_pct: a.resolution_pct,
-                    max_trials: a.max_trials,
-                    throughput_pps: ndr_pps,
-                };
-                let r = rfc2544::back_to_back(&mut b, &bs, |t| {
-                    rec.progress(&format!(
-                        "rfc2544 back-to-back {} B: burst of {} → lost {}",
-                        sz.name, t.sent, t.lost
-                    ));
-                })?;
-                out.push(rfc2544::b2b_record(&r, &bs, &dut.name(), &sz.name));
-                b2b_rows.push((sz.name.clone(), r));
-            }
-            if a.ladder > 0 {
-                let l = rfc2544::ladder(&mut b, &s, |t| {
-                    rec.progress(&format!(
-                        "rfc2544 frame loss {} B: {:.0} pps → {:.4}%",
-                        sz.name, t.offered_pps, t.loss_pct
-                    ));
-                })?;
-                for t in l {
-                    let mut x = t.record("rfc2544-loss");
-                    x.push_param("load_pct", t.offered_pps / s.max_pps * 100.0);
-                    out.push(x);
-                }
-            }
-        }
-    }
+    netns::catch_sigint();
+    let mut rec = crate::progress::recorder();
+    let r = rfc2544::run(&spec, &mut rec).map_err(lib_err)?;
     crate::progress::finish();
-    if let Some(b) = bias {
-        out.push(b);
-    }
-    let mut table = rfc2544::table(&rows);
-    if !b2b_rows.is_empty() {
-        table.push('\n');
-        table.push_str(&rfc2544::b2b_table(&b2b_rows));
-    }
-    a.out.emit_or_show(&out, || table.clone())?;
-    if commbench_pipeline::netns::interrupted() {
-        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
-    }
-    Ok(())
+    a.out.emit_or_show(&rec.take(), || rfc2544::run_table(&r))?;
+    check_interrupted(r.interrupted)
 }
 
 fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
-    use commbench_pipeline::tester::dut::{DutSpec, FwdWork};
-    use commbench_pipeline::tester::{pace, rfc2544, Bench};
-    let delays: Vec<f64> = a
-        .delays
-        .split(',')
-        .filter(|x| !x.is_empty())
-        .map(|x| {
-            x.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|d| (0.0..=1_000_000.0).contains(d))
-                .ok_or_else(|| {
-                    crate::usage(format!(
-                        "--delays: '{x}' is not a delay in ns (0..=1000000)"
-                    ))
-                })
-        })
-        .collect::<Result<_>>()?;
-    if delays.is_empty() {
-        return Err(crate::usage("--delays is empty"));
-    }
-    let sizes = pace::parse_sizes(&a.size).map_err(crate::usage)?;
-    let (dut0, spec, cpus, link) = offer_spec(&a.offer, "1k", sizes)?;
-    let (rx, burst, rx_blocks) = match dut0 {
-        DutSpec::L2fwd {
-            rx,
-            burst,
-            rx_blocks,
-            ..
-        } => (rx, burst, rx_blocks),
-        _ => {
-            return Err(crate::usage(
-                "crosscheck drives commbench's own forwarder: --dut l2fwd[:rx=...]",
-            ))
-        }
+    let offer = offer(&a.offer, "1k", a.size.clone())?;
+    let spec = crosscheck::Spec {
+        offer,
+        delays: a.delays.clone(),
+        max_rate: pace::parse_rate(&a.max_rate, a.offer.link).map_err(crate::usage)?,
+        resolution_pct: a.resolution_pct,
+        max_trials: a.max_trials,
+        repeat: a.repeat,
     };
-    let max_pps = pace::parse_rate(&a.max_rate, link)
-        .map_err(crate::usage)?
-        .pps(spec.sizes.mean());
-    commbench_pipeline::netns::catch_sigint();
+    spec.validate().map_err(|e| crate::usage(e.to_string()))?;
+    netns::catch_sigint();
     let mut rec = crate::progress::recorder();
-    let hz = commbench_core::clock::tsc().hz();
-    let search = |b: &mut Bench, rec: &mut commbench_core::record::Recorder, what: &str| {
-        let s = rfc2544::SearchSpec {
-            trial: spec.clone(),
-            max_pps,
-            resolution_pct: a.resolution_pct,
-            pdr_loss_pct: None,
-            max_trials: a.max_trials,
-            ladder_steps: 0,
-        };
-        rfc2544::search(b, &s, "ndr", 0.0, 0.0, |t| {
-            rec.progress(&format!(
-                "crosscheck {what}: {:.0} pps → loss {:.4}%",
-                t.offered_pps, t.loss_pct
-            ));
-        })
-    };
-    use commbench_core::estimate::{attach, Estimate};
-    let med = |xs: &[f64]| Estimate::from_samples(xs).median;
-    // Rounds over the delays (the tester alone first in each), so that a
-    // slow stretch of the host touches every point alike.
-    let mut tester_runs: Vec<rfc2544::SearchResult> = Vec::new();
-    let mut runs: Vec<Vec<rfc2544::SearchResult>> = delays.iter().map(|_| Vec::new()).collect();
-    'rounds: for round in 0..a.repeat {
-        let tag = if a.repeat > 1 {
-            format!(" (round {}/{})", round + 1, a.repeat)
-        } else {
-            String::new()
-        };
-        {
-            let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
-            tester_runs.push(search(&mut b, &mut rec, &format!("no device{tag}"))?);
-        }
-        for (i, &d) in delays.iter().enumerate() {
-            if commbench_pipeline::netns::interrupted() {
-                break 'rounds;
-            }
-            let work = if d == 0.0 {
-                FwdWork::Swap
-            } else {
-                FwdWork::Delay(d.round() as u64)
-            };
-            let dut = DutSpec::L2fwd {
-                work,
-                rx,
-                burst,
-                impair: Default::default(),
-                rx_blocks,
-            };
-            let mut b = Bench::new(&dut, cpus.clone())?;
-            runs[i].push(search(&mut b, &mut rec, &format!("delay {d} ns{tag}"))?);
-        }
-    }
-    let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate_pps).collect();
-    let tester_pps = med(&tester_rates);
-    let tester_limited = tester_runs.iter().any(|r| r.tester_limited);
-    // The white box: the forwarder's own rx + work + tx ticks per packet
-    // at zero delay (or the first point's, less its delay), the median
-    // over the rounds; later points add their delay to it.
-    let bi = delays.iter().position(|&d| d == 0.0).unwrap_or(0);
-    let base: Vec<f64> = runs[bi]
-        .iter()
-        .filter_map(|r| r.fwd_ticks().map(|t| t - delays[bi] * hz / 1e9))
-        .collect();
-    let base_ticks = med(&base);
-    let mut out = Vec::new();
-    let mut pts = Vec::new();
-    let mut intervals = Vec::new();
-    for (i, &d) in delays.iter().enumerate() {
-        let rs = &runs[i];
-        if rs.is_empty() {
-            continue;
-        }
-        let predicted = rfc2544::predict_pps(hz, base_ticks, d);
-        let (p, est) = rfc2544::cross_point(
-            d,
-            base_ticks,
-            predicted,
-            rs,
-            tester_pps,
-            spec.duration.as_secs_f64(),
-        );
-        let ticks = med(&rs.iter().filter_map(|r| r.fwd_ticks()).collect::<Vec<_>>());
-        let mut x = commbench_core::record::Record::new("pipeline", "crosscheck")
-            .param("delay_ns", d)
-            .param("size", &spec.sizes.name)
-            .param("rx", rx.name())
-            .param("repeat", a.repeat)
-            .metric("base_ticks", p.base_ticks)
-            .metric("measured_ticks", ticks.is_finite().then_some(ticks))
-            .metric("predicted_pps", p.predicted_pps)
-            .metric("error_pct", p.error_pct)
-            .metric("error_lo_pct", (est.lo / predicted - 1.0) * 100.0)
-            .metric("error_hi_pct", (est.hi / predicted - 1.0) * 100.0)
-            .metric("tester_pps", p.tester_pps)
-            .metric("bound", &p.bound)
-            .metric("verdict", &p.verdict)
-            .metric("confirmed", p.confirmed)
-            .metric("tester_limited", p.tester_limited)
-            .metric("fail_loss_where", &p.fail_loss_where)
-            .metric(
-                "buffer_inflation_pct",
-                p.buffer_inflation_pct
-                    .is_finite()
-                    .then_some(p.buffer_inflation_pct),
-            );
-        attach(&mut x.metrics, "measured_pps", &est);
-        if let Some(r) = rs.last() {
-            let t = r.final_trial.as_ref();
-            x.push_metric("latency_p50_ns", t.map(|t| t.latency.p50));
-            x.push_metric("latency_p99_ns", t.map(|t| t.latency.p99));
-        }
-        out.push(x);
-        intervals.push(est);
-        pts.push(p);
-    }
-    let tester = (tester_pps, tester_limited);
+    let r = crosscheck::run(&spec, &mut rec).map_err(lib_err)?;
     crate::progress::finish();
-    let mut table = format!(
-        "tester alone (no device): NDR {:.3} Mpps{}{}\n delay ns   predicted Mpps   measured Mpps{}   error{}    buffer   bound    verdict\n",
-        tester.0 / 1e6,
-        if a.repeat > 1 { format!(", median of {}", tester_rates.len()) } else { String::new() },
-        if tester.1 { " (generator behind schedule above it)" } else { "" },
-        if a.repeat > 1 { " [95% interval]" } else { "" },
-        if a.repeat > 1 { " [interval]  " } else { "" },
-    );
-    for (p, est) in pts.iter().zip(&intervals) {
-        let (m, e) = if a.repeat > 1 {
-            (
-                format!(
-                    "{:.3} [{:.3}, {:.3}]",
-                    p.measured_pps / 1e6,
-                    est.lo / 1e6,
-                    est.hi / 1e6
-                ),
-                format!(
-                    "{:+.1}% [{:+.1}, {:+.1}]",
-                    p.error_pct,
-                    (est.lo / p.predicted_pps - 1.0) * 100.0,
-                    (est.hi / p.predicted_pps - 1.0) * 100.0
-                ),
-            )
-        } else {
-            (
-                format!("{:.3}", p.measured_pps / 1e6),
-                format!("{:+.1}%", p.error_pct),
-            )
-        };
-        table.push_str(&format!(
-            "{:>9}   {:>14.3}   {:>13}   {:>7}  {:>6.1}%  {:7}  {}\n",
-            p.delay_ns,
-            p.predicted_pps / 1e6,
-            m,
-            e,
-            p.buffer_inflation_pct,
-            p.bound,
-            p.verdict
-        ));
-    }
-    a.out.emit_or_show(&out, || table.clone())?;
+    let table = crosscheck::table(&r);
+    a.out.emit_or_show(&rec.take(), || table.clone())?;
     if a.out.format != crate::output::FormatArg::Table || a.out.output.is_some() {
         eprint!("{table}");
     }
-    if commbench_pipeline::netns::interrupted() {
-        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
-    }
-    Ok(())
+    check_interrupted(r.interrupted)
 }

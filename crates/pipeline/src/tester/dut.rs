@@ -40,7 +40,23 @@ impl FwdWork {
             FwdWork::Delay(ns) => *ns,
         }
     }
+
+    /// Parses `swap` or `delay:NS` (whole ns, at most [`MAX_DELAY_NS`]).
+    pub fn parse(w: &str) -> Result<FwdWork, String> {
+        match w {
+            "swap" => Ok(FwdWork::Swap),
+            _ => match w.strip_prefix("delay:").and_then(|n| n.parse::<u64>().ok()) {
+                Some(ns) if ns <= MAX_DELAY_NS => Ok(FwdWork::Delay(ns)),
+                _ => Err(format!(
+                    "--work {w}: give swap or delay:NS (whole ns, at most 1000000)"
+                )),
+            },
+        }
+    }
 }
+
+/// Longest injected delay per frame, ns.
+pub const MAX_DELAY_NS: u64 = 1_000_000;
 
 /// Deterministic impairments on the tester's stamped frames, counted in
 /// arrival order from 1 (0 = off): every `drop`-th frame is dropped, every

@@ -14,10 +14,12 @@
 //! read), so one-way latency is one host clock minus itself.
 
 pub mod account;
+pub mod crosscheck;
 pub mod dut;
 pub mod pace;
 pub mod rfc2544;
 pub mod stamp;
+pub mod trial;
 
 use crate::afpacket::{PacketSocket, TxRing};
 use crate::netns::{self, interrupted, realtime_ns, RxMethod, RxPath, TxMethod};

@@ -10,9 +10,11 @@
 //! tester, not the device, was the limit there.
 
 use super::pace::{Rate, Sizes};
+use super::trial::{bias_metrics, offer_bias, Offer};
 use super::{Bench, TrialResult, TrialSpec};
+use crate::PipelineError;
 use commbench_core::estimate::{attach, Estimate};
-use commbench_core::record::Record;
+use commbench_core::record::{Record, Recorder};
 use serde::Serialize;
 use std::io;
 
@@ -723,6 +725,205 @@ pub fn classify(
     }
 }
 
+/// `commbench pipeline rfc2544`: per frame size, the NDR (and PDR)
+/// searches, the latency at and below the NDR, the back-to-back test and
+/// the frame-loss ladder, on one device.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub offer: Offer,
+    /// Frame sizes, one pass each.
+    pub sizes: Vec<Sizes>,
+    /// Highest rate tried.
+    pub max_rate: Rate,
+    pub resolution_pct: f64,
+    /// Also search the PDR with this loss, %.
+    pub pdr_loss_pct: Option<f64>,
+    pub max_trials: usize,
+    /// Frame-loss ladder steps (0: none).
+    pub ladder: usize,
+    /// Searches per frame size and kind.
+    pub repeat: usize,
+    /// Latency ladder steps below the NDR (0: at the NDR only).
+    pub latency_ladder: usize,
+    /// Back-to-back test up to this many frames (None: not run).
+    pub back_to_back: Option<u64>,
+    /// Back-to-back searches per frame size.
+    pub b2b_repeat: usize,
+}
+
+/// What an RFC 2544 run found, for its table.
+#[derive(Debug, Clone, Default)]
+pub struct RunReport {
+    /// Every search, by frame size.
+    pub searches: Vec<(String, SearchResult)>,
+    /// Every back-to-back test, by frame size.
+    pub b2b: Vec<(String, B2bResult)>,
+    /// Ctrl-C cut the run: its records are partial.
+    pub interrupted: bool,
+}
+
+/// Runs `s` into `rec`: per frame size the trials of every search
+/// (`rfc2544-trial`), each search (`rfc2544-ndr`/`-pdr`, folded into one
+/// record when repeated), the latency ladder (`rfc2544-latency`), the
+/// back-to-back test (`rfc2544-b2b`) and the loss ladder (`rfc2544-loss`);
+/// the loopback bias last.
+pub fn run(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError> {
+    let mut spec0 = s.offer.trial.clone();
+    if let Some(z) = s.sizes.first() {
+        spec0.sizes = z.clone();
+    }
+    let bias = offer_bias(
+        &Offer {
+            trial: spec0,
+            ..s.offer.clone()
+        },
+        rec,
+    )?;
+    let mut rep = RunReport::default();
+    {
+        let mut b = Bench::new(&s.offer.dut, s.offer.cpus.clone())?;
+        for sz in &s.sizes {
+            run_size(s, sz, &mut b, &bias, rec, &mut rep)?;
+        }
+    }
+    if let Some(b) = bias {
+        rec.push(b);
+    }
+    rep.interrupted = super::interrupted();
+    Ok(rep)
+}
+
+/// One frame size of [`run`].
+fn run_size(
+    s: &RunSpec,
+    sz: &Sizes,
+    b: &mut Bench,
+    bias: &Option<Record>,
+    rec: &mut Recorder,
+    rep: &mut RunReport,
+) -> Result<(), PipelineError> {
+    let dut = s.offer.dut.name();
+    let mut trial = s.offer.trial.clone();
+    trial.sizes = sz.clone();
+    let ss = SearchSpec {
+        max_pps: s.max_rate.pps(sz.mean()),
+        trial,
+        resolution_pct: s.resolution_pct,
+        pdr_loss_pct: s.pdr_loss_pct,
+        max_trials: s.max_trials,
+        ladder_steps: s.ladder,
+    };
+    let mut kinds: Vec<(&str, f64)> = vec![("ndr", 0.0)];
+    if let Some(p) = s.pdr_loss_pct {
+        kinds.push(("pdr", p));
+    }
+    let mut ndr_pps = None;
+    for (kind, loss) in kinds {
+        let mut reps = Vec::new();
+        for i in 0..s.repeat {
+            if super::interrupted() {
+                break;
+            }
+            let mut trials = Vec::new();
+            let r = search(b, &ss, kind, loss, 0.0, |t| {
+                rec.progress(&format!(
+                    "rfc2544 {kind} {} B: {:.0} pps → loss {:.4}%{}",
+                    sz.name,
+                    t.offered_pps,
+                    t.loss_pct,
+                    if t.behind_schedule {
+                        " (generator behind)"
+                    } else {
+                        ""
+                    }
+                ));
+                trials.push(t.record("rfc2544-trial"));
+            })?;
+            for mut x in trials {
+                x.push_param("search", kind);
+                x.push_param("repeat", i);
+                rec.push(x);
+            }
+            let mut x = search_record(&r, &ss, &dut, &sz.name);
+            bias_metrics(&mut x, bias);
+            rep.searches.push((sz.name.clone(), r.clone()));
+            reps.push((r, x));
+        }
+        if kind == "ndr" && !reps.is_empty() {
+            let rates: Vec<f64> = reps.iter().map(|(r, _)| r.rate_pps).collect();
+            ndr_pps = Some(Estimate::from_samples(&rates).median).filter(|x| *x > 0.0);
+        }
+        if s.repeat > 1 {
+            if let Some(f) = fold_repeats(&reps) {
+                rec.push(f);
+            }
+        } else {
+            for (_, x) in reps {
+                rec.push(x);
+            }
+        }
+    }
+    if let (Some(ndr), true) = (ndr_pps, s.latency_ladder > 0) {
+        let l = latency_ladder(b, &ss, ndr, s.latency_ladder, |t| {
+            rec.progress(&format!(
+                "rfc2544 latency {} B: {:.0} pps → p99 {:.1} µs",
+                sz.name,
+                t.offered_pps,
+                t.latency.p99 / 1e3
+            ));
+        })?;
+        for (pct, t) in l {
+            let mut x = t.record("rfc2544-latency");
+            x.push_param("load_pct", pct);
+            x.push_param("ndr_pps", ndr);
+            bias_metrics(&mut x, bias);
+            rec.push(x);
+        }
+    }
+    if let Some(max_frames) = s.back_to_back {
+        let bs = B2bSpec {
+            trial: ss.trial.clone(),
+            max_frames,
+            repeats: s.b2b_repeat,
+            resolution_pct: s.resolution_pct,
+            max_trials: s.max_trials,
+            throughput_pps: ndr_pps,
+        };
+        let r = back_to_back(b, &bs, |t| {
+            rec.progress(&format!(
+                "rfc2544 back-to-back {} B: burst of {} → lost {}",
+                sz.name, t.sent, t.lost
+            ));
+        })?;
+        rec.push(b2b_record(&r, &bs, &dut, &sz.name));
+        rep.b2b.push((sz.name.clone(), r));
+    }
+    if s.ladder > 0 {
+        let l = ladder(b, &ss, |t| {
+            rec.progress(&format!(
+                "rfc2544 frame loss {} B: {:.0} pps → {:.4}%",
+                sz.name, t.offered_pps, t.loss_pct
+            ));
+        })?;
+        for t in l {
+            let mut x = t.record("rfc2544-loss");
+            x.push_param("load_pct", t.offered_pps / ss.max_pps * 100.0);
+            rec.push(x);
+        }
+    }
+    Ok(())
+}
+
+/// The table of a run: the searches, then the back-to-back tests.
+pub fn run_table(r: &RunReport) -> String {
+    let mut t = table(&r.searches);
+    if !r.b2b.is_empty() {
+        t.push('\n');
+        t.push_str(&b2b_table(&r.b2b));
+    }
+    t
+}
+
 /// The frame-size list of RFC 2544 for Ethernet.
 pub const RFC2544_SIZES: [u32; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
 
@@ -735,6 +936,21 @@ pub fn parse_size_list(s: &str) -> Result<Vec<Sizes>, String> {
         .filter(|x| !x.is_empty())
         .map(super::pace::parse_sizes)
         .collect()
+}
+
+/// The frame sizes of an RFC 2544 run: at least one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeList(pub Vec<Sizes>);
+
+impl SizeList {
+    /// [`parse_size_list`], refusing an empty list.
+    pub fn parse(s: &str) -> Result<SizeList, String> {
+        let v = parse_size_list(s)?;
+        if v.is_empty() {
+            return Err("--sizes is empty".to_owned());
+        }
+        Ok(SizeList(v))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,446 @@
+//! `commbench pipeline crosscheck`, the seed's question: does the
+//! black-box NDR of commbench's own forwarder follow the white-box cost
+//! model (its own rx + work + tx ticks per packet, plus an injected
+//! delay)? NDR searches over the injected delays, in rounds (the tester
+//! alone first in each, so a slow stretch of the host touches every point
+//! alike); each point is the median of its rounds with a 95% interval,
+//! told device- or tester-bound with a verdict ([`rfc2544::cross_point`]).
+
+use super::dut::{DutSpec, FwdWork, Impair};
+use super::pace::Rate;
+use super::rfc2544::{self, CrossPoint, SearchResult, SearchSpec};
+use super::trial::Offer;
+use super::{interrupted, Bench};
+use crate::netns::RxMethod;
+use crate::PipelineError;
+use commbench_core::estimate::{attach, Estimate};
+use commbench_core::record::{Record, Recorder};
+use thiserror::Error;
+
+/// Largest injected delay, ns.
+pub const MAX_DELAY_NS: f64 = 1_000_000.0;
+
+/// Why a cross-check cannot run as asked.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CrosscheckError {
+    #[error("--delays: '{0}' is not a delay in ns (0..=1000000)")]
+    BadDelay(String),
+    #[error("--delays is empty")]
+    NoDelays,
+    #[error("crosscheck drives commbench's own forwarder: --dut l2fwd[:rx=...]")]
+    NotOwnForwarder,
+}
+
+/// Injected per-packet delays, ns, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delays(pub Vec<f64>);
+
+impl Delays {
+    /// Parses `0,10,67.2`: each in 0..=1000000 ns, at least one.
+    pub fn parse(s: &str) -> Result<Delays, CrosscheckError> {
+        let v = s
+            .split(',')
+            .filter(|x| !x.is_empty())
+            .map(|x| {
+                x.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|d| (0.0..=MAX_DELAY_NS).contains(d))
+                    .ok_or_else(|| CrosscheckError::BadDelay(x.to_owned()))
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        if v.is_empty() {
+            return Err(CrosscheckError::NoDelays);
+        }
+        Ok(Delays(v))
+    }
+}
+
+/// What to cross-check.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The device must be commbench's l2fwd: its rx path, burst and ring
+    /// are kept, its work is each point's delay.
+    pub offer: Offer,
+    pub delays: Delays,
+    /// Highest rate tried.
+    pub max_rate: Rate,
+    pub resolution_pct: f64,
+    pub max_trials: usize,
+    /// Rounds: NDR searches per point and for the tester alone.
+    pub repeat: u32,
+}
+
+/// The forwarder's settings a cross-check keeps across its points.
+#[derive(Debug, Clone, Copy)]
+struct Fwd {
+    rx: RxMethod,
+    burst: usize,
+    rx_blocks: usize,
+}
+
+impl Spec {
+    fn fwd(&self) -> Result<Fwd, CrosscheckError> {
+        match self.offer.dut {
+            DutSpec::L2fwd {
+                rx,
+                burst,
+                rx_blocks,
+                ..
+            } => Ok(Fwd {
+                rx,
+                burst,
+                rx_blocks,
+            }),
+            _ => Err(CrosscheckError::NotOwnForwarder),
+        }
+    }
+
+    /// Checks what [`run`] checks before it starts anything.
+    pub fn validate(&self) -> Result<(), CrosscheckError> {
+        self.fwd().map(|_| ())
+    }
+}
+
+/// A cross-check's outcome, for its table.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The tester alone: the median NDR with no device.
+    pub tester_pps: f64,
+    /// Its searches (one per round).
+    pub tester_searches: usize,
+    /// The generator fell behind its schedule in some search with no
+    /// device: the tester's own ceiling is below its NDR.
+    pub tester_limited: bool,
+    /// One point per delay that was searched, with its NDR's interval.
+    pub points: Vec<(CrossPoint, Estimate)>,
+    pub repeat: u32,
+    /// Ctrl-C cut the run: its records are partial.
+    pub interrupted: bool,
+}
+
+/// The l2fwd of delay `d` ns with the kept settings.
+fn forwarder(f: Fwd, d: f64) -> DutSpec {
+    let work = if d == 0.0 {
+        FwdWork::Swap
+    } else {
+        FwdWork::Delay(d.round() as u64)
+    };
+    DutSpec::L2fwd {
+        work,
+        rx: f.rx,
+        burst: f.burst,
+        impair: Impair::default(),
+        rx_blocks: f.rx_blocks,
+    }
+}
+
+/// Runs the rounds into `rec` (one `crosscheck` record per point).
+pub fn run(s: &Spec, rec: &mut Recorder) -> Result<Report, PipelineError> {
+    let f = s.fwd()?;
+    let trial = &s.offer.trial;
+    let cpus = &s.offer.cpus;
+    let delays = &s.delays.0;
+    let search_spec = SearchSpec {
+        trial: trial.clone(),
+        max_pps: s.max_rate.pps(trial.sizes.mean()),
+        resolution_pct: s.resolution_pct,
+        pdr_loss_pct: None,
+        max_trials: s.max_trials,
+        ladder_steps: 0,
+    };
+    let search = |b: &mut Bench, rec: &mut Recorder, what: &str| {
+        rfc2544::search(b, &search_spec, "ndr", 0.0, 0.0, |t| {
+            rec.progress(&format!(
+                "crosscheck {what}: {:.0} pps → loss {:.4}%",
+                t.offered_pps, t.loss_pct
+            ));
+        })
+    };
+    // Rounds over the delays (the tester alone first in each), so that a
+    // slow stretch of the host touches every point alike.
+    let mut tester_runs: Vec<SearchResult> = Vec::new();
+    let mut runs: Vec<Vec<SearchResult>> = delays.iter().map(|_| Vec::new()).collect();
+    'rounds: for round in 0..s.repeat {
+        let tag = if s.repeat > 1 {
+            format!(" (round {}/{})", round + 1, s.repeat)
+        } else {
+            String::new()
+        };
+        {
+            let mut b = Bench::new(&DutSpec::None, cpus.clone())?;
+            tester_runs.push(search(&mut b, rec, &format!("no device{tag}"))?);
+        }
+        for (i, &d) in delays.iter().enumerate() {
+            if interrupted() {
+                break 'rounds;
+            }
+            let mut b = Bench::new(&forwarder(f, d), cpus.clone())?;
+            runs[i].push(search(&mut b, rec, &format!("delay {d} ns{tag}"))?);
+        }
+    }
+    let hz = commbench_core::clock::tsc().hz();
+    let rep = fold(s, f, hz, &tester_runs, &runs, rec);
+    Ok(rep)
+}
+
+fn median(xs: &[f64]) -> f64 {
+    Estimate::from_samples(xs).median
+}
+
+/// The white box: the forwarder's own rx + work + tx ticks per packet at
+/// zero delay (or the first point's, less its delay), the median over
+/// the rounds; later points add their delay to it.
+pub fn base_ticks(hz: f64, delays: &[f64], runs: &[Vec<SearchResult>]) -> f64 {
+    let bi = delays.iter().position(|&d| d == 0.0).unwrap_or(0);
+    let base: Vec<f64> = runs[bi]
+        .iter()
+        .filter_map(|r| r.fwd_ticks().map(|t| t - delays[bi] * hz / 1e9))
+        .collect();
+    median(&base)
+}
+
+/// Folds the rounds into points, pushing one record per point.
+fn fold(
+    s: &Spec,
+    f: Fwd,
+    hz: f64,
+    tester_runs: &[SearchResult],
+    runs: &[Vec<SearchResult>],
+    rec: &mut Recorder,
+) -> Report {
+    let delays = &s.delays.0;
+    let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate_pps).collect();
+    let tester_pps = median(&tester_rates);
+    let base = base_ticks(hz, delays, runs);
+    let mut points = Vec::new();
+    for (&d, rs) in delays.iter().zip(runs) {
+        if rs.is_empty() {
+            continue;
+        }
+        let predicted = rfc2544::predict_pps(hz, base, d);
+        let (p, est) = rfc2544::cross_point(
+            d,
+            base,
+            predicted,
+            rs,
+            tester_pps,
+            s.offer.trial.duration.as_secs_f64(),
+        );
+        let ticks = median(&rs.iter().filter_map(|r| r.fwd_ticks()).collect::<Vec<_>>());
+        rec.push(record(s, f, &p, &est, ticks, rs.last()));
+        points.push((p, est));
+    }
+    Report {
+        tester_pps,
+        tester_searches: tester_rates.len(),
+        tester_limited: tester_runs.iter().any(|r| r.tester_limited),
+        points,
+        repeat: s.repeat,
+        interrupted: interrupted(),
+    }
+}
+
+/// A point's record: the model, the measurement with its interval, the
+/// verdict, and the latency of the last round's confirmation trial.
+fn record(
+    s: &Spec,
+    f: Fwd,
+    p: &CrossPoint,
+    est: &Estimate,
+    measured_ticks: f64,
+    last: Option<&SearchResult>,
+) -> Record {
+    let predicted = p.predicted_pps;
+    let mut x = Record::new("pipeline", "crosscheck")
+        .param("delay_ns", p.delay_ns)
+        .param("size", &s.offer.trial.sizes.name)
+        .param("rx", f.rx.name())
+        .param("repeat", s.repeat)
+        .metric("base_ticks", p.base_ticks)
+        .metric(
+            "measured_ticks",
+            measured_ticks.is_finite().then_some(measured_ticks),
+        )
+        .metric("predicted_pps", p.predicted_pps)
+        .metric("error_pct", p.error_pct)
+        .metric("error_lo_pct", (est.lo / predicted - 1.0) * 100.0)
+        .metric("error_hi_pct", (est.hi / predicted - 1.0) * 100.0)
+        .metric("tester_pps", p.tester_pps)
+        .metric("bound", &p.bound)
+        .metric("verdict", &p.verdict)
+        .metric("confirmed", p.confirmed)
+        .metric("tester_limited", p.tester_limited)
+        .metric("fail_loss_where", &p.fail_loss_where)
+        .metric(
+            "buffer_inflation_pct",
+            p.buffer_inflation_pct
+                .is_finite()
+                .then_some(p.buffer_inflation_pct),
+        );
+    attach(&mut x.metrics, "measured_pps", est);
+    if let Some(r) = last {
+        let t = r.final_trial.as_ref();
+        x.push_metric("latency_p50_ns", t.map(|t| t.latency.p50));
+        x.push_metric("latency_p99_ns", t.map(|t| t.latency.p99));
+    }
+    x
+}
+
+/// The cross-check's table: the tester alone, then one line per delay
+/// (with the intervals when there were rounds).
+pub fn table(r: &Report) -> String {
+    let rounds = r.repeat > 1;
+    let mut table = format!(
+        "tester alone (no device): NDR {:.3} Mpps{}{}\n delay ns   predicted Mpps   measured Mpps{}   error{}    buffer   bound    verdict\n",
+        r.tester_pps / 1e6,
+        if rounds { format!(", median of {}", r.tester_searches) } else { String::new() },
+        if r.tester_limited { " (generator behind schedule above it)" } else { "" },
+        if rounds { " [95% interval]" } else { "" },
+        if rounds { " [interval]  " } else { "" },
+    );
+    for (p, est) in &r.points {
+        let (m, e) = if rounds {
+            (
+                format!(
+                    "{:.3} [{:.3}, {:.3}]",
+                    p.measured_pps / 1e6,
+                    est.lo / 1e6,
+                    est.hi / 1e6
+                ),
+                format!(
+                    "{:+.1}% [{:+.1}, {:+.1}]",
+                    p.error_pct,
+                    (est.lo / p.predicted_pps - 1.0) * 100.0,
+                    (est.hi / p.predicted_pps - 1.0) * 100.0
+                ),
+            )
+        } else {
+            (
+                format!("{:.3}", p.measured_pps / 1e6),
+                format!("{:+.1}%", p.error_pct),
+            )
+        };
+        table.push_str(&format!(
+            "{:>9}   {:>14.3}   {:>13}   {:>7}  {:>6.1}%  {:7}  {}\n",
+            p.delay_ns,
+            p.predicted_pps / 1e6,
+            m,
+            e,
+            p.buffer_inflation_pct,
+            p.bound,
+            p.verdict
+        ));
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_parse_in_order_and_name_the_bad_one() {
+        assert_eq!(
+            Delays::parse("0,10,67.2").unwrap(),
+            Delays(vec![0.0, 10.0, 67.2])
+        );
+        assert_eq!(
+            Delays::parse("5,-1"),
+            Err(CrosscheckError::BadDelay("-1".into()))
+        );
+        assert_eq!(
+            Delays::parse("2000000"),
+            Err(CrosscheckError::BadDelay("2000000".into()))
+        );
+        assert_eq!(Delays::parse(","), Err(CrosscheckError::NoDelays));
+        assert!(CrosscheckError::BadDelay("-1".into())
+            .to_string()
+            .contains("'-1'"));
+    }
+
+    #[test]
+    fn only_commbench_s_forwarder_can_be_cross_checked() {
+        let mut s = Spec {
+            offer: Offer {
+                dut: DutSpec::Bridge,
+                trial: Default::default(),
+                cpus: Default::default(),
+                bias: false,
+            },
+            delays: Delays(vec![0.0]),
+            max_rate: Rate::Pps(1e6),
+            resolution_pct: 1.0,
+            max_trials: 4,
+            repeat: 1,
+        };
+        assert_eq!(s.validate(), Err(CrosscheckError::NotOwnForwarder));
+        s.offer.dut = DutSpec::parse("l2fwd:rx=af-xdp,burst=8").unwrap();
+        assert_eq!(s.validate(), Ok(()));
+        let f = s.fwd().unwrap();
+        match forwarder(f, 67.2) {
+            DutSpec::L2fwd {
+                work, rx, burst, ..
+            } => {
+                assert_eq!(work, FwdWork::Delay(67));
+                assert_eq!(rx, RxMethod::AfXdp);
+                assert_eq!(burst, 8);
+            }
+            d => panic!("{d:?}"),
+        }
+        assert!(matches!(
+            forwarder(f, 0.0),
+            DutSpec::L2fwd {
+                work: FwdWork::Swap,
+                ..
+            }
+        ));
+    }
+
+    fn point(delay_ns: f64, measured: f64) -> (CrossPoint, Estimate) {
+        let p = CrossPoint {
+            delay_ns,
+            base_ticks: 100.0,
+            predicted_pps: 1e6,
+            measured_pps: measured,
+            error_pct: (measured / 1e6 - 1.0) * 100.0,
+            tester_pps: 2e6,
+            bound: "device".into(),
+            verdict: "agrees".into(),
+            confirmed: true,
+            buffer_inflation_pct: 0.5,
+            fail_loss_where: "device".into(),
+            tester_limited: false,
+        };
+        (
+            p,
+            Estimate::from_samples(&[measured * 0.99, measured, measured * 1.01]),
+        )
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_point_and_intervals_only_with_rounds() {
+        let mut r = Report {
+            tester_pps: 2e6,
+            tester_searches: 1,
+            tester_limited: false,
+            points: vec![point(0.0, 1e6), point(100.0, 0.5e6)],
+            repeat: 1,
+            interrupted: false,
+        };
+        let t = table(&r);
+        assert_eq!(t.lines().count(), 4, "{t}");
+        assert!(
+            t.starts_with("tester alone (no device): NDR 2.000 Mpps\n"),
+            "{t}"
+        );
+        assert!(!t.contains("interval"), "{t}");
+        r.repeat = 3;
+        r.tester_searches = 3;
+        r.tester_limited = true;
+        let t = table(&r);
+        assert!(t.contains("median of 3"), "{t}");
+        assert!(t.contains("[95% interval]"), "{t}");
+        assert!(t.contains("generator behind schedule"), "{t}");
+    }
+}
