@@ -123,9 +123,9 @@ pub enum PipelineError {
     Io(#[from] std::io::Error),
 }
 
-impl PipelineError {
+impl commbench_core::error::IsUsage for PipelineError {
     /// A setting to change (exit 2), not a failed run.
-    pub fn is_usage(&self) -> bool {
+    fn is_usage(&self) -> bool {
         matches!(
             self,
             PipelineError::Config(_) | PipelineError::Crosscheck(_)

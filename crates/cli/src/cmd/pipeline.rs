@@ -16,7 +16,7 @@ use commbench_pipeline::tester::rfc2544::{self, SizeList};
 use commbench_pipeline::tester::trial::{self, Offer};
 use commbench_pipeline::tester::{RoleCpus, TrialSpec};
 use commbench_pipeline::{
-    netns, HashFields, IpMix, Mode, PipelineConfig, PipelineError, RssAt, RxFull, Sweep, Work,
+    netns, HashFields, IpMix, Mode, PipelineConfig, RssAt, RxFull, Sweep, Work,
 };
 use std::time::Duration;
 
@@ -519,14 +519,6 @@ fn f64_in(
     }
 }
 
-fn lib_err(e: PipelineError) -> anyhow::Error {
-    if e.is_usage() {
-        crate::usage(e.to_string())
-    } else {
-        e.into()
-    }
-}
-
 /// The library configuration for `args` (usage errors exit 2).
 pub fn config(a: &RunArgs) -> Result<PipelineConfig> {
     let cpus = match &a.cpus {
@@ -573,7 +565,7 @@ pub fn config(a: &RunArgs) -> Result<PipelineConfig> {
         repeat: a.repeat,
         sweep: a.sweep.clone(),
     };
-    c.validate().map_err(lib_err)?;
+    c.validate().map_err(crate::lab_err)?;
     Ok(c)
 }
 
@@ -582,7 +574,8 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
         PipelineCmd::Run(r) => run_run(r),
         PipelineCmd::Rss(r) => {
             let mut rec = crate::progress::recorder();
-            let v = commbench_pipeline::rss_bench(r.queues, r.flows, &mut rec).map_err(lib_err)?;
+            let v = commbench_pipeline::rss_bench(r.queues, r.flows, &mut rec)
+                .map_err(crate::lab_err)?;
             crate::progress::finish();
             r.out.emit(&v)
         }
@@ -672,14 +665,14 @@ fn run_io(a: &IoArgs) -> Result<()> {
         idle: Duration::from_millis(a.idle_ms),
     };
     let mut rec = commbench_core::record::Recorder::new();
-    io::run(&spec, &mut rec).map_err(lib_err)?;
+    io::run(&spec, &mut rec).map_err(crate::lab_err)?;
     a.out.emit(&rec.take())
 }
 
 fn run_run(a: &RunArgs) -> Result<()> {
     let c = config(a)?;
     let mut rec = crate::progress::recorder();
-    let rep = commbench_pipeline::run(&c, &mut rec).map_err(lib_err)?;
+    let rep = commbench_pipeline::run(&c, &mut rec).map_err(crate::lab_err)?;
     crate::progress::finish();
     for n in &rep.notes {
         eprintln!("commbench pipeline: note: {n}");
@@ -749,7 +742,7 @@ fn run_trial(a: &TrialArgs) -> Result<()> {
     };
     netns::catch_sigint();
     let mut rec = crate::progress::recorder();
-    let r = trial::run(&spec, &mut rec).map_err(lib_err)?;
+    let r = trial::run(&spec, &mut rec).map_err(crate::lab_err)?;
     crate::progress::finish();
     a.out.emit(&rec.take())?;
     check_interrupted(r.interrupted)?;
@@ -778,7 +771,7 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
     };
     netns::catch_sigint();
     let mut rec = crate::progress::recorder();
-    let r = rfc2544::run(&spec, &mut rec).map_err(lib_err)?;
+    let r = rfc2544::run(&spec, &mut rec).map_err(crate::lab_err)?;
     crate::progress::finish();
     a.out.emit_or_show(&rec.take(), || rfc2544::run_table(&r))?;
     check_interrupted(r.interrupted)
@@ -797,7 +790,7 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
     spec.validate().map_err(|e| crate::usage(e.to_string()))?;
     netns::catch_sigint();
     let mut rec = crate::progress::recorder();
-    let r = crosscheck::run(&spec, &mut rec).map_err(lib_err)?;
+    let r = crosscheck::run(&spec, &mut rec).map_err(crate::lab_err)?;
     crate::progress::finish();
     let table = crosscheck::table(&r);
     a.out.emit_or_show(&rec.take(), || table.clone())?;
