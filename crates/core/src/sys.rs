@@ -259,6 +259,66 @@ pub fn mmap(
     }
 }
 
+/// An interface request (`struct ifreq`) naming `name`, and a datagram
+/// socket to send it on; InvalidInput unless the name is 1 to 15 bytes
+/// without NUL.
+fn ifreq(name: &str) -> io::Result<(OwnedFd, libc::ifreq)> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("'{name}' is not an interface name (1 to 15 bytes, no NUL)"),
+        ));
+    }
+    // SAFETY: plain socket(2); the fd is owned below.
+    let fd = unsafe {
+        syscall!(socket(
+            libc::AF_INET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0
+        ))?
+    };
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain data; all zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    Ok((fd, req))
+}
+
+/// The flags of network interface `name` (SIOCGIFFLAGS) in the calling
+/// thread's network namespace; NotFound when there is no such interface.
+pub fn iface_flags(name: &str) -> io::Result<u32> {
+    let (fd, mut req) = ifreq(name)?;
+    // SAFETY: SIOCGIFFLAGS reads the NUL-terminated name (the rest of the
+    // zeroed array) and writes the flags into `req`.
+    let r = unsafe { syscall!(ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req)) };
+    if let Err(e) = r {
+        if e.raw_os_error() == Some(libc::ENODEV) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface '{name}' here: {e}"),
+            ));
+        }
+        return Err(io::Error::new(e.kind(), format!("interface '{name}': {e}")));
+    }
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_flags } as u16 as u32)
+}
+
+/// Brings network interface `name` up (adds IFF_UP to its flags) in the
+/// calling thread's network namespace; needs CAP_NET_ADMIN there.
+pub fn iface_up(name: &str) -> io::Result<()> {
+    let flags = iface_flags(name)?;
+    let (fd, mut req) = ifreq(name)?;
+    req.ifr_ifru.ifru_flags = (flags | libc::IFF_UP as u32) as u16 as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads the name and the flags from a live ifreq.
+    unsafe { syscall!(ioctl(fd.as_raw_fd(), libc::SIOCSIFFLAGS, &req))? };
+    Ok(())
+}
+
 /// Sets this thread's timer slack (how late the kernel may wake a timed
 /// wait to batch wake-ups; 50 µs by default).
 pub fn set_timer_slack_ns(ns: u64) {
@@ -612,6 +672,24 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad}");
         }
         assert!(congestion_paces("bbr") && !congestion_paces("cubic"));
+    }
+
+    #[test]
+    fn interface_flags_and_bringing_loopback_up() {
+        let e = iface_flags("cbnope0").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        assert!(e.to_string().contains("no interface 'cbnope0'"), "{e}");
+        let e = iface_flags("").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        if !is_root() {
+            return;
+        }
+        // A fresh namespace for this thread only: its loopback starts down.
+        // SAFETY: unshare with a flag, no pointers.
+        unsafe { syscall!(unshare(libc::CLONE_NEWNET)) }.unwrap();
+        assert_eq!(iface_flags("lo").unwrap() & libc::IFF_UP as u32, 0);
+        iface_up("lo").unwrap();
+        assert_ne!(iface_flags("lo").unwrap() & libc::IFF_UP as u32, 0);
     }
 
     #[test]

@@ -114,40 +114,8 @@ pub fn enter_private_netns() -> Result<()> {
 }
 
 fn loopback_up() -> Result<()> {
-    // SAFETY: a plain datagram socket used only for the interface ioctls below.
-    let fd = unsafe {
-        syscall!(socket(
-            libc::AF_INET,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            0
-        ))
-    }
-    .map_err(|e| MuxError::Io("socket for SIOCSIFFLAGS".into(), e))?;
-    // SAFETY: ifreq is plain data; the name is NUL-terminated within IFNAMSIZ.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in ifr.ifr_name.iter_mut().zip(b"lo\0") {
-        *d = *s as libc::c_char;
-    }
-    // SAFETY: fd is a socket; ifr is a live ifreq.
-    let r = unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut ifr) };
-    let r = if r == 0 {
-        // SAFETY: the flags member was just filled by SIOCGIFFLAGS.
-        unsafe { ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
-        // SAFETY: as above.
-        unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &ifr) }
-    } else {
-        r
-    };
-    let err = std::io::Error::last_os_error();
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
-    if r != 0 {
-        return Err(MuxError::Io(
-            "bringing up loopback in the private namespace".into(),
-            err,
-        ));
-    }
-    Ok(())
+    commbench_core::sys::iface_up("lo")
+        .map_err(|e| MuxError::Io("bringing up loopback in the private namespace".into(), e))
 }
 
 #[cfg(test)]

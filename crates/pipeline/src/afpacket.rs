@@ -91,44 +91,7 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
 
 /// The flags of interface `name` (SIOCGIFFLAGS) in the calling thread's
 /// network namespace; NotFound when there is no such interface.
-pub fn if_flags(name: &str) -> io::Result<u32> {
-    let bytes = name.as_bytes();
-    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("'{name}' is not an interface name (1 to 15 bytes, no NUL)"),
-        ));
-    }
-    // SAFETY: plain socket(2); the fd is owned below.
-    let fd = unsafe {
-        syscall!(socket(
-            libc::AF_INET,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            0
-        ))?
-    };
-    // SAFETY: fd is a fresh descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: ifreq is plain data; all zero is a valid value.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    // SAFETY: SIOCGIFFLAGS reads the NUL-terminated name (the rest of the
-    // zeroed array) and writes the flags into `req`.
-    let r = unsafe { syscall!(ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req)) };
-    if let Err(e) = r {
-        if e.raw_os_error() == Some(libc::ENODEV) {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no interface '{name}' here: {e}"),
-            ));
-        }
-        return Err(io::Error::new(e.kind(), format!("interface '{name}': {e}")));
-    }
-    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
-    Ok(unsafe { req.ifr_ifru.ifru_flags } as u16 as u32)
-}
+pub use commbench_core::sys::iface_flags as if_flags;
 
 /// Why interface `name` cannot carry frames, as an error naming it: not
 /// found, administratively down, or up without a carrier (not
