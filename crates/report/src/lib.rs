@@ -22,15 +22,18 @@
 //!
 //! By concern: `load` reads result files, `compare` matches records and
 //! gives verdicts, `floor` learns the between-run noise floor from earlier
-//! runs, [`verdicts`] decides what `compare` shows and gates on, `figures` picks and builds a lab's plots, `html` renders
-//! the page, `plot` draws the SVG, `trend` the history page and [`summary`]
-//! the question-and-answer lines. Everything public is re-exported here.
+//! runs, [`verdicts`] decides what `compare` shows and gates on, `figures`
+//! picks and builds a lab's plots, `html` renders the page, `plot` draws
+//! the SVG, `history` gives the trends and change points over stored runs,
+//! `trend` draws the history page and [`summary`] the question-and-answer
+//! lines. Everything public is re-exported here.
 
 use thiserror::Error;
 
 mod compare;
 mod figures;
 mod floor;
+mod history;
 mod html;
 mod load;
 mod plot;
@@ -49,6 +52,9 @@ pub use figures::{
     declared_figures, figures_for_lab, value, DataCell, DataTable, Figure, RUN_PARAM,
 };
 pub use floor::{learn_floor, FloorLearner, Learned, PastLoader, PastRecord};
+pub use history::{
+    change_point_records, groups, history, Group, History, HistoryOptions, RunRecord,
+};
 pub use html::{render_html, SummaryLine};
 pub use load::{load, load_with, LoadLimits, Loaded};
 pub use plot::{
