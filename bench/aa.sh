@@ -21,7 +21,7 @@
 # noise floor compare learns from the history builds up as the pairs go.
 # WARMUP runs (default 3) go into the store first, the history a CI job
 # has after its first runs: compare learns a test's floor from 4 stored
-# runs of it, and uses --noise-floor (5%) before that. WARMUP=0 shows the
+# runs of it, and uses the cold-start floor (75%) before that. WARMUP=0 shows the
 # first comparisons of an empty store.
 #
 # Usage: [WARMUP=N] bench/aa.sh [PAIRS] [aa|known|both] [BIN]

@@ -287,3 +287,57 @@ fn ci_recipe_in_docs_runs() {
     }
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
+
+/// Two runs of one binary on a quiet 2-vCPU VM, empty store, differed by
+/// up to 0.62× (pipeline ticks) and 1.43× (CPU per round trip): from a cold
+/// start compare must call such swings inconclusive (and point at ab),
+/// not fail a 10% gate; a change far beyond them is still a change.
+#[test]
+fn compare_from_a_cold_start_never_cries_wolf() {
+    let dir = tempfile_dir();
+    let s = |v: f64| -> Vec<f64> { (0..5).map(|i| v * (1.0 + 0.002 * i as f64)).collect() };
+    let write = |name: &str, ticks: f64, cpu: f64| {
+        let p = dir.join(name);
+        let recs = [
+            serde_json::json!({"schema_version": 2, "lab": "pipeline", "test": "run",
+                "params": {"mode": "rtc"}, "metrics": {"ticks_total": ticks, "ticks_total_samples": s(ticks)}}),
+            serde_json::json!({"schema_version": 2, "lab": "ipc", "test": "reqres",
+                "params": {"transport": "pipe"}, "metrics": {"cpu_ns_per_op": cpu, "cpu_ns_per_op_samples": s(cpu)}}),
+        ];
+        let text: String = recs.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let a = write("a.jsonl", 1000.0, 2000.0);
+    let swing = write("b.jsonl", 620.0, 2860.0);
+    let out = cb()
+        .args(["compare", "--fail-on-regression", "10"])
+        .arg(&a)
+        .arg(&swing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("cold start"), "{err}");
+    assert!(err.contains("commbench ab"), "{err}");
+    // With a warm floor of 5% the same files fail the gate (the 1.43× CPU).
+    cb().args([
+        "compare",
+        "--fail-on-regression",
+        "10",
+        "--noise-floor",
+        "5",
+    ])
+    .arg(&a)
+    .arg(&swing)
+    .assert()
+    .code(1);
+    // A change far beyond any swing seen between runs is one, cold or not.
+    let big = write("c.jsonl", 1000.0, 8000.0);
+    cb().args(["compare", "--fail-on-regression", "10"])
+        .arg(&a)
+        .arg(&big)
+        .assert()
+        .code(1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -520,9 +520,11 @@ fn compare_judges_rates_and_costs_by_their_declared_direction() {
     };
     let slow = write("slow.jsonl", 3.61e6, 9.0);
     let fast = write("fast.jsonl", 7.04e6, 8.0);
+    // A warm floor of 5% (the cold-start floor would call a 1.12× change
+    // inconclusive: see compare_from_a_cold_start_never_cries_wolf).
     let verdicts = |a: &std::path::Path, b: &std::path::Path| {
         let out = cb()
-            .args(["compare", "--all", "--format", "json"])
+            .args(["compare", "--all", "--format", "json", "--noise-floor", "5"])
             .arg(a)
             .arg(b)
             .output()
@@ -550,15 +552,27 @@ fn compare_judges_rates_and_costs_by_their_declared_direction() {
     assert_eq!(down["pkt_s"], "slower", "{down:?}");
     assert_eq!(down["ticks_total"], "worse", "{down:?}");
     // The gate: faster passes, slower fails.
-    cb().args(["compare", "--fail-on-regression", "10"])
-        .arg(&slow)
-        .arg(&fast)
-        .assert()
-        .success();
-    cb().args(["compare", "--fail-on-regression", "10"])
-        .arg(&fast)
-        .arg(&slow)
-        .assert()
-        .code(1);
+    cb().args([
+        "compare",
+        "--fail-on-regression",
+        "10",
+        "--noise-floor",
+        "5",
+    ])
+    .arg(&slow)
+    .arg(&fast)
+    .assert()
+    .success();
+    cb().args([
+        "compare",
+        "--fail-on-regression",
+        "10",
+        "--noise-floor",
+        "5",
+    ])
+    .arg(&fast)
+    .arg(&slow)
+    .assert()
+    .code(1);
     std::fs::remove_dir_all(&dir).ok();
 }

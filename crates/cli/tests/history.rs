@@ -288,8 +288,12 @@ fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
     let first = synthetic_run(&db, "ci", 1_000, "aaaa1111", 100.0);
     synthetic_run(&db, "other", 1_500, "ffff0000", 10.0);
     synthetic_run(&db, "ci", 2_000, "bbbb2222", 80.0);
+    // Two stored runs of host ci: no floor can be learned yet, so the
+    // warm 5% floor is given (the cold-start floor would call 0.8×
+    // inconclusive).
     let out = cb(&db)
         .args(["compare", "--baseline", "last", "--format", "json"])
+        .args(["--noise-floor", "5"])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -316,6 +320,8 @@ fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
             "last",
             "--fail-on-regression",
             "10",
+            "--noise-floor",
+            "5",
         ])
         .assert()
         .code(1)
@@ -329,6 +335,8 @@ fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
             "last",
             "--fail-on-regression",
             "30",
+            "--noise-floor",
+            "5",
         ])
         .assert()
         .success();
@@ -340,6 +348,8 @@ fn compare_with_the_last_run_gives_verdicts_and_fails_on_a_regression() {
             "aaaa11",
             "--fail-on-regression",
             "10",
+            "--noise-floor",
+            "5",
         ])
         .assert()
         .code(1);
@@ -365,6 +375,7 @@ fn a_saved_baseline_names_a_run_and_unknown_or_foreign_ones_are_usage_errors() {
     // regression (the latency has no samples: not judged).
     cb(&db)
         .args(["compare", "--baseline", "v1.0", "--fail-on-regression", "1"])
+        .args(["--noise-floor", "5"])
         .assert()
         .success()
         .stderr(predicates::str::contains(&first))

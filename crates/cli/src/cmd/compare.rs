@@ -18,7 +18,7 @@
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
-use commbench_core::estimate::familywise_z;
+use commbench_core::estimate::{familywise_z, COLD_FLOOR, MIN_FLOOR_RUNS};
 use commbench_core::record::Record;
 use commbench_report::{
     compare_with, load, params_key, verdicts, Change, FloorLearner, Options, PastLoader, PastRecord,
@@ -40,9 +40,12 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 5.0, value_parser = crate::args::parse_pct)]
     pub threshold: f64,
     /// Between-run noise (95% half-width, percent) added to every interval
-    /// when the results store has too little history of a test to learn it.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = crate::args::parse_pct)]
-    pub noise_floor: f64,
+    /// when the results store has too little history of a test to learn it
+    /// (default: the cold-start floor, 75%: the widest swing two
+    /// back-to-back suites of one binary showed; for a decisive answer use
+    /// `commbench ab`).
+    #[arg(long, value_name = "PCT", value_parser = crate::args::parse_pct)]
+    pub noise_floor: Option<f64>,
     /// Never learn the noise floor from the results store: use --noise-floor.
     #[arg(long)]
     pub fixed_noise_floor: bool,
@@ -306,6 +309,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             Box::new(move |lab: &str, test: &str| past_records(&s, &host, lab, test))
         }),
     );
+    let default_floor = a.noise_floor.map_or(COLD_FLOOR, |p| p / 100.0);
     let learned =
         |lab: &str, test: &str, params: &str, metric: &str| floors.floor(lab, test, params, metric);
     let cpus = after
@@ -325,7 +329,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
                 only: &a.metrics,
                 ignore_params: &a.ignore_param,
                 noise_floor: &learned,
-                default_floor: a.noise_floor / 100.0,
+                default_floor,
                 load_gap,
                 env_load: (
                     verdicts::env_load(&before.env),
@@ -355,7 +359,15 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         );
     }
     let (shown, rest) = verdicts::split_focus(&changes, everything);
-    eprintln!("compare: {}", floors.note(a.noise_floor, judged));
+    let cold = floors.learned().is_empty() && a.noise_floor.is_none();
+    if cold {
+        eprintln!(
+            "compare: cold start: the results store holds fewer than {MIN_FLOOR_RUNS} runs of these tests on this host, so a difference counts only beyond what two back-to-back runs of one binary can differ by here (±{:.0}% between-run floor; --noise-floor sets another)",
+            COLD_FLOOR * 100.0
+        );
+    } else {
+        eprintln!("compare: {}", floors.note(default_floor * 100.0, judged));
+    }
     eprintln!(
         "compare: {} metrics; shown {}: {}{}",
         changes.len(),
@@ -371,6 +383,11 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             )
         }
     );
+    if shown.iter().any(|c| c.verdict == "inconclusive") {
+        eprintln!(
+            "compare: runs made at different times carry the machine's drift; for a decisive before/after run both builds side by side on this machine: commbench ab -L bin OLD,NEW -- '{{bin}} COMMAND' (docs/ci.md)"
+        );
+    }
     if a.out.format == crate::output::FormatArg::Table && a.out.output.is_none() && !everything {
         print!("{}", verdicts::test_lines(&changes));
     } else {

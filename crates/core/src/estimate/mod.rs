@@ -872,6 +872,20 @@ pub fn normal_quantile(p: f64) -> f64 {
 /// learns its noise floor (three differences between consecutive runs of one build).
 pub const MIN_FLOOR_RUNS: usize = 4;
 
+/// The between-run floor (relative 95% half-width) `compare` uses for a
+/// metric when the results store has no history of it and no
+/// `--noise-floor` is given: a cold start, such as a fresh CI runner
+/// comparing two suites. It is set to cover the widest swing one binary's
+/// headline metrics showed between two back-to-back quick suites on a
+/// quiet 2-vCPU VM with an empty store (2026-11-26: pipeline ticks 0.62×,
+/// i.e. ln 0.48; mux server CPU per round trip 1.43×; RSS hash cost
+/// 1.21–1.23×), with a margin: ±75% is ln 1.75 = 0.56 on the log scale, so
+/// a cold comparison calls a change only beyond about 0.55× or 1.85×
+/// (with a 5% threshold). Swings on a loaded machine are larger still and
+/// are caught by the load gap instead. A decisive answer at a few percent
+/// comes from pairing, not from a floor: `commbench ab`.
+pub const COLD_FLOOR: f64 = 0.75;
+
 /// The between-run noise of one metric from stored runs of one
 /// configuration on one host, as (git SHA, value) in time order: only
 /// consecutive runs of the same build count (A/A-like reruns; a step
