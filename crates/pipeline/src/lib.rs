@@ -35,6 +35,7 @@ pub mod netns;
 pub mod rss;
 pub mod tester;
 pub mod txbuf;
+pub mod txpath;
 pub mod wire;
 pub mod xdpprog;
 

@@ -15,7 +15,8 @@
 //! are counted apart as foreign), and each socket's PACKET_STATISTICS
 //! gives its ring drops, so losses are attributed per hop.
 
-use crate::afpacket::{PacketSocket, RxRing, TxRing};
+use crate::afpacket::RxRing;
+use crate::txpath;
 use crate::wire::{swap_macs, FlowRepr, FCS, PROTO_UDP};
 use commbench_core::clock::rdtsc;
 use commbench_core::record::Record;
@@ -578,10 +579,7 @@ fn ours(f: &[u8]) -> bool {
     f.len() >= PAYLOAD_OFF + 12 && f[PAYLOAD_OFF..PAYLOAD_OFF + 4] == MAGIC
 }
 
-/// How long the generator goes on when no frame at all can be sent (the
-/// kernel takes none, or an AF_XDP socket's frames never complete, as on a
-/// link that went down) before it gives up with an error.
-pub const TX_STALL: Duration = Duration::from_secs(2);
+pub use crate::txpath::TX_STALL;
 
 /// Waits (bounded: `patience`) for `iface` to be able to carry frames, and
 /// says why not (not found, down, no carrier). A link just brought up gets
@@ -600,40 +598,23 @@ pub fn wait_link_up(iface: &str, patience: Duration) -> io::Result<()> {
 
 /// Generator role: sends `cfg.frames` frames on `iface` in bursts;
 /// `in_flight` (frames sent minus frames the sink saw) paces it when
-/// `cfg.window` > 0. Returns (sent, wall s, thread CPU s). Fails when no
-/// frame could be sent for [`TX_STALL`], naming the link's state.
+/// `cfg.window` > 0. Returns (sent, wall s, thread CPU s). Sends by the
+/// retry policy of [`crate::txpath`]: fails when no frame could be sent
+/// for [`TX_STALL`], naming the link's state.
 pub fn gen_role(
     iface: &str,
     cfg: &NetnsConfig,
     sink_seen: &AtomicU64,
     stop: &AtomicBool,
 ) -> io::Result<(u64, f64, f64)> {
-    enum Tx {
-        Mmsg(PacketSocket),
-        Ring(Box<TxRing>),
-        Xdp(Box<crate::afxdp::XdpTx>),
-    }
-    let mut tx = match cfg.tx {
-        TxMethod::Sendmmsg => {
-            let s = PacketSocket::open(iface, false)?;
-            let _ = s.qdisc_bypass();
-            Tx::Mmsg(s)
-        }
-        TxMethod::TxRing => Tx::Ring(Box::new(TxRing::open(iface, 1024)?)),
-        TxMethod::AfXdp => {
-            let fs: Vec<Vec<u8>> = (0..64).map(|i| frame(cfg.size, i)).collect();
-            Tx::Xdp(Box::new(crate::afxdp::XdpTx::open(iface, &fs)?))
-        }
-    };
-    let frames: Vec<Vec<u8>> = (0..cfg.burst.max(1) as u64)
+    let mut frames: Vec<Vec<u8>> = (0..cfg.burst.max(1) as u64)
         .map(|i| frame(cfg.size, i))
         .collect();
-    let mut frames = frames;
+    let mut tx = txpath::open(iface, cfg.tx, &frames[0], 64)?;
     let deadline = Instant::now() + cfg.timeout;
     let cpu0 = Usage::thread();
     let t0 = Instant::now();
     let mut sent = 0u64;
-    let mut progress = Instant::now();
     while sent < cfg.frames && !stop.load(Ordering::Relaxed) && !interrupted() {
         if Instant::now() > deadline {
             break;
@@ -645,7 +626,6 @@ pub fn gen_role(
                 .saturating_sub(sent - sink_seen.load(Ordering::Acquire));
             if room == 0 {
                 // Waiting for the sink is not a stall of the transmit path.
-                progress = Instant::now();
                 std::thread::sleep(Duration::from_micros(50));
                 continue;
             }
@@ -655,43 +635,12 @@ pub fn gen_role(
             f[PAYLOAD_OFF + 4..PAYLOAD_OFF + 12].copy_from_slice(&(sent + i as u64).to_be_bytes());
         }
         let refs: Vec<&[u8]> = frames[..n].iter().map(|f| f.as_slice()).collect();
-        let k = match &mut tx {
-            Tx::Mmsg(s) => s.send_batch(&refs)?,
-            Tx::Ring(r) => r.send_batch(&refs)?,
-            Tx::Xdp(x) => {
-                let posted = u64::from(x.in_flight());
-                let n = (n as u64).min(cfg.frames - sent - posted.min(cfg.frames - sent));
-                x.send(n as u32) as usize
-            }
-        };
-        if k == 0 {
-            if progress.elapsed() > TX_STALL {
-                let why = match crate::afpacket::check_link_up(iface) {
-                    Err(e) => e.to_string(),
-                    Ok(()) => "the link reports up".to_string(),
-                };
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "no frame could be sent on '{iface}' for {} s after {sent} sent: {why}",
-                        TX_STALL.as_secs()
-                    ),
-                ));
-            }
-            std::thread::yield_now();
-        } else {
-            progress = Instant::now();
-        }
-        sent += k as u64;
+        txpath::send_all(tx.as_mut(), iface, &refs)
+            .map_err(|e| io::Error::new(e.kind(), format!("{e} (after {sent} sent)")))?;
+        sent += n as u64;
     }
-    if let Tx::Ring(r) = &mut tx {
-        // Frames the kernel rejected were never sent.
-        let rejected = r.drain(Duration::from_secs(1));
-        sent = sent.saturating_sub(rejected);
-    }
-    if let Tx::Xdp(x) = &mut tx {
-        sent += u64::from(x.finish(Duration::from_secs(1)));
-    }
+    // Frames the kernel rejected, or that never completed, were not sent.
+    sent = sent.saturating_sub(tx.finish(Duration::from_secs(1)));
     let wall = t0.elapsed().as_secs_f64();
     let cpu = Usage::thread().since(&cpu0).cpu_s();
     Ok((sent, wall, cpu))
@@ -712,14 +661,13 @@ pub fn fwd_role(
     deadline: Instant,
     ready: Option<&std::sync::Barrier>,
 ) -> io::Result<FwdStats> {
-    let opened = RxPath::open(in_if, rx_method)
-        .and_then(|r| PacketSocket::open(out_if, false).map(|o| (r, o)));
+    let opened =
+        RxPath::open(in_if, rx_method).and_then(|r| txpath::open_socket(out_if).map(|o| (r, o)));
     // Ready only once the ring exists, so no frame arrives before it.
     if let Some(b) = ready {
         b.wait();
     }
-    let (mut ring, out) = opened?;
-    let _ = out.qdisc_bypass();
+    let (mut ring, mut out) = opened?;
     // Staging buffers allocated once: a frame is copied out of the ring
     // (its slot goes back to the kernel at once) and sent from here.
     let mut stage: Vec<[u8; 2048]> = vec![[0u8; 2048]; burst];
@@ -727,10 +675,11 @@ pub fn fwd_role(
     let (mut rx, mut tx, mut foreign, mut drops) = (0u64, 0u64, 0u64, 0u64);
     let mut per_pkt: Vec<f64> = Vec::with_capacity(1 << 16);
     let mut last = Instant::now();
-    let flush = |stage: &[[u8; 2048]], lens: &mut Vec<usize>| -> io::Result<u64> {
-        let refs: Vec<&[u8]> = lens.iter().zip(stage).map(|(&l, b)| &b[..l]).collect();
+    let mut flush = |stage: &[[u8; 2048]], lens: &mut Vec<usize>| -> io::Result<u64> {
+        let n = lens.len();
+        let r = txpath::send_staged(&mut out, out_if, &stage[..n], lens);
         lens.clear();
-        send_all(&out, &refs)
+        r.map(|()| n as u64)
     };
     loop {
         if interrupted() || Instant::now() > deadline {
@@ -786,22 +735,6 @@ pub fn fwd_role(
         ticks,
         xdp_mode: ring.xdp_mode(),
     })
-}
-
-/// Sends every frame, retrying a full tx queue briefly; returns how many
-/// went out.
-fn send_all(sock: &PacketSocket, frames: &[&[u8]]) -> io::Result<u64> {
-    let mut off = 0;
-    let mut tries = 0;
-    while off < frames.len() && tries < 1000 {
-        let k = sock.send_batch(&frames[off..])?;
-        if k == 0 {
-            tries += 1;
-            std::thread::yield_now();
-        }
-        off += k;
-    }
-    Ok(off as u64)
 }
 
 /// Sink role: counts our frames on `iface` until `upstream_done` and idle.

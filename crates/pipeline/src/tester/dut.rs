@@ -10,6 +10,7 @@
 use super::stamp;
 use crate::afpacket::PacketSocket;
 use crate::netns::{self, interrupted, RxMethod, RxPath};
+use crate::txpath;
 use crate::wire::swap_macs;
 use commbench_core::clock::rdtsc;
 use commbench_core::delay::SpinDelay;
@@ -239,8 +240,7 @@ pub fn l2fwd(
     deadline: Instant,
 ) -> io::Result<(u64, Option<&'static str>)> {
     let mut ring = RxPath::open_with(&spec.in_if, spec.rx, spec.rx_blocks)?;
-    let out = PacketSocket::open(&spec.out_if, false)?;
-    let _ = out.qdisc_bypass();
+    let mut out = txpath::open_socket(&spec.out_if)?;
     ready.store(true, Ordering::Release);
     let spin = SpinDelay::calibrate();
     let delay_ticks = commbench_core::clock::tsc().ns_to_ticks(spec.work.delay_ns() as f64);
@@ -270,7 +270,7 @@ pub fn l2fwd(
             got += 1;
             if lens.len() >= burst {
                 if let Err(e) = flush(
-                    &out,
+                    &mut out,
                     &mut stage,
                     &mut lens,
                     spec,
@@ -286,7 +286,7 @@ pub fn l2fwd(
         })?;
         if !lens.is_empty() {
             flush(
-                &out,
+                &mut out,
                 &mut stage,
                 &mut lens,
                 spec,
@@ -317,8 +317,8 @@ pub fn l2fwd(
         if imp.held.is_some() && last.elapsed() > HELD_MAX {
             // Nothing came after a held frame for a while: send it now.
             if let Some(h) = imp.held.take() {
-                let k = send_all(&out, &[&h[..]])?;
-                c.tx.fetch_add(k, Ordering::Relaxed);
+                txpath::send_all(&mut out, &spec.out_if, &[&h[..]])?;
+                c.tx.fetch_add(1, Ordering::Relaxed);
             }
         }
         if idle.is_some_and(|i| last.elapsed() > i) {
@@ -343,7 +343,7 @@ struct ImpairState {
 
 #[allow(clippy::too_many_arguments)] // the loop's state, spelled out
 fn flush(
-    out: &PacketSocket,
+    out: &mut PacketSocket,
     stage: &mut [[u8; 2048]],
     lens: &mut Vec<usize>,
     spec: &FwdSpec,
@@ -362,17 +362,14 @@ fn flush(
     }
     let t1 = rdtsc();
     let sent = if spec.impair.is_off() {
-        let refs: Vec<&[u8]> = lens
-            .iter()
-            .zip(stage.iter())
-            .map(|(&l, b)| &b[..l])
-            .collect();
-        send_all(out, &refs)?
+        txpath::send_staged(out, &spec.out_if, &stage[..lens.len()], lens)?;
+        lens.len() as u64
     } else {
         let (v, dropped) = impaired(stage, lens, &spec.impair, imp);
         c.dropped.fetch_add(dropped, Ordering::Relaxed);
         let refs: Vec<&[u8]> = v.iter().map(|f| f.as_slice()).collect();
-        send_all(out, &refs)?
+        txpath::send_all(out, &spec.out_if, &refs)?;
+        refs.len() as u64
     };
     let t2 = rdtsc();
     c.tx.fetch_add(sent, Ordering::Relaxed);
@@ -416,22 +413,6 @@ fn impaired(
         }
     }
     (out, dropped)
-}
-
-/// Sends every frame, retrying a full queue (bounded); returns how many
-/// went out.
-pub fn send_all(sock: &PacketSocket, frames: &[&[u8]]) -> io::Result<u64> {
-    let mut off = 0;
-    let mut tries = 0;
-    while off < frames.len() && tries < 100_000 {
-        let k = sock.send_batch(&frames[off..])?;
-        if k == 0 {
-            tries += 1;
-            std::thread::yield_now();
-        }
-        off += k;
-    }
-    Ok(off as u64)
 }
 
 /// A device under test, as given on the command line.

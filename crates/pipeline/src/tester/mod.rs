@@ -21,8 +21,8 @@ pub mod rfc2544;
 pub mod stamp;
 pub mod trial;
 
-use crate::afpacket::{PacketSocket, TxRing};
 use crate::netns::{self, interrupted, realtime_ns, RxMethod, RxPath, TxMethod};
+use crate::txpath::{self, TxPath};
 use crate::wire::{FlowRepr, FCS, PROTO_UDP};
 use account::{FlowCounts, SinkAccount};
 use commbench_core::clock::{rdtsc, tsc};
@@ -602,12 +602,6 @@ pub struct GenOut {
     pub stopped_early: bool,
 }
 
-enum Tx {
-    Mmsg(PacketSocket),
-    Ring(Box<TxRing>),
-    Xdp(Box<crate::afxdp::XdpTx>),
-}
-
 /// The frames of each (flow, size): Ethernet + IPv4 + UDP, zero payload.
 fn templates(flows: u16, sizes: &[u32]) -> Vec<Vec<Vec<u8>>> {
     (0..flows)
@@ -631,6 +625,173 @@ fn templates(flows: u16, sizes: &[u32]) -> Vec<Vec<Vec<u8>>> {
         .collect()
 }
 
+/// The generator's frames: a template per (flow, size), staged a burst at
+/// a time with each frame's flow id and sequence number (flows round
+/// robin, sizes in the pattern's order), and stamped just before they go.
+struct Stager {
+    tmpl: Vec<Vec<Vec<u8>>>,
+    /// The sizes' pattern as indices into each flow's templates.
+    pattern: Vec<usize>,
+    stage: Vec<[u8; 2048]>,
+    lens: Vec<usize>,
+    /// Next sequence number per flow: after the run, frames sent per flow.
+    seq: Vec<u64>,
+    flow_rr: usize,
+    size_i: usize,
+    flow_base: u16,
+}
+
+impl Stager {
+    fn new(spec: &TrialSpec, flow_base: u16) -> Stager {
+        let distinct = spec.sizes.distinct();
+        let burst = spec.burst as usize;
+        Stager {
+            tmpl: templates(spec.flows, &distinct),
+            pattern: spec
+                .sizes
+                .pattern
+                .iter()
+                .map(|s| distinct.iter().position(|d| d == s).unwrap_or(0))
+                .collect(),
+            stage: vec![[0u8; 2048]; burst],
+            lens: vec![0usize; burst],
+            seq: vec![0u64; usize::from(spec.flows)],
+            flow_rr: 0,
+            size_i: 0,
+            flow_base,
+        }
+    }
+
+    /// Stages the next `n` (at most a burst) frames.
+    fn fill(&mut self, n: usize) {
+        let flows = self.seq.len();
+        for i in 0..n {
+            let f = self.flow_rr;
+            self.flow_rr = if f + 1 == flows { 0 } else { f + 1 };
+            let src = &self.tmpl[f][self.pattern[self.size_i]];
+            self.size_i = if self.size_i + 1 == self.pattern.len() {
+                0
+            } else {
+                self.size_i + 1
+            };
+            self.stage[i][..src.len()].copy_from_slice(src);
+            self.lens[i] = src.len();
+            stamp::write_id(&mut self.stage[i], self.flow_base + f as u16, self.seq[f]);
+            self.seq[f] += 1;
+        }
+    }
+
+    /// Stages one probe frame (the first flow's, sequence 0, the probe
+    /// version) alone.
+    fn probe(&mut self) {
+        let l = self.tmpl[0][0].len();
+        self.stage[0][..l].copy_from_slice(&self.tmpl[0][0]);
+        stamp::write_id(&mut self.stage[0], self.flow_base, 0);
+        self.stage[0][stamp::STAMP_OFF + 4] = PROBE_VERSION;
+        self.lens[0] = l;
+    }
+
+    /// Stamps the first `n` staged frames with their departure time.
+    fn stamp(&mut self, n: usize, ts: u64) {
+        for b in self.stage.iter_mut().take(n) {
+            stamp::write_ts(b, ts);
+        }
+    }
+
+    fn send(&self, tx: &mut dyn TxPath, iface: &str, n: usize) -> io::Result<()> {
+        txpath::send_staged(tx, iface, &self.stage[..n], &self.lens[..n])
+    }
+}
+
+/// Probes the path until a frame comes back (the device and the sink are
+/// ready), every 5 ms for at most [`PROBE_PATIENCE`]; returns the probes
+/// sent. Ctrl-C ends the probing without an error (the trial stops early).
+fn probe_path(
+    tx: &mut dyn TxPath,
+    iface: &str,
+    st: &mut Stager,
+    probe_seen: &AtomicBool,
+) -> io::Result<u64> {
+    let mut probes = 0u64;
+    let t_probe = Instant::now();
+    st.probe();
+    while !probe_seen.load(Ordering::Acquire) {
+        if interrupted() {
+            break;
+        }
+        if t_probe.elapsed() > PROBE_PATIENCE {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no probe frame came through the device in {} s: is it forwarding from the generator's link to the sink's?",
+                    PROBE_PATIENCE.as_secs()
+                ),
+            ));
+        }
+        st.send(tx, iface, 1)?;
+        probes += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Let the probes in flight land before the trial.
+    std::thread::sleep(Duration::from_millis(20));
+    tx.finish(Duration::from_millis(100));
+    Ok(probes)
+}
+
+/// The paced generator's clock: sleeps until a guard before each
+/// departure, then busy-waits on the TSC; records how late each departure
+/// left (the lag).
+struct Pacer {
+    sched: Schedule,
+    /// Follows how late this host's timer wakes (the worst of the last 32
+    /// sleeps plus 2 µs), at most --spin-us.
+    guard: WakeGuard,
+    lag: LatencyHistogram,
+    last_lag: u64,
+}
+
+impl Pacer {
+    fn new(spec: &TrialSpec, hz: f64) -> Pacer {
+        Pacer {
+            sched: Schedule::new(spec.arrivals, spec.pps(), spec.burst, hz, spec.seed),
+            guard: WakeGuard::new(
+                hz / 1e9,
+                GuardBounds {
+                    initial_ns: (spec.spin_ns as f64).min(pace::SPIN_INITIAL_NS),
+                    margin_ns: 2_000.0,
+                    min_ns: 5_000.0_f64.min(spec.spin_ns as f64),
+                    max_ns: spec.spin_ns as f64,
+                },
+            ),
+            lag: LatencyHistogram::new(),
+            last_lag: 0,
+        }
+    }
+
+    /// Waits for the next departure of the schedule that starts at TSC
+    /// `start`: sleeps while far, busy-waits the rest.
+    fn wait_next(&mut self, start: u64) {
+        let t = tsc();
+        let due = start + self.sched.next_offset();
+        loop {
+            let now = rdtsc();
+            if now + self.guard.ticks() >= due {
+                break;
+            }
+            let wake = due - self.guard.ticks();
+            std::thread::sleep(Duration::from_nanos(t.ticks_to_ns(wake - now) as u64));
+            self.guard.record(rdtsc().saturating_sub(wake));
+        }
+        spin_until(due);
+        let l = t.ticks_to_ns(rdtsc().saturating_sub(due)) as u64;
+        self.lag.record_ns(l);
+        self.last_lag = l;
+    }
+}
+
+/// The generator of a trial: probes the path, then offers `frames` frames
+/// on the schedule (or back to back), stamping each burst just before it
+/// goes; sends by the retry policy of [`crate::txpath`].
 fn gen_run(
     iface: &str,
     spec: &TrialSpec,
@@ -643,133 +804,16 @@ fn gen_run(
     // Nanosleep's slack: 1 ns instead of 50 µs (this thread only).
     commbench_core::sys::set_timer_slack_ns(1);
     netns::wait_link_up(iface, Duration::from_secs(2))?;
-    let distinct = spec.sizes.distinct();
-    let tmpl = templates(spec.flows, &distinct);
-    let pattern: Vec<usize> = spec
-        .sizes
-        .pattern
-        .iter()
-        .map(|s| distinct.iter().position(|d| d == s).unwrap_or(0))
-        .collect();
-    let mut tx = match spec.tx {
-        TxMethod::Sendmmsg => {
-            let s = PacketSocket::open(iface, false)?;
-            let _ = s.qdisc_bypass();
-            Tx::Mmsg(s)
-        }
-        TxMethod::TxRing => Tx::Ring(Box::new(TxRing::open(iface, 1024)?)),
-        TxMethod::AfXdp => {
-            let fs: Vec<Vec<u8>> = (0..1024).map(|_| tmpl[0][0].clone()).collect();
-            Tx::Xdp(Box::new(crate::afxdp::XdpTx::open(iface, &fs)?))
-        }
-    };
-    let burst = spec.burst as usize;
-    let mut stage: Vec<[u8; 2048]> = vec![[0u8; 2048]; burst];
-    let mut lens = vec![0usize; burst];
-    let send = |tx: &mut Tx, stage: &[[u8; 2048]], lens: &[usize]| -> io::Result<usize> {
-        // At most 64 frames per call (sendmmsg's batch), referenced from
-        // the stack: no allocation per burst.
-        let mut refs: [&[u8]; 64] = [&[]; 64];
-        let n = lens.len().min(64);
-        for ((r, b), &l) in refs.iter_mut().zip(stage).zip(&lens[..n]) {
-            *r = &b[..l];
-        }
-        match tx {
-            Tx::Mmsg(s) => s.send_batch(&refs[..n]),
-            Tx::Ring(r) => r.send_batch(&refs[..n]),
-            Tx::Xdp(x) => Ok(x.post_with(lens.len() as u32, |i, buf| {
-                let l = lens[i];
-                buf[..l].copy_from_slice(&stage[i][..l]);
-                l
-            }) as usize),
-        }
-    };
-    // Sends all of stage[..n], retrying a full queue; errors after TX_STALL
-    // without progress.
-    let send_all = |tx: &mut Tx, stage: &[[u8; 2048]], lens: &[usize]| -> io::Result<()> {
-        let mut off = 0;
-        let mut progress = Instant::now();
-        while off < lens.len() {
-            let k = send(tx, &stage[off..], &lens[off..])?;
-            if k == 0 {
-                if progress.elapsed() > netns::TX_STALL || interrupted() {
-                    let why = match crate::afpacket::check_link_up(iface) {
-                        Err(e) => e.to_string(),
-                        Ok(()) => "the link reports up".to_string(),
-                    };
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!(
-                            "no frame could be sent on '{iface}' for {} s: {why}",
-                            netns::TX_STALL.as_secs()
-                        ),
-                    ));
-                }
-                std::hint::spin_loop();
-            } else {
-                progress = Instant::now();
-            }
-            off += k;
-        }
-        Ok(())
-    };
-    // Probe the path until a frame comes back: the device and the sink
-    // are ready.
-    let mut probes = 0u64;
-    let t_probe = Instant::now();
-    {
-        let l = tmpl[0][0].len();
-        stage[0][..l].copy_from_slice(&tmpl[0][0]);
-        stamp::write_id(&mut stage[0], flow_base, 0);
-        stage[0][stamp::STAMP_OFF + 4] = PROBE_VERSION;
-        lens[0] = l;
-        while !probe_seen.load(Ordering::Acquire) {
-            if t_probe.elapsed() > PROBE_PATIENCE || interrupted() {
-                if interrupted() {
-                    break;
-                }
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "no probe frame came through the device in {} s: is it forwarding from the generator's link to the sink's?",
-                        PROBE_PATIENCE.as_secs()
-                    ),
-                ));
-            }
-            send_all(&mut tx, &stage[..1], &lens[..1])?;
-            probes += 1;
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // Let the probes in flight land before the trial.
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if let Tx::Xdp(x) = &mut tx {
-        x.finish(Duration::from_millis(100));
-    }
+    let mut st = Stager::new(spec, flow_base);
+    let mut tx = txpath::open(iface, spec.tx, &st.tmpl[0][0], 1024)?;
+    let probes = probe_path(tx.as_mut(), iface, &mut st, probe_seen)?;
     let t = tsc();
-    let pps = spec.pps();
-    let mut sched = Schedule::new(spec.arrivals, pps, spec.burst, t.hz(), spec.seed);
-    // Sleep until a guard before each departure, then busy-wait: the
-    // guard follows how late this host's timer wakes (the worst of the
-    // last 32 sleeps plus 2 µs), at most --spin-us.
-    let mut guard = WakeGuard::new(
-        t.hz() / 1e9,
-        GuardBounds {
-            initial_ns: (spec.spin_ns as f64).min(pace::SPIN_INITIAL_NS),
-            margin_ns: 2_000.0,
-            min_ns: 5_000.0_f64.min(spec.spin_ns as f64),
-            max_ns: spec.spin_ns as f64,
-        },
-    );
-    let flows = usize::from(spec.flows);
-    let mut seq = vec![0u64; flows];
-    let mut lag = LatencyHistogram::new();
-    let mut last_lag = 0u64;
-    let (mut flow_rr, mut size_i) = (0usize, 0usize);
+    let mut pacer = Pacer::new(spec, t.hz());
     let cpu0 = Usage::thread();
     let wall0 = Instant::now();
     // Paced: the schedule starts 1 ms ahead; back to back: now.
     let start = rdtsc() + if spec.unpaced { 0 } else { t.ns_to_ticks(1e6) };
+    let burst = spec.burst as usize;
     let mut sent = 0u64;
     let mut stopped_early = false;
     while sent < frames {
@@ -778,82 +822,42 @@ fn gen_run(
             break;
         }
         let n = ((frames - sent) as usize).min(burst);
-        for i in 0..n {
-            let f = flow_rr;
-            flow_rr = if flow_rr + 1 == flows { 0 } else { flow_rr + 1 };
-            let src = &tmpl[f][pattern[size_i]];
-            size_i = if size_i + 1 == pattern.len() {
-                0
-            } else {
-                size_i + 1
-            };
-            stage[i][..src.len()].copy_from_slice(src);
-            lens[i] = src.len();
-            stamp::write_id(&mut stage[i], flow_base + f as u16, seq[f]);
-            seq[f] += 1;
-        }
+        st.fill(n);
         if !spec.unpaced {
-            let due = start + sched.next_offset();
-            // Sleep while far, busy-wait the rest on the TSC.
-            loop {
-                let now = rdtsc();
-                if now + guard.ticks() >= due {
-                    break;
-                }
-                let wake = due - guard.ticks();
-                std::thread::sleep(Duration::from_nanos(t.ticks_to_ns(wake - now) as u64));
-                guard.record(rdtsc().saturating_sub(wake));
-            }
-            spin_until(due);
-            let now = rdtsc();
-            let l = t.ticks_to_ns(now.saturating_sub(due)) as u64;
-            lag.record_ns(l);
-            last_lag = l;
+            pacer.wait_next(start);
         }
-        let ts = realtime_ns().saturating_sub(epoch);
-        for b in stage.iter_mut().take(n) {
-            stamp::write_ts(b, ts);
-        }
-        send_all(&mut tx, &stage[..n], &lens[..n])?;
+        st.stamp(n, realtime_ns().saturating_sub(epoch));
+        st.send(tx.as_mut(), iface, n)?;
         sent += n as u64;
     }
     let end = rdtsc();
-    if let Tx::Ring(r) = &mut tx {
-        let rejected = r.drain(Duration::from_secs(1));
-        if rejected > 0 {
-            return Err(io::Error::other(format!(
-                "the kernel rejected {rejected} frame(s) of the tx ring"
-            )));
-        }
+    let unsent = tx.finish(Duration::from_secs(1));
+    if unsent > 0 {
+        return Err(io::Error::other(tx.unsent(unsent)));
     }
-    if let Tx::Xdp(x) = &mut tx {
-        x.finish(Duration::from_secs(1));
-        if x.in_flight() > 0 {
-            return Err(io::Error::other(format!(
-                "{} AF_XDP frame(s) never completed",
-                x.in_flight()
-            )));
-        }
-    }
-    // Span: due time of the first burst to one mean gap after the last
-    // departure (so a run exactly on schedule spans frames / rate).
-    // Back to back: first send to last.
-    let gap_ticks = if spec.unpaced {
-        0.0
-    } else {
-        t.hz() * f64::from(spec.burst) / pps
-    };
-    let span_s = (t.ticks_to_ns(end.saturating_sub(start)) + gap_ticks * 1e9 / t.hz()) / 1e9;
     Ok(GenOut {
-        sent: seq,
-        lag,
-        last_lag_ns: last_lag,
-        span_s,
+        sent: st.seq,
+        lag: pacer.lag,
+        last_lag_ns: pacer.last_lag,
+        span_s: span_s(spec, start, end),
         cpu_s: Usage::thread().since(&cpu0).cpu_s(),
         wall_s: wall0.elapsed().as_secs_f64(),
         probes,
         stopped_early,
     })
+}
+
+/// The generator's span: the due time of the first burst to one mean gap
+/// after the last departure (so a run exactly on schedule spans frames /
+/// rate); back to back, first send to last.
+fn span_s(spec: &TrialSpec, start: u64, end: u64) -> f64 {
+    let t = tsc();
+    let gap_ticks = if spec.unpaced {
+        0.0
+    } else {
+        t.hz() * f64::from(spec.burst) / spec.pps()
+    };
+    (t.ticks_to_ns(end.saturating_sub(start)) + gap_ticks * 1e9 / t.hz()) / 1e9
 }
 
 #[allow(clippy::too_many_arguments)] // one role, its plumbing spelled out
