@@ -65,6 +65,9 @@ pub struct BenchConfig {
     /// [`BenchReport::skipped`].
     #[serde(skip)]
     pub deadline: Option<std::time::Instant>,
+    /// The controller's busy-wait per packet_in (ns; 0: none), a
+    /// calibration aid ([`ControllerConfig::extra_work_ns`]).
+    pub extra_work_ns: u64,
 }
 
 impl Default for BenchConfig {
@@ -84,6 +87,7 @@ impl Default for BenchConfig {
             repeats: 1,
             max_repeats: 1,
             deadline: None,
+            extra_work_ns: 0,
         }
     }
 }
@@ -278,6 +282,9 @@ impl BenchReport {
             .metric("switches_ready", r.switches_connected)
             .metric("partial", r.switches_connected < r.switches)
             .metric("stall_worst_ms", r.stall_worst_ms);
+        if self.config.extra_work_ns > 0 {
+            rec.push_param("extra_work_ns", self.config.extra_work_ns);
+        }
         // The windows of one run are not repeats: their spread is the
         // noise within the run, far below the noise between runs (an A/A
         // of two suites moved these rates 0.4-2.7x with window intervals
@@ -348,6 +355,7 @@ fn one(
         log_connections: false,
         cpus: cfg.controller_cpus.clone(),
         busy_poll: variant == Variant::Trivial && responder_may_spin(cfg),
+        extra_work_ns: cfg.extra_work_ns,
         ..Default::default()
     })?;
     let ecfg = CbenchConfig {

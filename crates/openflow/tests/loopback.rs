@@ -711,3 +711,29 @@ fn tcp_congestion_is_applied_on_both_sides_and_bad_names_are_refused() {
     .to_string();
     assert!(e.contains("--tcp-congestion"), "{e}");
 }
+
+#[test]
+fn extra_work_delays_every_response_and_is_recorded() {
+    // Latency mode: one packet_in in flight per switch, so every round trip
+    // holds the controller's 200 µs busy-wait (a lower bound: load only
+    // adds time).
+    use commbench_openflow::bench::{self, BenchConfig, Variant};
+    let cfg = BenchConfig {
+        switches: vec![1],
+        modes: vec![false],
+        variants: vec![Variant::Template],
+        loops: 2,
+        ms_per_test: 200,
+        extra_work_ns: 200_000,
+        ..Default::default()
+    };
+    let mut rec = commbench_core::Recorder::new();
+    let report = bench::run(&cfg, &mut rec).unwrap();
+    let r = &report.rows[0];
+    let rt = r
+        .round_trip_ns
+        .as_ref()
+        .expect("latency mode measures round trips");
+    assert!(rt.min >= 0.9 * 200_000.0, "{rt:?}");
+    assert_eq!(rec.records()[0].params["extra_work_ns"], 200_000);
+}

@@ -351,6 +351,9 @@ pub struct ControllerArgs {
     /// kernel's default), or an algorithm name.
     #[arg(long, default_value = "auto", value_name = "NAME")]
     pub tcp_congestion: String,
+    /// Calibration aid: busy-wait NS nanoseconds (TSC) on every packet_in before answering — a known extra cost per response, to check that `commbench ab` finds a change of known size.
+    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub extra_work_ns: u64,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -382,6 +385,7 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
         partial_timeout: Duration::from_secs(a.partial_timeout),
         max_buffered_in: usize::try_from(a.max_buffered_in).unwrap_or(usize::MAX),
         tcp_congestion: a.tcp_congestion.clone(),
+        extra_work_ns: a.extra_work_ns,
     };
     let stop = commbench_openflow::stop_on_signal();
     let ctl = Controller::start(&cfg).map_err(|e| match e {
@@ -513,6 +517,9 @@ pub struct BenchArgs {
     /// the records carry their samples and 95% intervals.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
+    /// Calibration aid: the controller busy-waits NS nanoseconds (TSC) on every packet_in — a known extra cost per response, to check that `commbench ab` finds a change of known size.
+    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub extra_work_ns: u64,
     /// OpenFlow 1.3 instead of 1.0.
     #[arg(long)]
     pub of13: bool,
@@ -574,6 +581,7 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         repeats: a.repeat as usize,
         max_repeats: a.repeat as usize,
         deadline: None,
+        extra_work_ns: a.extra_work_ns,
     };
     let mut rec = crate::progress::recorder();
     let report = bench::run(&cfg, &mut rec);

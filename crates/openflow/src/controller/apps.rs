@@ -151,6 +151,10 @@ pub(super) fn handle(
     match ty {
         10 => {
             st.packet_in += 1;
+            if cfg.extra_work_ns > 0 {
+                let ticks = commbench_core::clock::tsc().ns_to_ticks(cfg.extra_work_ns as f64);
+                commbench_core::delay::tsc_delay_ticks(ticks);
+            }
             if *version == OFP10_VERSION {
                 packet_in10(st, t, cfg, out, macs, xid, msg)
             } else {

@@ -95,6 +95,10 @@ pub struct ControllerConfig {
     /// replaces a pacing algorithm (bbr) by cubic or reno, `kernel` keeps
     /// the kernel's default, or an algorithm name.
     pub tcp_congestion: String,
+    /// Calibration aid: the controller busy-waits this many ns (TSC) on
+    /// every packet_in before answering, a known extra cost per response
+    /// for checking that a comparison finds a change of a known size.
+    pub extra_work_ns: u64,
 }
 
 /// Smallest accepted `max_buffered_in`: one largest message and a read.
@@ -116,6 +120,7 @@ impl Default for ControllerConfig {
             partial_timeout: Duration::from_secs(10),
             max_buffered_in: 64 << 20,
             tcp_congestion: "auto".into(),
+            extra_work_ns: 0,
         }
     }
 }
