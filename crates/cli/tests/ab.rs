@@ -3,11 +3,12 @@
 //! docs/ci.md run as written. The measured command is `budget` with a fixed
 //! clock rate: its figures are arithmetic, so the verdicts are exact.
 
+use crate::util::{self, bin_path, fresh_dir};
 use assert_cmd::Command;
 use serde_json::Value;
 
 fn cb() -> Command {
-    let mut c = Command::cargo_bin("commbench").unwrap();
+    let mut c = util::cb();
     c.env("COMMBENCH_NO_STORE", "1");
     c
 }
@@ -60,7 +61,7 @@ fn fake_build(dir: &std::path::Path, name: &str, cpu_ns: f64, msgs_per_s: f64) -
 
 #[test]
 fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
-    let dir = tempfile_dir();
+    let dir = fresh_dir("ab");
     let old = fake_build(&dir, "old", 1000.0, 50_000.0);
     let new = fake_build(&dir, "new", 1100.0, 45_000.0);
     let out = cb()
@@ -130,7 +131,7 @@ fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
 
 #[test]
 fn ab_writes_bencher_and_github_benchmark_json() {
-    let dir = tempfile_dir();
+    let dir = fresh_dir("ab");
     let old = fake_build(&dir, "old", 1000.0, 50_000.0);
     let new = fake_build(&dir, "new", 900.0, 55_000.0);
     let sides = format!("{old},{new}");
@@ -175,7 +176,7 @@ fn ab_writes_bencher_and_github_benchmark_json() {
 
 #[test]
 fn ab_runs_another_binary_named_by_the_side() {
-    let me = assert_cmd::cargo::cargo_bin("commbench");
+    let me = bin_path();
     let sides = format!("{},{}", me.display(), me.display());
     cb().args(["ab", "-L", "bin", &sides])
         .args(QUICK)
@@ -235,16 +236,6 @@ fn ab_refuses_what_it_cannot_compare() {
     assert!(err.contains("side B (7)"), "{err}");
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "commbench-abtest-{}-{}",
-        std::process::id(),
-        line!()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// The `sh ci-ab` block of docs/ci.md, run as written with both builds
 /// being this binary and small sizes: the recipe's commands parse, run,
 /// write both files and pass the gate on an A/A.
@@ -257,9 +248,9 @@ fn ci_recipe_in_docs_runs() {
         .expect("a ```sh ci-ab block in docs/ci.md")
         + 12;
     let script = &doc[start..start + doc[start..].find("```").unwrap()];
-    let dir = tempfile_dir().join("ci");
+    let dir = fresh_dir("ab").join("ci");
     std::fs::create_dir_all(&dir).unwrap();
-    let me = assert_cmd::cargo::cargo_bin("commbench");
+    let me = bin_path();
     let out = std::process::Command::new("bash")
         .arg("-c")
         .arg(script)
@@ -294,7 +285,7 @@ fn ci_recipe_in_docs_runs() {
 /// not fail a 10% gate; a change far beyond them is still a change.
 #[test]
 fn compare_from_a_cold_start_never_cries_wolf() {
-    let dir = tempfile_dir();
+    let dir = fresh_dir("ab");
     let s = |v: f64| -> Vec<f64> { (0..5).map(|i| v * (1.0 + 0.002 * i as f64)).collect() };
     let write = |name: &str, ticks: f64, cpu: f64| {
         let p = dir.join(name);

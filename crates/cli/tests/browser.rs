@@ -15,7 +15,7 @@
 //! CI; under `CI=true` a missing Chromium fails (`.ci/run` installs
 //! Debian's `chromium`).
 
-use assert_cmd::Command;
+use crate::util;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -174,8 +174,7 @@ fn report_in_headless_chromium_draws_every_figure_and_keeps_tables_in_their_boxe
     };
     let dir = std::env::temp_dir().join(format!("cbtest-browser-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    Command::cargo_bin("commbench")
-        .unwrap()
+    util::cb()
         .args(["suite", "--quick", "--skip", "openflow,mux", "--out"])
         .arg(&dir)
         .assert()
@@ -379,8 +378,7 @@ fn report_of_hostile_results_runs_no_script_in_headless_chromium() {
     std::fs::write(&a, hostile_results("alpha").to_string()).unwrap();
     std::fs::write(&b, hostile_results("beta").to_string()).unwrap();
     let page = dir.join("report.html");
-    Command::cargo_bin("commbench")
-        .unwrap()
+    util::cb()
         .args(["--no-store", "report"])
         .arg(&a)
         .arg(&b)

@@ -1,28 +1,10 @@
 //! Integration tests of the `commbench` binary: help texts, usage errors,
 //! exact figures, output validity against the committed JSON schema.
 
-use assert_cmd::Command;
+use crate::util::{assert_valid, bin_path, cb, fresh_dir, suite_steps};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::process::Stdio;
-
-fn cb() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
-
-fn schema() -> jsonschema::Validator {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/commbench.schema.json"
-    );
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&s).unwrap()
-}
-
-fn assert_valid(v: &Value) {
-    let errors: Vec<String> = schema().iter_errors(v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "schema errors: {errors:?}\n{v:#}");
-}
 
 fn subcommands() -> Vec<String> {
     let out = cb().arg("--help").output().unwrap();
@@ -172,7 +154,7 @@ fn jsonl_lines_validate() {
 
 #[test]
 fn output_file_is_written() {
-    let dir = tempfile_dir("out");
+    let dir = fresh_dir("out");
     let path = dir.join("b.json");
     cb().args(["budget", "--format", "json", "--output"])
         .arg(&path)
@@ -238,26 +220,9 @@ fn delay_reports_median_p99_and_preemption() {
     );
 }
 
-fn tempfile_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "cbtest-{tag}-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn rand_suffix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
 #[test]
 fn suite_writes_results_jsonl() {
-    let dir = tempfile_dir("suite");
+    let dir = fresh_dir("suite");
     cb().args(["suite", "--quick", "--only", "core", "--out"])
         .arg(&dir)
         .assert()
@@ -297,24 +262,9 @@ fn completions_and_man_page_cover_the_subcommands() {
     cb().args(["completions", "tcsh"]).assert().code(2);
 }
 
-fn suite_steps(dir: &std::path::Path) -> Vec<(String, String)> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|r| r["lab"] == "suite")
-        .map(|r| {
-            (
-                r["params"]["step"].as_str().unwrap().to_owned(),
-                r["metrics"]["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn suite_skip_leaves_steps_out_and_resume_keeps_finished_steps() {
-    let dir = tempfile_dir("suite-resume");
+    let dir = fresh_dir("suite-resume");
     cb().args([
         "suite",
         "--quick",
@@ -349,6 +299,13 @@ fn suite_skip_leaves_steps_out_and_resume_keeps_finished_steps() {
         .stderr(predicate::str::contains("--resume"));
 }
 
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
 #[test]
 fn clean_removes_dead_runs_and_keeps_live_ones() {
     // Dead: a pid above the kernel's hard pid_max limit (2^22).
@@ -372,7 +329,7 @@ fn clean_removes_dead_runs_and_keeps_live_ones() {
 
 #[test]
 fn closed_stdout_exits_quietly() {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+    let mut child = std::process::Command::new(bin_path())
         .args(["timer", "--batches", "10"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -387,7 +344,7 @@ fn closed_stdout_exits_quietly() {
 
 #[test]
 fn compare_gives_ratio_and_verdict() {
-    let dir = tempfile_dir("compare");
+    let dir = fresh_dir("compare");
     let a = dir.join("a.jsonl");
     let b = dir.join("b.json");
     cb().args([
@@ -422,7 +379,7 @@ fn compare_gives_ratio_and_verdict() {
 
 #[test]
 fn compare_rejects_files_that_are_not_results() {
-    let dir = tempfile_dir("compare-bad");
+    let dir = fresh_dir("compare-bad");
     let a = dir.join("a.json");
     std::fs::write(&a, "{\"x\": 1}").unwrap();
     // Not results: bad input, exit 2 (as `report` and `history --import`).
@@ -445,7 +402,7 @@ fn compare_rejects_files_that_are_not_results() {
 
 #[test]
 fn report_writes_self_contained_html_with_plots() {
-    let dir = tempfile_dir("report");
+    let dir = fresh_dir("report");
     let a = dir.join("d.jsonl");
     cb().args([
         "delay",
@@ -501,7 +458,7 @@ fn budget_rejects_links_and_clocks_out_of_range_with_short_messages() {
 /// pipeline's ticks per packet are costs.
 #[test]
 fn compare_judges_rates_and_costs_by_their_declared_direction() {
-    let dir = tempfile_dir("direction");
+    let dir = fresh_dir("direction");
     let write = |name: &str, pkt_s: f64, ticks: f64| {
         let p = dir.join(name);
         // Five repeats each, ±1%: judged by the interval of the ratio.

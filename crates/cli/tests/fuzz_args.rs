@@ -10,6 +10,7 @@
 //! touch other runs' leftovers, serve until stopped or run the whole suite
 //! are skipped. PROPTEST_CASES sets the cases per command (default 3).
 
+use crate::util::{bin_path, fresh_dir};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::os::unix::process::ExitStatusExt;
@@ -119,12 +120,8 @@ fn base(path: &str) -> (Vec<&'static str>, Vec<(&'static str, Option<&'static st
     }
 }
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("commbench")
-}
-
 fn help(path: &[String]) -> String {
-    let out = Command::new(bin())
+    let out = Command::new(bin_path())
         .args(path)
         .arg("--help")
         .output()
@@ -212,12 +209,12 @@ fn value() -> impl Strategy<Value = Option<String>> {
 
 /// Runs one invocation within BOUND; None when this test had to kill it.
 fn run(args: &[String]) -> Option<(std::process::ExitStatus, String)> {
-    let dir = tempfile_dir();
+    let dir = fresh_dir("fuzz-args");
     run_in(args, &dir)
 }
 
 fn run_in(args: &[String], dir: &std::path::Path) -> Option<(std::process::ExitStatus, String)> {
-    let mut child = Command::new(bin())
+    let mut child = Command::new(bin_path())
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -249,25 +246,13 @@ fn run_in(args: &[String], dir: &std::path::Path) -> Option<(std::process::ExitS
     st.map(|s| (s, text))
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "commbench-fuzz-args-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn every_subcommand_with_random_arguments_exits_0_1_or_2_without_a_panic() {
     let mut all = Vec::new();
     leaves(Vec::new(), &mut all);
     assert!(all.len() >= 15, "found {} commands", all.len());
     // Fixtures: a small capture and a result file.
-    let fix = tempfile_dir();
+    let fix = fresh_dir("fuzz-args");
     let cap = fix.join("cap.pcap").display().to_string();
     let res = fix.join("res.json").display().to_string();
     for args in [
@@ -284,7 +269,7 @@ fn every_subcommand_with_random_arguments_exits_0_1_or_2_without_a_panic() {
             res.as_str(),
         ],
     ] {
-        let st = Command::new(bin()).args(&args).status().unwrap();
+        let st = Command::new(bin_path()).args(&args).status().unwrap();
         assert!(st.success(), "fixture {args:?}");
     }
     let cases: u32 = std::env::var("PROPTEST_CASES")
@@ -433,7 +418,7 @@ fn huge_duration_arguments_are_usage_errors_stating_the_range() {
             "86400",
         ),
     ] {
-        let out = Command::new(bin())
+        let out = Command::new(bin_path())
             .args(&args)
             .env("COMMBENCH_NO_STORE", "1")
             .output()
@@ -489,7 +474,7 @@ fn every_size_argument_takes_binary_suffixes() {
         ),
         (vec!["budget", "--size", "1K", "--ghz", "x"], "--ghz"),
     ] {
-        let out = Command::new(bin())
+        let out = Command::new(bin_path())
             .args(&args)
             .env("COMMBENCH_NO_STORE", "1")
             .output()
@@ -518,7 +503,7 @@ fn every_size_argument_takes_binary_suffixes() {
         ),
         (vec!["mux", "--size", "1.5M"], "not a size"),
     ] {
-        let out = Command::new(bin())
+        let out = Command::new(bin_path())
             .args(&args)
             .env("COMMBENCH_NO_STORE", "1")
             .output()

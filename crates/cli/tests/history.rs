@@ -2,6 +2,7 @@
 //! several processes at once all kept, a bad store file a warning and never
 //! touched, and the test harness itself never writing the user's store.
 
+use crate::util::{self, bin_path};
 use assert_cmd::Command;
 use commbench_store::{Filter, Store};
 use predicates::prelude::PredicateBooleanExt;
@@ -16,7 +17,7 @@ fn tmp(name: &str) -> commbench_core::artifact::TempDir {
 /// The binary with the store at `db` (the flag overrides the harness's
 /// COMMBENCH_NO_STORE).
 fn cb(db: &Path) -> Command {
-    let mut c = Command::cargo_bin("commbench").unwrap();
+    let mut c = util::cb();
     c.arg("--store").arg(db);
     c
 }
@@ -60,16 +61,14 @@ fn no_store_and_the_environment_choose_where_records_go() {
         .args(["--no-store", "budget", "--link", "10G"])
         .assert()
         .failure(); // --store and --no-store conflict: a usage error
-    Command::cargo_bin("commbench")
-        .unwrap()
+    util::cb()
         .args(["budget", "--link", "10G", "--no-store"])
         .env("COMMBENCH_STORE", &db)
         .env_remove("COMMBENCH_NO_STORE")
         .assert()
         .success();
     assert!(!db.exists(), "--no-store wrote the store");
-    Command::cargo_bin("commbench")
-        .unwrap()
+    util::cb()
         .args(["budget", "--link", "10G"])
         .env("COMMBENCH_STORE", &db)
         .env_remove("COMMBENCH_NO_STORE")
@@ -124,7 +123,7 @@ fn a_store_that_is_not_a_database_warns_and_the_run_still_succeeds() {
 fn processes_appending_at_once_lose_nothing() {
     let d = tmp("concurrent");
     let db = d.path().join("results.db");
-    let bin = assert_cmd::cargo::cargo_bin("commbench");
+    let bin = bin_path();
     let n = 6;
     let children: Vec<_> = (0..n)
         .map(|i| {
@@ -521,7 +520,7 @@ fn the_default_store_is_private_even_under_umask_000() {
     for umask in ["000", "022"] {
         let d = tmp(&format!("umask{umask}"));
         let xdg = d.path().join("xdg");
-        let bin = assert_cmd::cargo::cargo_bin("commbench");
+        let bin = bin_path();
         let out = std::process::Command::new("sh")
             .arg("-c")
             .arg(format!("umask {umask}; exec \"$0\" \"$@\""))

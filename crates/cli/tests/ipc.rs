@@ -2,19 +2,11 @@
 //! clients, a killed client, signals and `commbench clean`. Small counts,
 //! no time thresholds (deadlines below only guard against hangs).
 
-use assert_cmd::Command;
+use crate::util::{bin_path, cb};
 use predicates::prelude::*;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
-
-fn bin_path() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("commbench")
-}
 
 fn csv_reqres() -> predicates::str::RegexPredicate {
     predicate::str::is_match(
@@ -25,14 +17,12 @@ fn csv_reqres() -> predicates::str::RegexPredicate {
 
 #[test]
 fn reqres_loop_prints_one_csv_line_in_both_argument_orders() {
-    bin()
-        .args(["reqres_loop", "mt", "2", "128", "100"])
+    cb().args(["reqres_loop", "mt", "2", "128", "100"])
         .assert()
         .success()
         .stdout(csv_reqres())
         .stdout(predicate::str::starts_with("2,mt,sync,128,100,"));
-    bin()
-        .args(["reqres_loop", "2", "mt", "128", "100", "nores"])
+    cb().args(["reqres_loop", "2", "mt", "128", "100", "nores"])
         .assert()
         .success()
         .stdout(csv_reqres())
@@ -41,7 +31,7 @@ fn reqres_loop_prints_one_csv_line_in_both_argument_orders() {
 
 #[test]
 fn no_arguments_runs_the_sweep_then_prints_resource_usage() {
-    let out = bin()
+    let out = cb()
         .arg("reqres_loop")
         .env("COMMBENCH_SWEEP_NLOOP", "3")
         .assert()
@@ -61,8 +51,7 @@ fn no_arguments_runs_the_sweep_then_prints_resource_usage() {
 
 #[test]
 fn data_channel_write_csv_shape() {
-    bin()
-        .args(["data_channel_write", "mt", "2", "4096", "50"])
+    cb().args(["data_channel_write", "mt", "2", "4096", "50"])
         .assert()
         .success()
         .stdout(
@@ -73,8 +62,7 @@ fn data_channel_write_csv_shape() {
 #[test]
 fn mp_clients_for_every_mode_and_the_stream() {
     for mode in ["sync", "async", "nores"] {
-        bin()
-            .args(["reqres_loop", "mp", "3", "1000", "200", mode])
+        cb().args(["reqres_loop", "mp", "3", "1000", "200", mode])
             .assert()
             .success()
             .stdout(csv_reqres())
@@ -82,8 +70,7 @@ fn mp_clients_for_every_mode_and_the_stream() {
                 "3,mp,{mode},1000,200,"
             )));
     }
-    bin()
-        .args(["data_channel_write", "2", "mp", "70000", "20"])
+    cb().args(["data_channel_write", "2", "mp", "70000", "20"])
         .assert()
         .success()
         .stdout(predicate::str::starts_with("2,mp,70000,20,"));
@@ -91,7 +78,7 @@ fn mp_clients_for_every_mode_and_the_stream() {
 
 #[test]
 fn native_command_runs_every_transport_with_mp_clients_side_by_side() {
-    let out = bin()
+    let out = cb()
         .args([
             "ipc",
             "reqres",
@@ -134,33 +121,30 @@ fn native_command_runs_every_transport_with_mp_clients_side_by_side() {
 
 #[test]
 fn transport_all_prints_a_side_by_side_table() {
-    bin()
-        .args([
-            "ipc",
-            "stream",
-            "--transport",
-            "all",
-            "--count",
-            "50",
-            "--repeat",
-            "1",
-        ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("x uds"))
-        .stdout(predicate::str::is_match(r"(?m)^1 +mt +shm +adaptive ").unwrap())
-        .stdout(predicate::str::is_match(r"(?m)^1 +mt +tcp ").unwrap());
+    cb().args([
+        "ipc",
+        "stream",
+        "--transport",
+        "all",
+        "--count",
+        "50",
+        "--repeat",
+        "1",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains("x uds"))
+    .stdout(predicate::str::is_match(r"(?m)^1 +mt +shm +adaptive ").unwrap())
+    .stdout(predicate::str::is_match(r"(?m)^1 +mt +tcp ").unwrap());
 }
 
 #[test]
 fn help_and_argument_errors() {
-    bin()
-        .args(["reqres_loop", "help"])
+    cb().args(["reqres_loop", "help"])
         .assert()
         .success()
         .stdout(predicate::str::contains("usage: commbench reqres_loop"));
-    bin()
-        .args(["data_channel_write", "help"])
+    cb().args(["data_channel_write", "help"])
         .assert()
         .success()
         .stdout(predicate::str::contains(
@@ -176,43 +160,38 @@ fn help_and_argument_errors() {
         &["reqres_loop", "mt", "1"],
         &["data_channel_write", "mt", "1", "128", "10", "sync"],
     ] {
-        bin()
-            .args(bad)
+        cb().args(bad)
             .assert()
             .code(2)
             .stderr(predicate::str::contains("usage: commbench"));
     }
-    bin()
-        .args(["ipc", "reqres", "--size", "17M", "--count", "1"])
+    cb().args(["ipc", "reqres", "--size", "17M", "--count", "1"])
         .assert()
         .code(2);
-    bin()
-        .args(["ipc", "reqres", "--cpus", "gpu=0", "--count", "1"])
+    cb().args(["ipc", "reqres", "--cpus", "gpu=0", "--count", "1"])
         .assert()
         .code(2);
-    bin()
-        .args(["ipc", "stream", "--sessions", "0"])
+    cb().args(["ipc", "stream", "--sessions", "0"])
         .assert()
         .code(2);
 }
 
 #[test]
 fn corruption_ends_the_run_with_exit_1_naming_session_and_sequence() {
-    bin()
-        .args([
-            "ipc",
-            "reqres",
-            "--count",
-            "50",
-            "--sessions",
-            "2",
-            "--verify",
-            "--inject-corruption",
-            "1:7",
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("session 1: sequence 7"));
+    cb().args([
+        "ipc",
+        "reqres",
+        "--count",
+        "50",
+        "--sessions",
+        "2",
+        "--verify",
+        "--inject-corruption",
+        "1:7",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("session 1: sequence 7"));
 }
 
 fn shm_files_of(pid: u32) -> Vec<PathBuf> {
@@ -339,7 +318,7 @@ fn after_sigkill_clean_removes_the_dead_run_and_keeps_the_live_one() {
     kill(dp, libc::SIGKILL);
     wait_exit(&mut dead);
     assert!(!shm_files_of(dp).is_empty(), "SIGKILL leaves the segment");
-    bin().args(["clean"]).assert().success();
+    cb().args(["clean"]).assert().success();
     assert!(
         shm_files_of(dp).is_empty(),
         "clean removed the dead run's segment"
@@ -411,7 +390,7 @@ fn ring_larger_than_free_dev_shm_is_a_usage_error_before_anything_is_created() {
 
 #[test]
 fn a_sessions_and_clients_sweep_records_every_point_with_cpu_and_context_switches() {
-    let out = bin()
+    let out = cb()
         .args([
             "ipc",
             "reqres",

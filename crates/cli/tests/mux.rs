@@ -4,28 +4,11 @@
 //! split across two network namespaces joined by a veth pair (root).
 //! Small counts; deadlines only guard against hangs.
 
-use assert_cmd::Command;
+use crate::util::{bin_path, cb, schema};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-fn cb() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
-
-fn bin_path() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("commbench")
-}
-
-fn schema() -> jsonschema::Validator {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/commbench.schema.json"
-    );
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&s).unwrap()
-}
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

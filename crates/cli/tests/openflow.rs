@@ -2,26 +2,11 @@
 //! `commbench cbench` as two processes over loopback, cbench's exact
 //! output lines, option parsing and usage errors.
 
-use assert_cmd::Command;
+use crate::util::{assert_valid, bin_path, cb};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
-
-fn cb() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
-
-fn assert_valid(v: &Value) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/commbench.schema.json"
-    );
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&s).unwrap();
-    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "schema errors: {errors:?}\n{v:#}");
-}
 
 /// A `commbench controller` child on an ephemeral port; killed on drop.
 struct Ctl {
@@ -31,7 +16,7 @@ struct Ctl {
 
 impl Ctl {
     fn start(extra: &[&str]) -> Ctl {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        let mut child = std::process::Command::new(bin_path())
             .args([
                 "controller",
                 "--port",
@@ -407,7 +392,7 @@ fn cbench_switch_count_above_the_descriptor_limit_exits_2_without_allocating() {
             .arg("-c")
             .arg(format!(
                 "ulimit -v 8000000; exec {} cbench -p 1 -s {s} -l 3 -m 1",
-                assert_cmd::cargo::cargo_bin("commbench").display()
+                bin_path().display()
             ))
             .output()
             .unwrap();
@@ -470,7 +455,7 @@ fn fake_controller(close_mid_message: bool) -> (u16, std::thread::JoinHandle<()>
 /// Runs a short cbench against `port`; expects exit 1 and returns stderr.
 fn cbench_fails_against(port: u16) -> String {
     let port = port.to_string();
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+    let out = std::process::Command::new(bin_path())
         .args([
             "cbench", "-p", &port, "-s", "2", "-l", "2", "-m", "300", "-w", "0",
         ])
@@ -525,7 +510,7 @@ fn a_peer_flooding_errors_cannot_stall_the_controller_through_its_log() {
     use std::net::TcpStream;
     use std::time::Duration;
     // Not --quiet: every connection and OFPT_ERROR is a log candidate.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+    let mut child = std::process::Command::new(bin_path())
         .args([
             "controller",
             "--port",
@@ -718,7 +703,7 @@ fn cbench_with_fewer_switches_ready_than_asked_is_partial_and_exits_1_unless_all
         if allow {
             args.push("--allow-partial");
         }
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+        let out = std::process::Command::new(bin_path())
             .args(&args)
             .output()
             .unwrap();

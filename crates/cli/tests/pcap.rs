@@ -1,12 +1,8 @@
 //! `commbench pcap` from the outside: formats, stdin, compression, exit
 //! codes for bad input, usage errors and the strict mode.
-use assert_cmd::Command;
+use crate::util::{bin_path, cb};
 use predicates::prelude::*;
 use std::path::PathBuf;
-
-fn bin() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
 
 /// A temp dir removed on drop, also when the test fails.
 fn tmp(_tag: &str) -> commbench_core::artifact::TempDir {
@@ -14,8 +10,7 @@ fn tmp(_tag: &str) -> commbench_core::artifact::TempDir {
 }
 
 fn gen(path: &PathBuf, extra: &[&str]) {
-    bin()
-        .args(["pcap", "gen", "--size", "512K", "--seed", "3", "-o"])
+    cb().args(["pcap", "gen", "--size", "512K", "--seed", "3", "-o"])
         .arg(path)
         .args(extra)
         .assert()
@@ -34,7 +29,7 @@ fn extract_plain_gzip_zstd_and_stdin_agree() {
     gen(&gz, &["--gzip"]);
     gen(&zs, &["--zstd"]);
     let out = |args: &[&str], stdin: Option<Vec<u8>>| {
-        let mut c = bin();
+        let mut c = cb();
         c.args(["pcap", "extract", "-q"]).args(args);
         if let Some(s) = stdin {
             c.write_stdin(s);
@@ -77,7 +72,7 @@ fn extract_concatenated_captures_from_stdin() {
     gen(&agz, &["--gzip"]);
     gen(&bgz, &["--gzip", "--nsec", "--snaplen", "96"]);
     let run = |args: &[&str], stdin: Option<Vec<u8>>| {
-        let mut c = bin();
+        let mut c = cb();
         c.args(["pcap", "extract"]).args(args);
         if let Some(s) = stdin {
             c.write_stdin(s);
@@ -103,36 +98,30 @@ fn not_a_capture_exits_1_and_usage_errors_exit_2() {
     let d = guard.path().to_path_buf();
     let txt = d.join("notes.txt");
     std::fs::write(&txt, "hello").unwrap();
-    bin()
-        .args(["pcap", "extract"])
+    cb().args(["pcap", "extract"])
         .arg(&txt)
         .assert()
         .code(1)
         .stdout(predicate::str::is_empty())
         .stderr(predicate::str::contains("not a capture file"));
-    bin()
-        .args(["pcap", "extract", "--fields", "ts,nonsense"])
+    cb().args(["pcap", "extract", "--fields", "ts,nonsense"])
         .arg(&txt)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("unknown field 'nonsense'"));
-    bin()
-        .args(["pcap", "extract", "--threads", "0"])
+    cb().args(["pcap", "extract", "--threads", "0"])
         .arg(&txt)
         .assert()
         .code(2);
-    bin()
-        .args(["pcap", "extract", "--format", "parquet"])
+    cb().args(["pcap", "extract", "--format", "parquet"])
         .arg(&txt)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("parquet"));
-    bin()
-        .args(["pcap", "gen", "--size", "lots"])
+    cb().args(["pcap", "gen", "--size", "lots"])
         .assert()
         .code(2);
-    bin()
-        .args(["pcap", "bench", "--compare-cmd", "tcpdump -r"])
+    cb().args(["pcap", "bench", "--compare-cmd", "tcpdump -r"])
         .arg(&txt)
         .assert()
         .code(2)
@@ -149,15 +138,13 @@ fn truncated_capture_is_counted_and_strict_fails() {
     let bytes = std::fs::read(&p).unwrap();
     let cut = d.join("cut.pcap");
     std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
-    bin()
-        .args(["pcap", "extract", "-o", "/dev/null"])
+    cb().args(["pcap", "extract", "-o", "/dev/null"])
         .arg(&cut)
         .assert()
         .success()
         .stderr(predicate::str::contains("truncated_record=1"))
         .stderr(predicate::str::contains("byte offset"));
-    bin()
-        .args(["pcap", "extract", "--strict", "-o", "/dev/null"])
+    cb().args(["pcap", "extract", "--strict", "-o", "/dev/null"])
         .arg(&cut)
         .assert()
         .code(1)
@@ -171,7 +158,7 @@ fn bench_reports_cold_and_warm_runs() {
     let d = guard.path().to_path_buf();
     let p = d.join("b.pcap");
     gen(&p, &[]);
-    let out = bin()
+    let out = cb()
         .args([
             "pcap",
             "bench",
@@ -215,13 +202,11 @@ fn extract_parquet_file() {
     let dir = tmp("parquet");
     let cap = dir.path().join("gen.pcap");
     let out = dir.path().join("out.parquet");
-    bin()
-        .args(["pcap", "gen", "--size", "256K", "-o"])
+    cb().args(["pcap", "gen", "--size", "256K", "-o"])
         .arg(&cap)
         .assert()
         .success();
-    bin()
-        .args(["pcap", "extract", "-q", "--format", "parquet", "-o"])
+    cb().args(["pcap", "extract", "-q", "--format", "parquet", "-o"])
         .arg(&out)
         .arg(&cap)
         .assert()
@@ -232,16 +217,14 @@ fn extract_parquet_file() {
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
     // Snappy is the default; uncompressed pages are larger.
     let plain = dir.path().join("plain.parquet");
-    bin()
-        .args(["pcap", "extract", "-q", "--format", "parquet"])
+    cb().args(["pcap", "extract", "-q", "--format", "parquet"])
         .args(["--parquet-compression", "none", "-o"])
         .arg(&plain)
         .arg(&cap)
         .assert()
         .success();
     assert!(std::fs::metadata(&plain).unwrap().len() > bytes.len() as u64);
-    bin()
-        .args(["pcap", "extract", "--format", "parquet"])
+    cb().args(["pcap", "extract", "--format", "parquet"])
         .arg(&cap)
         .assert()
         .code(2)
@@ -262,7 +245,7 @@ fn extract_from_a_fifo_without_writer_says_it_waits_and_stops_on_ctrl_c() {
         eprintln!("skipped: mkfifo unavailable");
         return;
     }
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+    let child = std::process::Command::new(bin_path())
         .args(["pcap", "extract"])
         .arg(&fifo)
         .stdout(std::process::Stdio::null())
@@ -304,7 +287,7 @@ fn undecoded_link_types_are_said_once_not_counted_as_bad_input() {
     let f = dir.join("wlan.pcap");
     std::fs::write(&f, &b).unwrap();
     for strict in [false, true] {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"));
+        let mut cmd = std::process::Command::new(bin_path());
         cmd.args(["pcap", "extract"])
             .arg(&f)
             .args(["-o", "/dev/null"]);
@@ -354,7 +337,7 @@ fn pcapng_bad_block_length_is_skipped_reported_and_strict_stops() {
         at[21]
     );
     for args in [vec![], vec!["--mmap"], vec!["--threads", "2"]] {
-        let out = bin()
+        let out = cb()
             .args(["pcap", "extract", "--fields", "number,ts"])
             .args(&args)
             .arg(&p)
@@ -370,15 +353,13 @@ fn pcapng_bad_block_length_is_skipped_reported_and_strict_stops() {
         assert!(text.ends_with("39,1700000000.000039000\n"), "{text}");
     }
     // The same from standard input (length unknown).
-    bin()
-        .args(["pcap", "extract", "-o", "/dev/null", "-"])
+    cb().args(["pcap", "extract", "-o", "/dev/null", "-"])
         .write_stdin(bytes.clone())
         .assert()
         .success()
         .stderr(predicate::str::contains("extract: 39 packets"))
         .stderr(predicate::str::contains(want.as_str()));
-    bin()
-        .args(["pcap", "extract", "--strict", "-o", "/dev/null"])
+    cb().args(["pcap", "extract", "--strict", "-o", "/dev/null"])
         .arg(&p)
         .assert()
         .code(1)
@@ -404,8 +385,7 @@ fn old_versions_are_swapped_back_and_unknown_versions_exit_1() {
     }
     let p = d.join("old.pcap");
     std::fs::write(&p, &old.bytes).unwrap();
-    bin()
-        .args(["pcap", "extract", "-q", "--fields", "number,caplen,len"])
+    cb().args(["pcap", "extract", "-q", "--fields", "number,caplen,len"])
         .arg(&p)
         .assert()
         .success()
@@ -427,8 +407,7 @@ fn old_versions_are_swapped_back_and_unknown_versions_exit_1() {
     ] {
         let p = d.join(name);
         std::fs::write(&p, bytes).unwrap();
-        bin()
-            .args(["pcap", "extract"])
+        cb().args(["pcap", "extract"])
             .arg(&p)
             .assert()
             .code(1)
@@ -447,7 +426,7 @@ fn old_versions_are_swapped_back_and_unknown_versions_exit_1() {
 fn gen_refuses_a_terminal_stdout_and_writes_to_a_pipe() {
     let guard = tmp("gen-tty");
     let d = guard.path().to_path_buf();
-    let out = bin()
+    let out = cb()
         .current_dir(&d)
         .args(["pcap", "gen", "--size", "64K", "-o", "-"])
         .output()
@@ -457,7 +436,7 @@ fn gen_refuses_a_terminal_stdout_and_writes_to_a_pipe() {
     assert_eq!(out.stdout[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
     assert!(!d.join("-").exists(), "-o - created a file named -");
 
-    let exe = assert_cmd::cargo::cargo_bin("commbench");
+    let exe = bin_path();
     let has_script = std::process::Command::new("script")
         .arg("--version")
         .output()

@@ -1,22 +1,9 @@
 //! The pipeline lab through the binary: argument errors exit 2, runs and
 //! sweeps write valid records whose counts are conserved. Counts only.
 
-use assert_cmd::Command;
+use crate::util::{bin_path, cb, schema};
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn cb() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
-
-fn schema() -> jsonschema::Validator {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/commbench.schema.json"
-    );
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&s).unwrap()
-}
 
 fn json(args: &[&str]) -> Value {
     let out = cb().args(args).args(["--format", "json"]).output().unwrap();
@@ -316,7 +303,7 @@ fn ctrl_c_during_netns_removes_the_namespaces() {
         eprintln!("skipped: pipeline netns needs root");
         return;
     }
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+    let child = std::process::Command::new(bin_path())
         .args([
             "pipeline",
             "netns",
@@ -405,7 +392,7 @@ fn io_gen_on_a_down_link_fails_early_with_the_reason() {
     let Some(lab) = DownPeer::new() else {
         panic!("cannot create a network namespace with a veth pair (ip netns add / ip link add)");
     };
-    let exe = assert_cmd::cargo::cargo_bin("commbench");
+    let exe = bin_path();
     for engine in ["af-xdp", "af-packet"] {
         for (iface, want) in [
             ("cbdn0", "has no carrier"),
@@ -461,7 +448,7 @@ fn trial_through_a_user_program_counts_its_drops_duplicates_and_swaps_exactly() 
     // The device is a program of the user's: here commbench's own
     // forwarder, as a separate process started by `--dut cmd:` in the
     // device's namespace, told its interfaces by the environment.
-    let bin = assert_cmd::cargo::cargo_bin("commbench");
+    let bin = bin_path();
     let dut = format!(
         "cmd:{} pipeline io --mode fwd --iface $CB_IN_IF --out-iface $CB_OUT_IF --idle-ms 600000 --impair drop=10,dup=7,swap=13 --format csv",
         bin.display()
@@ -666,7 +653,7 @@ fn sigkill_of_a_trial_leaves_namespaces_that_clean_removes_with_the_device_progr
     if !root() {
         return;
     }
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("commbench"))
+    let child = std::process::Command::new(bin_path())
         .args([
             "pipeline",
             "trial",

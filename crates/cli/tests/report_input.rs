@@ -3,6 +3,7 @@
 //! documents that hold no records. Each command runs under a timeout, so
 //! that a hang fails the test instead of the suite.
 
+use crate::util;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::{json, Value};
@@ -17,7 +18,7 @@ fn tmp(name: &str) -> commbench_core::artifact::TempDir {
 
 /// The binary, bounded to 120 s, with the store off unless a test gives one.
 fn cb() -> Command {
-    let mut c = Command::cargo_bin("commbench").unwrap();
+    let mut c = util::cb();
     c.timeout(Duration::from_secs(120));
     c
 }

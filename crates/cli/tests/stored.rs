@@ -6,12 +6,7 @@
 //! (The table views of `ipc --transport all` and `openflow bench` used to
 //! return before the store was reached.)
 
-use assert_cmd::Command;
-use std::path::Path;
-
-fn cb() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
+use crate::util::{cb, runs_in_store};
 
 /// Subcommand paths of the binary, from `--help` at each level.
 fn tree(prefix: &[String], out: &mut Vec<String>) {
@@ -114,22 +109,6 @@ fn kind(path: &str) -> Option<Kind> {
     })
 }
 
-fn runs_in(store: &Path) -> usize {
-    let out = cb()
-        .args(["history", "--format", "json", "--store"])
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["test"] == "run")
-        .count()
-}
-
 #[test]
 fn every_measuring_command_stores_a_run_in_every_output_format() {
     let mut paths = Vec::new();
@@ -173,7 +152,11 @@ fn every_measuring_command_stores_a_run_in_every_output_format() {
                 "{path} {args:?}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert_eq!(runs_in(&store), 1, "{path} ({format:?}) stored no run");
+            assert_eq!(
+                runs_in_store(&store),
+                1,
+                "{path} ({format:?}) stored no run"
+            );
         }
     }
     std::fs::remove_dir_all(&dir).ok();

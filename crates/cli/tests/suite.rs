@@ -6,63 +6,18 @@
 //! The waits below are safety bounds on a child process (it is killed when
 //! one runs out), never assertions on speed.
 
-use assert_cmd::Command;
+use crate::util::{bin_path, cb, fresh_dir, runs_in_store, suite_steps};
 use predicates::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn cb() -> Command {
-    Command::cargo_bin("commbench").unwrap()
-}
-
-fn tmp(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let d = std::env::temp_dir().join(format!("cbtest-suite-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn steps(dir: &Path) -> Vec<(String, String)> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|r| r["lab"] == "suite")
-        .map(|r| {
-            (
-                r["params"]["step"].as_str().unwrap().to_owned(),
-                r["metrics"]["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
-fn runs_in_store(store: &Path) -> usize {
-    let out = cb()
-        .args(["history", "--format", "json", "--store"])
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["test"] == "run")
-        .count()
-}
 
 /// Starts `suite --quick --only core,openflow` (openflow's step runs for
 /// seconds), waits until the journal says core finished, sends `sig`, and
 /// returns the child's stderr.
 #[allow(unsafe_code)]
 fn interrupt_after_core(dir: &Path, store: &Path, sig: libc::c_int) -> String {
-    let exe = assert_cmd::cargo::cargo_bin("commbench");
+    let exe = bin_path();
     let mut child = std::process::Command::new(exe)
         .args(["suite", "--quick", "--only", "core,openflow", "--out"])
         .arg(dir)
@@ -93,11 +48,14 @@ fn interrupt_after_core(dir: &Path, store: &Path, sig: libc::c_int) -> String {
 
 #[test]
 fn sigkill_keeps_finished_steps_resume_goes_on_and_the_run_is_stored_once() {
-    let dir = tmp("kill");
+    let dir = fresh_dir("suite-kill");
     let store = dir.join("store.db");
     let out = dir.join("out");
     interrupt_after_core(&out, &store, libc::SIGKILL);
-    assert_eq!(steps(&out), vec![("core".to_owned(), "ok".to_owned())]);
+    assert_eq!(
+        suite_steps(&out),
+        vec![("core".to_owned(), "ok".to_owned())]
+    );
     let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     assert!(
         text.contains("\"lab\":\"timer\""),
@@ -129,14 +87,17 @@ fn sigkill_keeps_finished_steps_resume_goes_on_and_the_run_is_stored_once() {
 
 #[test]
 fn sigint_says_what_was_kept_and_how_to_resume() {
-    let dir = tmp("int");
+    let dir = fresh_dir("suite-int");
     let out = dir.join("out");
     let err = interrupt_after_core(&out, &dir.join("store.db"), libc::SIGINT);
     assert!(
         err.contains("interrupted; the finished steps core are kept") && err.contains("--resume"),
         "{err}"
     );
-    assert_eq!(steps(&out), vec![("core".to_owned(), "ok".to_owned())]);
+    assert_eq!(
+        suite_steps(&out),
+        vec![("core".to_owned(), "ok".to_owned())]
+    );
     assert!(
         !out.join(".commbench-suite.lock").exists() || {
             // The lock file may stay after a signal; it is free again.
@@ -154,7 +115,7 @@ fn sigint_says_what_was_kept_and_how_to_resume() {
 #[allow(unsafe_code)]
 fn a_second_suite_on_the_same_folder_is_refused_while_the_first_holds_it() {
     use std::os::unix::io::AsRawFd;
-    let dir = tmp("lock");
+    let dir = fresh_dir("suite-lock");
     let lock = std::fs::File::create(dir.join(".commbench-suite.lock")).unwrap();
     assert_eq!(
         // SAFETY: flock on a descriptor we own.
@@ -172,7 +133,7 @@ fn a_second_suite_on_the_same_folder_is_refused_while_the_first_holds_it() {
 
 #[test]
 fn suite_out_never_writes_through_symlinks_placed_in_its_folder() {
-    let dir = tmp("symlink");
+    let dir = fresh_dir("suite-symlink");
     let precious = dir.join("precious");
     std::fs::write(&precious, b"keep me").unwrap();
     let out = dir.join("out");
@@ -195,7 +156,7 @@ fn suite_out_never_writes_through_symlinks_placed_in_its_folder() {
 #[test]
 fn suite_refuses_an_output_folder_writable_by_everyone() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tmp("world");
+    let dir = fresh_dir("suite-world");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     cb().args(["suite", "--quick", "--only", "core", "--out"])
         .arg(&dir)

@@ -4,6 +4,9 @@
 //! module's path and the function, e.g. `mux::argument_errors_exit_2`, so
 //! `cargo nextest run -p commbench -E 'test(/^mux::/)'` (or
 //! `cargo test -p commbench --test integration mux::`) runs one module.
+//! Helpers more than one module needs live in `util.rs`.
+
+mod util;
 
 mod ab;
 mod browser;
