@@ -9,6 +9,7 @@
 mod util;
 
 mod ab;
+mod architecture;
 mod browser;
 mod cli;
 mod fuzz_args;
