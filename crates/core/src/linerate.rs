@@ -67,9 +67,10 @@ pub fn parse_link(s: &str) -> Result<f64, LineRateError> {
     Ok(bps)
 }
 
-/// Budget of one (link, frame size) pair.
+/// What a link leaves one packet of a frame size: packets per second, and
+/// the time and CPU cycles per packet at line rate.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Budget {
+pub struct PacketBudget {
     /// Link speed, bit/s.
     pub link_bps: f64,
     /// Frame size, B (with FCS).
@@ -88,14 +89,14 @@ pub struct Budget {
 }
 
 /// Computes the budget; `cpu_hz` is the clock the cycles are counted in.
-pub fn budget(link_bps: f64, frame_bytes: u32, cpu_hz: f64) -> Result<Budget, LineRateError> {
+pub fn budget(link_bps: f64, frame_bytes: u32, cpu_hz: f64) -> Result<PacketBudget, LineRateError> {
     if !(64..=9216).contains(&frame_bytes) {
         return Err(LineRateError::Size(frame_bytes));
     }
     let wire_bytes = frame_bytes + WIRE_OVERHEAD_BYTES;
     let pps = link_bps / (wire_bytes as f64 * 8.0);
     let ns_per_packet = 1e9 / pps;
-    Ok(Budget {
+    Ok(PacketBudget {
         link_bps,
         frame_bytes,
         wire_bytes,
