@@ -21,7 +21,7 @@ pub fn labs() -> &'static [&'static dyn Lab] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use commbench_core::lab::{Budget, Preset, SuiteCtx};
+    use commbench_core::lab::{Preset, SuiteBudget, SuiteCtx};
     use commbench_core::record::{Record, Recorder};
     use commbench_report::summary::{render, rows};
     use serde_json::Value;
@@ -263,7 +263,7 @@ mod tests {
                     f.title
                 );
             }
-            let b: Budget = lab.budget();
+            let b: SuiteBudget = lab.budget();
             assert!(b.quick_s >= 1 && b.quick_s <= b.default_s, "{}", lab.name());
             let mine: Vec<&Record> = recs.iter().filter(|r| lab.owns(r)).collect();
             assert!(

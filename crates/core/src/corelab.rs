@@ -12,7 +12,7 @@ use crate::clock::{read_costs, tsc};
 use crate::delay::{default_samples, measure, DelayMethod, Delays};
 use crate::figure::{FigureKind, FigureSpec};
 use crate::lab::answer::{is, median, ns, of, ratio};
-use crate::lab::{Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx};
+use crate::lab::{Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx};
 use crate::linerate::{budget, parse_link, LineRateError, TABLE_LINKS_GBPS, TABLE_SIZES};
 use crate::record::{Record, Recorder};
 use serde_json::Value;
@@ -311,8 +311,8 @@ impl Lab for CoreLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
-        Budget {
+    fn budget(&self) -> SuiteBudget {
+        SuiteBudget {
             quick_s: 4,
             default_s: 10,
         }

@@ -191,7 +191,7 @@ pub type LabError = Box<dyn std::error::Error + Send + Sync>;
 /// A lab's suite budget in seconds: (quick, default). The full preset has
 /// none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
+pub struct SuiteBudget {
     /// Seconds under the quick preset.
     pub quick_s: u64,
     /// Seconds under the default preset.
@@ -225,7 +225,7 @@ pub trait Lab: Sync {
     /// Its metrics, headline ones first in the order they are judged.
     fn metrics(&self) -> &'static [MetricSpec];
     /// Its suite budget.
-    fn budget(&self) -> Budget;
+    fn budget(&self) -> SuiteBudget;
     /// Runs its suite step into `rec` and says what it cut.
     fn suite_step(
         &self,
@@ -609,8 +609,8 @@ mod tests {
             )];
             &M
         }
-        fn budget(&self) -> Budget {
-            Budget {
+        fn budget(&self) -> SuiteBudget {
+            SuiteBudget {
                 quick_s: 1,
                 default_s: 1,
             }

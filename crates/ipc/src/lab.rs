@@ -9,7 +9,7 @@ use commbench_core::estimate::Repeats;
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, ns, of, rate, ratio_between};
 use commbench_core::lab::{
-    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+    Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
 use commbench_core::{Record, Recorder};
 
@@ -142,8 +142,8 @@ impl Lab for IpcLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
-        Budget {
+    fn budget(&self) -> SuiteBudget {
+        SuiteBudget {
             quick_s: 8,
             default_s: 25,
         }

@@ -6,7 +6,7 @@ use crate::{run, EngineKind, Lookup, MuxConfig};
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, of, ratio, ratio_between};
 use commbench_core::lab::{
-    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+    Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
 use commbench_core::{Record, Recorder};
 use serde_json::Value;
@@ -312,9 +312,9 @@ impl Lab for MuxLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
+    fn budget(&self) -> SuiteBudget {
         // Five repeats of every engine and lookup (a server process each).
-        Budget {
+        SuiteBudget {
             quick_s: 15,
             default_s: 35,
         }

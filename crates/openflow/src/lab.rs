@@ -6,7 +6,7 @@ use crate::bench;
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, ns, of, rate, ratio, ratio_between};
 use commbench_core::lab::{
-    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+    Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
 use commbench_core::{Record, Recorder};
 use serde_json::Value;
@@ -116,8 +116,8 @@ impl Lab for OpenflowLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
-        Budget {
+    fn budget(&self) -> SuiteBudget {
+        SuiteBudget {
             quick_s: 20,
             default_s: 58,
         }

@@ -9,7 +9,7 @@ use crate::{
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, of, ratio};
 use commbench_core::lab::{
-    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+    Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
 use commbench_core::{Record, Recorder};
 use serde_json::Value;
@@ -129,8 +129,8 @@ impl Lab for PcapLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
-        Budget {
+    fn budget(&self) -> SuiteBudget {
+        SuiteBudget {
             quick_s: 9,
             default_s: 25,
         }

@@ -7,7 +7,7 @@ use commbench_core::estimate::Repeats;
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::answer::{is, median, of};
 use commbench_core::lab::{
-    Better, Budget, Lab, LabError, Leftover, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+    Better, Lab, LabError, Leftover, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
 use commbench_core::{Record, Recorder};
 
@@ -261,8 +261,8 @@ impl Lab for PipelineLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
-        Budget {
+    fn budget(&self) -> SuiteBudget {
+        SuiteBudget {
             quick_s: 10,
             default_s: 35,
         }

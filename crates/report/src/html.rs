@@ -679,8 +679,8 @@ mod tests {
             let r = records.iter().find(|r| r.lab == "ipc")?;
             Some(format!("rate {}", r.metric_f64("msgs_per_s")?))
         }
-        fn budget(&self) -> commbench_core::lab::Budget {
-            commbench_core::lab::Budget {
+        fn budget(&self) -> commbench_core::lab::SuiteBudget {
+            commbench_core::lab::SuiteBudget {
                 quick_s: 1,
                 default_s: 1,
             }

@@ -18,7 +18,7 @@ pub(crate) fn rec(test: &str, sessions: u64, rate: f64) -> Record {
 
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::{
-    Better, Budget, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteCtx,
+    Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
 
 /// A lab named `core` owning `timer`, `pcap` and `pipeline` records, with
@@ -92,8 +92,8 @@ impl Lab for TestLab {
     fn metrics(&self) -> &'static [MetricSpec] {
         &METRICS
     }
-    fn budget(&self) -> Budget {
-        Budget {
+    fn budget(&self) -> SuiteBudget {
+        SuiteBudget {
             quick_s: 1,
             default_s: 1,
         }
