@@ -43,6 +43,7 @@
 //! is not attributed to a commit.
 
 use crate::estimate::{ratio, Estimate, Rng};
+use crate::stats::median;
 use serde::{Deserialize, Serialize};
 
 /// Most points examined: longer series are cut to their last
@@ -314,8 +315,7 @@ fn typical_rel_half_width(points: &[Point]) -> f64 {
     if w.is_empty() {
         return 0.0;
     }
-    w.sort_by(f64::total_cmp);
-    crate::stats::percentile_sorted(&w, 0.5)
+    median(&mut w)
 }
 
 /// Moves each split to the best split of the segment between its
@@ -340,16 +340,9 @@ fn refine(vals: &[f64], splits: &mut [(usize, f64)], min_seg: usize) {
     }
 }
 
-/// Median of a copy of `xs`.
-fn median_of(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    crate::stats::percentile_sorted(&v, 0.5)
-}
-
 /// Capped absolute deviations from the median: Σ min(|x − median|, cap).
 fn capped_cost(xs: &[f64], cap: f64) -> f64 {
-    let m = median_of(xs);
+    let m = median(&mut xs.to_vec());
     xs.iter().map(|x| (x - m).abs().min(cap)).sum()
 }
 
@@ -370,13 +363,13 @@ fn settle_on_medians(vals: &[f64], splits: &mut [(usize, f64)], min_seg: usize) 
         let a = if k == 0 { 0 } else { splits[k - 1].0 };
         let b = splits.get(k + 1).map_or(x.len(), |s| s.0);
         let s = splits[k].0;
-        let (ml, mr) = (median_of(&x[a..s]), median_of(&x[s..b]));
-        let resid: Vec<f64> = x[a..s]
+        let (ml, mr) = (median(&mut x[a..s].to_vec()), median(&mut x[s..b].to_vec()));
+        let mut resid: Vec<f64> = x[a..s]
             .iter()
             .map(|v| (v - ml).abs())
             .chain(x[s..b].iter().map(|v| (v - mr).abs()))
             .collect();
-        let cap = 3.0 * 1.4826 * median_of(&resid);
+        let cap = 3.0 * 1.4826 * median(&mut resid);
         if !(cap > 0.0 && cap.is_finite()) {
             continue;
         }

@@ -20,7 +20,6 @@
 
 use crate::figure::FigureSpec;
 use crate::record::Record;
-use crate::stats::percentile_sorted;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -489,8 +488,7 @@ pub mod answer {
         if v.is_empty() {
             return None;
         }
-        v.sort_by(f64::total_cmp);
-        Some(percentile_sorted(&v, 0.5))
+        Some(crate::stats::median(&mut v))
     }
 
     /// A rate: 150k, 16.2M.

@@ -77,6 +77,16 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
+/// The median of `xs`, which it sorts in place: the middle value, or
+/// between the two middle ones as [`percentile_sorted`] interpolates.
+/// NaN when `xs` is empty. Values sort in total order, so a NaN is kept
+/// (past every number, or before them when its sign is set), not dropped:
+/// a caller that wants only finite values filters them first.
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_unstable_by(f64::total_cmp);
+    percentile_sorted(xs, 0.5)
+}
+
 fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
@@ -304,6 +314,18 @@ impl LatencyHistogram {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn median_of_odd_even_empty_and_nan_input() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&mut []).is_nan());
+        // A NaN is a value past every number, not a hole.
+        assert_eq!(median(&mut [f64::NAN, 1.0, 2.0]), 2.0);
+        let mut v = [5.0, -1.0, 0.0];
+        median(&mut v);
+        assert_eq!(v, [-1.0, 0.0, 5.0], "sorted in place");
+    }
 
     #[test]
     fn known_values() {

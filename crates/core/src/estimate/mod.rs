@@ -51,7 +51,7 @@
 //! `null`), never a zero-width one; at most [`MAX_SAMPLES`] samples are kept
 //! in an [`Estimate`].
 
-use crate::stats::percentile_sorted;
+use crate::stats::{median, percentile_sorted};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -283,16 +283,6 @@ fn sorted_finite(xs: &[f64]) -> Vec<f64> {
     v
 }
 
-fn median_sorted(sorted: &[f64]) -> f64 {
-    percentile_sorted(sorted, 0.5)
-}
-
-/// Median of unsorted data, sorting `buf` in place.
-fn median_in_place(buf: &mut [f64]) -> f64 {
-    buf.sort_unstable_by(f64::total_cmp);
-    median_sorted(buf)
-}
-
 /// 1-based rank `j` of the symmetric order-statistic interval
 /// [X(j), X(n+1−j)] for the median at 95%, or None when even [min, max]
 /// covers less (n ≤ 5). Coverage is 1 − 2·P(Bin(n, ½) ≤ j−1) ≥ 95%.
@@ -327,7 +317,7 @@ fn bootstrap_median_ci(sorted: &[f64]) -> (f64, f64) {
             for b in buf.iter_mut() {
                 *b = sorted[rng.below(n)];
             }
-            median_in_place(&mut buf)
+            median(&mut buf)
         })
         .collect();
     meds.sort_by(f64::total_cmp);
@@ -372,7 +362,7 @@ impl Estimate {
                 ..Self::empty()
             };
         }
-        let median = median_sorted(&sorted);
+        let median = percentile_sorted(&sorted, 0.5);
         let method = Method::for_median(n);
         let (lo, hi) = match method {
             Method::OrderStatistic => {
@@ -648,8 +638,8 @@ struct Sides {
 fn prepare(before: &[f64], after: &[f64]) -> Sides {
     let b = sketch(&sorted_finite(before), MAX_RATIO_SAMPLES);
     let a = sketch(&sorted_finite(after), MAX_RATIO_SAMPLES);
-    let bm = median_sorted(&b);
-    let am = median_sorted(&a);
+    let bm = percentile_sorted(&b, 0.5);
+    let am = percentile_sorted(&a, 0.5);
     let out = RatioEstimate {
         ratio: if bm > 0.0 && am >= 0.0 {
             am / bm
@@ -691,7 +681,7 @@ pub fn ratio_hodges_lehmann(before: &[f64], after: &[f64]) -> RatioEstimate {
         d.extend(lb.iter().map(|y| x - y));
     }
     d.sort_unstable_by(f64::total_cmp);
-    let mid = median_sorted(&d);
+    let mid = percentile_sorted(&d, 0.5);
     let mut out = s.out;
     out.ratio = mid.exp();
     out.lo = d[k - 1].min(mid).exp();
@@ -728,8 +718,8 @@ fn bootstrap_from(s: Sides) -> RatioEstimate {
             for x in ab.iter_mut() {
                 *x = a[rng.below(n)];
             }
-            let den = median_in_place(&mut bb);
-            let num = median_in_place(&mut ab);
+            let den = median(&mut bb);
+            let num = median(&mut ab);
             if den > 0.0 {
                 num / den
             } else {
@@ -906,8 +896,7 @@ pub fn floor_from_series(series: &[(String, f64)], z: f64) -> Option<f64> {
     if d.len() + 1 < MIN_FLOOR_RUNS {
         return None;
     }
-    d.sort_by(f64::total_cmp);
-    let mad = crate::stats::percentile_sorted(&d, 0.5);
+    let mad = median(&mut d);
     let widest = d.last().copied().unwrap_or(0.0);
     Some((z * 1.4826 * mad).max(widest).exp_m1())
 }

@@ -18,7 +18,8 @@
 //! hi` whenever finite; fewer than [`MIN_PAIRS`] pairs give an unknown
 //! (NaN) interval, never a zero-width one.
 
-use super::{median_sorted, Method, RatioEstimate, CONFIDENCE, Z_975};
+use super::{Method, RatioEstimate, CONFIDENCE, Z_975};
+use crate::stats::{median, percentile_sorted};
 
 /// Exact signed-rank tables are used up to this many pairs.
 pub const EXACT_PAIRS: usize = 400;
@@ -150,8 +151,7 @@ pub fn ratio_paired(a: &[f64], b: &[f64]) -> RatioEstimate {
     let n = d.len();
     let med = |xs: &[f64]| {
         let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        median_sorted(&v)
+        median(&mut v)
     };
     let mut out = RatioEstimate {
         ratio: f64::NAN,
@@ -174,7 +174,7 @@ pub fn ratio_paired(a: &[f64], b: &[f64]) -> RatioEstimate {
         }
     }
     w.sort_unstable_by(f64::total_cmp);
-    let centre = median_sorted(&w);
+    let centre = percentile_sorted(&w, 0.5);
     out.ratio = centre.exp();
     out.p_value = signed_rank_p(&d);
     match signed_rank_rank(n) {
