@@ -319,6 +319,14 @@ pub fn iface_up(name: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Takes an exclusive advisory lock on `fd` without waiting (flock(2)
+/// `LOCK_EX | LOCK_NB`): `WouldBlock` while another open file holds it. The
+/// lock lasts until the file is closed.
+pub fn try_lock_exclusive(fd: RawFd) -> io::Result<()> {
+    // SAFETY: flock takes integers only and touches no memory of ours.
+    unsafe { syscall!(flock(fd, libc::LOCK_EX | libc::LOCK_NB)) }.map(|_| ())
+}
+
 /// Sets this thread's timer slack (how late the kernel may wake a timed
 /// wait to batch wake-ups; 50 µs by default).
 pub fn set_timer_slack_ns(ns: u64) {

@@ -176,7 +176,6 @@ const LOCK: &str = ".commbench-suite.lock";
 /// Refuses an output folder that someone else could have prepared: owned
 /// by another user, or writable by others (where they could swap a file
 /// for a symlink between two of our writes).
-#[allow(unsafe_code)]
 fn check_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(dir)
@@ -184,8 +183,7 @@ fn check_dir(dir: &Path) -> Result<()> {
     if !m.is_dir() {
         return Err(crate::usage(format!("{} is not a folder", dir.display())));
     }
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = commbench_core::sys::euid();
     if m.uid() != me {
         return Err(crate::usage(format!(
             "output folder {} belongs to user {}, not to you (uid {me}): give a folder of your own",
@@ -211,7 +209,6 @@ struct FolderLock {
 }
 
 impl FolderLock {
-    #[allow(unsafe_code)]
     fn take(dir: &Path) -> Result<Self> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
@@ -226,8 +223,7 @@ impl FolderLock {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .with_context(|| format!("cannot create the lock {}", path.display()))?;
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if commbench_core::sys::try_lock_exclusive(file.as_raw_fd()).is_err() {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
             return Err(crate::usage(format!(
                 "another suite{} is writing into {}: wait for it to end, or give another --out",
