@@ -12,6 +12,12 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     Usage::msg(msg).into()
 }
 
+/// A typed error in an argument, marked as a usage error, its message
+/// unchanged.
+pub fn usage_err(e: impl std::error::Error + Send + Sync + 'static) -> anyhow::Error {
+    Usage::new(e).into()
+}
+
 /// A lab's error as the CLI hands it on: marked as a usage error when the
 /// lab says it is one, its message unchanged.
 pub fn lab_err<E: IsUsage>(e: E) -> anyhow::Error {

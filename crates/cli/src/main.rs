@@ -12,7 +12,7 @@ mod store;
 
 use clap::{Parser, Subcommand};
 use error::{is_broken_pipe, is_usage};
-pub use error::{lab_err, usage};
+pub use error::{lab_err, usage, usage_err};
 use std::process::ExitCode;
 
 /// One fast, honest laboratory for the communication paths of a Linux host.

@@ -177,17 +177,20 @@ pub enum Format {
     Jsonl,
 }
 
+/// A format name [`Format`] does not know (the name given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format '{0}': use table, csv, json or jsonl")]
+pub struct UnknownFormat(pub String);
+
 impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownFormat> {
         match s {
             "table" => Ok(Format::Table),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
             "jsonl" => Ok(Format::Jsonl),
-            _ => Err(format!(
-                "unknown format '{s}': use table, csv, json or jsonl"
-            )),
+            _ => Err(UnknownFormat(s.to_owned())),
         }
     }
 }

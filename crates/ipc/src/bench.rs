@@ -485,7 +485,10 @@ fn run_mp(
                     Ok((exit, usage)) => {
                         let r = match exit {
                             rusage::ChildExit::Code(0) => crate::child::parse_result(&line)
-                                .map_err(|what| IpcError::Client { session, what }),
+                                .map_err(|e| IpcError::Client {
+                                    session,
+                                    what: e.to_string(),
+                                }),
                             rusage::ChildExit::Code(crate::child::EXIT_PEER_GONE) => {
                                 Err(IpcError::Aborted)
                             }

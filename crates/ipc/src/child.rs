@@ -146,10 +146,23 @@ pub fn child_main(args: &[String]) -> i32 {
     }
 }
 
+/// What is wrong with a child's result line.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum ResultLineError {
+    /// Not JSON (the line, trimmed).
+    #[error("unreadable result line '{0}'")]
+    Unreadable(String),
+    /// A latency entry that is not a (value, count) pair of integers.
+    #[error("bad latency pair")]
+    BadPair,
+}
+
 /// Parse a child's result line (in the parent).
-pub(crate) fn parse_result(line: &str) -> std::result::Result<Option<LatencyHistogram>, String> {
+pub(crate) fn parse_result(
+    line: &str,
+) -> std::result::Result<Option<LatencyHistogram>, ResultLineError> {
     let v: serde_json::Value = serde_json::from_str(line.trim())
-        .map_err(|_| format!("unreadable result line '{}'", line.trim()))?;
+        .map_err(|_| ResultLineError::Unreadable(line.trim().to_owned()))?;
     match v.get("latency") {
         Some(serde_json::Value::Array(pairs)) => {
             let mut h = LatencyHistogram::new();
@@ -158,7 +171,7 @@ pub(crate) fn parse_result(line: &str) -> std::result::Result<Option<LatencyHist
                     p.get(0).and_then(|x| x.as_u64()),
                     p.get(1).and_then(|x| x.as_u64()),
                 ) else {
-                    return Err("bad latency pair".into());
+                    return Err(ResultLineError::BadPair);
                 };
                 h.record_n_ns(v, c);
             }

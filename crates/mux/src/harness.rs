@@ -773,7 +773,7 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
         if e == EngineKind::IoUring && cfg.remote.is_none() {
             if let Err(why) = crate::engine::uring::probe() {
                 rec.progress(&format!("mux: io-uring skipped: {why}"));
-                skipped.push((e.as_str().to_owned(), why));
+                skipped.push((e.as_str().to_owned(), why.to_string()));
                 continue;
             }
         }

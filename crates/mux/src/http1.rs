@@ -50,21 +50,37 @@ impl Default for HttpRequest {
     }
 }
 
+/// A request setting from the command line that cannot go on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestArgError {
+    /// A method, host or path that is empty or holds spaces or control
+    /// characters (the option, the value).
+    #[error("{0} {1:?} must be non-empty, without spaces or control characters")]
+    Token(String, String),
+    /// A `--header` without a colon.
+    #[error("--header {0:?}: expected 'Name: value'")]
+    NoColon(String),
+    /// A `--header` whose name is not an HTTP token (the argument, the name).
+    #[error("--header {0:?}: {1:?} is not a header name")]
+    Name(String, String),
+    /// A `--header` value with CR, LF or NUL.
+    #[error("--header {0:?}: the value holds a line break")]
+    LineBreak(String),
+}
+
 /// Checks a request setting given on the command line.
-pub fn check_token(what: &str, s: &str) -> Result<(), String> {
+pub fn check_token(what: &str, s: &str) -> Result<(), RequestArgError> {
     if s.is_empty() || s.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!(
-            "{what} {s:?} must be non-empty, without spaces or control characters"
-        ));
+        return Err(RequestArgError::Token(what.to_owned(), s.to_owned()));
     }
     Ok(())
 }
 
 /// Parses a `--header 'Name: value'` argument.
-pub fn parse_header(s: &str) -> Result<(String, String), String> {
+pub fn parse_header(s: &str) -> Result<(String, String), RequestArgError> {
     let (n, v) = s
         .split_once(':')
-        .ok_or_else(|| format!("--header {s:?}: expected 'Name: value'"))?;
+        .ok_or_else(|| RequestArgError::NoColon(s.to_owned()))?;
     let n = n.trim();
     let v = v.trim();
     if n.is_empty()
@@ -72,10 +88,10 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
     {
-        return Err(format!("--header {s:?}: {n:?} is not a header name"));
+        return Err(RequestArgError::Name(s.to_owned(), n.to_owned()));
     }
     if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(format!("--header {s:?}: the value holds a line break"));
+        return Err(RequestArgError::LineBreak(s.to_owned()));
     }
     Ok((n.to_owned(), v.to_owned()))
 }
@@ -456,6 +472,26 @@ pub const SERVER_MAX_HEADER: usize = 16 * 1024;
 /// Largest request body the server skips.
 pub const SERVER_MAX_BODY: u64 = 16 << 20;
 
+/// Why the server closes a connection on a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// A Content-Length that is not a number.
+    #[error("bad Content-Length")]
+    BadLength,
+    /// Transfer-Encoding on a request.
+    #[error("chunked request bodies are not served")]
+    Chunked,
+    /// A body over SERVER_MAX_BODY.
+    #[error("request body too large")]
+    BodyTooLarge,
+    /// A header over SERVER_MAX_HEADER.
+    #[error("request header too large")]
+    HeaderTooLarge,
+    /// What httparse refused.
+    #[error("malformed request: {0}")]
+    Malformed(httparse::Error),
+}
+
 /// The server's per-connection request splitter: answers every complete
 /// request with the fixed response.
 #[derive(Debug, Clone, Default)]
@@ -467,7 +503,7 @@ pub struct ServerFilter {
 impl ServerFilter {
     /// Feeds received bytes; appends a response per complete request to
     /// `out`. A malformed or oversized request is an error (close).
-    pub fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), RequestError> {
         while !input.is_empty() {
             if self.body_left > 0 {
                 let n = (input.len() as u64).min(self.body_left);
@@ -493,13 +529,13 @@ impl ServerFilter {
                             len = std::str::from_utf8(h.value)
                                 .ok()
                                 .and_then(|s| s.trim().parse().ok())
-                                .ok_or("bad Content-Length")?;
+                                .ok_or(RequestError::BadLength)?;
                         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                            return Err("chunked request bodies are not served".into());
+                            return Err(RequestError::Chunked);
                         }
                     }
                     if len > SERVER_MAX_BODY {
-                        return Err("request body too large".into());
+                        return Err(RequestError::BodyTooLarge);
                     }
                     input = &input[n - keep..];
                     self.buf.clear();
@@ -511,11 +547,11 @@ impl ServerFilter {
                 }
                 Ok(httparse::Status::Partial) => {
                     if self.buf.len() > SERVER_MAX_HEADER {
-                        return Err("request header too large".into());
+                        return Err(RequestError::HeaderTooLarge);
                     }
                     input = &input[take..];
                 }
-                Err(e) => return Err(format!("malformed request: {e}")),
+                Err(e) => return Err(RequestError::Malformed(e)),
             }
         }
         Ok(())

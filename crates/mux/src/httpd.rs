@@ -122,9 +122,30 @@ pub struct HttpdConfig {
     pub exe: Option<PathBuf>,
 }
 
+/// Why a server program cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    /// Not installed (the program, its Debian package).
+    #[error("{0} is not installed: apt-get install -y {1} (Debian), then run again")]
+    NotInstalled(&'static str, &'static str),
+    /// This executable's own path is unknown.
+    #[error("{0}")]
+    NoExe(std::io::Error),
+    /// `lighttpd -V` could not be run (the program).
+    #[error("{} -V: {err}", .prog.display())]
+    Version { prog: PathBuf, err: std::io::Error },
+    /// This lighttpd lacks the multiplexer (its name, the `-V` line, the
+    /// handler asked for).
+    #[error("this lighttpd build has no {0} (lighttpd -V lists \"{1}\"); it would run another multiplexer under server.event-handler = \"{2}\"")]
+    Missing(String, String, String),
+    /// `lighttpd -V` does not name the multiplexer.
+    #[error("lighttpd -V does not list {0}")]
+    Unlisted(String),
+}
+
 /// Where a server's program is, or how to get it.
-fn program(kind: ServerKind, exe: &Option<PathBuf>) -> std::result::Result<PathBuf, String> {
-    let find = |name: &str, pkg: &str| {
+fn program(kind: ServerKind, exe: &Option<PathBuf>) -> std::result::Result<PathBuf, ProgramError> {
+    let find = |name: &'static str, pkg: &'static str| {
         for d in [
             "/usr/sbin",
             "/usr/bin",
@@ -137,16 +158,14 @@ fn program(kind: ServerKind, exe: &Option<PathBuf>) -> std::result::Result<PathB
                 return Ok(p);
             }
         }
-        Err(format!(
-            "{name} is not installed: apt-get install -y {pkg} (Debian), then run again"
-        ))
+        Err(ProgramError::NotInstalled(name, pkg))
     };
     match kind {
         ServerKind::Lighttpd(_) => find("lighttpd", "lighttpd"),
         ServerKind::Nginx => find("nginx", "nginx"),
         ServerKind::Ours(_) => match exe {
             Some(p) => Ok(p.clone()),
-            None => std::env::current_exe().map_err(|e| e.to_string()),
+            None => std::env::current_exe().map_err(ProgramError::NoExe),
         },
     }
 }
@@ -156,7 +175,7 @@ fn program(kind: ServerKind, exe: &Option<PathBuf>) -> std::result::Result<PathB
 /// 1.4.69 lists select as missing, yet accepts `server.event-handler =
 /// "select"` and runs poll (strace shows poll calls only), so the list is
 /// what counts.
-pub fn lighttpd_has(prog: &Path, handler: &str) -> std::result::Result<(), String> {
+pub fn lighttpd_has(prog: &Path, handler: &str) -> std::result::Result<(), ProgramError> {
     let name = match handler {
         "linux-sysepoll" => "epoll",
         h => h,
@@ -164,7 +183,10 @@ pub fn lighttpd_has(prog: &Path, handler: &str) -> std::result::Result<(), Strin
     let out = Command::new(prog)
         .arg("-V")
         .output()
-        .map_err(|e| format!("{} -V: {e}", prog.display()))?;
+        .map_err(|err| ProgramError::Version {
+            prog: prog.to_owned(),
+            err,
+        })?;
     let text = String::from_utf8_lossy(&out.stdout);
     for l in text.lines() {
         let t = l.trim();
@@ -175,13 +197,15 @@ pub fn lighttpd_has(prog: &Path, handler: &str) -> std::result::Result<(), Strin
         }
         if let Some(rest) = t.strip_prefix("- ") {
             if rest.split_whitespace().next() == Some(name) {
-                return Err(format!(
-                    "this lighttpd build has no {name} (lighttpd -V lists \"{t}\"); it would run another multiplexer under server.event-handler = \"{handler}\""
+                return Err(ProgramError::Missing(
+                    name.to_owned(),
+                    t.to_owned(),
+                    handler.to_owned(),
                 ));
             }
         }
     }
-    Err(format!("lighttpd -V does not list {name}"))
+    Err(ProgramError::Unlisted(name.to_owned()))
 }
 
 /// A started server: its process, port and temp dir; stopped on drop.
@@ -313,7 +337,7 @@ pub fn start(
     cpu: Option<usize>,
     exe: &Option<PathBuf>,
 ) -> Result<RunningServer> {
-    let prog = program(kind, exe).map_err(MuxError::Unavailable)?;
+    let prog = program(kind, exe).map_err(|e| MuxError::Unavailable(e.to_string()))?;
     let dir = TempDir::new(ARTIFACT)
         .map_err(|e| MuxError::Io("cannot make the server's temp dir".into(), e))?;
     // On SIGINT/SIGTERM the handler unlinks registered files, then
@@ -351,7 +375,7 @@ pub fn start(
     let mut cmd = Command::new(&prog);
     match kind {
         ServerKind::Lighttpd(h) => {
-            lighttpd_has(&prog, h).map_err(MuxError::Unavailable)?;
+            lighttpd_has(&prog, h).map_err(|e| MuxError::Unavailable(e.to_string()))?;
             let conf = dir.path().join("lighttpd.conf");
             std::fs::write(&conf, lighttpd_conf(dir.path(), port, h, conns))
                 .map_err(io("lighttpd.conf"))?;

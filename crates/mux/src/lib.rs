@@ -316,7 +316,9 @@ impl MuxConfig {
                 self.connect_window
             ));
         }
-        self.open.validate(self.active()).map_err(MuxError::Usage)?;
+        self.open
+            .validate(self.active())
+            .map_err(|e| MuxError::Usage(e.to_string()))?;
         let open_loop =
             self.open.rate.is_some() || self.open.in_flight > 1 || self.protocol == Protocol::Http1;
         if open_loop && self.clients == ClientsKind::Threads {

@@ -136,37 +136,48 @@ impl OpenConfig {
         }
     }
 
-    pub fn validate(&self, active: usize) -> std::result::Result<(), String> {
+    pub fn validate(&self, active: usize) -> std::result::Result<(), OpenLoopError> {
         if !(1..=MAX_IN_FLIGHT).contains(&self.in_flight) {
-            return Err(format!(
-                "--in-flight must be 1..={MAX_IN_FLIGHT}, got {}",
-                self.in_flight
-            ));
+            return Err(OpenLoopError::InFlight(self.in_flight));
         }
         let Some(rate) = self.rate else {
             return Ok(());
         };
         if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
-            return Err(format!(
-                "--rate must be 0 < requests/s <= {MAX_RATE:.0}, got {rate}"
-            ));
+            return Err(OpenLoopError::Rate(rate));
         }
         if self.duration.is_zero() {
-            return Err("--duration must be positive".into());
+            return Err(OpenLoopError::NoDuration);
         }
         let total = rate * (self.warmup + self.duration).as_secs_f64();
         if total > MAX_REQUESTS {
-            return Err(format!(
-                "--rate × (--warmup + --duration) schedules {total:.0} requests, more than {MAX_REQUESTS:.0}: shorten the run"
-            ));
+            return Err(OpenLoopError::TooManyRequests(total));
         }
         if rate / (active as f64) < 1e-3 {
-            return Err(format!(
-                "--rate {rate} over {active} active connections is under one request per 1000 s per connection: raise --rate or lower --active"
-            ));
+            return Err(OpenLoopError::TooSparse { rate, active });
         }
         Ok(())
     }
+}
+
+/// An open-loop setting that cannot be run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OpenLoopError {
+    /// Requests in flight per connection outside 1..=MAX_IN_FLIGHT.
+    #[error("--in-flight must be 1..={MAX_IN_FLIGHT}, got {0}")]
+    InFlight(usize),
+    /// A rate that is not 0 < requests/s <= MAX_RATE.
+    #[error("--rate must be 0 < requests/s <= {max:.0}, got {0}", max = MAX_RATE)]
+    Rate(f64),
+    /// A rate without a duration.
+    #[error("--duration must be positive")]
+    NoDuration,
+    /// More requests scheduled than MAX_REQUESTS.
+    #[error("--rate × (--warmup + --duration) schedules {0:.0} requests, more than {max:.0}: shorten the run", max = MAX_REQUESTS)]
+    TooManyRequests(f64),
+    /// Under one request per 1000 s per active connection.
+    #[error("--rate {rate} over {active} active connections is under one request per 1000 s per connection: raise --rate or lower --active")]
+    TooSparse { rate: f64, active: usize },
 }
 
 /// One connection's absolute schedule, in TSC ticks.
@@ -992,14 +1003,16 @@ mod tests {
             ..ok.clone()
         }
         .validate(10)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("--rate"), "{e}");
         let e = OpenConfig {
             in_flight: 0,
             ..ok.clone()
         }
         .validate(10)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("--in-flight"), "{e}");
         let e = OpenConfig {
             rate: Some(1e8),
@@ -1007,7 +1020,8 @@ mod tests {
             ..ok.clone()
         }
         .validate(10)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("shorten"), "{e}");
     }
 }

@@ -134,7 +134,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
     // Fail early and clearly when io_uring is not available.
     let mut deferred = None;
     if cfg.engine == EngineKind::IoUring {
-        engine::uring::probe().map_err(MuxError::Unavailable)?;
+        engine::uring::probe().map_err(|e| MuxError::Unavailable(e.to_string()))?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     let conn_limit = conn_limit(cfg.max_conns, threads, nofile);

@@ -25,11 +25,41 @@ pub struct Slo {
     pub bound_ns: f64,
 }
 
+/// A `--slo` that is not `pNN=DURATION` (the argument).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--slo {0:?}: expected pNN=DURATION, e.g. p99=2ms (p50, p90, p99, p99.9, p99.99; ns, us, ms, s)")]
+pub struct SloError(pub String);
+
+/// A `--rate-sweep` that cannot be swept: the argument and what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--rate-sweep {spec:?}: {why} (give FROM:TO:STEP, e.g. 1000:20000:1000, or a list 1000,5000,10000)")]
+pub struct RateSweepError {
+    pub spec: String,
+    pub why: SweepProblem,
+}
+
+/// What is wrong with a `--rate-sweep`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SweepProblem {
+    #[error("{0:?} is not a number")]
+    NotANumber(String),
+    #[error("{0} is outside 0 < rate <= 1e8")]
+    OutOfRange(String),
+    #[error("three fields wanted")]
+    Fields,
+    #[error("TO is below FROM")]
+    Backwards,
+    #[error("{0} steps, more than {max}", max = MAX_STEPS)]
+    TooManySteps(usize),
+    #[error("1..={max} rates wanted", max = MAX_STEPS)]
+    Count,
+    #[error("rates must rise")]
+    NotRising,
+}
+
 impl Slo {
-    pub fn parse(s: &str) -> std::result::Result<Slo, String> {
-        let bad = || {
-            format!("--slo {s:?}: expected pNN=DURATION, e.g. p99=2ms (p50, p90, p99, p99.9, p99.99; ns, us, ms, s)")
-        };
+    pub fn parse(s: &str) -> std::result::Result<Slo, SloError> {
+        let bad = || SloError(s.to_owned());
         let (q, d) = s.split_once('=').ok_or_else(bad)?;
         let label = q.trim().to_ascii_lowercase();
         if !["p50", "p90", "p99", "p99.9", "p99.99"].contains(&label.as_str()) {
@@ -68,33 +98,34 @@ impl Slo {
 }
 
 /// Parses `FROM:TO:STEP` (linear) or a comma list of rates.
-pub fn parse_rates(s: &str) -> std::result::Result<Vec<f64>, String> {
-    let bad = |why: &str| {
-        format!("--rate-sweep {s:?}: {why} (give FROM:TO:STEP, e.g. 1000:20000:1000, or a list 1000,5000,10000)")
+pub fn parse_rates(s: &str) -> std::result::Result<Vec<f64>, RateSweepError> {
+    let bad = |why: SweepProblem| RateSweepError {
+        spec: s.to_owned(),
+        why,
     };
-    let num = |x: &str| -> std::result::Result<f64, String> {
+    let num = |x: &str| -> std::result::Result<f64, RateSweepError> {
         let v: f64 = x
             .trim()
             .parse()
-            .map_err(|_| bad(&format!("{x:?} is not a number")))?;
+            .map_err(|_| bad(SweepProblem::NotANumber(x.to_owned())))?;
         if v.is_finite() && v > 0.0 && v <= crate::open::MAX_RATE {
             Ok(v)
         } else {
-            Err(bad(&format!("{x} is outside 0 < rate <= 1e8")))
+            Err(bad(SweepProblem::OutOfRange(x.to_owned())))
         }
     };
     let rates: Vec<f64> = if s.contains(':') {
         let p: Vec<&str> = s.split(':').collect();
         if p.len() != 3 {
-            return Err(bad("three fields wanted"));
+            return Err(bad(SweepProblem::Fields));
         }
         let (a, b, st) = (num(p[0])?, num(p[1])?, num(p[2])?);
         if b < a {
-            return Err(bad("TO is below FROM"));
+            return Err(bad(SweepProblem::Backwards));
         }
         let n = ((b - a) / st).floor() as usize + 1;
         if n > MAX_STEPS {
-            return Err(bad(&format!("{n} steps, more than {MAX_STEPS}")));
+            return Err(bad(SweepProblem::TooManySteps(n)));
         }
         (0..n).map(|i| a + i as f64 * st).collect()
     } else {
@@ -103,10 +134,10 @@ pub fn parse_rates(s: &str) -> std::result::Result<Vec<f64>, String> {
             .collect::<std::result::Result<_, _>>()?
     };
     if rates.is_empty() || rates.len() > MAX_STEPS {
-        return Err(bad(&format!("1..={MAX_STEPS} rates wanted")));
+        return Err(bad(SweepProblem::Count));
     }
     if rates.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(bad("rates must rise"));
+        return Err(bad(SweepProblem::NotRising));
     }
     Ok(rates)
 }

@@ -105,29 +105,31 @@ impl Field {
     }
 
     /// Parses a comma-separated list of field names.
-    pub fn parse_list(s: &str) -> Result<Vec<Field>, String> {
+    pub fn parse_list(s: &str) -> Result<Vec<Field>, FieldListError> {
         let mut v = Vec::new();
         for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match Field::ALL.iter().find(|f| f.name() == name) {
-                Some(f) if v.contains(f) => {
-                    return Err(format!(
-                        "field '{name}' is listed twice in --fields; give each field once"
-                    ))
-                }
+                Some(f) if v.contains(f) => return Err(FieldListError::Twice(name.to_owned())),
                 Some(f) => v.push(*f),
-                None => {
-                    return Err(format!(
-                        "unknown field '{name}'; fields: {}",
-                        Field::ALL.map(Field::name).join(",")
-                    ))
-                }
+                None => return Err(FieldListError::Unknown(name.to_owned())),
             }
         }
         if v.is_empty() {
-            return Err("--fields needs at least one field".into());
+            return Err(FieldListError::Empty);
         }
         Ok(v)
     }
+}
+
+/// A `--fields` list that cannot be extracted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldListError {
+    #[error("field '{0}' is listed twice in --fields; give each field once")]
+    Twice(String),
+    #[error("unknown field '{0}'; fields: {all}", all = Field::ALL.map(Field::name).join(","))]
+    Unknown(String),
+    #[error("--fields needs at least one field")]
+    Empty,
 }
 
 /// Output encoding of extracted fields.
@@ -1042,11 +1044,15 @@ mod tests {
             Field::parse_list("ts, ip_src").unwrap(),
             vec![Field::Ts, Field::IpSrc]
         );
-        assert!(Field::parse_list("ts,bogus").unwrap_err().contains("bogus"));
+        assert!(Field::parse_list("ts,bogus")
+            .unwrap_err()
+            .to_string()
+            .contains("bogus"));
         assert!(Field::parse_list("").is_err());
         // Regression: `--fields ts,ts,ts` used to exit 0 with three ts columns.
         assert!(Field::parse_list("ts,ts,ts")
             .unwrap_err()
+            .to_string()
             .contains("listed twice"));
     }
 }

@@ -52,8 +52,18 @@ pub struct GenReport {
     pub per_kind: Vec<(&'static str, u64)>,
 }
 
+/// A capture size that cannot be read (the argument): not a number with
+/// a unit, or zero or too large.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("bad size '{0}': use a number with K, M or G")]
+    Syntax(String),
+    #[error("bad size '{0}'")]
+    Range(String),
+}
+
 /// Parses sizes like `1G`, `512M`, `64k`, `1000` (binary units).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let (num, mul) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         None => (t, 1u64),
@@ -65,17 +75,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
                 "m" => 1 << 20,
                 "g" => 1 << 30,
                 "t" => 1 << 40,
-                _ => return Err(format!("bad size '{s}': use a number with K, M or G")),
+                _ => return Err(SizeError::Syntax(s.to_owned())),
             };
             (&t[..i], mul)
         }
     };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("bad size '{s}': use a number with K, M or G"))?;
+    let n: u64 = num.parse().map_err(|_| SizeError::Syntax(s.to_owned()))?;
     n.checked_mul(mul)
         .filter(|v| *v > 0)
-        .ok_or_else(|| format!("bad size '{s}'"))
+        .ok_or_else(|| SizeError::Range(s.to_owned()))
 }
 
 /// SplitMix64: small, fast, and the same everywhere.

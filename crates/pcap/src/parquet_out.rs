@@ -167,19 +167,19 @@ fn int_value(field: Field, number: u64, f: &Fields) -> Option<u64> {
     }
 }
 
+/// A timestamp beyond INT64 nanoseconds (its seconds and nanoseconds).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parquet: cannot convert ts value '{0}.{1:09}' (beyond INT64 nanoseconds)")]
+struct TsOutOfRange(u64, u64);
+
 /// The timestamp in nanoseconds; `Err` when it does not fit an INT64.
-fn ts_nanos(f: &Fields) -> Result<i64, String> {
+fn ts_nanos(f: &Fields) -> Result<i64, TsOutOfRange> {
     let nsec = f.ts_nsec.min(999_999_999) as u64;
     f.ts_sec
         .checked_mul(1_000_000_000)
         .and_then(|ns| ns.checked_add(nsec))
         .and_then(|ns| i64::try_from(ns).ok())
-        .ok_or_else(|| {
-            format!(
-                "parquet: cannot convert ts value '{}.{nsec:09}' (beyond INT64 nanoseconds)",
-                f.ts_sec
-            )
-        })
+        .ok_or(TsOutOfRange(f.ts_sec, nsec))
 }
 
 /// One column's values for the rows of a batch.
@@ -236,7 +236,7 @@ impl BatchColumn {
                             true
                         }
                         Err(e) => {
-                            bad.get_or_insert(e);
+                            bad.get_or_insert(e.to_string());
                             false
                         }
                     }

@@ -417,7 +417,7 @@ fn open_config(o: &LoadOpts) -> Result<commbench_mux::open::OpenConfig> {
 
 fn http_request(o: &LoadOpts) -> Result<commbench_mux::http1::HttpRequest> {
     use commbench_mux::http1;
-    let u = |e: String| crate::usage(e);
+    let u = |e: http1::RequestArgError| crate::usage_err(e);
     http1::check_token("--method", &o.method).map_err(u)?;
     http1::check_token("--host", &o.host).map_err(u)?;
     http1::check_token("--path", &o.path).map_err(u)?;
@@ -534,8 +534,8 @@ fn run_or_sweep(cfg: &MuxConfig, o: &LoadOpts, out: &OutputArgs, rec: &mut Recor
     if o.rate.is_some() {
         return Err(crate::usage("give --rate or --rate-sweep, not both"));
     }
-    let rates = commbench_mux::sweep::parse_rates(spec).map_err(crate::usage)?;
-    let slo = commbench_mux::sweep::Slo::parse(&o.slo).map_err(crate::usage)?;
+    let rates = commbench_mux::sweep::parse_rates(spec).map_err(crate::usage_err)?;
+    let slo = commbench_mux::sweep::Slo::parse(&o.slo).map_err(crate::usage_err)?;
     let mut probe = cfg.clone();
     probe.open.rate = rates.last().copied();
     probe.validate().map_err(crate::lab_err)?;

@@ -111,7 +111,7 @@ pub fn run_cbench(a: &CbenchArgs) -> Result<()> {
     }
     let format: Format = match parsed.format.as_deref() {
         None => Format::Table,
-        Some(f) => f.parse().map_err(crate::usage)?,
+        Some(f) => f.parse().map_err(crate::usage_err)?,
     };
     let cfg = parsed.config;
     check_switch_count(cfg.switches)?;

@@ -157,7 +157,7 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         DataFormat::Parquet => parquet_check(a)?,
     };
     let fields = match &a.fields {
-        Some(s) => Field::parse_list(s).map_err(crate::usage)?,
+        Some(s) => Field::parse_list(s).map_err(crate::usage_err)?,
         None => Field::defaults(),
     };
     let threads = a.threads.unwrap_or_else(default_threads);
@@ -401,7 +401,7 @@ fn refuse_terminal(is_terminal: bool) -> Result<()> {
 }
 
 fn run_gen(a: &GenArgs) -> Result<()> {
-    let size = parse_size(&a.size).map_err(crate::usage)?;
+    let size = parse_size(&a.size).map_err(crate::usage_err)?;
     let cfg = GenConfig {
         size,
         seed: a.seed,

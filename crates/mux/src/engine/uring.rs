@@ -60,30 +60,43 @@ pub const RING_BUDGET: usize = 256 << 20;
 const MIN_BUFS: usize = 64;
 const MAX_BUFS: usize = 32768;
 
+/// Why io_uring cannot be used here.
+#[derive(Debug, thiserror::Error)]
+pub enum UringUnavailable {
+    /// kernel.io_uring_disabled = 2.
+    #[error("io_uring is disabled on this machine (kernel.io_uring_disabled = 2)")]
+    Disabled,
+    /// kernel.io_uring_disabled = 1 and this process is not root.
+    #[error("io_uring is limited to privileged users here (kernel.io_uring_disabled = 1) and this process is not root")]
+    Privileged,
+    /// COMMBENCH_MUX_FAIL_URING is set (a testing aid).
+    #[error("io_uring setup failed (injected by COMMBENCH_MUX_FAIL_URING)")]
+    Injected,
+    /// Creating the ring or its buffers failed.
+    #[error("io_uring setup failed: {0}")]
+    Setup(std::io::Error),
+    /// No provided-buffer rings (before Linux 5.19).
+    #[error("io_uring setup failed: no provided-buffer rings (IORING_REGISTER_PBUF_RING, Linux 5.19+): {0}")]
+    NoBufferRings(std::io::Error),
+}
+
 /// Whether io_uring (with provided-buffer rings) can be used here, and why
 /// not.
-pub fn probe() -> Result<(), String> {
+pub fn probe() -> Result<(), UringUnavailable> {
     if let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
         match s.trim() {
-            "2" => {
-                return Err(
-                    "io_uring is disabled on this machine (kernel.io_uring_disabled = 2)".into(),
-                )
-            }
-            "1" if !is_root() => {
-                return Err("io_uring is limited to privileged users here (kernel.io_uring_disabled = 1) and this process is not root".into())
-            }
+            "2" => return Err(UringUnavailable::Disabled),
+            "1" if !is_root() => return Err(UringUnavailable::Privileged),
             _ => {}
         }
     }
     if std::env::var_os("COMMBENCH_MUX_FAIL_URING").is_some() {
-        return Err("io_uring setup failed (injected by COMMBENCH_MUX_FAIL_URING)".into());
+        return Err(UringUnavailable::Injected);
     }
-    let ring = IoUring::new(8).map_err(|e| format!("io_uring setup failed: {e}"))?;
-    let pool = Pool::new(1, 4096).map_err(|e| format!("io_uring setup failed: {e}"))?;
-    pool.register(&ring).map_err(|e| {
-        format!("io_uring setup failed: no provided-buffer rings (IORING_REGISTER_PBUF_RING, Linux 5.19+): {e}")
-    })?;
+    let ring = IoUring::new(8).map_err(UringUnavailable::Setup)?;
+    let pool = Pool::new(1, 4096).map_err(UringUnavailable::Setup)?;
+    pool.register(&ring)
+        .map_err(UringUnavailable::NoBufferRings)?;
     let _ = ring.submitter().unregister_buf_ring(BGID);
     drop(ring);
     drop(pool);
