@@ -49,6 +49,24 @@ pub enum Work {
 }
 
 impl Work {
+    /// Parses `none`, `parse`, `swap` or `delay:NS` (whole nanoseconds).
+    pub fn parse(s: &str) -> Result<Work, String> {
+        match s {
+            "none" => Ok(Work::None),
+            "parse" => Ok(Work::Parse),
+            "swap" => Ok(Work::Swap),
+            _ => match s.strip_prefix("delay:") {
+                Some(ns) => ns
+                    .parse::<u64>()
+                    .map(Work::Delay)
+                    .map_err(|_| format!("'{s}': delay needs whole nanoseconds, e.g. delay:100")),
+                None => Err(format!(
+                    "'{s}' is not a work kind: use none, parse, swap or delay:NS"
+                )),
+            },
+        }
+    }
+
     pub fn name(&self) -> String {
         match self {
             Work::None => "none".into(),

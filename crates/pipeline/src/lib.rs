@@ -95,7 +95,46 @@ pub enum Sweep {
     Delay(Vec<u64>),
 }
 
+/// Parses `1,2,4` or a range `1..8` (at most 64 values).
+fn parse_values(s: &str) -> Result<Vec<u64>, String> {
+    if let Some((a, b)) = s.split_once("..") {
+        let a: u64 = a.parse().map_err(|_| format!("'{s}': bad range start"))?;
+        let b: u64 = b.parse().map_err(|_| format!("'{s}': bad range end"))?;
+        if a > b || b - a >= 64 {
+            return Err(format!(
+                "'{s}': a range needs start <= end and at most 64 values"
+            ));
+        }
+        return Ok((a..=b).collect());
+    }
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("'{x}' is not a whole number"))
+        })
+        .collect()
+}
+
 impl Sweep {
+    /// Parses `NAME=VALUES`: `tx-bulk=1,2,4`, `queues=1..4`,
+    /// `delay=0,10,50` (values a list or a range of at most 64).
+    pub fn parse(s: &str) -> Result<Sweep, String> {
+        let (name, values) = s.split_once('=').ok_or_else(|| {
+            format!("'{s}': expected NAME=VALUES, e.g. tx-bulk=1,2,4 or queues=1..4")
+        })?;
+        let v = parse_values(values)?;
+        let usize_list = || v.iter().map(|&x| x as usize).collect::<Vec<usize>>();
+        match name {
+            "tx-bulk" => Ok(Sweep::TxBulk(usize_list())),
+            "queues" => Ok(Sweep::Queues(usize_list())),
+            "delay" => Ok(Sweep::Delay(v.clone())),
+            _ => Err(format!(
+                "'{name}' cannot be swept: use tx-bulk, queues or delay"
+            )),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Sweep::TxBulk(_) => "tx-bulk",

@@ -331,3 +331,39 @@ fn backpressure_waits_instead_of_dropping() {
     assert_eq!(rep.runs[0].dropped, 0);
     assert_eq!(rep.runs[0].transmitted, 5_000);
 }
+
+#[test]
+fn work_kinds_parse_and_say_what_is_wrong() {
+    assert_eq!(Work::parse("none"), Ok(Work::None));
+    assert_eq!(Work::parse("parse"), Ok(Work::Parse));
+    assert_eq!(Work::parse("swap"), Ok(Work::Swap));
+    assert_eq!(Work::parse("delay:100"), Ok(Work::Delay(100)));
+    assert!(Work::parse("delay:1.5")
+        .unwrap_err()
+        .contains("whole nanoseconds"));
+    assert!(Work::parse("fast").unwrap_err().contains("not a work kind"));
+}
+
+#[test]
+fn sweeps_parse_lists_and_bounded_ranges() {
+    assert_eq!(
+        Sweep::parse("tx-bulk=1,2,4"),
+        Ok(Sweep::TxBulk(vec![1, 2, 4]))
+    );
+    assert_eq!(
+        Sweep::parse("queues=1..3"),
+        Ok(Sweep::Queues(vec![1, 2, 3]))
+    );
+    assert_eq!(Sweep::parse("delay=0, 10"), Ok(Sweep::Delay(vec![0, 10])));
+    assert!(Sweep::parse("queues=1..100")
+        .unwrap_err()
+        .contains("at most 64"));
+    assert!(Sweep::parse("queues=3..1")
+        .unwrap_err()
+        .contains("start <= end"));
+    assert!(Sweep::parse("burst=1")
+        .unwrap_err()
+        .contains("cannot be swept"));
+    assert!(Sweep::parse("tx-bulk").unwrap_err().contains("NAME=VALUES"));
+    assert!(Sweep::parse("delay=x").unwrap_err().contains("'x'"));
+}
