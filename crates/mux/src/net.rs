@@ -17,7 +17,7 @@ use commbench_core::sys::setsockopt_int as setsockopt;
 use commbench_core::syscall;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener};
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
 
 /// read(2): `Ok(0)` is end of stream; `WouldBlock` when nothing is there.
 #[inline]
@@ -202,8 +202,8 @@ pub struct Reserve {
 }
 
 fn open_reserve() -> RawFd {
-    // SAFETY: a NUL-terminated path; returns a new descriptor or -1.
-    unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+    // Read-only and close-on-exec (std's default); -1 when none is free.
+    std::fs::File::open("/dev/null").map_or(-1, IntoRawFd::into_raw_fd)
 }
 
 impl Reserve {

@@ -195,13 +195,6 @@ fn io_error(path: &str, what: String, e: &std::io::Error) -> StoreError {
     }
 }
 
-/// The effective user id of this process.
-#[allow(unsafe_code)]
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// What a file that is neither absent nor regular is, for messages.
 pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -390,7 +383,7 @@ impl Store {
             path: p.clone(),
             reason: reason.to_owned(),
         };
-        let me = euid();
+        let me = commbench_core::sys::euid();
         let not_owned = |owner: u32| StoreError::NotOwned {
             path: p.clone(),
             owner: user_name(owner),
