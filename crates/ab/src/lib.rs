@@ -410,6 +410,41 @@ fn params_split(a: &[Record], b: &[Record]) -> ParamsSplit {
     (common, varied)
 }
 
+/// The warm-up pairs: both sides run (page cache, the binaries' first
+/// start) and are not judged; a side that cannot run at all is an error
+/// here, before any pair, and so are two sides without a metric in
+/// common. Returns the last warm-up's records of A and B.
+fn warm_up(runner: &mut Runner<'_>) -> Result<[Vec<Record>; 2], AbError> {
+    let spec = runner.spec;
+    let mut first_records: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..spec.warmup_pairs.max(1) {
+        let (a, b) = runner
+            .pair(Order::AB)
+            .map_err(|(side, err)| AbError::Warmup {
+                side: if side == 0 { 'A' } else { 'B' },
+                value: spec.sides[side].value.clone(),
+                err,
+            })?;
+        first_records = [a.records, b.records];
+    }
+    let va = values_of(&first_records[0]);
+    let vb = values_of(&first_records[1]);
+    if !va.keys().any(|k| vb.contains_key(k)) {
+        let names = |r: &[Record]| {
+            shape_of(r)
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(AbError::NothingInCommon {
+            a: names(&first_records[0]),
+            b: names(&first_records[1]),
+        });
+    }
+    Ok(first_records)
+}
+
 /// Runs the comparison. `labs` gives metric directions and headlines;
 /// `stop` is checked between and during trials (SIGINT).
 pub fn run(
@@ -428,37 +463,9 @@ pub fn run(
     let t0 = Instant::now();
     let min_pairs = even(spec.min_pairs.max(2));
     let max_pairs = even(spec.max_pairs.max(min_pairs));
-    // Warm-up: both sides once (page cache, the binaries' first start); a
-    // side that cannot run at all is an error here, before any pair.
-    let mut shapes: [Option<Vec<RecordKey>>; 2] = [None, None];
-    let mut first_records: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
-    for _ in 0..spec.warmup_pairs.max(1) {
-        let (a, b) = runner
-            .pair(Order::AB)
-            .map_err(|(side, err)| AbError::Warmup {
-                side: if side == 0 { 'A' } else { 'B' },
-                value: spec.sides[side].value.clone(),
-                err,
-            })?;
-        shapes = [Some(shape_of(&a.records)), Some(shape_of(&b.records))];
-        first_records = [a.records, b.records];
-    }
+    let first_records = warm_up(&mut runner)?;
+    let shapes = [shape_of(&first_records[0]), shape_of(&first_records[1])];
     let (common_params, varied_params) = params_split(&first_records[0], &first_records[1]);
-    let va = values_of(&first_records[0]);
-    let vb = values_of(&first_records[1]);
-    if !va.keys().any(|k| vb.contains_key(k)) {
-        let names = |r: &[Record]| {
-            shape_of(r)
-                .iter()
-                .map(|k| k.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(AbError::NothingInCommon {
-            a: names(&first_records[0]),
-            b: names(&first_records[1]),
-        });
-    }
 
     let mut rng = Rng::new(spec.seed);
     let mut block: Vec<Order> = Vec::new();
@@ -504,8 +511,8 @@ pub fn run(
                 consecutive_failures = 0;
                 sched_available &= a.sched.threads > 0 && b.sched.threads > 0;
                 let mut log = pair_log(order, &a, &b);
-                let shape_ok = shapes[0].as_deref() == Some(&shape_of(&a.records)[..])
-                    && shapes[1].as_deref() == Some(&shape_of(&b.records)[..]);
+                let shape_ok =
+                    shapes[0] == shape_of(&a.records) && shapes[1] == shape_of(&b.records);
                 let gap = (log.interference[0] - log.interference[1]).abs();
                 let why = if !shape_ok {
                     Some("failed: a side wrote other records than in its first trial".to_owned())

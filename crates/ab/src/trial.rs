@@ -158,6 +158,7 @@ struct Running {
     sampler: TreeSampler,
     cpu_before: CpuTimes,
     cpus: Vec<usize>,
+    wall_s: f64,
     exited: bool,
 }
 
@@ -175,71 +176,26 @@ pub fn run_together(
             Err(e) => return launches.iter().map(|_| Err(e.clone())).collect(),
         }
     }
-    let cpus_of = |l: &Launch| {
-        l.cpus
-            .as_ref()
-            .map(|c| c.cpus().to_vec())
-            .unwrap_or_else(|| current_affinity().cpus().to_vec())
-    };
-    // Spawn: directly for one child; from threads behind a barrier for
-    // several (spawn returns only after exec, which the barrier holds).
-    let spawned: Vec<std::io::Result<Child>> = if launches.len() == 1 {
-        vec![spawn_pinned(&mut cmds[0], launches[0].cpus.as_ref())]
-    } else {
-        let barrier = match StartBarrier::new() {
-            Ok(b) => b,
-            Err(e) => {
-                return launches
-                    .iter()
-                    .map(|_| Err(TrialError::Barrier(e.to_string())))
-                    .collect()
-            }
-        };
-        for c in cmds.iter_mut() {
-            barrier.arm(c);
-        }
-        let n = cmds.len();
-        std::thread::scope(|s| {
-            let handles: Vec<_> = cmds
-                .into_iter()
-                .zip(launches)
-                .map(|(mut c, l)| s.spawn(move || spawn_pinned(&mut c, l.cpus.as_ref())))
-                .collect();
-            let released = barrier.release(n, Duration::from_secs(30));
-            let out: Vec<_> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(std::io::Error::other("spawner panicked")))
-                })
-                .collect();
-            if let Err(e) = released {
-                // Whatever did start is stopped: a duet is both or nothing.
-                return out
-                    .into_iter()
-                    .map(|r| {
-                        if let Ok(mut c) = r {
-                            kill_group(c.id());
-                            let _ = c.wait();
-                        }
-                        Err(std::io::Error::other(format!("start barrier: {e}")))
-                    })
-                    .collect();
-            }
-            out
-        })
+    let spawned = match spawn_all(cmds, launches) {
+        Ok(s) => s,
+        Err(e) => return launches.iter().map(|_| Err(e.clone())).collect(),
     };
     let t0 = Instant::now();
     let mut running: Vec<Result<Running, TrialError>> = spawned
         .into_iter()
         .zip(launches)
         .map(|(r, l)| {
-            let cpus = cpus_of(l);
+            let cpus = l
+                .cpus
+                .as_ref()
+                .map(|c| c.cpus().to_vec())
+                .unwrap_or_else(|| current_affinity().cpus().to_vec());
             r.map(|child| Running {
                 sampler: TreeSampler::new(child.id()),
                 cpu_before: CpuTimes::read(&cpus),
                 child,
                 cpus,
+                wall_s: 0.0,
                 exited: false,
             })
             .map_err(|e| TrialError::Spawn {
@@ -248,115 +204,155 @@ pub fn run_together(
             })
         })
         .collect();
-    let mut walls = vec![0.0; launches.len()];
-    let mut killed: Option<TrialError> = None;
+    let killed = watch(&mut running, t0, timeout, stop);
+    running
+        .into_iter()
+        .zip(launches)
+        .map(|(r, l)| finish(r?, l, killed.as_ref()))
+        .collect()
+}
+
+/// Spawns the commands: directly for one, from threads behind a start
+/// barrier for several (spawn returns only after exec, which the barrier
+/// holds). A barrier that fails stops whatever did start.
+fn spawn_all(
+    mut cmds: Vec<Command>,
+    launches: &[Launch],
+) -> Result<Vec<std::io::Result<Child>>, TrialError> {
+    if cmds.len() == 1 {
+        return Ok(vec![spawn_pinned(&mut cmds[0], launches[0].cpus.as_ref())]);
+    }
+    let barrier = StartBarrier::new().map_err(|e| TrialError::Barrier(e.to_string()))?;
+    for c in cmds.iter_mut() {
+        barrier.arm(c);
+    }
+    let n = cmds.len();
+    Ok(std::thread::scope(|s| {
+        let handles: Vec<_> = cmds
+            .into_iter()
+            .zip(launches)
+            .map(|(mut c, l)| s.spawn(move || spawn_pinned(&mut c, l.cpus.as_ref())))
+            .collect();
+        let released = barrier.release(n, Duration::from_secs(30));
+        let out: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("spawner panicked")))
+            })
+            .collect();
+        let Err(e) = released else {
+            return out;
+        };
+        // A duet is both or nothing.
+        out.into_iter()
+            .map(|r| {
+                if let Ok(mut c) = r {
+                    kill_group(c.id());
+                    let _ = c.wait();
+                }
+                Err(std::io::Error::other(format!("start barrier: {e}")))
+            })
+            .collect()
+    }))
+}
+
+/// Samples the running children every [`SAMPLE_EVERY`] until all have
+/// exited (left unreaped); on an interrupt or past `timeout`, kills their
+/// groups and returns why.
+fn watch(
+    running: &mut [Result<Running, TrialError>],
+    t0: Instant,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Option<TrialError> {
     loop {
         let mut all = true;
-        for (i, r) in running.iter_mut().enumerate() {
-            let Ok(r) = r else { continue };
-            if r.exited {
-                continue;
-            }
+        for r in running.iter_mut().flatten().filter(|r| !r.exited) {
             r.sampler.sample();
-            let pid = r.child.id() as libc::pid_t;
-            if exited_unreaped(pid, false).unwrap_or(true) {
+            if exited_unreaped(r.child.id() as libc::pid_t, false).unwrap_or(true) {
                 r.sampler.sample();
                 r.exited = true;
-                walls[i] = t0.elapsed().as_secs_f64();
+                r.wall_s = t0.elapsed().as_secs_f64();
             } else {
                 all = false;
             }
         }
         if all {
-            break;
+            return None;
         }
         let why = if stop.load(Ordering::Relaxed) {
-            Some(TrialError::Interrupted)
+            TrialError::Interrupted
         } else if t0.elapsed() > timeout {
-            Some(TrialError::Timeout {
+            TrialError::Timeout {
                 command: String::new(),
                 limit_s: timeout.as_secs_f64(),
-            })
+            }
         } else {
-            None
+            std::thread::sleep(SAMPLE_EVERY);
+            continue;
         };
-        if let Some(e) = why {
-            for r in running.iter().flatten() {
-                if !r.exited {
-                    kill_group(r.child.id());
-                }
-            }
-            killed = Some(e);
-            // Loop once more to see them exit (SIGKILL cannot be ignored).
-            std::thread::sleep(Duration::from_millis(20));
-            for (i, r) in running.iter_mut().enumerate() {
-                if let Ok(r) = r {
-                    if !r.exited {
-                        let _ = exited_unreaped(r.child.id() as libc::pid_t, true);
-                        r.exited = true;
-                        walls[i] = t0.elapsed().as_secs_f64();
-                    }
-                }
-            }
-            break;
-        }
-        std::thread::sleep(SAMPLE_EVERY);
-    }
-    running
-        .into_iter()
-        .zip(launches)
-        .zip(walls)
-        .map(|((r, l), wall_s)| {
-            let r = r?;
-            let cpu = CpuTimes::read(&r.cpus).since(&r.cpu_before);
-            let (exit, usage) =
-                wait_child(r.child.id() as libc::pid_t).map_err(|e| TrialError::Spawn {
-                    program: l.argv.first().cloned().unwrap_or_default(),
-                    err: format!("cannot wait for it: {e}"),
-                })?;
-            // The group may have stragglers (a server the command started).
+        for r in running.iter_mut().flatten().filter(|r| !r.exited) {
             kill_group(r.child.id());
-            if let Some(e) = &killed {
-                return Err(match e {
-                    TrialError::Timeout { limit_s, .. } => TrialError::Timeout {
-                        command: l.command_line(),
-                        limit_s: *limit_s,
-                    },
-                    e => e.clone(),
-                });
-            }
-            let stderr = read_tail(&l.stderr);
-            if exit != ChildExit::Code(0) {
-                let how = match exit {
-                    ChildExit::Code(c) => format!("exited {c}"),
-                    ChildExit::Signal(s) => format!("was killed by signal {s}"),
-                };
-                return Err(TrialError::Exit {
-                    command: l.command_line(),
-                    how,
-                    stderr,
-                });
-            }
-            let records = read_records(&l.records).map_err(|err| TrialError::BadRecord {
+            // SIGKILL cannot be ignored: this wait ends.
+            let _ = exited_unreaped(r.child.id() as libc::pid_t, true);
+            r.exited = true;
+            r.wall_s = t0.elapsed().as_secs_f64();
+        }
+        return Some(why);
+    }
+}
+
+/// Reaps an exited child and reads what it wrote: its records, or why it
+/// is not a measurement.
+fn finish(r: Running, l: &Launch, killed: Option<&TrialError>) -> Result<Trial, TrialError> {
+    let cpu = CpuTimes::read(&r.cpus).since(&r.cpu_before);
+    let (exit, usage) = wait_child(r.child.id() as libc::pid_t).map_err(|e| TrialError::Spawn {
+        program: l.argv.first().cloned().unwrap_or_default(),
+        err: format!("cannot wait for it: {e}"),
+    })?;
+    // The group may have stragglers (a server the command started).
+    kill_group(r.child.id());
+    match killed {
+        Some(TrialError::Timeout { limit_s, .. }) => {
+            return Err(TrialError::Timeout {
                 command: l.command_line(),
-                err,
-            })?;
-            if records.is_empty() {
-                return Err(TrialError::NoRecords {
-                    command: l.command_line(),
-                    stderr,
-                });
-            }
-            Ok(Trial {
-                records,
-                wall_s,
-                usage,
-                sched: r.sampler.totals(),
-                cpu,
-                cpus: r.cpus,
+                limit_s: *limit_s,
             })
-        })
-        .collect()
+        }
+        Some(e) => return Err(e.clone()),
+        None => {}
+    }
+    let stderr = read_tail(&l.stderr);
+    if exit != ChildExit::Code(0) {
+        let how = match exit {
+            ChildExit::Code(c) => format!("exited {c}"),
+            ChildExit::Signal(s) => format!("was killed by signal {s}"),
+        };
+        return Err(TrialError::Exit {
+            command: l.command_line(),
+            how,
+            stderr,
+        });
+    }
+    let records = read_records(&l.records).map_err(|err| TrialError::BadRecord {
+        command: l.command_line(),
+        err,
+    })?;
+    if records.is_empty() {
+        return Err(TrialError::NoRecords {
+            command: l.command_line(),
+            stderr,
+        });
+    }
+    Ok(Trial {
+        records,
+        wall_s: r.wall_s,
+        usage,
+        sched: r.sampler.totals(),
+        cpu,
+        cpus: r.cpus,
+    })
 }
 
 /// The last [`STDERR_TAIL`] bytes of a file, as text.
