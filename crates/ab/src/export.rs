@@ -161,7 +161,7 @@ pub fn table(r: &AbReport, all: bool) -> String {
     if contaminated + failed > 0 {
         let _ = writeln!(
             o,
-            "redone: {contaminated} contaminated (the machine took shares of the two trials' wall time more than {}% apart), {failed} failed",
+            "redone: {contaminated} contaminated (the two trials waited for a CPU, or lost it to steal, for shares of their runnable time more than {} points apart), {failed} failed",
             num(100.0 * r.spec.contamination, "")
         );
         if let Some(w) = r

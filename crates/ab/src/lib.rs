@@ -109,8 +109,10 @@ pub struct AbSpec {
     pub seed: u64,
     /// Relative change below which a difference is "no change" (0.02).
     pub threshold: f64,
-    /// Largest difference between a pair's two sides in the share of wall
-    /// time the machine took from them (0.05); a pair beyond is redone.
+    /// Largest difference between a pair's two sides in how much the
+    /// machine held them back ([`trial::Trial::interference`]: the share
+    /// of runnable time spent waiting for a CPU, plus the share of CPU time
+    /// stolen) (0.05); a pair beyond is redone.
     pub contamination: f64,
     /// Judge these metrics as headlines instead of the declared ones.
     pub metrics: Vec<String>,
@@ -138,7 +140,8 @@ pub struct PairLog {
     pub redone_because: Option<String>,
     /// Wall seconds of A's and B's trial.
     pub wall_s: [f64; 2],
-    /// Share of wall time the machine took from A's and B's trial.
+    /// How much the machine held A's and B's trial back
+    /// ([`trial::Trial::interference`]).
     pub interference: [f64; 2],
     /// CPU seconds (user + sys) of A's and B's trial.
     pub cpu_s: [f64; 2],
@@ -518,7 +521,7 @@ pub fn run(
                     Some("failed: a side wrote other records than in its first trial".to_owned())
                 } else if gap > spec.contamination && redos < max_pairs {
                     Some(format!(
-                        "contaminated: the machine took {:.1}% of A's trial and {:.1}% of B's (run-queue delay + steal), {:.1} points apart > {:.1}",
+                        "contaminated: A's trial waited for a CPU (or lost it to steal) {:.1}% of its runnable time and B's {:.1}%, {:.1} points apart > {:.1}",
                         100.0 * log.interference[0],
                         100.0 * log.interference[1],
                         100.0 * gap,

@@ -36,7 +36,9 @@ fn spec(a: Side, b: Side) -> AbSpec {
         warmup_pairs: 1,
         seed: 1,
         threshold: 0.05,
-        contamination: 1.0,
+        // The fake commands' few-ms trials of several short processes
+        // would make any bound a coin toss; contamination has its own test.
+        contamination: f64::INFINITY,
         metrics: vec!["cost_ns".into()],
         trial_timeout: Duration::from_secs(60),
     }
@@ -67,11 +69,9 @@ fn a_known_change_is_found_through_the_drift() {
     let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
     let m = r.headlines().next().unwrap();
     assert_eq!(m.word(), "slower", "{}", export::table(&r, false));
-    assert!(
-        m.ratio.lo <= 1.05 && 1.05 <= m.ratio.hi * 1.01,
-        "{:?}",
-        m.ratio
-    );
+    // Near the factor (a 95% interval misses the truth one run in twenty:
+    // coverage is tested over many runs in core::estimate::paired).
+    assert!((1.03..=1.07).contains(&m.ratio.ratio), "{:?}", m.ratio);
     assert!(m.regressed_beyond(1.0));
     // The records say the same, with the pairs they rest on.
     let recs = export::to_records(&r);

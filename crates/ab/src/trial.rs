@@ -84,14 +84,25 @@ pub struct Trial {
 }
 
 impl Trial {
-    /// The share of the trial's wall time the machine took from it: its
-    /// threads' run-queue delay plus the steal time of its CPUs, over the
-    /// wall time.
+    /// How much the machine held the trial back, as a share in 0..=2: the
+    /// share of its threads' runnable time spent waiting for a CPU
+    /// (run-queue delay over run + wait, summed over threads and
+    /// descendants), plus the share of its CPUs' time the hypervisor stole
+    /// during the trial.
     pub fn interference(&self) -> f64 {
-        if self.wall_s <= 0.0 {
-            return 0.0;
-        }
-        (self.sched.wait_ns as f64 * 1e-9 + self.cpu.steal_s) / self.wall_s
+        let (run, wait) = (self.sched.run_ns as f64, self.sched.wait_ns as f64);
+        let queued = if run + wait > 0.0 {
+            wait / (run + wait)
+        } else {
+            0.0
+        };
+        let cpu_s = self.wall_s * self.cpus.len().max(1) as f64;
+        let stolen = if cpu_s > 0.0 {
+            (self.cpu.steal_s / cpu_s).min(1.0)
+        } else {
+            0.0
+        };
+        queued + stolen
     }
 }
 

@@ -332,3 +332,61 @@ fn compare_from_a_cold_start_never_cries_wolf() {
         .code(1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ab_duet_runs_both_sides_at_once_on_two_cpus() {
+    let online: Vec<usize> = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| {
+            let s = s.trim().to_owned();
+            let (a, b) = s.split_once('-')?;
+            Some((a.parse().ok()?..=b.parse().ok()?).collect())
+        })
+        .unwrap_or_default();
+    if !(online.contains(&0) && online.contains(&1)) {
+        eprintln!("SKIPPED: a duet needs CPUs 0 and 1 online");
+        return;
+    }
+    let out = cb()
+        .args([
+            "ab",
+            "--duet",
+            "--duet-cpus",
+            "0,1",
+            "-L",
+            "link",
+            "10G,10G",
+        ])
+        .args(QUICK)
+        .args([
+            "--", "budget", "--link", "{link}", "--size", "64", "--ghz", "2.5",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("duet on cpus 0 and 1, swapped each pair"),
+        "{text}"
+    );
+    assert!(text.contains("no change"), "{text}");
+    // A duet on one CPU is refused.
+    let out = cb()
+        .args([
+            "ab",
+            "--duet",
+            "--duet-cpus",
+            "1,1",
+            "-L",
+            "link",
+            "10G,10G",
+        ])
+        .args(["--", "budget", "--link", "{link}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

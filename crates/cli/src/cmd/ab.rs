@@ -74,7 +74,7 @@ pub struct AbArgs {
     /// Relative change (percent) below which a difference is "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = parse_pct)]
     pub threshold: f64,
-    /// Redo a pair whose two trials lost shares of their wall time to the machine (run-queue delay + steal) more than PCT points apart.
+    /// Redo a pair whose two trials waited for a CPU (run-queue delay over runnable time, plus steal) for shares more than PCT points apart.
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_pct)]
     pub contamination: f64,
     /// A trial running longer than this is stopped and its pair redone.
