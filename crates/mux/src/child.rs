@@ -36,7 +36,7 @@ pub fn spawn_piped(cmd: &mut Command, what: &str) -> Result<Piped> {
     }
     let mut child = cmd
         .spawn()
-        .map_err(|e| MuxError::Io(format!("cannot start {what}"), e))?;
+        .map_err(|e| MuxError::io(format!("cannot start {what}"), e))?;
     let stdin = child.stdin.take();
     let stdout = child
         .stdout

@@ -1,20 +1,27 @@
 //! The lab's errors: usage (exit 2) versus run failures (exit 1), each
 //! saying what happened and what to do.
 
+use commbench_core::error::Usage;
 use std::io;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MuxError {
-    /// What the user asked for cannot be done (exit 2).
-    #[error("{0}")]
-    Usage(String),
+    /// What the user asked for cannot be done (exit 2): core's usage
+    /// marker, displayed as what it holds.
+    #[error(transparent)]
+    Usage(Usage),
     /// An engine this kernel or process cannot use.
     #[error("{0}")]
     Unavailable(String),
     /// (The io::Error is part of the message, not a `source`, so that
     /// anyhow's chain does not print it twice.)
-    #[error("{0}: {1}")]
-    Io(String, io::Error),
+    #[error("{what}: {err}")]
+    Io {
+        /// What was being done (`cannot listen on 0.0.0.0:7000`).
+        what: String,
+        /// The OS error.
+        err: io::Error,
+    },
     /// The server closed or reset a connection mid-run (it died or failed).
     #[error("server failure: {0}")]
     ServerClosed(String),
@@ -35,6 +42,17 @@ pub enum MuxError {
 }
 
 impl MuxError {
+    /// A usage error saying `msg`.
+    pub fn usage(msg: String) -> Self {
+        MuxError::Usage(Usage::msg(msg))
+    }
+
+    /// An I/O error while doing `what`.
+    pub fn io(what: String, err: io::Error) -> Self {
+        MuxError::Io { what, err }
+    }
+
+    /// True for errors in what the user asked for (exit 2).
     pub fn is_usage(&self) -> bool {
         matches!(self, MuxError::Usage(_))
     }

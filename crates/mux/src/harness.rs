@@ -64,16 +64,16 @@ impl RemoteControl {
     fn command(&self, cmd: &str) -> Result<String> {
         let a = self.addr;
         let s = TcpStream::connect_timeout(&a, Duration::from_secs(10))
-            .map_err(|e| MuxError::Io(format!("cannot reach the server's control port {a}"), e))?;
+            .map_err(|e| MuxError::io(format!("cannot reach the server's control port {a}"), e))?;
         let _ = s.set_read_timeout(Some(CONTROL_TIMEOUT));
         let _ = s.set_write_timeout(Some(CONTROL_TIMEOUT));
         let mut r = BufReader::new(
             s.try_clone()
-                .map_err(|e| MuxError::Io("control socket".into(), e))?,
+                .map_err(|e| MuxError::io("control socket".into(), e))?,
         );
         let mut w = &s;
         w.write_all(format!("TOKEN {}\n{cmd}\n", self.token.hex()).as_bytes())
-            .map_err(|e| MuxError::Io(format!("control write to {a}"), e))?;
+            .map_err(|e| MuxError::io(format!("control write to {a}"), e))?;
         let mut line = || -> Result<String> {
             let mut l = String::new();
             match std::io::Read::take(&mut r, 1 << 20).read_line(&mut l) {
@@ -81,7 +81,7 @@ impl RemoteControl {
                     "the control connection to {a} closed without an answer"
                 ))),
                 Ok(_) => Ok(l.trim_end().to_owned()),
-                Err(e) => Err(MuxError::Io(format!("control read from {a}"), e)),
+                Err(e) => Err(MuxError::io(format!("control read from {a}"), e)),
             }
         };
         let ok = line()?;
@@ -101,7 +101,7 @@ impl ServerHandle {
         let exe = match &cfg.server_exe {
             Some(p) => p.clone(),
             None => std::env::current_exe()
-                .map_err(|e| MuxError::Io("cannot find this executable".into(), e))?,
+                .map_err(|e| MuxError::io("cannot find this executable".into(), e))?,
         };
         let port = limits::pick_listen_port(Ipv4Addr::LOCALHOST);
         let mut cmd = Command::new(exe);
@@ -149,7 +149,7 @@ impl ServerHandle {
                 token: t.clone(),
             }),
             (Some(a), None) => {
-                return Err(MuxError::Usage(format!(
+                return Err(MuxError::usage(format!(
                     "the control channel {a} needs the token mux serve made: give --control-token-file PATH \
                      (mux serve --control-token-file PATH writes it), {} or --control-token; or --control none",
                     crate::token::TOKEN_ENV
@@ -224,7 +224,7 @@ impl ServerHandle {
                     drop(stdin.take());
                     let st = child
                         .wait()
-                        .map_err(|e| MuxError::Io("wait for the server".into(), e))?;
+                        .map_err(|e| MuxError::io("wait for the server".into(), e))?;
                     if !st.success() {
                         return Err(MuxError::Server(format!(
                             "the server process ended: {}",

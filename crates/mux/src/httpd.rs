@@ -339,7 +339,7 @@ pub fn start(
 ) -> Result<RunningServer> {
     let prog = program(kind, exe).map_err(|e| MuxError::Unavailable(e.to_string()))?;
     let dir = TempDir::new(ARTIFACT)
-        .map_err(|e| MuxError::Io("cannot make the server's temp dir".into(), e))?;
+        .map_err(|e| MuxError::io("cannot make the server's temp dir".into(), e))?;
     // On SIGINT/SIGTERM the handler unlinks registered files, then
     // removes registered directories once empty (in this order).
     let guards: Vec<artifact::CleanupGuard> = [
@@ -365,7 +365,7 @@ pub fn start(
     .collect();
     let io = |what: &str| {
         let w = what.to_owned();
-        move |e| MuxError::Io(w, e)
+        move |e| MuxError::io(w, e)
     };
     std::fs::create_dir_all(dir.path().join("www")).map_err(io("document root"))?;
     std::fs::create_dir_all(dir.path().join("tmp")).map_err(io("temp dir"))?;
@@ -451,7 +451,7 @@ pub fn start(
     }
     let child = cmd
         .spawn()
-        .map_err(|e| MuxError::Io(format!("cannot start {}", prog.display()), e))?;
+        .map_err(|e| MuxError::io(format!("cannot start {}", prog.display()), e))?;
     let pid = child.id();
     let _ = std::fs::write(dir.path().join(PID_FILE), pid.to_string());
     let mut s = RunningServer {
@@ -465,7 +465,7 @@ pub fn start(
     if let Some(c) = cpu {
         CpuList::from_cpus(vec![c])
             .pin_pid(pid as libc::pid_t)
-            .map_err(|e| MuxError::Usage(format!("cannot pin the server to CPU {c}: {e}")))?;
+            .map_err(|e| MuxError::usage(format!("cannot pin the server to CPU {c}: {e}")))?;
     }
     // Wait until it accepts.
     let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
@@ -678,13 +678,13 @@ pub struct HttpdReport {
 /// interleaved over repeats; one record per point.
 pub fn run(cfg: &HttpdConfig, rec: &mut Recorder) -> Result<HttpdReport> {
     if cfg.servers.is_empty() || cfg.conns.is_empty() || cfg.active_pct.is_empty() {
-        return Err(MuxError::Usage(
+        return Err(MuxError::usage(
             "give at least one server, --conns and --active-pct".into(),
         ));
     }
     // Our servers answer with the same body, and it is built in memory.
     if cfg.body > crate::http1::MAX_RESPONSE_BODY {
-        return Err(MuxError::Usage(format!(
+        return Err(MuxError::usage(format!(
             "--body must be 0 B..=16 MiB (our servers send the same body from memory), got {} B",
             cfg.body
         )));

@@ -258,7 +258,7 @@ impl MuxConfig {
 
     /// Checks what can be checked before anything starts (usage errors).
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: String| Err(MuxError::Usage(m));
+        let bad = |m: String| Err(MuxError::usage(m));
         if self.engines.is_empty() || self.lookups.is_empty() {
             return bad("give at least one engine and one lookup".into());
         }
@@ -318,7 +318,7 @@ impl MuxConfig {
         }
         self.open
             .validate(self.active())
-            .map_err(|e| MuxError::Usage(e.to_string()))?;
+            .map_err(|e| MuxError::Usage(commbench_core::error::Usage::new(e)))?;
         let open_loop =
             self.open.rate.is_some() || self.open.in_flight > 1 || self.protocol == Protocol::Http1;
         if open_loop && self.clients == ClientsKind::Threads {

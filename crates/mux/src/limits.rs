@@ -21,7 +21,7 @@ pub const FD_RESERVE: u64 = 64;
 pub fn ensure_nofile(conns: usize) -> Result<u64> {
     let need = conns as u64 + FD_RESERVE;
     commbench_core::sys::ensure_nofile(need).map_err(|s| {
-        MuxError::Usage(format!(
+        MuxError::usage(format!(
             "{conns} connections need {need} file descriptors in one process, but RLIMIT_NOFILE allows {} (hard limit {}), \
              so at most {} connections fit here: lower --conns, or raise the hard limit (as root: `ulimit -Hn {need}`, \
              or run commbench as root, which raises it itself up to fs.nr_open = {})",
@@ -59,7 +59,7 @@ pub fn sources_for(conns: usize, target: SocketAddr) -> Result<Vec<Ipv4Addr>> {
         SocketAddr::V4(a) if a.ip().is_loopback() && k < 250 => {
             Ok((1..=k as u8).map(|i| Ipv4Addr::new(127, 0, 0, i)).collect())
         }
-        _ => Err(MuxError::Usage(format!(
+        _ => Err(MuxError::usage(format!(
             "{conns} connections to {target} need {k} source addresses ({per} ports each in \
              ip_local_port_range {lo}-{hi}); give them with --sources A,B,... or widen the port range"
         ))),
@@ -92,7 +92,7 @@ pub fn pick_listen_port(ip: Ipv4Addr) -> u16 {
 pub fn enter_private_netns() -> Result<()> {
     // SAFETY: unshare with a flag, no pointers.
     if let Err(e) = unsafe { syscall!(unshare(libc::CLONE_NEWNET)) } {
-        return Err(MuxError::Usage(format!(
+        return Err(MuxError::usage(format!(
             "--netns needs root (unshare(CLONE_NEWNET): {e}); run as root or drop --netns"
         )));
     }
@@ -115,7 +115,7 @@ pub fn enter_private_netns() -> Result<()> {
 
 fn loopback_up() -> Result<()> {
     commbench_core::sys::iface_up("lo")
-        .map_err(|e| MuxError::Io("bringing up loopback in the private namespace".into(), e))
+        .map_err(|e| MuxError::io("bringing up loopback in the private namespace".into(), e))
 }
 
 #[cfg(test)]

@@ -119,7 +119,7 @@ pub const CONNECT_WINDOW: usize = 256;
 /// Opens `cfg.conns` connections with non-blocking connects, at most
 /// `cfg.connect_window` in progress at a time.
 pub fn connect_all(cfg: &LoadConfig) -> Result<Connected> {
-    let ep = Epoll::new().map_err(|e| MuxError::Io("epoll_create".into(), e))?;
+    let ep = Epoll::new().map_err(|e| MuxError::io("epoll_create".into(), e))?;
     let mut events = sys::new_events(1024);
     let start = Instant::now();
     let deadline = start + cfg.timeout;
@@ -172,7 +172,7 @@ pub fn connect_all(cfg: &LoadConfig) -> Result<Connected> {
         }
         let ready = ep
             .wait(&mut events, 100)
-            .map_err(|e| MuxError::Io("epoll_wait".into(), e))?;
+            .map_err(|e| MuxError::io("epoll_wait".into(), e))?;
         for e in ready {
             let fd = sys::event_token(e) as RawFd;
             let _ = ep.delete(fd);
@@ -389,7 +389,7 @@ fn client_loop(
     barrier: &Barrier,
     deadline: Instant,
 ) -> Result<LoopOut> {
-    let io_err = |what: &str, e: io::Error| MuxError::Io(what.to_string(), e);
+    let io_err = |what: &str, e: io::Error| MuxError::io(what.to_string(), e);
     let ep = Epoll::new().map_err(|e| io_err("epoll_create", e))?;
     let mut conns: Vec<CConn> = fds
         .iter()
@@ -569,7 +569,7 @@ pub(crate) fn arm_out(
             sys::IN
         };
         ep.modify(fd, token as u64, ev)
-            .map_err(|e| MuxError::Io("epoll_ctl".into(), e))?;
+            .map_err(|e| MuxError::io("epoll_ctl".into(), e))?;
         *armed = want_out;
     }
     Ok(())
@@ -584,7 +584,7 @@ fn thread_clients(cfg: &LoadConfig, fds: &[RawFd], pattern: &Arc<Pattern>) -> Re
     let first_err: Arc<Mutex<Option<MuxError>>> = Arc::new(Mutex::new(None));
     let mut handles = Vec::with_capacity(n);
     for (i, &fd) in fds.iter().enumerate() {
-        net::set_blocking(fd).map_err(|e| MuxError::Io("fcntl".into(), e))?;
+        net::set_blocking(fd).map_err(|e| MuxError::io("fcntl".into(), e))?;
         let tv = libc::timeval {
             tv_sec: cfg.timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
             tv_usec: 0,

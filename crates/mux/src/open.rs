@@ -483,7 +483,7 @@ struct Loop<'a> {
 impl Loop<'_> {
     fn run(&self, fds: &[RawFd]) -> Result<(Rounds, OpenOut)> {
         let cfg = self.cfg;
-        let io_err = |what: &str, e: io::Error| MuxError::Io(what.to_string(), e);
+        let io_err = |what: &str, e: io::Error| MuxError::io(what.to_string(), e);
         let ep = Epoll::new().map_err(|e| io_err("epoll_create", e))?;
         let mut conns: Vec<OConn> = fds
             .iter()

@@ -114,14 +114,14 @@ fn line_out<T: serde::Serialize>(v: &T) -> Result<()> {
     let mut o = std::io::stdout().lock();
     writeln!(o, "{s}")
         .and_then(|_| o.flush())
-        .map_err(|e| MuxError::Io("worker output".into(), e))
+        .map_err(|e| MuxError::io("worker output".into(), e))
 }
 
 fn line_in(input: &mut impl BufRead) -> Result<String> {
     let mut l = String::new();
     let n = std::io::Read::take(&mut *input, 64)
         .read_line(&mut l)
-        .map_err(|e| MuxError::Io("worker input".into(), e))?;
+        .map_err(|e| MuxError::io("worker input".into(), e))?;
     if n == 0 {
         return Err(MuxError::Load(
             "the parent closed the worker's input".into(),
@@ -242,7 +242,7 @@ impl Workers {
         let exe = match &cfg.server_exe {
             Some(p) => p.clone(),
             None => std::env::current_exe()
-                .map_err(|e| MuxError::Io("cannot find this executable".into(), e))?,
+                .map_err(|e| MuxError::io("cannot find this executable".into(), e))?,
         };
         let p = cfg.load_procs;
         let mut workers = Vec::with_capacity(p);
@@ -381,7 +381,7 @@ impl Workers {
             let st = w
                 .child
                 .wait()
-                .map_err(|e| MuxError::Io(format!("wait for load worker {i}"), e))?;
+                .map_err(|e| MuxError::io(format!("wait for load worker {i}"), e))?;
             if !st.success() {
                 return Err(MuxError::Load(format!("load worker {i} ended: {st}")));
             }

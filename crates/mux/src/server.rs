@@ -117,10 +117,10 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
     let threads = cfg.threads.max(1);
     let reuse = threads > 1;
     let first = net::listener(cfg.listen, backlog, reuse)
-        .map_err(|e| MuxError::Io(format!("cannot listen on {}", cfg.listen), e))?;
+        .map_err(|e| MuxError::io(format!("cannot listen on {}", cfg.listen), e))?;
     let port = first
         .local_addr()
-        .map_err(|e| MuxError::Io("listener address".into(), e))?
+        .map_err(|e| MuxError::io("listener address".into(), e))?
         .port();
     let mut listeners = vec![first];
     for _ in 1..threads {
@@ -128,7 +128,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
         a.set_port(port);
         listeners.push(
             net::listener(a, backlog, true)
-                .map_err(|e| MuxError::Io(format!("cannot listen on {a} (SO_REUSEPORT)"), e))?,
+                .map_err(|e| MuxError::io(format!("cannot listen on {a} (SO_REUSEPORT)"), e))?,
         );
     }
     // Fail early and clearly when io_uring is not available.
@@ -177,7 +177,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
                 };
                 eng.serve(&ctx)
             })
-            .map_err(|e| MuxError::Io("cannot start a server thread".into(), e))?;
+            .map_err(|e| MuxError::io("cannot start a server thread".into(), e))?;
         handles.push(h);
     }
     drop(tx);
@@ -255,7 +255,7 @@ impl Server {
         }
         let s = self.info.stats();
         match first_err {
-            Some(e) => Err(MuxError::Io("server loop failed".into(), e)),
+            Some(e) => Err(MuxError::io("server loop failed".into(), e)),
             None => Ok(s),
         }
     }
@@ -405,7 +405,7 @@ pub fn serve_stdio(cfg: &ServeConfig) -> Result<()> {
         writeln!(out, "READY {}", server.port)?;
         out.flush()
     };
-    ready(&mut out).map_err(|e| MuxError::Io("control output".into(), e))?;
+    ready(&mut out).map_err(|e| MuxError::io("control output".into(), e))?;
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let _ = control_session(&server.stats_handle(), &mut input, &mut out, None);
@@ -460,9 +460,9 @@ pub fn serve_tcp(
 ) -> Result<Server> {
     let server = start(cfg)?;
     let l = TcpListener::bind(control)
-        .map_err(|e| MuxError::Io(format!("cannot listen for control on {control}"), e))?;
+        .map_err(|e| MuxError::io(format!("cannot listen for control on {control}"), e))?;
     l.set_nonblocking(true)
-        .map_err(|e| MuxError::Io("control listener".into(), e))?;
+        .map_err(|e| MuxError::io("control listener".into(), e))?;
     let mut echo = cfg.listen;
     echo.set_port(server.port);
     eprintln!(

@@ -34,7 +34,7 @@ impl Token {
         let mut t = [0u8; TOKEN_LEN];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut t))
-            .map_err(|e| MuxError::Io("read /dev/urandom for the control token".into(), e))?;
+            .map_err(|e| MuxError::io("read /dev/urandom for the control token".into(), e))?;
         Ok(Token(t))
     }
 
@@ -54,7 +54,7 @@ impl Token {
     /// `s` parsed, or a usage error naming `what` it came from.
     pub fn parse_or_usage(s: &str, what: &str) -> Result<Token> {
         Token::parse(s).ok_or_else(|| {
-            MuxError::Usage(format!(
+            MuxError::usage(format!(
                 "{what}: a control token is {} hex digits (as mux serve writes it)",
                 2 * TOKEN_LEN
             ))
@@ -78,20 +78,20 @@ impl Token {
     pub fn from_file(path: &Path) -> Result<Token> {
         let what = format!("--control-token-file {}", path.display());
         let meta = std::fs::metadata(path)
-            .map_err(|e| MuxError::Usage(format!("{what}: cannot read it: {e}")))?;
+            .map_err(|e| MuxError::usage(format!("{what}: cannot read it: {e}")))?;
         if !meta.is_file() {
-            return Err(MuxError::Usage(format!("{what}: not a regular file")));
+            return Err(MuxError::usage(format!("{what}: not a regular file")));
         }
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            return Err(MuxError::Usage(format!(
+            return Err(MuxError::usage(format!(
                 "{what}: other users may read it (mode {mode:03o}): `chmod 600 {}`, or let mux serve write it",
                 path.display()
             )));
         }
         let me = commbench_core::sys::euid();
         if meta.uid() != me {
-            return Err(MuxError::Usage(format!(
+            return Err(MuxError::usage(format!(
                 "{what}: owned by uid {}, not by this user (uid {me})",
                 meta.uid()
             )));
@@ -99,7 +99,7 @@ impl Token {
         let mut s = String::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(256).read_to_string(&mut s))
-            .map_err(|e| MuxError::Usage(format!("{what}: cannot read it: {e}")))?;
+            .map_err(|e| MuxError::usage(format!("{what}: cannot read it: {e}")))?;
         Token::parse_or_usage(&s, &what)
     }
 
@@ -108,7 +108,7 @@ impl Token {
     /// followed).
     pub fn write_file(&self, path: &Path) -> Result<()> {
         let err = |e| {
-            MuxError::Io(
+            MuxError::io(
                 format!("cannot write the control token to {}", path.display()),
                 e,
             )
@@ -118,7 +118,7 @@ impl Token {
                 std::fs::remove_file(path).map_err(err)?
             }
             Ok(_) => {
-                return Err(MuxError::Usage(format!(
+                return Err(MuxError::usage(format!(
                     "--control-token-file {}: exists and is not a regular file",
                     path.display()
                 )))
