@@ -64,6 +64,34 @@ pub fn size_in(
     }
 }
 
+/// A number in `min..=max`; anything else is refused with `msg`, which
+/// names the option and its range (`--repeat must be 1..=100`).
+pub fn number_in<T>(
+    min: T,
+    max: T,
+    msg: &'static str,
+) -> impl Fn(&str) -> std::result::Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + Copy + Send + Sync + 'static,
+{
+    move |s| match s.trim().parse::<T>() {
+        Ok(n) if n >= min && n <= max => Ok(n),
+        _ => Err(msg.to_owned()),
+    }
+}
+
+/// A number greater than 0 and at most `max` (a rate, a percentage),
+/// finite; anything else is refused with `msg`.
+pub fn positive_up_to(
+    max: f64,
+    msg: &'static str,
+) -> impl Fn(&str) -> std::result::Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s| match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= max => Ok(x),
+        _ => Err(msg.to_owned()),
+    }
+}
+
 /// A percentage in 0..1000 (a threshold, a noise floor, a gate).
 pub fn parse_pct(s: &str) -> std::result::Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -152,6 +180,21 @@ mod tests {
         let e = size_in(1 << 20, 64 << 30)("64K").unwrap_err();
         assert!(e.contains("1MiB..=64GiB"), "{e}");
         assert_eq!(size_in(1 << 20, 64 << 30)("64M"), Ok(64 << 20));
+    }
+
+    #[test]
+    fn ranges_refuse_with_the_message_that_names_the_option() {
+        let p = number_in(1u32, 100, "--repeat must be 1..=100");
+        assert_eq!(p("1"), Ok(1));
+        assert_eq!(p(" 100"), Ok(100));
+        for s in ["0", "101", "-1", "x", ""] {
+            assert_eq!(p(s), Err("--repeat must be 1..=100".to_owned()), "{s}");
+        }
+        let r = positive_up_to(1e8, "--rate must be 0 < requests/s <= 1e8");
+        assert_eq!(r("1000"), Ok(1000.0));
+        for s in ["0", "-5", "inf", "NaN", "1e9"] {
+            assert!(r(s).is_err(), "{s}");
+        }
     }
 
     #[test]

@@ -45,13 +45,13 @@ pub struct HttpdArgs {
     )]
     pub servers: Vec<String>,
     /// Keep-alive connections, comma-separated (each a set of points).
-    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    #[arg(long, value_delimiter = ',', default_value = "1000", value_parser = crate::args::number_in(1usize, 200_000, "--conns must be 1..=200000 each"))]
     pub conns: Vec<usize>,
     /// Active connections in percent of --conns, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "100,10,1")]
+    #[arg(long, value_delimiter = ',', default_value = "100,10,1", value_parser = crate::args::positive_up_to(100.0, "--active-pct must be 0 < percent <= 100 each"))]
     pub active_pct: Vec<f64>,
     /// Requests measured per point, spread over the active connections.
-    #[arg(long, default_value_t = 20000)]
+    #[arg(long, default_value_t = 20000, value_parser = crate::args::number_in(1u64, 100_000_000, "--requests must be 1..=100000000"))]
     pub requests: u64,
     /// Unmeasured requests per active connection first.
     #[arg(long, default_value_t = 2)]
@@ -60,7 +60,7 @@ pub struct HttpdArgs {
     #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
     pub body: usize,
     /// Measurements per point, interleaved (A B C A B C), 1..=100.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = crate::args::number_in(1u32, 100, "--repeat must be 1..=100"))]
     pub repeat: u32,
     /// The CPU the server is pinned to (default: CPU 0 when there are two or more; `none`: not pinned).
     #[arg(long)]
@@ -69,10 +69,10 @@ pub struct HttpdArgs {
     #[arg(long)]
     pub client_cpus: Option<String>,
     /// Load event loops (threads), 1..=64.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::args::number_in(1usize, 64, "--load-threads must be 1..=64"))]
     pub load_threads: usize,
     /// Open loop at this many requests/s per point (default: closed loop, one request in flight per active connection).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::positive_up_to(commbench_mux::open::MAX_RATE, "--rate must be 0 < requests/s <= 1e8"))]
     pub rate: Option<f64>,
     /// Bound on each phase, seconds.
     #[arg(long, default_value_t = 120.0)]
@@ -266,13 +266,13 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value = "raw")]
     pub protocol: ProtocolArg,
     /// Event loops (SO_REUSEPORT), 1..=64.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::args::number_in(1usize, 64, "--server-threads must be 1..=64"))]
     pub server_threads: usize,
     /// Bytes per read (and per io_uring connection buffer), 512 B..=1 MiB (suffixes K, M).
     #[arg(long, default_value = "64KiB", value_parser = crate::args::parse_size)]
     pub buf: usize,
     /// Connections expected (listen backlog, io_uring queue sizes).
-    #[arg(long, default_value_t = 10000)]
+    #[arg(long, default_value_t = 10000, value_parser = crate::args::number_in(1usize, commbench_mux::MAX_CONNS, "--max-conns must be 1..=1000000"))]
     pub max_conns: usize,
     /// Body bytes of the fixed response of --protocol http1 (suffixes K, M), 0..=16 MiB.
     #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
@@ -575,17 +575,11 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
         LookupArg::Both => return Err(crate::usage("mux serve runs one lookup: scan or index")),
         l => lookups(l)[0],
     };
-    if !(1..=64).contains(&s.server_threads) {
-        return Err(crate::usage("--server-threads must be 1..=64"));
-    }
     if !(512..=1 << 20).contains(&s.buf) {
         return Err(crate::usage(format!(
             "--buf must be 512 B..=1 MiB (512..=1048576), got {} B",
             s.buf
         )));
-    }
-    if s.max_conns == 0 || s.max_conns > commbench_mux::MAX_CONNS {
-        return Err(crate::usage("--max-conns must be 1..=1000000"));
     }
     if s.response_size > commbench_mux::http1::MAX_RESPONSE_BODY {
         return Err(crate::usage(format!(
@@ -763,29 +757,6 @@ fn httpd(h: &HttpdArgs) -> Result<()> {
         })?;
         if !servers.contains(&k) {
             servers.push(k);
-        }
-    }
-    if h.conns.iter().any(|&n| n == 0 || n > 200_000) {
-        return Err(crate::usage("--conns must be 1..=200000 each"));
-    }
-    if h.active_pct
-        .iter()
-        .any(|&p| !(p.is_finite() && p > 0.0 && p <= 100.0))
-    {
-        return Err(crate::usage("--active-pct must be 0 < percent <= 100 each"));
-    }
-    if !(1..=100_000_000).contains(&h.requests) {
-        return Err(crate::usage("--requests must be 1..=100000000"));
-    }
-    if !(1..=100).contains(&h.repeat) {
-        return Err(crate::usage("--repeat must be 1..=100"));
-    }
-    if !(1..=64).contains(&h.load_threads) {
-        return Err(crate::usage("--load-threads must be 1..=64"));
-    }
-    if let Some(r) = h.rate {
-        if !(r.is_finite() && r > 0.0 && r <= commbench_mux::open::MAX_RATE) {
-            return Err(crate::usage("--rate must be 0 < requests/s <= 1e8"));
         }
     }
     let timeout = secs("--timeout", h.timeout, false)?;

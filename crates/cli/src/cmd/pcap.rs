@@ -50,7 +50,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "CMD")]
     pub compare_cmd: Option<String>,
     /// Threads for our extraction (default: all CPUs; see `pcap extract --threads`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::number_in(1usize, 256, "--threads must be between 1 and 256"))]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub out: crate::output::OutputArgs,
@@ -91,7 +91,7 @@ pub struct ExtractArgs {
     pub output: Option<PathBuf>,
     /// Threads (default: all CPUs; 1 = one thread does everything; N > 1 = a
     /// reader/decompressor and N-1 workers for CSV, N for JSON Lines/Parquet).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::number_in(1usize, 256, "--threads must be between 1 and 256"))]
     pub threads: Option<usize>,
     /// Treat the first bad record as an error (exit 1).
     #[arg(long)]
@@ -144,10 +144,12 @@ pub fn run(a: &PcapArgs) -> Result<()> {
     }
 }
 
+/// One thread per CPU, at most 256 (what --threads takes).
 fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+        .min(256)
 }
 
 fn run_extract(a: &ExtractArgs) -> Result<()> {
@@ -161,9 +163,6 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         None => Field::defaults(),
     };
     let threads = a.threads.unwrap_or_else(default_threads);
-    if threads == 0 || threads > 256 {
-        return Err(crate::usage("--threads must be between 1 and 256"));
-    }
     if a.files.iter().filter(|f| *f == "-").count() > 1 {
         return Err(crate::usage("standard input (-) can be given only once"));
     }
@@ -477,9 +476,6 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
         }
     }
     let threads = a.threads.unwrap_or_else(default_threads);
-    if threads == 0 || threads > 256 {
-        return Err(crate::usage("--threads must be between 1 and 256"));
-    }
     let exe = std::env::current_exe().context("cannot find the commbench binary")?;
     let cfg = BenchConfig {
         file: a.file.clone(),
