@@ -127,6 +127,10 @@ impl ServerHandle {
         if let Some(c) = &cfg.server_cpus {
             cmd.arg("--cpus").arg(c.to_string());
         }
+        if cfg.extra_work_ns > 0 {
+            cmd.arg("--extra-work-ns")
+                .arg(cfg.extra_work_ns.to_string());
+        }
         let p = crate::child::spawn_piped(&mut cmd, "the server process")?;
         let mut h = ServerHandle::Child {
             child: p.child,
@@ -883,6 +887,9 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
                 .map(|r| r.target.to_string())
                 .unwrap_or_else(|| "local".into()),
         );
+    if cfg.extra_work_ns > 0 {
+        rec.push_param("extra_work_ns", cfg.extra_work_ns);
+    }
     if cfg.open.rate.is_some() || cfg.open.in_flight > 1 || cfg.protocol == crate::Protocol::Http1 {
         rec.push_param("rate", cfg.open.rate);
         rec.push_param(

@@ -188,6 +188,10 @@ pub struct MuxConfig {
     pub open: open::OpenConfig,
     /// The request `--protocol http1` sends.
     pub http: http1::HttpRequest,
+    /// Calibration aid: the server started for each configuration
+    /// busy-waits this many ns per read that carried data
+    /// (`ServeConfig::extra_work_ns`).
+    pub extra_work_ns: u64,
 }
 
 /// A server started by someone else (`commbench mux serve` on another host).
@@ -226,6 +230,7 @@ impl Default for MuxConfig {
             server_exe: None,
             open: open::OpenConfig::closed(1),
             http: http1::HttpRequest::default(),
+            extra_work_ns: 0,
         }
     }
 }

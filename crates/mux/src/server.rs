@@ -53,6 +53,10 @@ pub struct ServeConfig {
     pub max_conns: usize,
     /// Pin the loop threads.
     pub cpus: Option<CpuList>,
+    /// Calibration aid: busy-wait this many ns (TSC) for every read that
+    /// carried data, before echoing it — a known extra cost per round trip
+    /// for checking that a comparison finds a change of a known size.
+    pub extra_work_ns: u64,
 }
 
 /// The server's answer to `STATS`.
@@ -174,6 +178,11 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
                     shared: &s,
                     live_total: &live_total,
                     max_conns: conn_limit,
+                    extra_work_ticks: if c.extra_work_ns > 0 {
+                        commbench_core::clock::tsc().ns_to_ticks(c.extra_work_ns as f64)
+                    } else {
+                        0
+                    },
                 };
                 eng.serve(&ctx)
             })

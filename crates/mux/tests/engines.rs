@@ -49,6 +49,7 @@ fn echo_with(
         buf_size: commbench_mux::harness::buf_size(size, conns),
         max_conns: conns,
         cpus: None,
+        extra_work_ns: 0,
     })
     .unwrap();
     let cfg = LoadConfig {
@@ -137,6 +138,7 @@ fn injected_io_uring_failure_is_a_clear_error() {
         buf_size: 4096,
         max_conns: 10,
         cpus: None,
+        extra_work_ns: 0,
     });
     std::env::remove_var("COMMBENCH_MUX_FAIL_URING");
     let e = r.err().expect("io_uring start must fail").to_string();
@@ -155,6 +157,7 @@ fn several_server_threads_share_the_port() {
         buf_size: 4096,
         max_conns: 300,
         cpus: None,
+        extra_work_ns: 0,
     })
     .unwrap();
     let cfg = LoadConfig {
@@ -194,6 +197,7 @@ fn thread_per_connection_clients_echo_too() {
         buf_size: 4096,
         max_conns: 200,
         cpus: None,
+        extra_work_ns: 0,
     })
     .unwrap();
     let cfg = LoadConfig {
@@ -264,6 +268,7 @@ fn max_conns_caps_connections_in_every_engine() {
             buf_size: 4096,
             max_conns: 5,
             cpus: None,
+            extra_work_ns: 0,
         })
         .unwrap();
         let mut first = probe(srv.port, 5);
@@ -294,6 +299,45 @@ fn max_conns_caps_connections_in_every_engine() {
         assert_eq!(st.loops.accepted, 6, "{e:?}");
         assert_eq!(st.loops.refused, 3, "{e:?}");
         drop((first, extra, again));
+        srv.stop().unwrap();
+    }
+}
+
+#[test]
+fn extra_work_holds_every_echo_on_every_engine() {
+    // 200 µs of server busy-wait per read that carried data: every round
+    // trip of one connection takes at least that (a lower bound; load only
+    // adds time).
+    use std::io::{Read, Write};
+    for engine in engines() {
+        let srv = server::start(&ServeConfig {
+            engine,
+            lookup: Lookup::Index,
+            protocol: Protocol::Raw,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            buf_size: 4096,
+            max_conns: 4,
+            cpus: None,
+            extra_work_ns: 200_000,
+        })
+        .unwrap();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut buf = [0u8; 64];
+        for _ in 0..10 {
+            let t = std::time::Instant::now();
+            s.write_all(&[7u8; 64]).unwrap();
+            s.read_exact(&mut buf).unwrap();
+            let rt = t.elapsed();
+            assert!(
+                rt >= Duration::from_micros(180),
+                "{engine:?}: a round trip of {rt:?} with 200 µs of server work"
+            );
+            assert_eq!(buf, [7u8; 64]);
+        }
+        drop(s);
         srv.stop().unwrap();
     }
 }

@@ -62,6 +62,7 @@ fn serve(engine: EngineKind, protocol: Protocol, conns: usize) -> server::Server
         buf_size: 4096,
         max_conns: conns,
         cpus: None,
+        extra_work_ns: 0,
     })
     .unwrap()
 }

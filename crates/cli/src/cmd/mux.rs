@@ -159,6 +159,9 @@ pub struct RunArgs {
     /// With --reproduce-seed: rounds divided by 10.
     #[arg(long)]
     pub quick: bool,
+    /// Calibration aid: the server busy-waits NS nanoseconds (TSC) for every read that carried data, before echoing — a known extra cost per round trip, to check that `commbench ab` finds a change of known size.
+    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub extra_work_ns: u64,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -277,6 +280,9 @@ pub struct ServeArgs {
     /// Body bytes of the fixed response of --protocol http1 (suffixes K, M), 0..=16 MiB.
     #[arg(long, default_value = "13", value_parser = crate::args::parse_size)]
     pub response_size: usize,
+    /// Calibration aid: the server busy-waits NS nanoseconds (TSC) for every read that carried data, before echoing — a known extra cost per round trip, to check that `commbench ab` finds a change of known size.
+    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub extra_work_ns: u64,
     /// Control channel: `stdio`, or ADDR:PORT for TCP (default: the echo address, port + 1).
     /// Over TCP every connection must present the run's token.
     #[arg(long)]
@@ -483,6 +489,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
     cfg.lookups = lookups(r.lookup);
     cfg.server_threads = r.server_threads;
     cfg.netns = r.netns;
+    cfg.extra_work_ns = r.extra_work_ns;
     let mut rec = crate::progress::recorder();
     if r.reproduce_seed {
         let plan = seed::SeedPlan::new(r.quick);
@@ -601,6 +608,7 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
         buf_size: s.buf,
         max_conns: s.max_conns,
         cpus,
+        extra_work_ns: s.extra_work_ns,
     })
 }
 

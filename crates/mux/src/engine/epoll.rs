@@ -92,6 +92,7 @@ impl Engine for EpollEngine {
                         &mut scratch,
                         ctx.protocol,
                         self.edge,
+                        ctx.extra_work_ticks,
                         &mut stats,
                     ) {
                         Next::Read => {

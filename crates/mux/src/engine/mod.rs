@@ -181,6 +181,9 @@ pub struct LoopCtx<'a> {
     pub live_total: &'a AtomicUsize,
     /// Most connections all loops together may hold.
     pub max_conns: usize,
+    /// TSC ticks to busy-wait per read that carried data (a calibration
+    /// aid; 0: none).
+    pub extra_work_ticks: u64,
 }
 
 impl LoopCtx<'_> {
@@ -349,12 +352,14 @@ fn flush_pending(c: &mut Conn, stats: &mut LoopStats) -> io::Result<bool> {
 /// write back — once (level-triggered: the engine reports again if more is
 /// there) or until the socket is drained (`drain`, edge-triggered: no
 /// second report comes).
+#[allow(clippy::too_many_arguments)]
 pub fn echo_ready(
     c: &mut Conn,
     buf: &mut [u8],
     scratch: &mut Vec<u8>,
     proto: Protocol,
     drain: bool,
+    extra_work_ticks: u64,
     stats: &mut LoopStats,
 ) -> Next {
     match flush_pending(c, stats) {
@@ -371,6 +376,9 @@ pub fn echo_ready(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return Next::Close,
         };
+        if extra_work_ticks > 0 {
+            commbench_core::delay::tsc_delay_ticks(extra_work_ticks);
+        }
         let data: &[u8] = match proto {
             Protocol::Raw => &buf[..n],
             _ => {

@@ -90,6 +90,7 @@ impl Engine for PollEngine {
                         &mut scratch,
                         ctx.protocol,
                         false,
+                        ctx.extra_work_ticks,
                         &mut stats,
                     ) {
                         Next::Read => self.pfds[i].events = libc::POLLIN,

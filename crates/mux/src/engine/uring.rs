@@ -514,6 +514,9 @@ impl Loop<'_, '_> {
         }
         if res > 0 {
             let len = res as usize;
+            if self.ctx.extra_work_ticks > 0 {
+                commbench_core::delay::tsc_delay_ticks(self.ctx.extra_work_ticks);
+            }
             let Some(bid) = bid else {
                 // Cannot happen with buffer selection; treat as a failure.
                 return self.start_close(eng, slot, st);
