@@ -327,6 +327,20 @@ pub fn try_lock_exclusive(fd: RawFd) -> io::Result<()> {
     unsafe { syscall!(flock(fd, libc::LOCK_EX | libc::LOCK_NB)) }.map(|_| ())
 }
 
+/// Has the kernel send SIGKILL to this process when its parent exits
+/// (PR_SET_PDEATHSIG), so a child process never outlives the run that
+/// started it. One prctl: also usable between fork and exec.
+pub fn die_with_parent() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        syscall!(prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong
+        ))
+    }
+    .map(|_| ())
+}
+
 /// Sets this thread's timer slack (how late the kernel may wake a timed
 /// wait to batch wake-ups; 50 µs by default).
 pub fn set_timer_slack_ns(ns: u64) {

@@ -82,16 +82,11 @@ fn parse(args: &[String]) -> Result<ChildArgs> {
     })
 }
 
-#[allow(unsafe_code)]
 fn run(args: &[String]) -> Result<String> {
     let a = parse(args)?;
-    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-    }
+    let _ = commbench_core::sys::die_with_parent();
     if let Some(p) = a.parent {
-        // SAFETY: getppid has no preconditions.
-        if unsafe { libc::getppid() } as u32 != p {
+        if std::os::unix::process::parent_id() != p {
             return Err(IpcError::Closed);
         }
     }
