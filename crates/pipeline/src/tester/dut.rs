@@ -8,6 +8,7 @@
 //! veths; `ifaces:` real interfaces.
 
 use super::stamp;
+use super::SpecError;
 use crate::afpacket::PacketSocket;
 use crate::netns::{self, interrupted, RxMethod, RxPath};
 use crate::txpath;
@@ -43,14 +44,12 @@ impl FwdWork {
     }
 
     /// Parses `swap` or `delay:NS` (whole ns, at most [`MAX_DELAY_NS`]).
-    pub fn parse(w: &str) -> Result<FwdWork, String> {
+    pub fn parse(w: &str) -> Result<FwdWork, SpecError> {
         match w {
             "swap" => Ok(FwdWork::Swap),
             _ => match w.strip_prefix("delay:").and_then(|n| n.parse::<u64>().ok()) {
                 Some(ns) if ns <= MAX_DELAY_NS => Ok(FwdWork::Delay(ns)),
-                _ => Err(format!(
-                    "--work {w}: give swap or delay:NS (whole ns, at most 1000000)"
-                )),
+                _ => Err(SpecError::Work(w.to_owned())),
             },
         }
     }
@@ -76,20 +75,21 @@ impl Impair {
     }
 
     /// Parses `drop=N,dup=M,swap=K` (any subset).
-    pub fn parse(s: &str) -> Result<Impair, String> {
+    pub fn parse(s: &str) -> Result<Impair, SpecError> {
         let mut i = Impair::default();
         for part in s.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| format!("impairment '{part}' is not NAME=N (drop=, dup=, swap=)"))?;
-            let n: u64 = v
-                .parse()
-                .map_err(|_| format!("impairment '{part}': '{v}' is not a whole number"))?;
+                .ok_or_else(|| SpecError::ImpairNotNameN(part.to_owned()))?;
+            let n: u64 = v.parse().map_err(|_| SpecError::ImpairNotANumber {
+                part: part.to_owned(),
+                value: v.to_owned(),
+            })?;
             match k {
                 "drop" => i.drop = n,
                 "dup" => i.dup = n,
                 "swap" => i.swap = n,
-                _ => return Err(format!("impairment '{k}' is not drop, dup or swap")),
+                _ => return Err(SpecError::ImpairUnknown(k.to_owned())),
             }
         }
         Ok(i)
@@ -457,7 +457,7 @@ impl DutSpec {
     /// `ifaces:IF1,IF2`. l2fwd options, comma separated: `work=swap`,
     /// `work=delay:NS` (or just `delay:NS`), `rx=af-packet|af-xdp`,
     /// `burst=N`, `drop=N`, `dup=N`, `swap=N`.
-    pub fn parse(s: &str) -> Result<DutSpec, String> {
+    pub fn parse(s: &str) -> Result<DutSpec, SpecError> {
         let (kind, rest) = match s.split_once(':') {
             Some((k, r)) => (k, Some(r)),
             None => (s, None),
@@ -466,14 +466,12 @@ impl DutSpec {
             ("none" | "loopback", None) => Ok(DutSpec::None),
             ("bridge", None) => Ok(DutSpec::Bridge),
             ("cmd", Some(c)) if !c.trim().is_empty() => Ok(DutSpec::Cmd(c.to_owned())),
-            ("cmd", _) => Err("--dut cmd: needs a program: cmd:'PROGRAM ARGS'".to_owned()),
+            ("cmd", _) => Err(SpecError::CmdNoProgram),
             ("ifaces", Some(r)) => match r.split_once(',') {
                 Some((a, b)) if !a.is_empty() && !b.is_empty() && a.len() < 16 && b.len() < 16 => {
                     Ok(DutSpec::Ifaces(a.to_owned(), b.to_owned()))
                 }
-                _ => Err(format!(
-                    "--dut ifaces:{r}: give two interface names, IF1,IF2 (the generator sends on IF1, the sink listens on IF2)"
-                )),
+                _ => Err(SpecError::Ifaces(r.to_owned())),
             },
             ("l2fwd", opts) => {
                 let mut work = FwdWork::Swap;
@@ -487,45 +485,41 @@ impl DutSpec {
                     if o == "swap" {
                         work = FwdWork::Swap;
                     } else if let Some(ns) = o.strip_prefix("delay:") {
-                        let ns: u64 = ns.parse().map_err(|_| {
-                            format!("--dut l2fwd: delay:{ns} is not whole nanoseconds")
-                        })?;
-                        if ns > 1_000_000 {
-                            return Err(format!("--dut l2fwd: delay:{ns} is above 1000000 ns"));
+                        let ns: u64 = ns
+                            .parse()
+                            .map_err(|_| SpecError::DelayNotWhole(ns.to_owned()))?;
+                        if ns > MAX_DELAY_NS {
+                            return Err(SpecError::DelayRange(ns));
                         }
                         work = FwdWork::Delay(ns);
                     } else if let Some(r) = o.strip_prefix("rx=") {
                         rx = match r {
                             "af-packet" => RxMethod::AfPacket,
                             "af-xdp" => RxMethod::AfXdp,
-                            _ => return Err(format!("--dut l2fwd: rx={r} is not af-packet or af-xdp")),
+                            _ => return Err(SpecError::FwdRx(r.to_owned())),
                         };
                     } else if let Some(b) = o.strip_prefix("burst=") {
                         burst = b
                             .parse()
                             .ok()
                             .filter(|b| (1..=1024).contains(b))
-                            .ok_or_else(|| format!("--dut l2fwd: burst={b} is outside 1..=1024"))?;
+                            .ok_or_else(|| SpecError::FwdBurst(b.to_owned()))?;
                     } else if let Some(b) = o.strip_prefix("blocks=") {
                         rx_blocks = b
                             .parse()
                             .ok()
                             .filter(|b| (2..=netns::RX_BLOCKS_MAX).contains(b))
-                            .ok_or_else(|| {
-                                format!(
-                                    "--dut l2fwd: blocks={b} is outside 2..={} (1 MiB each)",
-                                    netns::RX_BLOCKS_MAX
-                                )
-                            })?;
-                    } else if o.starts_with("drop=") || o.starts_with("dup=") || o.starts_with("swap=") {
+                            .ok_or_else(|| SpecError::FwdBlocks(b.to_owned()))?;
+                    } else if o.starts_with("drop=")
+                        || o.starts_with("dup=")
+                        || o.starts_with("swap=")
+                    {
                         let i = Impair::parse(o)?;
                         impair.drop = impair.drop.max(i.drop);
                         impair.dup = impair.dup.max(i.dup);
                         impair.swap = impair.swap.max(i.swap);
                     } else {
-                        return Err(format!(
-                            "--dut l2fwd: option '{o}' is not work=swap, work=delay:NS, rx=af-packet|af-xdp, burst=N, blocks=N, drop=N, dup=N or swap=N"
-                        ));
+                        return Err(SpecError::FwdOption(o.to_owned()));
                     }
                 }
                 Ok(DutSpec::L2fwd {
@@ -536,9 +530,7 @@ impl DutSpec {
                     rx_blocks,
                 })
             }
-            _ => Err(format!(
-                "--dut '{s}' is not a device: none, l2fwd[:work=swap|delay:NS], bridge, cmd:'PROGRAM ARGS' or ifaces:IF1,IF2"
-            )),
+            _ => Err(SpecError::NotADevice(s.to_owned())),
         }
     }
 }
@@ -590,18 +582,23 @@ mod tests {
         );
         assert!(DutSpec::parse("ifaces:eth1")
             .unwrap_err()
+            .to_string()
             .contains("IF1,IF2"));
         assert!(DutSpec::parse("cmd:")
             .unwrap_err()
+            .to_string()
             .contains("needs a program"));
         assert!(DutSpec::parse("l2fwd:delay:x")
             .unwrap_err()
+            .to_string()
             .contains("whole nanoseconds"));
         assert!(DutSpec::parse("l2fwd:fast")
             .unwrap_err()
+            .to_string()
             .contains("option 'fast'"));
         assert!(DutSpec::parse("router")
             .unwrap_err()
+            .to_string()
             .contains("not a device"));
     }
 

@@ -16,6 +16,7 @@
 pub mod account;
 pub mod crosscheck;
 pub mod dut;
+pub mod error;
 pub mod pace;
 pub mod rfc2544;
 pub mod stamp;
@@ -32,6 +33,7 @@ use commbench_core::record::Record;
 use commbench_core::rusage::Usage;
 use commbench_core::stats::{LatencyHistogram, Summary};
 use dut::{DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
+pub use error::SpecError;
 use pace::{Arrivals, Rate, Schedule, Sizes};
 use serde::Serialize;
 use std::io;
@@ -113,27 +115,25 @@ impl TrialSpec {
             .unwrap_or_else(|| (self.pps() * self.duration.as_secs_f64()).round().max(1.0) as u64)
     }
     /// Checks the settings and says what to change.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         if !(1..=1024).contains(&self.burst) {
-            return Err(format!("--burst {} is outside 1..=1024", self.burst));
+            return Err(SpecError::Burst(self.burst));
         }
         if !(1..=MAX_FLOWS).contains(&self.flows) {
-            return Err(format!("--flows {} is outside 1..={MAX_FLOWS}", self.flows));
+            return Err(SpecError::Flows(self.flows));
         }
         let f = self.frames();
         if f == 0 {
-            return Err("a trial needs at least one frame".to_owned());
+            return Err(SpecError::NoFrames);
         }
         if f > MAX_FRAMES {
-            return Err(format!(
-                "{f} frames in one trial (rate × duration) is above {MAX_FRAMES}: shorten --duration"
-            ));
+            return Err(SpecError::TooManyFrames(f));
         }
         if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err("--duration must be in (0, 3600] s".to_owned());
+            return Err(SpecError::Duration);
         }
         if self.tx == TxMethod::AfXdp && self.sizes.pattern.iter().any(|&s| s > 1518) {
-            return Err("AF_XDP frames are at most 1518 B".to_owned());
+            return Err(SpecError::XdpFrameSize);
         }
         Ok(())
     }
@@ -149,26 +149,26 @@ pub struct RoleCpus {
 
 impl RoleCpus {
     /// `GEN,SINK,DUT` (any may be empty: `0,,1`).
-    pub fn parse(s: &str) -> Result<RoleCpus, String> {
+    pub fn parse(s: &str) -> Result<RoleCpus, SpecError> {
         let p: Vec<&str> = s.split(',').collect();
         if p.len() > 3 {
-            return Err(format!(
-                "--cpus '{s}': give GEN,SINK,DUT (three CPUs at most)"
-            ));
+            return Err(SpecError::CpusTooMany(s.to_owned()));
         }
         let online = commbench_core::placement::online();
-        let one = |x: Option<&&str>| -> Result<Option<usize>, String> {
+        let one = |x: Option<&&str>| -> Result<Option<usize>, SpecError> {
             match x.map(|x| x.trim()).filter(|x| !x.is_empty()) {
                 None => Ok(None),
                 Some(x) => {
-                    let c: usize = x
-                        .parse()
-                        .map_err(|_| format!("--cpus '{s}': '{x}' is not a CPU number"))?;
+                    let c: usize = x.parse().map_err(|_| SpecError::CpuNotANumber {
+                        cpus: s.to_owned(),
+                        cpu: x.to_owned(),
+                    })?;
                     if !online.cpus().contains(&c) {
-                        return Err(format!(
-                            "--cpus '{s}': CPU {c} is not online (online: {:?})",
-                            online.cpus()
-                        ));
+                        return Err(SpecError::CpuOffline {
+                            cpus: s.to_owned(),
+                            cpu: c,
+                            online: online.cpus().to_vec(),
+                        });
                     }
                     Ok(Some(c))
                 }

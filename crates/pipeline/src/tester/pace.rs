@@ -10,6 +10,7 @@
 //! burst is more than its learned guard away (at most [`SPIN_NS`]) and
 //! busy-waits the rest on the TSC.
 
+use super::SpecError;
 use serde::Serialize;
 
 /// The most the generator busy-waits before a departure: the ceiling of
@@ -53,17 +54,15 @@ impl Rate {
 }
 
 /// Parses `100000`, `1.5M`, `250k`, `2Mpps`, or `50%` (of `link_bps`).
-pub fn parse_rate(s: &str, link_bps: f64) -> Result<Rate, String> {
+pub fn parse_rate(s: &str, link_bps: f64) -> Result<Rate, SpecError> {
     let t = s.trim();
     if let Some(p) = t.strip_suffix('%') {
-        let pct: f64 = p
-            .trim()
-            .parse()
-            .map_err(|_| format!("rate '{s}': '{p}' is not a number of percent"))?;
+        let pct: f64 = p.trim().parse().map_err(|_| SpecError::RatePercent {
+            rate: s.to_owned(),
+            pct: p.to_owned(),
+        })?;
         if !(pct > 0.0 && pct <= 100.0) {
-            return Err(format!(
-                "rate '{s}': a share of the link must be in (0, 100]%"
-            ));
+            return Err(SpecError::RateShare(s.to_owned()));
         }
         return Ok(Rate::LinkPct { pct, link_bps });
     }
@@ -73,12 +72,10 @@ pub fn parse_rate(s: &str, link_bps: f64) -> Result<Rate, String> {
         Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
         _ => (t, 1.0),
     };
-    let v: f64 = num.parse().map_err(|_| {
-        format!("rate '{s}' is not a rate: give frames per second (100000, 250k, 1.5M) or a share of the link (50%)")
-    })?;
+    let v: f64 = num.parse().map_err(|_| SpecError::NotARate(s.to_owned()))?;
     let pps = v * k;
     if !(1.0..=1e9).contains(&pps) {
-        return Err(format!("rate '{s}' is outside 1 pps..1 Gpps"));
+        return Err(SpecError::RateRange(s.to_owned()));
     }
     Ok(Rate::Pps(pps))
 }
@@ -137,18 +134,16 @@ impl Sizes {
 }
 
 /// Parses `64`, `1518` or `imix`.
-pub fn parse_sizes(s: &str) -> Result<Sizes, String> {
+pub fn parse_sizes(s: &str) -> Result<Sizes, SpecError> {
     if s.eq_ignore_ascii_case("imix") {
         return Ok(Sizes::imix());
     }
     let v: u32 = s
         .trim()
         .parse()
-        .map_err(|_| format!("frame size '{s}' is not a number of bytes or 'imix'"))?;
+        .map_err(|_| SpecError::NotASize(s.to_owned()))?;
     if !crate::SIZE_RANGE.contains(&v) {
-        return Err(format!(
-            "frame size {v} B is outside 64..=1518 (an Ethernet frame with FCS)"
-        ));
+        return Err(SpecError::SizeRange(v));
     }
     Ok(Sizes::fixed(v))
 }
@@ -221,9 +216,18 @@ mod tests {
         // 100% of 10 GbE at 64 B is 14.88 Mpps.
         let r = parse_rate("100%", 10e9).unwrap();
         assert!((r.pps(64.0) - 14_880_952.4).abs() < 1.0);
-        assert!(parse_rate("0%", 10e9).unwrap_err().contains("(0, 100]"));
-        assert!(parse_rate("fast", 10e9).unwrap_err().contains("not a rate"));
-        assert!(parse_rate("0", 10e9).unwrap_err().contains("outside"));
+        assert!(parse_rate("0%", 10e9)
+            .unwrap_err()
+            .to_string()
+            .contains("(0, 100]"));
+        assert!(parse_rate("fast", 10e9)
+            .unwrap_err()
+            .to_string()
+            .contains("not a rate"));
+        assert!(parse_rate("0", 10e9)
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
     }
 
     #[test]
@@ -231,7 +235,10 @@ mod tests {
         let m = Sizes::imix();
         assert_eq!(m.distinct(), vec![64, 594, 1518]);
         assert_eq!(m.pattern.iter().filter(|&&s| s == 64).count(), 7);
-        assert!(parse_sizes("63").unwrap_err().contains("outside"));
+        assert!(parse_sizes("63")
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
         assert_eq!(parse_sizes("IMIX").unwrap().name, "imix");
     }
 

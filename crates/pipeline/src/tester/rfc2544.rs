@@ -928,7 +928,7 @@ pub fn run_table(r: &RunReport) -> String {
 pub const RFC2544_SIZES: [u32; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
 
 /// Parses `64,128` or `rfc2544` (all seven) or `imix`.
-pub fn parse_size_list(s: &str) -> Result<Vec<Sizes>, String> {
+pub fn parse_size_list(s: &str) -> Result<Vec<Sizes>, super::SpecError> {
     if s == "rfc2544" {
         return Ok(RFC2544_SIZES.iter().map(|&z| Sizes::fixed(z)).collect());
     }
@@ -944,10 +944,10 @@ pub struct SizeList(pub Vec<Sizes>);
 
 impl SizeList {
     /// [`parse_size_list`], refusing an empty list.
-    pub fn parse(s: &str) -> Result<SizeList, String> {
+    pub fn parse(s: &str) -> Result<SizeList, super::SpecError> {
         let v = parse_size_list(s)?;
         if v.is_empty() {
-            return Err("--sizes is empty".to_owned());
+            return Err(super::SpecError::NoSizes);
         }
         Ok(SizeList(v))
     }
