@@ -122,7 +122,7 @@ fn keep_best(slot: &mut Option<IpcError>, e: IpcError) {
 fn pin(cpus: &Option<CpuList>) -> Result<()> {
     if let Some(c) = cpus {
         c.pin_current_thread()
-            .map_err(|e| IpcError::Usage(format!("cannot apply CPU placement: {e}")))?;
+            .map_err(|e| IpcError::usage(format!("cannot apply CPU placement: {e}")))?;
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ fn parse(args: &[String]) -> Result<ChildArgs> {
     let mut verify = false;
     let mut latency = false;
     let mut it = args.iter();
-    let bad = |m: String| IpcError::Usage(format!("{}: {m}", crate::bench::CHILD_SUBCOMMAND));
+    let bad = |m: String| IpcError::usage(format!("{}: {m}", crate::bench::CHILD_SUBCOMMAND));
     while let Some(a) = it.next() {
         let mut val = || {
             it.next()
@@ -92,7 +92,7 @@ fn run(args: &[String]) -> Result<String> {
     }
     if let Some(c) = &a.cpus {
         c.pin_current_thread()
-            .map_err(|e| IpcError::Usage(format!("cannot apply CPU placement: {e}")))?;
+            .map_err(|e| IpcError::usage(format!("cannot apply CPU placement: {e}")))?;
     }
     // The clock calibrates once per process (~50 ms of sleeps): before
     // `ready`, not inside the measured run while the server waits.

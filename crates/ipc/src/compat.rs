@@ -83,7 +83,7 @@ pub enum SeedCommand {
 }
 
 fn usage(usage: &str, what: String) -> IpcError {
-    IpcError::Usage(format!("{what}\n{usage}"))
+    IpcError::usage(format!("{what}\n{usage}"))
 }
 
 fn parse_clients(s: &str) -> Option<Clients> {

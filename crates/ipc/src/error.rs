@@ -8,9 +8,10 @@ use std::io;
 /// Everything that can end an ipc run.
 #[derive(Debug, thiserror::Error)]
 pub enum IpcError {
-    /// Bad arguments or configuration (the CLI maps this to exit 2).
-    #[error("{0}")]
-    Usage(String),
+    /// Bad arguments or configuration (exit 2): core's usage marker,
+    /// displayed as what it holds.
+    #[error(transparent)]
+    Usage(commbench_core::error::Usage),
     /// A system call failed.
     #[error("{what}: {source}")]
     Io {
@@ -74,6 +75,11 @@ impl IpcError {
             what: what.into(),
             source,
         }
+    }
+
+    /// A usage error saying `msg`.
+    pub fn usage(msg: String) -> Self {
+        IpcError::Usage(commbench_core::error::Usage::msg(msg))
     }
 
     /// True for argument errors (exit 2).

@@ -137,15 +137,15 @@ impl IpcConfig {
             Workload::Reqres(_) => compat::REQRES_USAGE,
         };
         compat::check_limits(self.sessions as u64, self.size as u64, self.count, line)
-            .map_err(|e| IpcError::Usage(e.to_string().lines().next().unwrap_or("").into()))?;
+            .map_err(|e| IpcError::usage(e.to_string().lines().next().unwrap_or("").into()))?;
         if !self.ring_bytes.is_power_of_two() || self.ring_bytes < 4096 {
-            return Err(IpcError::Usage(format!(
+            return Err(IpcError::usage(format!(
                 "ring size must be a power of two of at least 4096 bytes, got {}",
                 self.ring_bytes
             )));
         }
         if self.ring_bytes > shm::MAX_RING_BYTES {
-            return Err(IpcError::Usage(format!(
+            return Err(IpcError::usage(format!(
                 "ring size {} is above the limit of {} MiB per direction",
                 self.ring_bytes,
                 shm::MAX_RING_BYTES >> 20

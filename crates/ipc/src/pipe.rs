@@ -41,7 +41,7 @@ fn fifo_paths(dir: &Path, session: u32) -> (PathBuf, PathBuf) {
 #[allow(unsafe_code)]
 fn mkfifo(p: &Path) -> Result<()> {
     let c = CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| IpcError::Usage(format!("bad path {}", p.display())))?;
+        .map_err(|_| IpcError::usage(format!("bad path {}", p.display())))?;
     // SAFETY: c is a valid NUL-terminated path.
     unsafe { syscall!(mkfifo(c.as_ptr(), 0o600)) }
         .map_err(|e| IpcError::io(format!("mkfifo {}", p.display()), e))?;

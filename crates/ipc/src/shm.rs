@@ -165,7 +165,7 @@ pub fn check_space(sessions: u32, ring_bytes: usize) -> Result<()> {
                 .saturating_sub(RING_HEADER_BYTES as u64)
                 .max(1);
             let fit = 1u64 << (63 - per_ring.leading_zeros());
-            return Err(IpcError::Usage(format!(
+            return Err(IpcError::usage(format!(
                 "{sessions} sessions x 2 rings of {ring_bytes} bytes need {} MiB in {}, which has {} MiB free: use --ring {} or less (or fewer sessions)",
                 need >> 20,
                 dir.display(),
@@ -242,7 +242,7 @@ impl ShmTransport {
     pub fn create(opts: &ListenOptions) -> Result<ShmTransport> {
         let ring_bytes = opts.ring_bytes;
         if !ring_bytes.is_power_of_two() || ring_bytes < 4096 {
-            return Err(IpcError::Usage(format!(
+            return Err(IpcError::usage(format!(
                 "ring size {ring_bytes} must be a power of two >= 4096"
             )));
         }
@@ -423,13 +423,13 @@ pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
         Some((n, f)) => {
             let v: Vec<RawFd> = f.split(',').filter_map(|x| x.parse().ok()).collect();
             if v.len() != 4 {
-                return Err(IpcError::Usage(format!("bad shm address '{address}'")));
+                return Err(IpcError::usage(format!("bad shm address '{address}'")));
             }
             (n, Some(v))
         }
     };
     if name.is_empty() || name.contains('/') || !name.starts_with("commbench-ipc-") {
-        return Err(IpcError::Usage(format!(
+        return Err(IpcError::usage(format!(
             "'{name}' is not a commbench shm segment name"
         )));
     }
@@ -471,7 +471,7 @@ pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
         return Err(bad("inconsistent segment header"));
     }
     if session >= sessions {
-        return Err(IpcError::Usage(format!(
+        return Err(IpcError::usage(format!(
             "session {session} does not exist (segment has {sessions})"
         )));
     }
@@ -479,7 +479,7 @@ pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
     let (req_bells, resp_bells) = match (policy, fds) {
         (WaitPolicy::Spin, _) => (None, None),
         (_, None) => {
-            return Err(IpcError::Usage(format!(
+            return Err(IpcError::usage(format!(
                 "shm address '{address}' lacks the doorbell descriptors of a {policy} run"
             )))
         }

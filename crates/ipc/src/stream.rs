@@ -441,7 +441,7 @@ pub fn connect_uds(path: &str, session: u32) -> Result<Endpoint> {
 /// [`crate::transport::TOKEN_ENV`]).
 pub fn connect_tcp(addr: &str, session: u32, token: Option<&str>) -> Result<Endpoint> {
     let token = token.and_then(unhex).ok_or_else(|| {
-        IpcError::Usage(format!(
+        IpcError::usage(format!(
             "tcp client needs the run's token ({} hex digits in {})",
             2 * TOKEN_LEN,
             crate::transport::TOKEN_ENV

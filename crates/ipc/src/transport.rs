@@ -131,7 +131,7 @@ impl FromStr for TransportKind {
             "uds" | "unix" => Ok(TransportKind::Uds),
             "pipe" => Ok(TransportKind::Pipe),
             "tcp" => Ok(TransportKind::Tcp),
-            _ => Err(IpcError::Usage(format!(
+            _ => Err(IpcError::usage(format!(
                 "unknown transport '{s}' (expected shm, uds, pipe or tcp)"
             ))),
         }
