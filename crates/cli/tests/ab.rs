@@ -15,22 +15,31 @@ fn cb() -> Command {
 
 const QUICK: [&str; 6] = ["--min-pairs", "6", "--max-pairs", "6", "--warmup", "0"];
 
-#[test]
-fn ab_of_one_command_against_itself_is_no_change() {
+/// `ab ARGS` (six pairs, no warm-up) of A/A `budget` runs at 64 B on a
+/// 10G link with a fixed clock: must succeed; returns the table.
+fn ab_aa_budget(args: &[&str]) -> String {
     let out = cb()
-        .args(["ab", "-L", "link", "10G,10G"])
+        .arg("ab")
+        .args(args)
+        .args(["-L", "link", "10G,10G"])
         .args(QUICK)
         .args([
             "--", "budget", "--link", "{link}", "--size", "64", "--ghz", "2.5",
         ])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    text
+}
+
+#[test]
+fn ab_of_one_command_against_itself_is_no_change() {
+    let text = ab_aa_budget(&[]);
     assert!(text.contains("ratio = B / A"), "{text}");
     assert!(text.contains("6 pairs (3 AB, 3 BA; seed 1)"), "{text}");
     assert!(text.contains("no change"), "{text}");
@@ -347,28 +356,7 @@ fn ab_duet_runs_both_sides_at_once_on_two_cpus() {
         eprintln!("SKIPPED: a duet needs CPUs 0 and 1 online");
         return;
     }
-    let out = cb()
-        .args([
-            "ab",
-            "--duet",
-            "--duet-cpus",
-            "0,1",
-            "-L",
-            "link",
-            "10G,10G",
-        ])
-        .args(QUICK)
-        .args([
-            "--", "budget", "--link", "{link}", "--size", "64", "--ghz", "2.5",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = ab_aa_budget(&["--duet", "--duet-cpus", "0,1"]);
     assert!(
         text.contains("duet on cpus 0 and 1, swapped each pair"),
         "{text}"

@@ -195,35 +195,11 @@ pub fn ratio_paired(a: &[f64], b: &[f64]) -> RatioEstimate {
 /// None when no number would (no interval, or the estimate sits on the
 /// threshold).
 pub fn pairs_to_settle(r: &RatioEstimate, threshold: f64) -> Option<usize> {
-    let n = r.n_before;
-    let positive = |x: f64| x > 0.0 && x.is_finite();
-    if n < MIN_PAIRS || !positive(r.ratio) || !positive(r.lo) || !positive(r.hi) {
+    // The unpaired rule with no floor: pairing leaves no between-run noise.
+    if r.n_before < MIN_PAIRS {
         return None;
     }
-    let t = threshold.abs();
-    let c = r.ratio.ln();
-    let up = (1.0 + t).ln();
-    let down = if t < 1.0 {
-        (1.0 - t).ln()
-    } else {
-        f64::NEG_INFINITY
-    };
-    let target = if c > up {
-        c - up
-    } else if c < down {
-        down - c
-    } else {
-        (c - down).min(up - c)
-    };
-    let h = (c - r.lo.ln()).max(r.hi.ln() - c).max(0.0);
-    if h <= target {
-        return Some(n);
-    }
-    if target <= 1e-9 {
-        return None;
-    }
-    let need = (n as f64 * (h / target).powi(2)).ceil();
-    (need < 1e9).then(|| (need as usize).max(n))
+    super::repeats_to_settle(r, threshold, 0.0)
 }
 
 #[cfg(test)]
