@@ -23,8 +23,13 @@ pub enum MuxError {
         err: io::Error,
     },
     /// The server closed or reset a connection mid-run (it died or failed).
-    #[error("server failure: {0}")]
-    ServerClosed(String),
+    #[error("server failure: connection {conn} {what}")]
+    ServerClosed {
+        /// The connection's index.
+        conn: usize,
+        /// What happened to it (`closed by the server in round 3 of 10 …`).
+        what: String,
+    },
     /// The echo did not match what was sent.
     #[error("echo verification failed: {0}")]
     Corrupt(String),

@@ -464,25 +464,25 @@ fn client_loop(
             let cap = want.min(rbuf.len());
             let n = match net::read(c.fd, &mut rbuf[..cap]) {
                 Ok(0) => {
-                    return Err(MuxError::ServerClosed(format!(
-                    "connection {} closed by the server in round {} of {} ({} of {} bytes echoed)",
-                    c.idx,
-                    c.round + 1,
-                    cfg.rounds,
-                    c.recvd,
-                    cfg.size
-                )))
+                    return Err(MuxError::ServerClosed {
+                        conn: c.idx,
+                        what: format!(
+                            "closed by the server in round {} of {} ({} of {} bytes echoed)",
+                            c.round + 1,
+                            cfg.rounds,
+                            c.recvd,
+                            cfg.size
+                        ),
+                    })
                 }
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {} failed in round {} of {}: {e}",
-                        c.idx,
-                        c.round + 1,
-                        cfg.rounds
-                    )))
+                    return Err(MuxError::ServerClosed {
+                        conn: c.idx,
+                        what: format!("failed in round {} of {}: {e}", c.round + 1, cfg.rounds),
+                    })
                 }
             };
             let sent = current(pattern, &c.msg, c.idx, c.round);
@@ -542,11 +542,10 @@ fn send_some(
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                return Err(MuxError::ServerClosed(format!(
-                    "connection {} failed sending round {}: {e}",
-                    c.idx,
-                    c.round + 1
-                )))
+                return Err(MuxError::ServerClosed {
+                    conn: c.idx,
+                    what: format!("failed sending round {}: {e}", c.round + 1),
+                })
             }
         }
     }
@@ -730,10 +729,10 @@ fn blocking_rounds(
                 Ok(n) => sent += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {idx} failed sending round {}: {e}",
-                        round + 1
-                    )))
+                    return Err(MuxError::ServerClosed {
+                        conn: idx,
+                        what: format!("failed sending round {}: {e}", round + 1),
+                    })
                 }
             }
         }
@@ -741,18 +740,24 @@ fn blocking_rounds(
         while got < size {
             match net::read(fd, &mut buf[got..]) {
                 Ok(0) => {
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {idx} closed by the server in round {} ({got} of {size} bytes echoed)",
-                        round + 1
-                    )))
+                    return Err(MuxError::ServerClosed {
+                        conn: idx,
+                        what: format!(
+                            "closed by the server in round {} ({got} of {size} bytes echoed)",
+                            round + 1
+                        ),
+                    })
                 }
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {idx} failed in round {}: {e} (a receive timeout means the server stalled)",
-                        round + 1
-                    )))
+                    return Err(MuxError::ServerClosed {
+                        conn: idx,
+                        what: format!(
+                            "failed in round {}: {e} (a receive timeout means the server stalled)",
+                            round + 1
+                        ),
+                    })
                 }
             }
         }

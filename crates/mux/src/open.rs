@@ -762,10 +762,10 @@ impl Loop<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {} failed sending request {}: {e}",
-                        c.idx, c.seq_sent
-                    )))
+                    return Err(MuxError::ServerClosed {
+                        conn: c.idx,
+                        what: format!("failed sending request {}: {e}", c.seq_sent),
+                    })
                 }
             }
         }
@@ -793,11 +793,13 @@ impl Loop<'_> {
                     if let Reader::Http(_) = c.reader {
                         st.out.http.resets += 1;
                     }
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {} closed by the server with {} requests outstanding",
-                        c.idx,
-                        c.flight.len() + c.backlog.len()
-                    )));
+                    return Err(MuxError::ServerClosed {
+                        conn: c.idx,
+                        what: format!(
+                            "closed by the server with {} requests outstanding",
+                            c.flight.len() + c.backlog.len()
+                        ),
+                    });
                 }
                 Ok(n) => {
                     drained = n < rbuf.len();
@@ -809,10 +811,10 @@ impl Loop<'_> {
                     if let Reader::Http(_) = c.reader {
                         st.out.http.resets += 1;
                     }
-                    return Err(MuxError::ServerClosed(format!(
-                        "connection {} failed: {e}",
-                        c.idx
-                    )));
+                    return Err(MuxError::ServerClosed {
+                        conn: c.idx,
+                        what: format!("failed: {e}"),
+                    });
                 }
             };
             let now = clock::rdtsc();
