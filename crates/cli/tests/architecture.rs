@@ -468,8 +468,11 @@ fn a_lab_is_named_only_in_its_command_file_and_the_registry() {
         let text = read(&file);
         for (lab, registered) in owned.clone() {
             let ident = lab.replace('-', "_");
-            let own = format!("cmd/{}.rs", lab.trim_start_matches("commbench-"));
-            if rel == own || (registered && rel == "labs.rs") {
+            // Its command file, and the files of that command's own
+            // submodules (`cmd/pipeline/args.rs`).
+            let cmd = lab.trim_start_matches("commbench-");
+            let own = rel == format!("cmd/{cmd}.rs") || rel.starts_with(&format!("cmd/{cmd}/"));
+            if own || (registered && rel == "labs.rs") {
                 continue;
             }
             for (n, line) in text.lines().enumerate() {
@@ -487,18 +490,26 @@ fn a_lab_is_named_only_in_its_command_file_and_the_registry() {
     );
 }
 
-/// The command modules (`crates/cli/src/cmd/*.rs` but `mod.rs`) by name.
+/// The command files (`crates/cli/src/cmd/**.rs` but `cmd/mod.rs`) by
+/// their path under `cmd/` without `.rs`: `ipc`, and `pipeline/args` for a
+/// submodule `cmd/pipeline/args.rs` of the pipeline command.
 fn command_files() -> Vec<(String, PathBuf)> {
     let dir = root().join("crates/cli/src/cmd");
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), p))
+    let mut out: Vec<(String, PathBuf)> = rust_files(&dir)
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&dir).unwrap().with_extension("");
+            (rel.to_string_lossy().into_owned(), p)
+        })
         .filter(|(n, _)| n != "mod")
         .collect();
     out.sort();
     out
+}
+
+/// The command a command file belongs to: `pipeline` for `pipeline/args`.
+fn command_of(name: &str) -> &str {
+    name.split('/').next().unwrap_or(name)
 }
 
 /// Command modules that use another command module today: (user, used).
@@ -508,11 +519,13 @@ const COMMAND_IMPORTS_TODAY: &[(&str, &str)] = &[("compare", "report"), ("suite"
 
 #[test]
 fn command_modules_do_not_import_each_other() {
-    let cmds = command_files();
+    let files = command_files();
+    let commands: BTreeSet<&str> = files.iter().map(|(n, _)| command_of(n)).collect();
     let mut broken = Vec::new();
-    for (name, path) in &cmds {
+    for (name, path) in &files {
         let text = read(path);
-        for (other, _) in cmds.iter().filter(|(o, _)| o != name) {
+        let name = command_of(name);
+        for other in commands.iter().filter(|o| **o != name) {
             let used = [format!("super::{other}::"), format!("cmd::{other}::")]
                 .iter()
                 .any(|p| {
@@ -520,7 +533,7 @@ fn command_modules_do_not_import_each_other() {
                         .filter(|l| !l.trim_start().starts_with("//"))
                         .any(|l| l.contains(p.as_str()))
                 });
-            if used && !COMMAND_IMPORTS_TODAY.contains(&(name.as_str(), other.as_str())) {
+            if used && !COMMAND_IMPORTS_TODAY.contains(&(name, *other)) {
                 broken.push(format!("cmd/{name}.rs uses cmd/{other}.rs"));
             }
         }
@@ -543,10 +556,10 @@ const COMMAND_FILE_CEILING: usize = 700;
 /// the ceiling; never add one (move the code into the lab instead).
 const OVER_THE_CEILING_TODAY: &[(&str, usize)] = &[
     // Its experiments moved into commbench_pipeline::tester (issue 33,
-    // item 1: 1,321 lines before); the argument grammar is what is left.
-    ("pipeline", 801),
+    // item 1: 1,321 lines before); its clap definitions are what is left.
+    ("pipeline", 748),
     // The serve/load split, the rate sweep and the httpd comparison.
-    ("mux", 897),
+    ("mux", 887),
 ];
 
 #[test]
