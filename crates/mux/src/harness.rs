@@ -549,7 +549,7 @@ fn open_result(cfg: &MuxConfig, runs: &[RunOne]) -> Option<OpenResult> {
         all.http.merge(&o.http);
     }
     let rate_asked = cfg.open.rate;
-    let rate_achieved = median(outs.iter().filter_map(|o| o.achieved_rate()).collect());
+    let rate_achieved = finite_median(outs.iter().filter_map(|o| o.achieved_rate()).collect());
     let lag = all.lag.summary();
     let bound_ns = cfg.open.max_lag.as_nanos() as f64;
     let generator_limited = rate_asked.is_some() && lag.n > 0 && lag.p99 > bound_ns;
@@ -613,18 +613,11 @@ pub fn test_name(cfg: &MuxConfig) -> &'static str {
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The median of the finite values of `v` (core's, as every lab's); None
+/// when there are none.
+fn finite_median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    (!v.is_empty()).then(|| commbench_core::stats::median(&mut v))
 }
 
 fn diff_cpu(a: &Option<ServerStats>, b: &Option<ServerStats>) -> Option<(f64, f64)> {
@@ -640,7 +633,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         .map(|r| r.rounds.round_trips as f64 / r.rounds.wall_s.max(1e-9))
         .collect();
     let per_rt = |f: &dyn Fn(&RunOne) -> Option<f64>| -> Option<f64> {
-        median(
+        finite_median(
             runs.iter()
                 .filter_map(|r| f(r).map(|x| x / r.rounds.round_trips.max(1) as f64))
                 .collect(),
@@ -658,7 +651,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
     let waits = per_rt(&|r| loop_diff(r, &|s| s.loops.waits));
     let syscalls = per_rt(&|r| loop_diff(r, &|s| s.loops.syscalls));
     let scan = per_rt(&|r| loop_diff(r, &|s| s.loops.scan_steps));
-    let events_per_wait = median(
+    let events_per_wait = finite_median(
         runs.iter()
             .filter_map(|r| {
                 let w = loop_diff(r, &|s| s.loops.waits)?;
@@ -716,7 +709,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
             .sum(),
         partial: connected < cfg.conns,
         round_trips: runs.iter().map(|r| r.rounds.round_trips).sum(),
-        rt_per_s: median(rts.clone()).unwrap_or(f64::NAN),
+        rt_per_s: finite_median(rts.clone()).unwrap_or(f64::NAN),
         rt_per_s_min: rts.iter().cloned().fold(f64::INFINITY, f64::min),
         rt_per_s_max: rts.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
         server_user_us_per_rt: srv_user,
@@ -728,8 +721,8 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         waits_per_rt: waits,
         syscalls_per_rt: syscalls,
         scan_steps_per_rt: scan,
-        connect_s: median(runs.iter().map(|r| r.connect_s).collect()).unwrap_or(f64::NAN),
-        connects_per_s: median(
+        connect_s: finite_median(runs.iter().map(|r| r.connect_s).collect()).unwrap_or(f64::NAN),
+        connects_per_s: finite_median(
             runs.iter()
                 .map(|r| r.connected as f64 / r.connect_s.max(1e-9))
                 .collect(),
