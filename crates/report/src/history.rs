@@ -59,11 +59,6 @@ pub struct History {
     pub series_checked: usize,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    commbench_core::stats::percentile_sorted(&v, 0.5)
-}
-
 /// The records grouped by (lab, test, params, host), each run's records
 /// under its index (`run_index` of its run id).
 pub fn groups(recs: &[RunRecord], run_index: &dyn Fn(&str) -> usize) -> Vec<Group> {
@@ -197,12 +192,12 @@ fn trend(
         .points
         .iter()
         .filter_map(|(i, v)| {
-            let ys: Vec<f64> = v
+            let mut ys: Vec<f64> = v
                 .iter()
                 .filter_map(|r| r.metric_f64(metric))
                 .filter(|y| y.is_finite())
                 .collect();
-            (!ys.is_empty()).then(|| (*i, median(ys)))
+            (!ys.is_empty()).then(|| (*i, commbench_core::stats::median(&mut ys)))
         })
         .collect();
     let (&(_, first), &(_, last)) = (pts.first()?, pts.last()?);

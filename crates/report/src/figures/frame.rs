@@ -248,8 +248,7 @@ fn run_series(spec: &FigureSpec, keys: &[&str], r: &Record) -> String {
 }
 
 pub(super) fn median_of(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    commbench_core::stats::percentile_sorted(&v, 0.5)
+    commbench_core::stats::median(&mut v)
 }
 
 pub(super) fn text_of(v: &Value) -> String {
