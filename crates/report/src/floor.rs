@@ -119,11 +119,10 @@ impl<'a> FloorLearner<'a> {
             );
         }
         let mut f: Vec<f64> = l.iter().map(|x| x.floor).collect();
-        f.sort_by(f64::total_cmp);
         format!(
             "noise floor learned from the results store for {} metric(s) (median ±{:.1}%, at the family-wise 95% level over {judged} metrics: z = {:.2}); elsewhere ±{default_pct}%",
             l.len(),
-            commbench_core::stats::percentile_sorted(&f, 0.5) * 100.0,
+            commbench_core::stats::median(&mut f) * 100.0,
             self.z
         )
     }
