@@ -1,5 +1,6 @@
 //! Output options shared by every command and the one place records are
-//! written: `--format table|csv|json|jsonl` and `--output FILE`.
+//! written: `--format table|csv|json|jsonl` and `--output FILE`; and the
+//! HTML page of result files that `report` and `suite` write.
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -86,4 +87,17 @@ impl OutputArgs {
         }
         Ok(())
     }
+}
+
+/// Renders the result files `results` into one HTML page at `output`,
+/// whole or not at all (a full disk keeps the previous page). A file that
+/// is not results is a usage error.
+pub fn write_report(results: &[PathBuf], output: &std::path::Path, title: &str) -> Result<()> {
+    let runs = results
+        .iter()
+        .map(|p| commbench_report::load(p).map_err(crate::lab_err))
+        .collect::<Result<Vec<_>, _>>()?;
+    let html = commbench_report::render_html(&runs, title, crate::labs::labs())?;
+    commbench_core::artifact::write_atomic(output, |f| f.write_all(html.as_bytes()))
+        .with_context(|| format!("cannot write {}", output.display()))
 }

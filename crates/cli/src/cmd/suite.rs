@@ -477,7 +477,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let mut records = kept;
     records.extend(fresh.iter().cloned());
     let report = dir.join("report.html");
-    super::report::write(std::slice::from_ref(&path), &report, "commbench suite")?;
+    crate::output::write_report(std::slice::from_ref(&path), &report, "commbench suite")?;
 
     // Into the store once: a resumed folder whose earlier records were
     // stored already adds only what it measured now (nothing, when nothing
