@@ -562,8 +562,10 @@ fn a_controller_that_never_reads_replies_is_cut_off() {
         controller: "127.0.0.1".into(),
         port,
         switches: 1,
-        loops: 4,
-        ms_per_test: 500,
+        // Enough windows for 16 MiB to be read on a loaded machine: the
+        // cut-off is looked for in every window, not within a time.
+        loops: 8,
+        ms_per_test: 1000,
         ..Default::default()
     };
     let mut notices = Vec::new();
@@ -575,7 +577,7 @@ fn a_controller_that_never_reads_replies_is_cut_off() {
     .unwrap();
     let hung_up = h.join().unwrap();
     assert!(hung_up, "the emulator kept reading requests: {notices:?}");
-    let closed = &r.rounds[0].closed;
+    let closed: Vec<_> = r.rounds.iter().flat_map(|round| &round.closed).collect();
     assert_eq!(closed.len(), 1, "{notices:?}");
     assert!(
         closed[0].reason.contains("does not read the replies"),

@@ -379,6 +379,33 @@ pub fn run_with(
     })
 }
 
+impl Shared {
+    /// The state of a round of `n` switches over `threads` workers, in
+    /// the handshake phase.
+    fn new(cfg: &CbenchConfig, addr: SocketAddr, n: usize, threads: usize) -> Shared {
+        Shared {
+            cfg: cfg.clone(),
+            addr,
+            phase: AtomicU8::new(PH_HANDSHAKE),
+            epoch: AtomicU64::new(0),
+            acks: AtomicUsize::new(0),
+            kept: AtomicBool::new(false),
+            probe_start_ns: AtomicU64::new(u64::MAX),
+            start_ns: now_ns(),
+            counts: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            connected: AtomicUsize::new(0),
+            ready: AtomicUsize::new(0),
+            finished_connecting: AtomicUsize::new(0),
+            worker_cpu_ns: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+            notices: Mutex::new(Vec::new()),
+            closed: Mutex::new(Vec::new()),
+            connect_errors: Mutex::new(Vec::new()),
+            reply_backlog: AtomicUsize::new(0),
+            reply_backlog_peak: AtomicUsize::new(0),
+        }
+    }
+}
+
 fn run_round(
     cfg: &CbenchConfig,
     addr: SocketAddr,
@@ -393,26 +420,7 @@ fn run_round(
         )));
     }
     let threads = cfg.threads.min(n);
-    let shared = Arc::new(Shared {
-        cfg: cfg.clone(),
-        addr,
-        phase: AtomicU8::new(PH_HANDSHAKE),
-        epoch: AtomicU64::new(0),
-        acks: AtomicUsize::new(0),
-        kept: AtomicBool::new(false),
-        probe_start_ns: AtomicU64::new(u64::MAX),
-        start_ns: now_ns(),
-        counts: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        connected: AtomicUsize::new(0),
-        ready: AtomicUsize::new(0),
-        finished_connecting: AtomicUsize::new(0),
-        worker_cpu_ns: (0..threads).map(|_| AtomicU64::new(0)).collect(),
-        notices: Mutex::new(Vec::new()),
-        closed: Mutex::new(Vec::new()),
-        connect_errors: Mutex::new(Vec::new()),
-        reply_backlog: AtomicUsize::new(0),
-        reply_backlog_peak: AtomicUsize::new(0),
-    });
+    let shared = Arc::new(Shared::new(cfg, addr, n, threads));
     let wall0 = now_ns();
     let handles: Vec<_> = (0..threads)
         .map(|t| {
@@ -575,6 +583,50 @@ fn run_round(
         result: &result,
     });
 
+    let closed = shared.closed.lock().unwrap().clone();
+    Ok(fold_round(RoundParts {
+        switches: n,
+        windows,
+        result,
+        results,
+        closed,
+        wall_s,
+        connected,
+        ready,
+        handshake_ms,
+        reply_backlog_peak: shared.reply_backlog_peak.load(Ordering::Relaxed) as u64,
+    }))
+}
+
+/// What a round measured, before it is folded into a [`CbenchRound`].
+struct RoundParts {
+    switches: usize,
+    windows: Vec<Window>,
+    result: ResultStats,
+    results: Vec<WorkerResult>,
+    closed: Vec<ClosedSwitch>,
+    wall_s: f64,
+    connected: usize,
+    ready: usize,
+    handshake_ms: u64,
+    reply_backlog_peak: u64,
+}
+
+/// Folds the workers' tallies, round-trip histograms and CPU, and the kept
+/// windows' per-switch counts and busy shares, into the round's record.
+fn fold_round(p: RoundParts) -> CbenchRound {
+    let RoundParts {
+        switches: n,
+        windows,
+        result,
+        results,
+        closed,
+        wall_s,
+        connected,
+        ready,
+        handshake_ms,
+        reply_backlog_peak,
+    } = p;
     let mut tally = Tally::default();
     let mut hist = LatencyHistogram::new();
     let mut cpu = Usage::default();
@@ -594,8 +646,7 @@ fn run_round(
         .collect();
     let mean_busy = kept_busy.iter().sum::<f64>() / kept_busy.len().max(1) as f64;
     let max_busy = kept_busy.iter().copied().fold(0.0, f64::max);
-    let closed = shared.closed.lock().unwrap().clone();
-    Ok(CbenchRound {
+    CbenchRound {
         switches: n,
         windows,
         result,
@@ -613,8 +664,8 @@ fn run_round(
         switches_connected: connected,
         switches_ready: ready,
         handshake_timeout_ms: handshake_ms,
-        reply_backlog_peak: shared.reply_backlog_peak.load(Ordering::Relaxed) as u64,
-    })
+        reply_backlog_peak,
+    }
 }
 
 /// The handshake time-out: the configured one, but at least 250 ms per
