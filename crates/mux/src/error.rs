@@ -42,8 +42,38 @@ pub enum MuxError {
     #[error("load: {0}")]
     Load(String),
     /// Fewer connections than asked (and --allow-partial not given).
-    #[error("{0}")]
-    Partial(String),
+    #[error(transparent)]
+    Partial(PartialConnect),
+}
+
+/// Fewer connections than a run asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartialConnect {
+    /// Some connections could not be made.
+    #[error("only {connected} of {asked} connections could be made ({failed} failed; first: {first}); fix the cause or pass --allow-partial to measure with fewer (marked partial)")]
+    Fewer {
+        connected: usize,
+        asked: usize,
+        failed: u64,
+        /// The first connect error, as reported.
+        first: String,
+    },
+    /// Not one connection could be made.
+    #[error("no connection could be made to {target}: {first}")]
+    NoneMade {
+        target: std::net::SocketAddr,
+        /// The first connect error, as reported.
+        first: String,
+    },
+    /// An HTTP server took fewer connections than asked.
+    #[error("{server}: only {connected} of {asked} connections made (first error: {first})")]
+    Server {
+        server: &'static str,
+        connected: usize,
+        asked: usize,
+        /// The first connect error, empty when none was reported.
+        first: String,
+    },
 }
 
 impl MuxError {

@@ -22,7 +22,7 @@ use crate::engine::{EngineKind, Lookup};
 use crate::load::{self, ClientsKind, LoadConfig};
 use crate::server::ServerStats;
 use crate::token::Token;
-use crate::{limits, MuxConfig, MuxError, Remote, Result, SERVE_SUBCOMMAND};
+use crate::{limits, MuxConfig, MuxError, PartialConnect, Remote, Result, SERVE_SUBCOMMAND};
 
 /// Memory the io_uring server may spend on connection buffers.
 pub const URING_BUF_BUDGET: u64 = 512 << 20;
@@ -324,19 +324,18 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
     };
     let connected = conn.connected();
     if connected < cfg.conns && !cfg.allow_partial {
-        return Err(MuxError::Partial(format!(
-            "only {connected} of {} connections could be made ({} failed; first: {}); \
-             fix the cause or pass --allow-partial to measure with fewer (marked partial)",
-            cfg.conns,
-            conn.failures(),
-            conn.first_connect_error_or_unknown()
-        )));
+        return Err(MuxError::Partial(PartialConnect::Fewer {
+            connected,
+            asked: cfg.conns,
+            failed: conn.failures(),
+            first: conn.first_connect_error_or_unknown(),
+        }));
     }
     if connected == 0 {
-        return Err(MuxError::Partial(format!(
-            "no connection could be made to {target}: {}",
-            conn.first_connect_error_or_unknown()
-        )));
+        return Err(MuxError::Partial(PartialConnect::NoneMade {
+            target,
+            first: conn.first_connect_error_or_unknown(),
+        }));
     }
     let base_accept_errors = s_start.as_ref().map_or(0, |s| s.loops.accept_errors);
     let base_refused = s_start.as_ref().map_or(0, |s| s.loops.refused);

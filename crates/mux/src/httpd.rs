@@ -30,7 +30,7 @@ use crate::engine::EngineKind;
 use crate::http1::HttpRequest;
 use crate::load::{self, ClientsKind, LoadConfig};
 use crate::open::OpenConfig;
-use crate::{limits, MuxError, Protocol, Result};
+use crate::{limits, MuxError, PartialConnect, Protocol, Result};
 
 /// The artifact lab name of the temp dirs (`commbench-mux_httpd-…`).
 pub const ARTIFACT: &str = "mux_httpd";
@@ -559,12 +559,12 @@ fn measure(cfg: &HttpdConfig, kind: ServerKind, conns: usize, active: usize) -> 
     };
     let c = load::connect_all(&lcfg)?;
     if c.fds.len() < conns {
-        return Err(MuxError::Partial(format!(
-            "{}: only {} of {conns} connections made (first error: {})",
-            kind.name(),
-            c.fds.len(),
-            c.first_error.clone().unwrap_or_default()
-        )));
+        return Err(MuxError::Partial(PartialConnect::Server {
+            server: kind.name(),
+            connected: c.fds.len(),
+            asked: conns,
+            first: c.first_error.clone().unwrap_or_default(),
+        }));
     }
     // Every connection accepted (the server holds a descriptor for each).
     let deadline = Instant::now() + Duration::from_secs(30);

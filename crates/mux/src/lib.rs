@@ -48,7 +48,7 @@ use std::time::Duration;
 use commbench_core::placement::CpuList;
 
 pub use engine::{EngineKind, Lookup};
-pub use error::{MuxError, Result};
+pub use error::{MuxError, PartialConnect, Result};
 pub use harness::{run, summary_table, MuxReport};
 pub use lab::MuxLab;
 pub use load::ClientsKind;
