@@ -378,3 +378,25 @@ fn ab_duet_runs_both_sides_at_once_on_two_cpus() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn ab_keeps_its_verdicts_in_the_store() {
+    // The verdicts are a run of lab `ab` in the store (the trials are
+    // not: each child runs with the store off), in table and JSON alike.
+    let dir = fresh_dir("ab-store");
+    for format in ["table", "json"] {
+        let store = dir.join(format!("{format}.db"));
+        util::cb()
+            .arg("--store")
+            .arg(&store)
+            .args(["ab", "--format", format, "-L", "link", "10G,10G"])
+            .args(QUICK)
+            .args([
+                "--", "budget", "--link", "{link}", "--size", "64", "--ghz", "2.5",
+            ])
+            .assert()
+            .success();
+        assert_eq!(util::runs_in_store(&store), 1, "{format}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

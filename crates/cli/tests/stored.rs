@@ -105,6 +105,9 @@ fn kind(path: &str) -> Option<Kind> {
         | "pipeline crosscheck" => Elsewhere("tests/pipeline.rs (root, namespaces it creates)"),
         "env" | "clean" | "compare" | "history" | "report" | "completions" | "man" => NotMeasuring,
         "suite" => Elsewhere("tests/suite.rs and tests/history.rs"),
+        // Its own options end at `--`: a --format appended after the
+        // command would go to the trials.
+        "ab" => Elsewhere("tests/ab.rs ab_keeps_its_verdicts_in_the_store"),
         _ => return None,
     })
 }
