@@ -682,6 +682,9 @@ fn sigkill_of_a_trial_leaves_namespaces_that_clean_removes_with_the_device_progr
     // The device program runs in the device's namespace (while the
     // generator probes it, in vain: `sleep` forwards nothing).
     let fwd = format!("{prefix}0-fwd");
+    // Only the device program counts: the set-up runs short-lived helpers
+    // (ip, sysctl) in the namespace too, and one seen and gone made this
+    // test fail on a loaded machine.
     let pids_in = |ns: &str| -> Vec<i32> {
         let out = std::process::Command::new("ip")
             .args(["netns", "pids", ns])
@@ -690,6 +693,10 @@ fn sigkill_of_a_trial_leaves_namespaces_that_clean_removes_with_the_device_progr
         String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
             .filter_map(|p| p.parse().ok())
+            .filter(|p: &i32| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            })
             .collect()
     };
     let start = std::time::Instant::now();
