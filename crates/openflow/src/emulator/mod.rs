@@ -615,31 +615,27 @@ struct RoundParts {
 /// Folds the workers' tallies, round-trip histograms and CPU, and the kept
 /// windows' per-switch counts and busy shares, into the round's record.
 fn fold_round(p: RoundParts) -> CbenchRound {
-    let RoundParts {
-        switches: n,
-        windows,
-        result,
-        results,
-        closed,
-        wall_s,
-        connected,
-        ready,
-        handshake_ms,
-        reply_backlog_peak,
-    } = p;
+    let n = p.switches;
     let mut tally = Tally::default();
     let mut hist = LatencyHistogram::new();
     let mut cpu = Usage::default();
-    for r in &results {
+    for r in &p.results {
         tally.add(&r.tally);
         hist.merge(&r.hist);
         cpu.add(&r.cpu);
     }
     let per_switch_total: Vec<u64> = (0..n)
-        .map(|i| windows.iter().filter(|w| w.kept).map(|w| w.counts[i]).sum())
+        .map(|i| {
+            p.windows
+                .iter()
+                .filter(|w| w.kept)
+                .map(|w| w.counts[i])
+                .sum()
+        })
         .collect();
     let fairness = jain(&per_switch_total);
-    let kept_busy: Vec<f64> = windows
+    let kept_busy: Vec<f64> = p
+        .windows
         .iter()
         .filter(|w| w.kept)
         .map(|w| w.emulator_busy)
@@ -648,23 +644,23 @@ fn fold_round(p: RoundParts) -> CbenchRound {
     let max_busy = kept_busy.iter().copied().fold(0.0, f64::max);
     CbenchRound {
         switches: n,
-        windows,
-        result,
+        windows: p.windows,
+        result: p.result,
         tally,
         round_trip_ns: (!hist.is_empty()).then(|| hist.summary()),
         per_switch_total,
         fairness,
-        closed,
+        closed: p.closed,
         emulator_cpu_s: cpu.cpu_s(),
         emulator_user_s: cpu.user_s,
         emulator_sys_s: cpu.sys_s,
-        wall_s,
+        wall_s: p.wall_s,
         emulator_busy: mean_busy,
         emulator_busy_max: max_busy,
-        switches_connected: connected,
-        switches_ready: ready,
-        handshake_timeout_ms: handshake_ms,
-        reply_backlog_peak,
+        switches_connected: p.connected,
+        switches_ready: p.ready,
+        handshake_timeout_ms: p.handshake_ms,
+        reply_backlog_peak: p.reply_backlog_peak,
     }
 }
 
