@@ -598,7 +598,7 @@ fn serve_writes_its_token_to_a_private_file_that_load_reads() {
 
 #[test]
 fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     for engine in ["poll", "epoll-lt", "epoll-et", "io-uring"] {
         let port = free_port();
         let ctl = free_port();
@@ -640,8 +640,7 @@ fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
         let mut served = 0;
         for c in &mut conns {
             c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-            let mut b = [0u8; 1];
-            if c.write_all(b"x").is_ok() && matches!(c.read(&mut b), Ok(1)) {
+            if echoes_byte(c, b'x') {
                 served += 1;
             }
         }
@@ -658,11 +657,7 @@ fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
         assert_eq!(v["refused"].as_u64(), Some(120 - served), "{engine}: {v}");
         // The ones it kept are still served.
         for c in conns.iter_mut().take(3) {
-            let mut b = [0u8; 1];
-            assert!(
-                c.write_all(b"y").is_ok() && matches!(c.read(&mut b), Ok(1)),
-                "{engine}"
-            );
+            assert!(echoes_byte(c, b'y'), "{engine}");
         }
         drop(conns);
         control_exchange(ctl, &format!("TOKEN {TOKEN}\nQUIT\n"));
@@ -969,4 +964,19 @@ fn clean_kills_a_server_whose_httpd_run_died() {
     };
     assert!(st.is_some(), "clean did not kill the leftover server");
     assert!(!dir.exists(), "clean left {}", dir.display());
+}
+
+/// Writes one byte and reads one back (an interrupted read is retried).
+fn echoes_byte(c: &mut std::net::TcpStream, byte: u8) -> bool {
+    use std::io::{Read, Write};
+    if c.write_all(&[byte]).is_err() {
+        return false;
+    }
+    let mut b = [0u8; 1];
+    loop {
+        match c.read(&mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return matches!(r, Ok(1)),
+        }
+    }
 }

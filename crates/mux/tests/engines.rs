@@ -252,7 +252,14 @@ fn echoes(s: &mut std::net::TcpStream) -> bool {
         return false;
     }
     let mut b = [0u8; 1];
-    matches!(s.read(&mut b), Ok(1))
+    // Interrupted is retried: the kernel's teardown of an io_uring this
+    // thread used (the probe) signals it, ending a timed read in EINTR.
+    loop {
+        match s.read(&mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return matches!(r, Ok(1)),
+        }
+    }
 }
 
 #[test]

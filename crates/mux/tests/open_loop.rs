@@ -162,7 +162,8 @@ impl StallServer {
                             Ok(n) => n,
                             Err(e)
                                 if e.kind() == std::io::ErrorKind::WouldBlock
-                                    || e.kind() == std::io::ErrorKind::TimedOut =>
+                                    || e.kind() == std::io::ErrorKind::TimedOut
+                                    || e.kind() == std::io::ErrorKind::Interrupted =>
                             {
                                 continue
                             }

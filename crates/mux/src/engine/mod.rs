@@ -419,14 +419,15 @@ pub const SHED_BATCH: usize = 4096;
 /// `on_new`; past `ctx.max_conns` a connection is closed at once
 /// (`refused`); out of descriptors, the waiting connections are shed
 /// through `reserve` and the listener stays watched, so the loop accepts
-/// again as soon as descriptors are free.
+/// again as soon as descriptors are free. Returns whether it ran out of
+/// descriptors.
 pub fn accept_all(
     listener: RawFd,
     ctx: &LoopCtx<'_>,
     reserve: &mut net::Reserve,
     stats: &mut LoopStats,
     mut on_new: impl FnMut(RawFd, &mut LoopStats),
-) {
+) -> bool {
     loop {
         stats.syscalls += 1;
         match net::accept(listener) {
@@ -442,7 +443,7 @@ pub fn accept_all(
                 stats.accepted += 1;
                 on_new(fd, stats);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e)
                 if matches!(
@@ -454,10 +455,11 @@ pub fn accept_all(
             }
             Err(e) => {
                 stats.accept_errors += 1;
-                if net::out_of_descriptors(&e) {
+                let out = net::out_of_descriptors(&e);
+                if out {
                     stats.refused += reserve.shed(listener, SHED_BATCH);
                 }
-                return;
+                return out;
             }
         }
     }

@@ -48,6 +48,10 @@ const OP_SEND: u64 = 2;
 const OP_CANCEL: u64 = 3;
 const OP_BITS: u64 = 2;
 const ACCEPT_DATA: u64 = u64::MAX << OP_BITS;
+/// A one-shot poll of the listener, armed instead of the accept while out
+/// of descriptors (an io_uring accept takes a descriptor before it looks
+/// for a connection, so re-armed then it fails at once, forever: a spin).
+const LISTEN_POLL_DATA: u64 = (u64::MAX - 1) << OP_BITS;
 const CANCEL_DATA: u64 = (u64::MAX << OP_BITS) | OP_CANCEL;
 /// The loop's buffer group.
 const BGID: u16 = 0;
@@ -715,6 +719,9 @@ impl Engine for UringEngine {
             .flags(libc::SOCK_CLOEXEC)
             .build()
             .user_data(ACCEPT_DATA | OP_ACCEPT);
+        let listen_poll = opcode::PollAdd::new(types::Fd(lfd), libc::POLLIN as u32)
+            .build()
+            .user_data(LISTEN_POLL_DATA | OP_ACCEPT);
         self.push(accept.clone(), &mut stats)?;
         let mut reserve = net::Reserve::new();
         let mut fresh: Vec<RawFd> = Vec::new();
@@ -753,7 +760,17 @@ impl Engine for UringEngine {
                     }
                     if op == OP_ACCEPT {
                         fresh.clear();
-                        if res >= 0 {
+                        // Out of descriptors: the listener is polled, and
+                        // what waits is accepted or shed by plain accept(2)
+                        // through the reserve, until a descriptor is free
+                        // again and the io_uring accept comes back.
+                        let mut starved = false;
+                        if ud == LISTEN_POLL_DATA | OP_ACCEPT {
+                            starved =
+                                super::accept_all(lfd, ctx, &mut reserve, &mut stats, |fd, _| {
+                                    fresh.push(fd)
+                                });
+                        } else if res >= 0 {
                             if ctx.admit() {
                                 let fd = res as RawFd;
                                 let _ = net::set_nodelay(fd, true);
@@ -767,14 +784,13 @@ impl Engine for UringEngine {
                                 stats.refused += 1;
                             }
                         } else if res == -libc::EMFILE || res == -libc::ENFILE {
-                            // Out of descriptors (maybe no longer: this
-                            // completion may be old): accept what waits
-                            // here, shedding through the reserve what
-                            // finds no descriptor; keep serving.
+                            // Maybe no longer out (this completion may be
+                            // old): accept_all says.
                             stats.accept_errors += 1;
-                            super::accept_all(lfd, ctx, &mut reserve, &mut stats, |fd, _| {
-                                fresh.push(fd)
-                            });
+                            starved =
+                                super::accept_all(lfd, ctx, &mut reserve, &mut stats, |fd, _| {
+                                    fresh.push(fd)
+                                });
                         } else if res != -libc::ECONNABORTED && res != -libc::EINTR {
                             stats.accept_errors += 1;
                         }
@@ -786,7 +802,12 @@ impl Engine for UringEngine {
                             lp.settle(self, slot, &mut stats)?;
                         }
                         if !cqueue::more(flags) {
-                            self.push(accept.clone(), &mut stats)?;
+                            let next = if starved {
+                                listen_poll.clone()
+                            } else {
+                                accept.clone()
+                            };
+                            self.push(next, &mut stats)?;
                         }
                         continue;
                     }
