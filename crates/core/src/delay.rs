@@ -47,17 +47,16 @@ impl SpinDelay {
     /// with the median), and a busy-wait overshoots, never undershoots.
     pub fn calibrate() -> Self {
         let read = read_overhead_ticks();
-        let mut v: Vec<u64> = (0..2001)
+        let fixed = (0..2001)
             .map(|_| {
                 let a = rdtsc_fenced();
                 tsc_delay_ticks(0);
                 let b = rdtsc_fenced();
                 (b - a).saturating_sub(read)
             })
-            .collect();
-        SpinDelay {
-            fixed_ticks: v.into_iter().min().unwrap_or(0),
-        }
+            .min()
+            .unwrap_or(0);
+        SpinDelay { fixed_ticks: fixed }
     }
     /// Busy-waits `ticks` in total, fixed cost included.
     #[inline(always)]
