@@ -47,7 +47,7 @@ impl SpinDelay {
     /// with the median), and a busy-wait overshoots, never undershoots.
     pub fn calibrate() -> Self {
         let read = read_overhead_ticks();
-        let mut v: Vec<u64> = (0..2001)
+        let v: Vec<u64> = (0..2001)
             .map(|_| {
                 let a = rdtsc_fenced();
                 tsc_delay_ticks(0);
