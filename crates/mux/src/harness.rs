@@ -374,6 +374,19 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         s_accepted
     };
     let rounds = conn.rounds(&lcfg)?;
+    // Failed requests were counted, not fatal; past a share the run is
+    // partial, kept only when asked.
+    if let Some(why) = rounds
+        .open
+        .as_ref()
+        .and_then(|o| o.http.too_many_failures())
+    {
+        if !cfg.allow_partial {
+            return Err(MuxError::Load(format!(
+                "{why}: the server at {target} failed; fix it, or pass --allow-partial to keep the run (marked partial)"
+            )));
+        }
+    }
     runnable_max = runnable_max.max(runnable_threads());
     let s_rounds = h.stats()?;
     conn.close()?;
@@ -706,7 +719,13 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
                 _ => None,
             })
             .sum(),
-        partial: connected < cfg.conns,
+        partial: connected < cfg.conns
+            || runs.iter().any(|r| {
+                r.rounds
+                    .open
+                    .as_ref()
+                    .is_some_and(|o| o.http.too_many_failures().is_some())
+            }),
         round_trips: runs.iter().map(|r| r.rounds.round_trips).sum(),
         rt_per_s: finite_median(rts.clone()).unwrap_or(f64::NAN),
         rt_per_s_min: rts.iter().cloned().fold(f64::INFINITY, f64::min),

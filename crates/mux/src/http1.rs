@@ -160,10 +160,6 @@ pub enum HttpError {
     Chunk(String),
     #[error("response without Content-Length or chunked encoding (read to close) cannot be used on a keep-alive connection")]
     NoLength,
-    #[error(
-        "the server closes the connection (Connection: close): keep-alive load cannot continue"
-    )]
-    Close,
 }
 
 /// Responses by status class, and failures.
@@ -178,6 +174,14 @@ pub struct Counts {
     pub errors: u64,
     /// Connections closed or reset by the server mid-run.
     pub resets: u64,
+    /// New connections made in place of broken or closed ones (a server
+    /// saying `Connection: close`, a reset, a malformed response), as wrk
+    /// does.
+    #[serde(default)]
+    pub reconnects: u64,
+    /// Requests still unanswered when the run's wait ran out.
+    #[serde(default)]
+    pub timeouts: u64,
 }
 
 impl Counts {
@@ -198,6 +202,31 @@ impl Counts {
         self.s5xx += o.s5xx;
         self.errors += o.errors;
         self.resets += o.resets;
+        self.reconnects += o.reconnects;
+        self.timeouts += o.timeouts;
+    }
+    /// Requests that failed: malformed responses, connections reset with
+    /// requests outstanding, and requests never answered.
+    pub fn failed(&self) -> u64 {
+        self.errors + self.resets + self.timeouts
+    }
+    /// Why the run should be marked partial: more than
+    /// [`MAX_FAILED_SHARE`] of its requests failed (None: within it).
+    pub fn too_many_failures(&self) -> Option<String> {
+        let failed = self.failed();
+        let answered = self.s1xx + self.s2xx + self.s3xx + self.s4xx + self.s5xx;
+        let total = answered + failed;
+        if failed == 0 || (failed as f64) <= MAX_FAILED_SHARE * total as f64 {
+            return None;
+        }
+        Some(format!(
+            "{failed} of {total} requests failed ({} malformed responses, {} connections reset, {} unanswered; {} reconnects), more than {}%",
+            self.errors,
+            self.resets,
+            self.timeouts,
+            self.reconnects,
+            MAX_FAILED_SHARE * 100.0
+        ))
     }
     /// Responses other than 2xx.
     pub fn non_2xx(&self) -> u64 {
@@ -220,6 +249,10 @@ enum State {
     Trailer,
 }
 
+/// The share of a run's requests that may fail before the run is marked
+/// partial (1%, wrk's errors would be a footnote below it).
+pub const MAX_FAILED_SHARE: f64 = 0.01;
+
 /// Takes a stream of HTTP/1.1 responses apart, one at a time.
 #[derive(Debug)]
 pub struct ResponseReader {
@@ -229,6 +262,8 @@ pub struct ResponseReader {
     status: u16,
     /// Body bytes of the current (chunked) response so far.
     body_seen: u64,
+    /// The current response says `Connection: close`.
+    closing: bool,
 }
 
 impl ResponseReader {
@@ -239,7 +274,14 @@ impl ResponseReader {
             buf: Vec::new(),
             status: 0,
             body_seen: 0,
+            closing: false,
         }
+    }
+
+    /// Whether the response `feed` just ended said `Connection: close`:
+    /// the server answers nothing more on this connection.
+    pub fn closes_after(&self) -> bool {
+        self.closing
     }
 
     /// Feeds bytes; returns how many were used and, when a response
@@ -267,7 +309,8 @@ impl ResponseReader {
                                     "status code {status} outside 100..=999"
                                 )));
                             }
-                            let framing = framing(status, resp.headers)?;
+                            let (framing, closing) = framing(status, resp.headers)?;
+                            self.closing = closing;
                             used += n - keep;
                             self.buf.clear();
                             self.body_seen = 0;
@@ -381,7 +424,9 @@ enum Framing {
     Chunked,
 }
 
-fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<Framing, HttpError> {
+/// How a response's body ends, and whether the server closes after it.
+fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<(Framing, bool), HttpError> {
+    let mut closing = false;
     let mut len: Option<u64> = None;
     let mut chunked = false;
     for h in headers {
@@ -415,17 +460,18 @@ fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<Framing, Htt
                 .split(|&b| b == b',')
                 .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
             {
-                return Err(HttpError::Close);
+                closing = true;
             }
         }
     }
     if (100..200).contains(&status) || status == 204 || status == 304 {
-        return Ok(Framing::Length(0));
+        return Ok((Framing::Length(0), closing));
     }
     if chunked {
-        return Ok(Framing::Chunked);
+        return Ok((Framing::Chunked, closing));
     }
-    len.map(Framing::Length).ok_or(HttpError::NoLength)
+    len.map(|l| (Framing::Length(l), closing))
+        .ok_or(HttpError::NoLength)
 }
 
 fn chunk_size(line: &[u8]) -> Result<u64, HttpError> {
@@ -619,6 +665,35 @@ impl ServerFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_close_response_threw_the_run_away() {
+        // A stock nginx closes after 1,000 requests with `Connection:
+        // close`: the response is a good one, and the reader says the
+        // connection ends after it.
+        let mut r = ResponseReader::new(Limits::default());
+        let close =
+            b"HTTP/1.1 200 OK\r\nConnection: upgrade,  CLOSE \r\nContent-Length: 2\r\n\r\nok";
+        assert_eq!(r.feed(close).unwrap(), (close.len(), Some(200)));
+        assert!(r.closes_after());
+        let mut r = ResponseReader::new(Limits::default());
+        let keep = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(r.feed(keep).unwrap(), (keep.len(), Some(200)));
+        assert!(!r.closes_after());
+    }
+
+    #[test]
+    fn a_run_with_failures_past_the_share_is_partial() {
+        let mut c = Counts {
+            s2xx: 1000,
+            ..Counts::default()
+        };
+        c.errors = 10;
+        assert_eq!(c.too_many_failures(), None);
+        c.timeouts = 1;
+        let why = c.too_many_failures().unwrap();
+        assert!(why.contains("11 of 1011 requests failed"), "{why}");
+    }
     use proptest::prelude::*;
 
     fn read_all(r: &mut ResponseReader, mut b: &[u8]) -> Result<Vec<u16>, HttpError> {
@@ -661,14 +736,6 @@ HTTP/1.1 201 Created\r\nConnection: Keep-Alive\r\nTransfer-Encoding: gzip, CHUNK
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
                 "differs",
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-                "close",
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nConnection: upgrade,  CLOSE \r\nContent-Length: 0\r\n\r\n",
-                "close",
             ),
             (b"HTTX/1.1 200 OK\r\n\r\n", "malformed"),
             (b"HTTP/1.1 004 NF\r\n\r\n", "status code 4"),

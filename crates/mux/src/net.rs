@@ -56,6 +56,17 @@ pub fn close(fd: RawFd) {
     unsafe { libc::close(fd) };
 }
 
+/// Moves the socket `new` onto the descriptor number `old` (dup2, which
+/// closes what `old` held) and closes `new`: a replacement connection
+/// keeps the number its owner knows it by.
+pub fn replace(new: RawFd, old: RawFd) -> std::io::Result<()> {
+    // SAFETY: both descriptors belong to the caller; dup2 swaps what
+    // `old` refers to atomically, and `new` is not used afterwards.
+    let r = unsafe { syscall!(dup2(new, old)) };
+    close(new);
+    r.map(|_| ())
+}
+
 fn sockaddr_in(a: SocketAddrV4) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,

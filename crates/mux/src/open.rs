@@ -338,7 +338,13 @@ struct OConn {
     want_out: bool,
     /// Scheduling ended for this connection.
     ended: bool,
+    /// Times this connection broke since its last response (HTTP).
+    broken_in_row: u32,
 }
+
+/// A connection that breaks this many times in a row without one
+/// response in between ends the run: the server answers no one.
+const MAX_BROKEN_IN_ROW: u32 = 100;
 
 /// The bytes of request `seq` on connection `idx`.
 fn request_bytes<'a>(
@@ -389,7 +395,16 @@ pub fn run(cfg: &LoadConfig, open: &OpenConfig, fds: &[RawFd]) -> Result<Rounds>
     let barrier = Arc::new(Barrier::new(parts.len().max(1)));
     let u0 = commbench_core::rusage::Usage::process();
     let t0 = Instant::now();
-    let deadline = t0 + lead + open.warmup + open.duration + cfg.timeout;
+    // Outstanding requests are waited for after the schedule ends, but
+    // not for longer than the schedule ran (at least a second): a silent
+    // server must not hold a 3 s run for the whole --timeout.
+    let drain = match open.rate {
+        Some(_) => cfg
+            .timeout
+            .min((open.warmup + open.duration).max(Duration::from_secs(1))),
+        None => cfg.timeout,
+    };
+    let deadline = t0 + lead + open.warmup + open.duration + drain;
     let http_req = match cfg.protocol {
         Protocol::Http1 => Some(cfg.http.encode()),
         _ => None,
@@ -520,6 +535,7 @@ impl Loop<'_> {
                     },
                     want_out: false,
                     ended: false,
+                    broken_in_row: 0,
                 }
             })
             .collect();
@@ -577,6 +593,12 @@ impl Loop<'_> {
                 break;
             }
             if Instant::now() > self.deadline {
+                if self.cfg.protocol == Protocol::Http1 {
+                    // wrk's way: what is unanswered counts as timed out,
+                    // and the run says how much failed.
+                    st.out.http.timeouts += outstanding as u64;
+                    break;
+                }
                 return Err(MuxError::Stalled(if closed {
                     format!(
                         "{outstanding} requests unanswered after {:?}: the server stopped answering or the machine is too loaded; raise --timeout",
@@ -637,12 +659,12 @@ impl Loop<'_> {
                     self.flush(&ep, c, i, &mut st)?;
                 }
                 if bits & (sys::IN | sys::ERR) != 0 {
-                    let done = self.receive(c, &mut rbuf, &mut st)?;
+                    let done = self.receive(&ep, c, i, &mut rbuf, &mut st)?;
                     outstanding -= done;
                     if closed {
                         outstanding += self.refill(c, &mut st);
                     }
-                    if done > 0 && !c.backlog.is_empty() {
+                    if !c.backlog.is_empty() {
                         self.issue(&ep, c, i, &mut scratch, &mut st, None)?;
                     }
                 }
@@ -761,6 +783,12 @@ impl Loop<'_> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if matches!(c.reader, Reader::Http(_)) => {
+                    // Sent again on a new connection (after a reset the
+                    // server has not read them).
+                    st.out.http.resets += 1;
+                    return self.reconnect(ep, c, token, st, &format!("sending failed: {e}"));
+                }
                 Err(e) => {
                     return Err(MuxError::ServerClosed {
                         conn: c.idx,
@@ -773,8 +801,64 @@ impl Loop<'_> {
         crate::load::arm_out(ep, c.fd, token, want_out, &mut c.want_out)
     }
 
+    /// HTTP: the connection broke (reset, a malformed response) or the
+    /// server said it closes it. A new connection takes its place, as wrk
+    /// does, and the requests that were in flight on the old one go back to
+    /// the front of the backlog with their intended times (the delay is
+    /// charged to their latency). The new socket takes the old descriptor's
+    /// number, so the caller's list of connections stays true.
+    fn reconnect(
+        &self,
+        ep: &Epoll,
+        c: &mut OConn,
+        token: usize,
+        st: &mut LoopStats,
+        why: &str,
+    ) -> Result<()> {
+        c.broken_in_row += 1;
+        if c.broken_in_row > MAX_BROKEN_IN_ROW {
+            return Err(MuxError::ServerClosed {
+                conn: c.idx,
+                what: format!(
+                    "broke {MAX_BROKEN_IN_ROW} times in a row without one response (last: {why}): the server answers no one"
+                ),
+            });
+        }
+        let _ = ep.delete(c.fd);
+        let src = (!self.cfg.sources.is_empty())
+            .then(|| self.cfg.sources[c.idx % self.cfg.sources.len()]);
+        let fd = connect_now(self.cfg.target, src, self.deadline).map_err(|e| {
+            MuxError::ServerClosed {
+                conn: c.idx,
+                what: format!("{why}, and connecting again failed: {e}"),
+            }
+        })?;
+        net::replace(fd, c.fd).map_err(|e| MuxError::io("dup2".into(), e))?;
+        let _ = net::set_nodelay(c.fd, true);
+        for r in c.flight.drain(..).rev() {
+            c.backlog.push_front((r.intended, r.measured));
+        }
+        c.seq_sent = c.seq_done;
+        c.out.clear();
+        c.out_off = 0;
+        c.written = 0;
+        c.queued = 0;
+        c.want_out = false;
+        c.reader = Reader::Http(Box::new(ResponseReader::new(self.cfg.http.limits())));
+        st.out.http.reconnects += 1;
+        ep.add(c.fd, token as u64, sys::IN)
+            .map_err(|e| MuxError::io("epoll_ctl".into(), e))
+    }
+
     /// Reads responses; returns how many requests completed.
-    fn receive(&self, c: &mut OConn, rbuf: &mut [u8], st: &mut LoopStats) -> Result<usize> {
+    fn receive(
+        &self,
+        ep: &Epoll,
+        c: &mut OConn,
+        token: usize,
+        rbuf: &mut [u8],
+        st: &mut LoopStats,
+    ) -> Result<usize> {
         let cfg = self.cfg;
         let mut done = 0;
         // A read that did not fill the buffer took all the socket held: a
@@ -790,16 +874,16 @@ impl Loop<'_> {
                     if c.flight.is_empty() && c.backlog.is_empty() && c.ended {
                         return Ok(done);
                     }
+                    let what = format!(
+                        "closed by the server with {} requests outstanding",
+                        c.flight.len() + c.backlog.len()
+                    );
                     if let Reader::Http(_) = c.reader {
                         st.out.http.resets += 1;
+                        self.reconnect(ep, c, token, st, &what)?;
+                        return Ok(done);
                     }
-                    return Err(MuxError::ServerClosed {
-                        conn: c.idx,
-                        what: format!(
-                            "closed by the server with {} requests outstanding",
-                            c.flight.len() + c.backlog.len()
-                        ),
-                    });
+                    return Err(MuxError::ServerClosed { conn: c.idx, what });
                 }
                 Ok(n) => {
                     drained = n < rbuf.len();
@@ -810,6 +894,8 @@ impl Loop<'_> {
                 Err(e) => {
                     if let Reader::Http(_) = c.reader {
                         st.out.http.resets += 1;
+                        self.reconnect(ep, c, token, st, &format!("receiving failed: {e}"))?;
+                        return Ok(done);
                     }
                     return Err(MuxError::ServerClosed {
                         conn: c.idx,
@@ -819,8 +905,14 @@ impl Loop<'_> {
             };
             let now = clock::rdtsc();
             let mut input = &rbuf[..n];
+            let mut closing = false;
             while !input.is_empty() {
                 if c.flight.is_empty() {
+                    if let Reader::Http(_) = c.reader {
+                        st.out.http.errors += 1;
+                        self.reconnect(ep, c, token, st, "bytes with no request outstanding")?;
+                        return Ok(done);
+                    }
                     return Err(MuxError::Corrupt(format!(
                         "connection {}: {} bytes arrived with no request outstanding",
                         c.idx,
@@ -858,30 +950,37 @@ impl Loop<'_> {
                             false
                         }
                     }
-                    Reader::Http(r) => {
-                        let (used, resp) = r.feed(input).map_err(|e| {
-                            st.out.http.errors += 1;
-                            MuxError::Corrupt(format!(
-                                "connection {} response {}: {e}",
-                                c.idx,
-                                c.seq_done + 1
-                            ))
-                        })?;
-                        input = &input[used..];
-                        match resp {
-                            Some(status) => {
-                                st.out.http.count(status);
-                                true
+                    Reader::Http(r) => match r.feed(input) {
+                        Ok((used, resp)) => {
+                            input = &input[used..];
+                            match resp {
+                                Some(status) => {
+                                    st.out.http.count(status);
+                                    if r.closes_after() {
+                                        // What follows on this connection
+                                        // is not an answer.
+                                        input = &[];
+                                        closing = true;
+                                    }
+                                    true
+                                }
+                                None => false,
                             }
-                            None => false,
                         }
-                    }
+                        Err(e) => {
+                            st.out.http.errors += 1;
+                            let why = format!("response {}: {e}", c.seq_done + 1);
+                            self.reconnect(ep, c, token, st, &why)?;
+                            return Ok(done);
+                        }
+                    },
                 };
                 if complete {
                     let Some(r) = c.flight.pop_front() else {
                         break;
                     };
                     c.seq_done += 1;
+                    c.broken_in_row = 0;
                     done += 1;
                     st.completed_all += 1;
                     if r.measured {
@@ -896,6 +995,45 @@ impl Loop<'_> {
                     }
                 }
             }
+            if closing {
+                // The server said it closes: not a failure, a new
+                // connection for the rest (nginx's keepalive_requests).
+                c.broken_in_row = 0;
+                self.reconnect(ep, c, token, st, "the server closed it (Connection: close)")?;
+                return Ok(done);
+            }
+        }
+    }
+}
+
+/// Connects to `target` now (waiting at most until `deadline`, and never
+/// more than 5 s): a replacement for a connection the server closed.
+fn connect_now(
+    target: std::net::SocketAddr,
+    source: Option<std::net::Ipv4Addr>,
+    deadline: Instant,
+) -> io::Result<RawFd> {
+    let fd = net::connect_start(target, source)?;
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .min(Duration::from_secs(5));
+    let mut p = [libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    }];
+    let r = sys::poll(&mut p, left.as_millis().max(1) as i32).and_then(|n| {
+        if n == 0 {
+            Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))
+        } else {
+            net::take_error(fd)
+        }
+    });
+    match r {
+        Ok(()) => Ok(fd),
+        Err(e) => {
+            net::close(fd);
+            Err(e)
         }
     }
 }
