@@ -18,6 +18,9 @@ known   For each lab, RUNS runs of a known change of 3% injected into the
         inside the interval. The truth is the ratio of the pooled medians of
         every B trial over every A trial of all runs (the per-pair values
         each ab record carries as a_median_samples / b_median_samples).
+b2b     Today's way, side by side: per lab, the A/A and the known change
+        run once per side back to back with --repeat 5, then `compare`
+        from an empty store: how many headline verdicts were decisive.
 suites  RUNS pairs of two back-to-back `commbench suite --quick` with an
         empty store, then `commbench compare --no-store
         --fail-on-regression 10`: how many exit 0 (target >= 9 of 10), and
@@ -207,6 +210,46 @@ def part_known(args, labs):
                   flush=True)
 
 
+def part_b2b(args, labs):
+    """Today's way, for the side-by-side: each side run once, back to back,
+    with --repeat 5 inside the run, then `compare` (empty store: the cold
+    floor) — for the A/A and the known change."""
+    print("\n## Back to back, --repeat 5 per side, compare (empty store)\n")
+    print("| lab | case | runs | headline no change | inconclusive | flagged |")
+    print("|---|---|---:|---:|---:|---:|")
+    for lab in labs:
+        spec = LABS[lab]
+        cases = [("A/A", spec["aa"], None)]
+        if spec["known"]:
+            n = spec["n"]
+            cases.append(("+3%", spec["known"], (str(n), str(round(n * 1.03)))))
+        for case, template, xs in cases:
+            nc = inc = fl = runs = 0
+            for i in range(args.runs):
+                files = []
+                for side in range(2):
+                    cmd = template.replace("{bin}", args.bin).replace("{pcap}", args.pcap)
+                    if xs:
+                        cmd = cmd.replace("{x}", xs[side])
+                    cmd = cmd.replace("--repeat 1", "--repeat 5").replace("--runs 1", "--runs 5")
+                    out = os.path.join(args.out, f"{lab}-b2b-{case[:2]}-{i}-{side}.jsonl")
+                    argv = cmd.split() + ["--no-store", "--format", "jsonl", "-o", out]
+                    if spec["ab"][:1] == ["--cpus"]:
+                        argv = ["taskset", "-c", spec["ab"][1]] + argv
+                    sh(argv)
+                    files.append(out)
+                r = sh([args.bin, "--no-store", "compare", files[0], files[1],
+                        "--threshold", str(args.threshold), "--format", "jsonl"])
+                heads = [json.loads(l)["metrics"] for l in r.stdout.splitlines() if l.strip()]
+                if not heads:
+                    continue
+                runs += 1
+                nc += sum(c.get("verdict") == "no change" for c in heads)
+                inc += sum(c.get("verdict") == "inconclusive" for c in heads)
+                fl += sum(c.get("verdict") in CHANGE for c in heads)
+            print(f"| {lab} | {case} | {runs} | {nc} | {inc} | {fl} |", flush=True)
+
+
 def part_suites(args):
     print("\n## Two quick suites, empty store, compare --fail-on-regression 10\n")
     print("| pair | exit | headline compared | no change | inconclusive | flagged |")
@@ -271,6 +314,8 @@ def main():
         part_aa(args, labs)
     if "known" in parts:
         part_known(args, labs)
+    if "b2b" in parts:
+        part_b2b(args, labs)
     if "suites" in parts:
         part_suites(args)
     print(f"\nload at the end {os.getloadavg()[0]:.2f}")
