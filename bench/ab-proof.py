@@ -77,6 +77,14 @@ LABS = {
         "n": 0,
         "ab": ["--cpus", "1"],
     },
+    # A and B at once on the two CPUs, behind a start barrier: both see the
+    # same interference (single-threaded commands only).
+    "pcap-duet": {
+        "aa": "{bin} pcap bench {pcap} --cache warm --runs 1 --threads 1",
+        "known": None,
+        "n": 0,
+        "ab": ["--duet"],
+    },
     "pipeline-rtc": {
         "aa": "{bin} pipeline run --mode rtc --work delay:1000 --repeat 1",
         "known": "{bin} pipeline run --mode rtc --work delay:{x} --repeat 1",
@@ -281,7 +289,7 @@ def part_suites(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--labs", default=",".join(LABS))
+    ap.add_argument("--labs", default=",".join(l for l in LABS if l != "pcap-duet"))
     ap.add_argument("--parts", default="aa,known,suites")
     ap.add_argument("--budget", default="3m")
     ap.add_argument("--bin", default="target/release/commbench")
@@ -302,7 +310,7 @@ def main():
             sys.exit(f"ab-proof: unknown lab {l!r}; known: {', '.join(LABS)}")
     os.makedirs(args.out, exist_ok=True)
     args.pcap = os.path.join(args.out, "proof.pcap")
-    if "pcap" in labs and not os.path.exists(args.pcap):
+    if any(l.startswith("pcap") for l in labs) and not os.path.exists(args.pcap):
         sh([args.bin, "--no-store", "pcap", "gen", "--size", args.pcap_size, "-o", args.pcap],
            check=True)
     load1 = os.getloadavg()[0]
