@@ -17,6 +17,7 @@ pub mod account;
 pub mod crosscheck;
 pub mod dut;
 pub mod error;
+pub mod mlrsearch;
 pub mod pace;
 pub mod rfc2544;
 pub mod stamp;

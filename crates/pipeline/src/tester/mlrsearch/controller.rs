@@ -1,0 +1,572 @@
+//! The MLRsearch controller: chooses the next load and trial duration
+//! until every goal's relevant lower and upper bound are within its width,
+//! and keeps the tester's own trouble out of the device's figures.
+//!
+//! Durations: each goal is preceded by [`PRECEDING_TARGETS`] coarser
+//! targets of its own (the way FD.io CSIT does it): target k has width ×
+//! [`WIDTH_GROWTH`]^k, a final trial duration geometric between the goal's
+//! initial and final one, and a duration sum of one such trial. The coarse
+//! targets bracket the answer with short trials; the goal itself then
+//! decides the bracket's loads with full-length trials and bisects it.
+//! Every trial at a load counts for every goal and target (RFC 9971: the
+//! classification of a load takes all its trials).
+//!
+//! Trouble: a trial the measurer marks troubled (the generator fell behind
+//! its schedule, the sink's ring or the host's input queue dropped frames)
+//! is not counted for or against the device; the load is tried again.
+//! After [`Spec::trouble_repeats`] troubled trials in a row at one load the
+//! load is not measurable: above every load measured cleanly so far it is
+//! the tester's ceiling (no load at or above it is tried again, and a goal
+//! whose answer lies above it says so); at or below one, the host is in
+//! trouble, not the tester's capacity, and the search stops there.
+//!
+//! Invariants: loads are whole pps in [min, max]; a load the controller
+//! picks is undecided for the target that picked it, so every trial adds
+//! information and the search ends (at the latest after `max_trials`
+//! trials or `budget_s` of trial wall time); `tester_ceiling_pps` is the
+//! highest load a trial kept on schedule, never lower than any such load.
+
+use super::{classify_trials, conditional_throughput, Bound, Goal, Outcome, EPS};
+use crate::tester::TrialResult;
+use serde::Serialize;
+
+/// Coarser targets before each goal.
+pub const PRECEDING_TARGETS: u32 = 2;
+/// Each coarser target is this much wider than the next.
+pub const WIDTH_GROWTH: f64 = 4.0;
+/// Troubled trials in a row that make a load not measurable.
+pub const TROUBLE_REPEATS: usize = 3;
+
+/// What to search.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub goals: Vec<Goal>,
+    /// Lowest load tried, pps (RFC 9971's min load).
+    pub min_pps: f64,
+    /// Highest load tried, pps (max load).
+    pub max_pps: f64,
+    /// Trials at most (troubled ones included).
+    pub max_trials: usize,
+    /// Troubled trials in a row after which a load is not measurable.
+    pub trouble_repeats: usize,
+    /// Trial wall time at most, s (the measurer's `wall_s` summed).
+    pub budget_s: f64,
+}
+
+/// What the measurer reports of one trial.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// Lost / sent (the trial loss ratio).
+    pub loss_ratio: f64,
+    /// The trial's (effective) duration, s.
+    pub duration_s: f64,
+    /// What the trial cost, s (with drain and set-up): for the budget.
+    pub wall_s: f64,
+    /// The generator kept its schedule (the load was offered).
+    pub kept_schedule: bool,
+    /// Why the trial does not count (None: it counts).
+    pub trouble: Option<String>,
+}
+
+/// The trouble in a tester trial, if any: the generator fell behind its
+/// schedule, sent nothing, or stopped early; frames were lost in the sink's
+/// ring or the host's per-CPU input queue (the tester's and the host's
+/// hops, not the device's).
+pub fn trouble_of(t: &TrialResult) -> Option<String> {
+    if t.behind_schedule {
+        return Some(format!(
+            "the generator fell behind its schedule (lag p99 {:.0} µs, bound {:.0} µs)",
+            t.lag_p99_ns / 1e3,
+            t.lag_bound_ns as f64 / 1e3
+        ));
+    }
+    if t.sent == 0 {
+        return Some("the generator sent nothing".to_owned());
+    }
+    if t.partial {
+        return Some("the trial stopped early".to_owned());
+    }
+    if t.lost > 0 && t.sink_drops > 0 {
+        return Some(format!(
+            "the sink's receive ring dropped {} frames",
+            t.sink_drops
+        ));
+    }
+    match t.host_backlog_drops {
+        Some(n) if t.lost > 0 && n > 0 => Some(format!(
+            "the host's input queues dropped {n} frames (net.core.netdev_max_backlog)"
+        )),
+        _ => None,
+    }
+}
+
+/// How a goal's search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decided {
+    /// The relevant bounds are within the goal's width (a regular result).
+    Width,
+    /// The max load is a lower bound (irregular: no upper bound).
+    MaxLoad,
+    /// The min load is an upper bound (irregular: no lower bound).
+    MinLoad,
+    /// The goal's answer lies at or above a load the tester or the host
+    /// could not offer on schedule.
+    TesterCeiling,
+    /// The tester or the host could not measure a load it had kept before:
+    /// the search stopped.
+    HostTrouble,
+    TrialLimit,
+    TimeBudget,
+    Interrupted,
+}
+
+impl Decided {
+    pub fn name(self) -> &'static str {
+        match self {
+            Decided::Width => "width",
+            Decided::MaxLoad => "max-load",
+            Decided::MinLoad => "min-load",
+            Decided::TesterCeiling => "tester-ceiling",
+            Decided::HostTrouble => "host-trouble",
+            Decided::TrialLimit => "trial-limit",
+            Decided::TimeBudget => "time-budget",
+            Decided::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A load the tester or host could not measure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unmeasurable {
+    pub load_pps: f64,
+    /// The last troubled trial's trouble.
+    pub trouble: String,
+    /// The highest load measured cleanly before (None: none was).
+    pub clean_max_pps: Option<f64>,
+}
+
+/// One goal's result (RFC 9971's goal result).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GoalResult {
+    pub goal: Goal,
+    /// The relevant lower bound (irregular: the max load when it is a
+    /// lower bound, the highest lower bound under the tester's ceiling).
+    pub lower_pps: Option<f64>,
+    /// The relevant upper bound.
+    pub upper_pps: Option<f64>,
+    /// The conditional throughput at the lower bound.
+    pub conditional_pps: Option<f64>,
+    /// Both bounds exist and are within the width.
+    pub regular: bool,
+    pub decided: Decided,
+    /// Counted trials at the lower and the upper bound.
+    pub lower_trials: usize,
+    pub upper_trials: usize,
+    /// In words: what the bounds mean, or why nothing was measured.
+    pub note: String,
+}
+
+/// The trials at one load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadTrials {
+    pub load_pps: f64,
+    /// Counted trials.
+    pub trials: Vec<Outcome>,
+    /// Troubled trials (not counted).
+    pub troubled: usize,
+    /// Troubled trials since the last counted one.
+    #[serde(skip)]
+    in_row: usize,
+    #[serde(skip)]
+    last_trouble: String,
+}
+
+/// What a search found (RFC 9971's search result with this tester's own
+/// bookkeeping).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchOutcome {
+    pub goals: Vec<GoalResult>,
+    /// Every load tried, ascending.
+    pub loads: Vec<LoadTrials>,
+    /// Trials run (troubled ones included) and of them troubled.
+    pub trials: usize,
+    pub troubled: usize,
+    /// The highest load a trial kept on schedule (None: none did).
+    pub tester_ceiling_pps: Option<f64>,
+    /// The load that stopped or capped the search, if one did.
+    pub unmeasurable: Option<Unmeasurable>,
+    /// Trial wall time spent, s.
+    pub spent_s: f64,
+}
+
+/// What [`select`] decided for one target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    Done(Decided),
+    Next(f64),
+}
+
+/// The targets of a goal, coarsest first, the goal itself last.
+pub fn targets(g: &Goal) -> Vec<Goal> {
+    let mut v = Vec::new();
+    if g.initial_s < g.final_s {
+        for k in (1..=PRECEDING_TARGETS).rev() {
+            let share = f64::from(k) / f64::from(PRECEDING_TARGETS);
+            let d = g.final_s * (g.initial_s / g.final_s).powf(share);
+            v.push(Goal {
+                final_s: d,
+                sum_s: d,
+                width: (g.width * WIDTH_GROWTH.powi(k as i32)).min(0.5),
+                initial_s: d,
+                ..*g
+            });
+        }
+    }
+    v.push(*g);
+    v
+}
+
+struct State<'a> {
+    spec: &'a Spec,
+    min: f64,
+    max: f64,
+    loads: Vec<LoadTrials>,
+    /// Loads at or above this are not measurable.
+    ceiling: Option<f64>,
+    clean_max: Option<f64>,
+    kept_max: Option<f64>,
+    unmeasurable: Option<Unmeasurable>,
+}
+
+fn whole(x: f64) -> f64 {
+    x.round().max(1.0)
+}
+
+impl State<'_> {
+    fn at(&self, load: f64) -> Option<&LoadTrials> {
+        self.loads.iter().find(|l| l.load_pps == load)
+    }
+
+    /// The relevant lower and upper bound of `t` now.
+    fn bounds(&self, t: &Goal) -> (Option<f64>, Option<f64>) {
+        let class = |l: &LoadTrials| classify_trials(t, &l.trials).bound;
+        let hi = self
+            .loads
+            .iter()
+            .filter(|l| class(l) == Bound::Upper)
+            .map(|l| l.load_pps)
+            .reduce(f64::min);
+        let lo = self
+            .loads
+            .iter()
+            .filter(|l| l.load_pps < hi.unwrap_or(f64::INFINITY) && class(l) == Bound::Lower)
+            .map(|l| l.load_pps)
+            .reduce(f64::max);
+        (lo, hi)
+    }
+
+    /// The next load for target `t`, or why it is done. `hint` is the
+    /// previous (coarser) target's bounds.
+    fn select(&self, t: &Goal, hint: (Option<f64>, Option<f64>)) -> Step {
+        let (lo, hi) = self.bounds(t);
+        let narrow = |l: f64, h: f64| h - l <= t.width * h * (1.0 + EPS);
+        if let (Some(l), Some(h)) = (lo, hi) {
+            if narrow(l, h) {
+                return Step::Done(Decided::Width);
+            }
+        }
+        if hi == Some(self.min) {
+            return Step::Done(Decided::MinLoad);
+        }
+        let span = match hint {
+            (Some(a), Some(b)) if b > a => Some(b - a),
+            _ => None,
+        };
+        match (lo, hi) {
+            (lo, None) => {
+                if lo == Some(self.max) {
+                    return Step::Done(Decided::MaxLoad);
+                }
+                let bottom = lo.unwrap_or(0.0);
+                let mut c = match (hint.1.filter(|&x| x > bottom), lo) {
+                    (Some(x), _) => x,
+                    (None, Some(l)) => l + span.unwrap_or(0.0).max(2.0 * t.width * l),
+                    (None, None) => self.max,
+                }
+                .min(self.max);
+                if let Some(cap) = self.ceiling {
+                    if lo.is_some_and(|l| narrow(l, cap)) {
+                        return Step::Done(Decided::TesterCeiling);
+                    }
+                    if c >= cap {
+                        c = (lo.unwrap_or(self.min) + cap) / 2.0;
+                    }
+                    c = whole(c).max(self.min);
+                    if c >= cap || lo.is_some_and(|l| c <= l) {
+                        return Step::Done(Decided::TesterCeiling);
+                    }
+                    return Step::Next(c);
+                }
+                Step::Next(whole(c).max(self.min))
+            }
+            (None, Some(h)) => {
+                let c = match hint.0.filter(|&x| x < h && x >= self.min) {
+                    Some(x) => x,
+                    None => match span {
+                        Some(s) => h - s.max(t.width * h),
+                        None => (self.min + h) / 2.0,
+                    },
+                };
+                let c = whole(c).max(self.min);
+                // Rounding can land on h itself only when h is within a pps
+                // of the min load: try the min load then.
+                Step::Next(if c >= h { self.min } else { c })
+            }
+            (Some(l), Some(h)) => {
+                let mid = (l + h) / 2.0;
+                // A load inside the bracket already under way is finished
+                // first (it is undecided: both bounds are outside it).
+                let going = self
+                    .loads
+                    .iter()
+                    .filter(|x| x.load_pps > l && x.load_pps < h && !x.trials.is_empty())
+                    .map(|x| x.load_pps)
+                    .min_by(|a, b| (a - mid).abs().total_cmp(&(b - mid).abs()));
+                let c = going.unwrap_or_else(|| whole(mid));
+                if c <= l || c >= h {
+                    return Step::Done(Decided::Width);
+                }
+                Step::Next(c)
+            }
+        }
+    }
+
+    /// The first load any target of any goal needs, or None when all are
+    /// done.
+    fn next(&self) -> Option<(f64, f64)> {
+        for g in &self.spec.goals {
+            let mut hint = (None, None);
+            for t in targets(g) {
+                if let Step::Next(load) = self.select(&t, hint) {
+                    return Some((load, t.final_s));
+                }
+                hint = self.bounds(&t);
+            }
+        }
+        None
+    }
+
+    fn record(&mut self, load: f64, m: &Measured) {
+        if m.kept_schedule {
+            self.kept_max = Some(self.kept_max.map_or(load, |k: f64| k.max(load)));
+        }
+        let i = match self.loads.iter().position(|l| l.load_pps == load) {
+            Some(i) => i,
+            None => {
+                let i = self.loads.partition_point(|l| l.load_pps < load);
+                self.loads.insert(
+                    i,
+                    LoadTrials {
+                        load_pps: load,
+                        trials: Vec::new(),
+                        troubled: 0,
+                        in_row: 0,
+                        last_trouble: String::new(),
+                    },
+                );
+                i
+            }
+        };
+        let l = &mut self.loads[i];
+        match &m.trouble {
+            Some(why) => {
+                l.troubled += 1;
+                l.in_row += 1;
+                l.last_trouble = why.clone();
+            }
+            None => {
+                l.in_row = 0;
+                l.trials.push(Outcome {
+                    duration_s: m.duration_s,
+                    loss_ratio: m.loss_ratio,
+                });
+                self.clean_max = Some(self.clean_max.map_or(load, |c: f64| c.max(load)));
+            }
+        }
+    }
+
+    /// Whether `load` just became not measurable; sets the ceiling or says
+    /// the host is in trouble (true).
+    fn check_unmeasurable(&mut self, load: f64) -> Option<Decided> {
+        let l = self.at(load)?;
+        if l.in_row < self.spec.trouble_repeats.max(1) {
+            return None;
+        }
+        let u = Unmeasurable {
+            load_pps: load,
+            trouble: l.last_trouble.clone(),
+            clean_max_pps: self.clean_max,
+        };
+        self.unmeasurable = Some(u);
+        if self.clean_max.is_some_and(|c| c >= load) {
+            return Some(Decided::HostTrouble);
+        }
+        self.ceiling = Some(self.ceiling.map_or(load, |c: f64| c.min(load)));
+        None
+    }
+
+    fn goal_result(&self, g: &Goal, decided: Decided) -> GoalResult {
+        let (lo, hi) = self.bounds(g);
+        let n = |x: Option<f64>| x.and_then(|x| self.at(x)).map_or(0, |l| l.trials.len());
+        let conditional = lo.and_then(|l| conditional_throughput(g, l, &self.at(l)?.trials));
+        let note = self.note(g, decided, lo, hi);
+        GoalResult {
+            goal: *g,
+            lower_pps: lo,
+            upper_pps: hi,
+            conditional_pps: conditional,
+            regular: decided == Decided::Width && lo.is_some() && hi.is_some(),
+            decided,
+            lower_trials: n(lo),
+            upper_trials: n(hi),
+            note,
+        }
+    }
+
+    fn note(&self, g: &Goal, d: Decided, lo: Option<f64>, hi: Option<f64>) -> String {
+        let k = |x: f64| format!("{:.1} kpps", x / 1e3);
+        let u = self.unmeasurable.as_ref();
+        let could_not = || {
+            u.map_or(String::new(), |u| {
+                format!(
+                    "the tester/host could not keep {} on schedule ({})",
+                    k(u.load_pps),
+                    u.trouble
+                )
+            })
+        };
+        match (d, lo) {
+            (Decided::Width, _) => String::new(),
+            (Decided::MaxLoad, _) => format!(
+                "irregular: the max load {} is a lower bound; the device may do more",
+                k(self.max)
+            ),
+            (Decided::MinLoad, _) => format!(
+                "the device lost more than {}% even at the min load {}",
+                num(g.loss_ratio * 100.0),
+                k(self.min)
+            ),
+            (Decided::TesterCeiling, Some(l)) => {
+                format!(
+                    "irregular: at least {}; not measured above: {}",
+                    k(l),
+                    could_not()
+                )
+            }
+            (Decided::TesterCeiling, None) => format!("not measured: {}", could_not()),
+            (Decided::HostTrouble, _) => format!(
+                "not measured: {}, though it kept {} earlier in this search: the host was busy or oversubscribed{}",
+                could_not(),
+                self.clean_max.map_or("-".to_owned(), k),
+                lo.map_or(String::new(), |l| format!(" (lower bound so far {})", k(l)))
+            ),
+            (Decided::TrialLimit | Decided::TimeBudget | Decided::Interrupted, _) => {
+                let why = match d {
+                    Decided::TrialLimit => "the search ran out of trials",
+                    Decided::TimeBudget => "the search ran out of time",
+                    _ => "the search was interrupted",
+                };
+                match (lo, hi) {
+                    (None, _) if u.is_some() => format!("not measured: {why}; {}", could_not()),
+                    (None, _) => format!("not measured: {why} before any load passed"),
+                    (Some(l), Some(h)) => format!(
+                        "irregular: {why} with the bounds {} – {} wider than {}%",
+                        k(l),
+                        k(h),
+                        num(g.width * 100.0)
+                    ),
+                    (Some(l), None) => format!("irregular: {why}; at least {}", k(l)),
+                }
+            }
+        }
+    }
+}
+
+fn num(x: f64) -> String {
+    super::num(x)
+}
+
+/// Runs the search: `measure(load_pps, duration_s)` runs one trial and
+/// returns what it saw (None: stop, e.g. on Ctrl-C); `log` sees every
+/// trial with its load.
+pub fn search<E>(
+    spec: &Spec,
+    mut measure: impl FnMut(f64, f64) -> Result<Option<Measured>, E>,
+) -> Result<SearchOutcome, E> {
+    let max = whole(spec.max_pps);
+    let mut st = State {
+        spec,
+        min: whole(spec.min_pps).min(max),
+        max,
+        loads: Vec::new(),
+        ceiling: None,
+        clean_max: None,
+        kept_max: None,
+        unmeasurable: None,
+    };
+    let (mut trials, mut troubled, mut spent) = (0usize, 0usize, 0.0f64);
+    let stop = loop {
+        let Some((load, duration_s)) = st.next() else {
+            break None;
+        };
+        if trials >= spec.max_trials {
+            break Some(Decided::TrialLimit);
+        }
+        if spent >= spec.budget_s {
+            break Some(Decided::TimeBudget);
+        }
+        let Some(m) = measure(load, duration_s)? else {
+            break Some(Decided::Interrupted);
+        };
+        trials += 1;
+        spent += m.wall_s;
+        if m.trouble.is_some() {
+            troubled += 1;
+        }
+        st.record(load, &m);
+        if let Some(d) = st.check_unmeasurable(load) {
+            break Some(d);
+        }
+    };
+    let goals = spec
+        .goals
+        .iter()
+        .map(|g| {
+            let d = match st.select(g, st.hint_for(g)) {
+                Step::Done(d) => d,
+                Step::Next(_) => stop.unwrap_or(Decided::TrialLimit),
+            };
+            st.goal_result(g, d)
+        })
+        .collect();
+    Ok(SearchOutcome {
+        goals,
+        loads: st.loads.clone(),
+        trials,
+        troubled,
+        tester_ceiling_pps: st.kept_max,
+        unmeasurable: st.unmeasurable.clone(),
+        spent_s: spent,
+    })
+}
+
+impl State<'_> {
+    /// The bounds of the target just before `g` itself.
+    fn hint_for(&self, g: &Goal) -> (Option<f64>, Option<f64>) {
+        let t = targets(g);
+        t.len()
+            .checked_sub(2)
+            .map_or((None, None), |i| self.bounds(&t[i]))
+    }
+}
