@@ -396,8 +396,9 @@ impl State<'_> {
         }
     }
 
-    /// Whether `load` just became not measurable; sets the ceiling or says
-    /// the host is in trouble (true).
+    /// Whether `load` just became not measurable: above every clean load it
+    /// becomes the ceiling (None: go on below it); at or below one the host
+    /// is in trouble (`Some(HostTrouble)`: stop).
     fn check_unmeasurable(&mut self, load: f64) -> Option<Decided> {
         let l = self.at(load)?;
         if l.in_row < self.spec.trouble_repeats.max(1) {
@@ -568,5 +569,234 @@ impl State<'_> {
         t.len()
             .checked_sub(2)
             .map_or((None, None), |i| self.bounds(&t[i]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sim::{Pauses, SimDevice};
+    use super::super::{rfc2544_goal, DEFAULT_GOALS};
+    use super::*;
+    use std::convert::Infallible;
+
+    const C: f64 = 130_000.0;
+    const RING: f64 = 300.0;
+
+    fn spec(goals: &[Goal]) -> Spec {
+        Spec {
+            goals: goals.to_vec(),
+            min_pps: 1_000.0,
+            max_pps: 1e6,
+            max_trials: 500,
+            trouble_repeats: TROUBLE_REPEATS,
+            budget_s: f64::INFINITY,
+        }
+    }
+
+    fn run(s: &Spec, d: &mut SimDevice) -> SearchOutcome {
+        let r: Result<_, Infallible> = search(s, |load, dur| Ok(Some(d.trial(load, dur))));
+        r.unwrap()
+    }
+
+    fn clean() -> SimDevice {
+        SimDevice::new(C, RING, 0.005, Pauses::None)
+    }
+
+    #[test]
+    fn both_default_goals_converge_on_a_clean_device() {
+        let r = run(&spec(&DEFAULT_GOALS), &mut clean());
+        for g in &r.goals {
+            assert!(g.regular, "{g:?}");
+            assert_eq!(g.decided, Decided::Width);
+            let (l, h) = (g.lower_pps.unwrap(), g.upper_pps.unwrap());
+            assert!(h - l <= g.goal.width * h + 1.0, "{l} {h}");
+            assert!(g.note.is_empty());
+            // Each bound decided by its full duration sum's worth of
+            // full-length trials or fewer, never by none.
+            assert!(g.lower_trials >= 1 && g.upper_trials >= 1, "{g:?}");
+        }
+        // Without loss the device forwards C plus what its ring holds.
+        let ndr = r.goals[0].lower_pps.unwrap();
+        assert!((0.98 * C..=C + RING).contains(&ndr), "{ndr}");
+        // 0.5% loss allowed: up to C / 0.995 and a little.
+        let pdr = r.goals[1].lower_pps.unwrap();
+        assert!(pdr >= ndr && pdr <= C / 0.995 + RING, "{pdr}");
+        assert_eq!(r.goals[0].conditional_pps, Some(ndr));
+        assert_eq!(r.troubled, 0);
+        assert!(r.unmeasurable.is_none());
+        // The design's budget: one frame size within 60 s of trial time
+        // (the simulated trial costs its duration + 0.4 s).
+        assert!(r.spent_s <= 60.0, "{} s in {} trials", r.spent_s, r.trials);
+    }
+
+    /// `goal`'s lower bound (with a 0.5% goal beside it, as by default)
+    /// over 20 seeds of host pauses (5 ms at a mean interval of 2 s: 39%
+    /// of 1 s trials see one) that overflow the device's ring.
+    fn ndr_over_seeds(goal: Goal) -> Vec<f64> {
+        (1..=20)
+            .map(|seed| {
+                let mut d = SimDevice::new(C, RING, 0.005, Pauses::Poisson { mean_s: 2.0, seed });
+                let pdr = Goal {
+                    loss_ratio: 0.005,
+                    ..goal
+                };
+                let r = run(&spec(&[goal, pdr]), &mut d);
+                r.goals[0].lower_pps.unwrap_or(0.0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn host_pauses_do_not_move_the_exceed_ratio_goal_but_decide_rfc2544s_rule() {
+        let within = |v: &[f64], share: f64| {
+            v.iter()
+                .filter(|&&x| x >= (1.0 - share) * C && x <= C + RING)
+                .count()
+        };
+        let mlr = ndr_over_seeds(DEFAULT_GOALS[0]);
+        let rfc = ndr_over_seeds(rfc2544_goal(1.0, DEFAULT_GOALS[0].width));
+        // Exceed ratio 0.5: every seed within 10% of the capacity, nearly
+        // every one within 3%.
+        assert_eq!(within(&mlr, 0.10), mlr.len(), "mlr {mlr:?}");
+        assert!(within(&mlr, 0.03) >= 18, "mlr {mlr:?}");
+        // One lossy trial fails a load: a pause in the wrong trial halves
+        // the figure.
+        assert!(rfc.len() - within(&rfc, 0.10) >= 5, "rfc2544 {rfc:?}");
+    }
+
+    #[test]
+    fn a_pause_every_second_is_within_the_half_percent_goal() {
+        // 5 ms in every second: a zero-loss goal (with any exceed ratio)
+        // reads what the ring holds through a pause (300 frames / 5 ms =
+        // 60 kpps); the 0.5% goal reads the capacity.
+        let mut d = SimDevice::new(C, RING, 0.005, Pauses::Periodic { every_s: 1.0 });
+        let r = run(&spec(&DEFAULT_GOALS), &mut d);
+        let ndr = r.goals[0].lower_pps.unwrap();
+        assert!((55e3..=61e3).contains(&ndr), "{ndr}");
+        let pdr = r.goals[1].lower_pps.unwrap();
+        assert!((0.98 * C..=C / 0.995 + RING).contains(&pdr), "{pdr}");
+    }
+
+    #[test]
+    fn a_stalled_trial_is_repeated_and_not_counted() {
+        let s = spec(&DEFAULT_GOALS);
+        let base = run(&s, &mut clean());
+        for i in [0, 3, 8] {
+            let mut d = clean();
+            d.stalled = vec![i];
+            let r = run(&s, &mut d);
+            assert_eq!(r.troubled, 1);
+            assert_eq!(r.trials, base.trials + 1, "stall in trial {i}");
+            for (a, b) in r.goals.iter().zip(&base.goals) {
+                assert_eq!((a.lower_pps, a.upper_pps), (b.lower_pps, b.upper_pps));
+                assert_eq!(a.decided, Decided::Width);
+            }
+            // The troubled trial is on the books of its load, uncounted.
+            assert_eq!(r.loads.iter().map(|l| l.troubled).sum::<usize>(), 1);
+        }
+    }
+
+    #[test]
+    fn a_load_beyond_the_generator_caps_the_search_without_failing_the_device() {
+        let mut d = clean();
+        d.gen_ceiling_pps = 600_000.0;
+        let r = run(&spec(&DEFAULT_GOALS), &mut d);
+        let u = r.unmeasurable.clone().unwrap();
+        assert_eq!(u.load_pps, 1e6);
+        assert!(u.trouble.contains("behind"), "{}", u.trouble);
+        let top = r.loads.last().unwrap();
+        assert_eq!((top.load_pps, top.trials.len(), top.troubled), (1e6, 0, 3));
+        for g in &r.goals {
+            assert!(g.regular, "{g:?}");
+            assert!(g.lower_pps.unwrap() >= 0.98 * C);
+        }
+        // The ceiling is the highest load kept on schedule, never below
+        // one: every counted trial was kept.
+        let kept = r.tester_ceiling_pps.unwrap();
+        assert!(kept < 600_000.0);
+        assert!(r
+            .loads
+            .iter()
+            .filter(|l| !l.trials.is_empty())
+            .all(|l| l.load_pps <= kept));
+    }
+
+    #[test]
+    fn a_device_faster_than_the_generator_reads_not_measured_above_the_ceiling() {
+        let mut d = SimDevice::new(5e6, RING, 0.005, Pauses::None);
+        d.gen_ceiling_pps = 400_000.0;
+        let r = run(&spec(&DEFAULT_GOALS), &mut d);
+        for g in &r.goals {
+            assert_eq!(g.decided, Decided::TesterCeiling, "{g:?}");
+            assert!(!g.regular);
+            let l = g.lower_pps.unwrap();
+            assert!((0.95 * 400e3..400e3).contains(&l), "{l}");
+            assert!(g.note.contains("not measured above"), "{}", g.note);
+            assert!(g.note.contains("could not keep"), "{}", g.note);
+            assert!(r.tester_ceiling_pps.unwrap() >= l);
+        }
+    }
+
+    #[test]
+    fn a_host_gone_busy_stops_the_search_and_says_so() {
+        let mut d = clean();
+        d.busy_from = Some(6);
+        let r = run(&spec(&DEFAULT_GOALS), &mut d);
+        assert_eq!(r.trials, 6 + TROUBLE_REPEATS);
+        for g in &r.goals {
+            assert_eq!(g.decided, Decided::HostTrouble, "{g:?}");
+            assert!(g.note.starts_with("not measured:"), "{}", g.note);
+            assert!(g.note.contains("though it kept"), "{}", g.note);
+        }
+    }
+
+    #[test]
+    fn a_generator_that_never_keeps_its_schedule_measures_nothing_and_says_why() {
+        let mut d = clean();
+        d.gen_ceiling_pps = 0.0;
+        let r = run(&spec(&DEFAULT_GOALS), &mut d);
+        assert_eq!(r.tester_ceiling_pps, None);
+        assert!(r.loads.iter().all(|l| l.trials.is_empty()));
+        for g in &r.goals {
+            assert_eq!(g.lower_pps, None);
+            assert_eq!(g.conditional_pps, None);
+            assert!(
+                g.note
+                    .starts_with("not measured: the tester/host could not keep 1.0 kpps"),
+                "{}",
+                g.note
+            );
+        }
+    }
+
+    #[test]
+    fn the_trial_limit_and_the_budget_end_a_search_with_what_it_has() {
+        let mut s = spec(&DEFAULT_GOALS);
+        s.max_trials = 5;
+        let r = run(&s, &mut clean());
+        assert_eq!(r.trials, 5);
+        assert!(r.goals.iter().all(|g| g.decided == Decided::TrialLimit));
+        s.max_trials = 500;
+        s.budget_s = 3.0;
+        let r = run(&s, &mut clean());
+        assert!(r.spent_s >= 3.0 && r.trials < 10);
+        assert!(r.goals.iter().all(|g| g.decided == Decided::TimeBudget));
+        assert!(
+            r.goals[0].note.contains("ran out of time"),
+            "{}",
+            r.goals[0].note
+        );
+    }
+
+    #[test]
+    fn coarse_targets_are_shorter_and_wider() {
+        let t = targets(&DEFAULT_GOALS[0]);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[2], DEFAULT_GOALS[0]);
+        assert!((t[0].final_s - 0.1).abs() < 1e-12 && (t[1].final_s - 0.1f64.sqrt()).abs() < 1e-12);
+        assert!((t[0].width - 0.16).abs() < 1e-12 && (t[1].width - 0.04).abs() < 1e-12);
+        assert_eq!(t[0].sum_s, t[0].final_s);
+        // No coarse targets when the initial trial is the final one.
+        assert_eq!(targets(&rfc2544_goal(1.0, 0.01)).len(), 1);
     }
 }
