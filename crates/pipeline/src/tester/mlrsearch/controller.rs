@@ -300,7 +300,16 @@ impl State<'_> {
                         return Step::Done(Decided::TesterCeiling);
                     }
                     if c >= cap {
-                        c = (lo.unwrap_or(self.min) + cap) / 2.0;
+                        // Below the tester's ceiling: halve the bracket
+                        // under it; with nothing measured yet, halve it in
+                        // log steps and try the min load once the ceiling is
+                        // within twice of it (how low the tester can go
+                        // matters only to say it cannot).
+                        c = match lo {
+                            Some(l) => (l + cap) / 2.0,
+                            None if cap <= 2.0 * self.min => self.min,
+                            None => (self.min * cap).sqrt(),
+                        };
                     }
                     c = whole(c).max(self.min);
                     if c >= cap || lo.is_some_and(|l| c <= l) {
