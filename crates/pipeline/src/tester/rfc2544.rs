@@ -408,32 +408,77 @@ fn goal_fields(r: &mut Record, g: &GoalResult) {
     r.push_metric("note", &g.note);
 }
 
-/// Folds repeated searches of one kind and size into one record with the
-/// rate's median and 95% interval.
+/// Folds repeated searches of one kind (or MLRsearch goal) and size into
+/// one record: the rate's median, its 95% interval and CV over the
+/// searches that measured one (`measured_repeats` of `repeat`); for
+/// MLRsearch the conditional throughput's too. A search that measured
+/// nothing (no rate, or RFC 2544's 0) is left out of the figures and
+/// counted; when none measured, the rate is null and the note says so.
 pub fn fold_repeats(v: &[(SearchResult, Record)]) -> Option<Record> {
-    let (_, first) = v.first()?;
+    let (s0, first) = v.first()?;
     let mut r = first.clone();
-    let rates: Vec<f64> = v.iter().map(|(s, _)| s.rate_pps).collect();
-    let est = Estimate::from_samples(&rates);
-    r.push_metric("rate_pps", est.median);
-    r.push_metric("rate_mpps", est.median / 1e6);
-    attach(&mut r.metrics, "rate_pps", &est);
+    let measured = |x: &f64| x.is_finite() && *x > 0.0;
+    let rates: Vec<f64> = v.iter().map(|(s, _)| s.rate_pps).filter(measured).collect();
+    fold_metric(&mut r, "rate_pps", &rates);
     let mpps: Vec<f64> = rates.iter().map(|x| x / 1e6).collect();
-    attach(&mut r.metrics, "rate_mpps", &Estimate::from_samples(&mpps));
-    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
-    let sd = commbench_core::stats::population_stdev(&rates);
-    r.push_metric(
-        "rate_cv_pct",
-        if mean > 0.0 {
-            sd / mean * 100.0
-        } else {
-            f64::NAN
-        },
-    );
+    fold_metric(&mut r, "rate_mpps", &mpps);
+    r.push_metric("rate_cv_pct", cv_pct(&rates));
     r.push_param("repeat", v.len());
+    r.push_metric("measured_repeats", rates.len());
     r.push_metric("confirmed", v.iter().all(|(s, _)| s.confirmed));
     r.push_metric("tester_limited", v.iter().any(|(s, _)| s.tester_limited));
+    if s0.goal.is_some() {
+        let goals: Vec<&GoalResult> = v.iter().filter_map(|(s, _)| s.goal.as_ref()).collect();
+        let ct: Vec<f64> = goals
+            .iter()
+            .filter_map(|g| g.conditional_pps)
+            .filter(measured)
+            .collect();
+        fold_metric(&mut r, "conditional_throughput_pps", &ct);
+        r.push_metric("conditional_throughput_cv_pct", cv_pct(&ct));
+        fold_metric(&mut r, "lower_pps", &rates);
+        r.push_metric("regular", goals.iter().all(|g| g.regular));
+        let decided: Vec<&str> = goals.iter().map(|g| g.decided.name()).collect();
+        let same = decided.iter().all(|d| *d == decided[0]);
+        r.push_metric("decided", if same { decided[0] } else { "mixed" });
+        if let Some(n) = goals.iter().map(|g| &g.note).find(|n| !n.is_empty()) {
+            let missing = v.len() - rates.len();
+            r.push_metric(
+                "note",
+                if missing == 0 {
+                    n.clone()
+                } else if rates.is_empty() {
+                    format!("not measured in any of {} searches: {}", v.len(), n)
+                } else {
+                    format!("{missing} of {} searches measured nothing: {n}", v.len())
+                },
+            );
+        }
+    }
     Some(r)
+}
+
+/// Sets `key` to the samples' median with its 95% interval (null
+/// without samples).
+fn fold_metric(r: &mut Record, key: &str, samples: &[f64]) {
+    if samples.is_empty() {
+        r.push_metric(key, f64::NAN);
+    } else {
+        attach(&mut r.metrics, key, &Estimate::from_samples(samples));
+    }
+}
+
+/// The coefficient of variation, % (NaN under two samples or a zero mean).
+fn cv_pct(x: &[f64]) -> f64 {
+    if x.len() < 2 {
+        return f64::NAN;
+    }
+    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    if mean > 0.0 {
+        commbench_core::stats::population_stdev(x) / mean * 100.0
+    } else {
+        f64::NAN
+    }
 }
 
 /// The frame-loss ladder: one trial at each of `steps` shares of the
@@ -792,6 +837,57 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
         }
     }
     s.push_str(&notes);
+    s.push_str(&repeats_summary(rows));
+    s
+}
+
+/// Per frame size and goal searched more than once: the lower bound's and
+/// the conditional throughput's median with its 95% interval and CV over
+/// the searches that measured one.
+fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
+    let mut keys: Vec<(&str, String)> = Vec::new();
+    for (size, r) in rows {
+        let k = (
+            size.as_str(),
+            r.goal.as_ref().map_or(String::new(), |g| g.goal.code()),
+        );
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut s = String::new();
+    for (size, code) in keys {
+        let of: Vec<&GoalResult> = rows
+            .iter()
+            .filter(|(z, _)| z == size)
+            .filter_map(|(_, r)| r.goal.as_ref())
+            .filter(|g| g.goal.code() == code)
+            .collect();
+        if of.len() < 2 {
+            continue;
+        }
+        let line = |name: &str, x: Vec<f64>| {
+            if x.is_empty() {
+                return format!("{name} not measured");
+            }
+            let e = Estimate::from_samples(&x);
+            format!(
+                "{name} {:.0} pps [{:.0}, {:.0}], CV {:.1}%",
+                e.median,
+                e.lo,
+                e.hi,
+                cv_pct(&x)
+            )
+        };
+        let lower = of.iter().filter_map(|g| g.lower_pps).collect();
+        let ct = of.iter().filter_map(|g| g.conditional_pps).collect();
+        s.push_str(&format!(
+            "{size} B {code} over {} searches (median [95% interval]): {}; {}\n",
+            of.len(),
+            line("lower bound", lower),
+            line("conditional throughput", ct)
+        ));
+    }
     s
 }
 
@@ -1430,6 +1526,116 @@ mod tests {
         // A device as fast as the burst holds nothing.
         assert_eq!(buffer_times(10_000.0, 1e6, Some(2e6)).1, 0.0);
         assert!(buffer_times(10_000.0, 1e6, None).1.is_nan());
+    }
+
+    fn mlr_result(lower: Option<f64>, note: &str) -> SearchResult {
+        let goal = DEFAULT_GOALS[0];
+        SearchResult {
+            kind: "ndr".into(),
+            loss_allowed_pct: 0.0,
+            rate_pps: lower.unwrap_or(f64::NAN),
+            fail_pps: f64::NAN,
+            confirmed: lower.is_some(),
+            tester_limited: lower.is_none(),
+            tester_ceiling_pps: 1e5,
+            fail_loss_where: String::new(),
+            trials: 20,
+            final_trial: None,
+            method: Method::Mlr,
+            goal: Some(GoalResult {
+                goal,
+                lower_pps: lower,
+                upper_pps: lower.map(|l| l * 1.01),
+                conditional_pps: lower,
+                regular: lower.is_some(),
+                decided: if lower.is_some() {
+                    Decided::Width
+                } else {
+                    Decided::HostTrouble
+                },
+                lower_trials: 2,
+                upper_trials: 2,
+                note: note.into(),
+            }),
+            troubled: 0,
+            search_s: 30.0,
+        }
+    }
+
+    fn folded(v: Vec<SearchResult>) -> Record {
+        let spec = SearchSpec {
+            trial: TrialSpec::default(),
+            max_pps: 1e6,
+            resolution_pct: 1.0,
+            pdr_loss_pct: None,
+            max_trials: 20,
+            ladder_steps: 0,
+        };
+        let v: Vec<(SearchResult, Record)> = v
+            .into_iter()
+            .map(|r| {
+                let x = search_record(&r, &spec, "l2fwd", "64");
+                (r, x)
+            })
+            .collect();
+        fold_repeats(&v).unwrap()
+    }
+
+    #[test]
+    fn repeated_mlr_searches_fold_into_a_median_with_its_interval_and_cv() {
+        let none = "not measured: the tester/host could not keep 50.0 kpps on schedule";
+        let r = folded(vec![
+            mlr_result(Some(100e3), ""),
+            mlr_result(Some(102e3), ""),
+            mlr_result(None, none),
+        ]);
+        assert_eq!(r.metric_f64("rate_pps"), Some(101e3));
+        assert_eq!(r.metric_f64("conditional_throughput_pps"), Some(101e3));
+        assert_eq!(r.metric_f64("measured_repeats"), Some(2.0));
+        assert!((r.metric_f64("rate_cv_pct").unwrap() - 1.0 / 1.01).abs() < 1e-9);
+        assert_eq!(r.metrics["decided"], "mixed");
+        assert_eq!(r.metrics["regular"], false);
+        let note = r.metrics["note"].as_str().unwrap();
+        assert!(
+            note.starts_with("1 of 3 searches measured nothing: not measured"),
+            "{note}"
+        );
+        // None measured: null, never 0, and said so.
+        let r = folded(vec![mlr_result(None, none), mlr_result(None, none)]);
+        assert!(r.metrics["rate_pps"].is_null(), "{:?}", r.metrics);
+        let note = r.metrics["note"].as_str().unwrap();
+        assert!(
+            note.starts_with("not measured in any of 2 searches"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn the_mlr_table_says_not_measured_and_sums_up_repeats() {
+        let rows: Vec<(String, SearchResult)> = vec![
+            ("64".into(), mlr_result(Some(100e3), "")),
+            ("64".into(), mlr_result(Some(102e3), "")),
+            (
+                "64".into(),
+                mlr_result(None, "not measured: the host was busy"),
+            ),
+        ];
+        let t = table(&rows);
+        assert!(t.contains("not measured"), "{t}");
+        assert!(
+            t.contains("64 B 1f4d0l50e1w: not measured: the host was busy"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "64 B 1f4d0l50e1w over 3 searches (median [95% interval]): lower bound 101000 pps"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("64 B: MLRsearch, 20 trials (0 not counted"),
+            "{t}"
+        );
     }
 
     #[test]
