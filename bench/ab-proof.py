@@ -3,6 +3,7 @@
 
 usage: bench/ab-proof.py [--runs 10] [--labs LIST] [--parts aa,known,suites]
                          [--budget 3m] [--bin target/release/commbench] [--out DIR]
+                         [--lock FILE]
 
 aa      For each lab's headline test, RUNS runs of `commbench ab` of one
         binary against itself (empty store: --no-store): how many runs
@@ -17,6 +18,9 @@ known   For each lab, RUNS runs of a known change of 3% injected into the
         inside the interval. The truth is the ratio of the pooled medians of
         every B trial over every A trial of all runs (the per-pair values
         each ab record carries as a_median_samples / b_median_samples).
+b2b     Today's way, side by side: per lab, the A/A and the known change
+        run once per side back to back with --repeat 5, then `compare`
+        from an empty store: how many headline verdicts were decisive.
 suites  RUNS pairs of two back-to-back `commbench suite --quick` with an
         empty store, then `commbench compare --no-store
         --fail-on-regression 10`: how many exit 0 (target >= 9 of 10), and
@@ -25,6 +29,8 @@ suites  RUNS pairs of two back-to-back `commbench suite --quick` with an
 Prints one table per part and writes every ab record to DIR.
 """
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import statistics
@@ -36,28 +42,33 @@ import time
 # the known-change form (with {x} taking N and 1.03 N), and the placement
 # flags for ab. Sizes keep one trial at 0.5-3 s on a 2-vCPU VM.
 LABS = {
+    # Pinned to one CPU (ab --cpus 1): unpinned, the two spinning endpoints
+    # share two vCPUs with everything else and a pair's log-ratio varied by
+    # 40-55% here; pinned, 12%.
     "ipc-shm": {
-        "aa": "{bin} ipc reqres --transport shm --count 200000 --repeat 1",
-        "known": "{bin} ipc reqres --transport shm --count 50000 --repeat 1 --extra-work-ns {x}",
-        "n": 20000,
-        "ab": [],
+        "aa": "{bin} ipc reqres --transport shm --count 50000 --repeat 1",
+        "known": "{bin} ipc reqres --transport shm --count 10000 --repeat 1 --extra-work-ns {x}",
+        "n": 100000,
+        "ab": ["--cpus", "1"],
     },
     "ipc-pipe": {
-        "aa": "{bin} ipc reqres --transport pipe --count 20000 --repeat 1",
+        "aa": "{bin} ipc reqres --transport pipe --count 80000 --repeat 1",
         "known": "{bin} ipc reqres --transport pipe --count 10000 --repeat 1 --extra-work-ns {x}",
-        "n": 20000,
+        "n": 100000,
         "ab": ["--cpus", "1"],
     },
     "mux-epoll": {
-        "aa": "{bin} mux --engine epoll --conns 1000 --rounds 20 --repeat 1",
-        "known": "{bin} mux --engine epoll --conns 1000 --rounds 20 --repeat 1 --extra-work-ns {x}",
-        "n": 20000,
-        "ab": [],
+        "aa": "{bin} mux --engine epoll-lt --conns 1000 --rounds 20 --repeat 1",
+        "known": "{bin} mux --engine epoll-lt --conns 1000 --rounds 20 --repeat 1 --extra-work-ns {x}",
+        "n": 100000,
+        "ab": ["--cpus", "1"],
     },
     "openflow-template": {
-        "aa": "{bin} openflow bench --quick --variants template --repeat 1",
-        "known": "{bin} openflow bench --quick --variants template --repeat 1 --extra-work-ns {x}",
-        "n": 2000,
+        "aa": "{bin} openflow bench --variants template --switches 16 --modes throughput "
+              "-l 3 -m 1000 --repeat 1 --controller-cpus 0 --emulator-cpus 1",
+        "known": "{bin} openflow bench --variants template --switches 16 --modes throughput "
+                 "-l 3 -m 1000 --repeat 1 --controller-cpus 0 --emulator-cpus 1 --extra-work-ns {x}",
+        "n": 100000,
         "ab": [],
     },
     "pcap": {
@@ -65,6 +76,14 @@ LABS = {
         "known": None,
         "n": 0,
         "ab": ["--cpus", "1"],
+    },
+    # A and B at once on the two CPUs, behind a start barrier: both see the
+    # same interference (single-threaded commands only).
+    "pcap-duet": {
+        "aa": "{bin} pcap bench {pcap} --cache warm --runs 1 --threads 1",
+        "known": None,
+        "n": 0,
+        "ab": ["--duet"],
     },
     "pipeline-rtc": {
         "aa": "{bin} pipeline run --mode rtc --work delay:1000 --repeat 1",
@@ -77,8 +96,30 @@ LABS = {
 CHANGE = ("slower", "faster", "worse", "better", "changed")
 
 
+LOCK = None
+ARGS = None
+
+
+@contextlib.contextmanager
+def heavy():
+    """Holds --lock (flock) for one measurement, so that other heavy work
+    on the machine that takes the same lock waits; between measurements it
+    is let go for a moment."""
+    if LOCK is None:
+        yield
+        return
+    with open(LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+    time.sleep(3)
+
+
 def sh(cmd, **kw):
-    return subprocess.run(cmd, text=True, capture_output=True, **kw)
+    with heavy():
+        return subprocess.run(cmd, text=True, capture_output=True, **kw)
 
 
 def load(path):
@@ -87,11 +128,15 @@ def load(path):
 
 
 def run_ab(binary, name, values, command, extra, budget, out):
-    t0 = time.monotonic()
     cmd = [binary, "--no-store", "ab", "-L", name, ",".join(values), "--budget", budget,
+           "--threshold", str(ARGS.threshold), "--max-pairs", str(ARGS.max_pairs),
            "--format", "jsonl", "-o", out] + extra + ["--", command]
-    r = sh(cmd)
-    dt = time.monotonic() - t0
+    with heavy():
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, text=True, capture_output=True)
+        dt = time.monotonic() - t0
+    print(f"ab-proof: {os.path.basename(out)} exit {r.returncode} in {dt:.0f} s", file=sys.stderr,
+          flush=True)
     if r.returncode != 0:
         print(f"ab-proof: ab failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}",
               file=sys.stderr)
@@ -130,7 +175,7 @@ def part_aa(args, labs):
         share = f"{100 * decisive / judged:.0f}%" if judged else "-"
         print(f"| {lab} | {len(times)} | {flagged} | {share} ({decisive}/{judged}) | "
               f"{statistics.median(pairs) if pairs else '-'} | "
-              f"{statistics.median(times) if times else float('nan'):.0f} |")
+              f"{statistics.median(times) if times else float('nan'):.0f} |", flush=True)
     print(f"\nA/A overall: {total_runs - total_flagged} of {total_runs} runs flagged no headline")
 
 
@@ -169,7 +214,48 @@ def part_known(args, labs):
             flagged = [m for m in rows if m["verdict"] in CHANGE]
             inside = [m for m in flagged
                       if m["ratio_lo"] is not None and m["ratio_lo"] <= truth <= m["ratio_hi"]]
-            print(f"| {lab} | {metric} | {truth:.4f} | {len(inside)} of {len(rows)} | {len(flagged)} |")
+            print(f"| {lab} | {metric} | {truth:.4f} | {len(inside)} of {len(rows)} | {len(flagged)} |",
+                  flush=True)
+
+
+def part_b2b(args, labs):
+    """Today's way, for the side-by-side: each side run once, back to back,
+    with --repeat 5 inside the run, then `compare` (empty store: the cold
+    floor) — for the A/A and the known change."""
+    print("\n## Back to back, --repeat 5 per side, compare (empty store)\n")
+    print("| lab | case | runs | headline no change | inconclusive | flagged |")
+    print("|---|---|---:|---:|---:|---:|")
+    for lab in labs:
+        spec = LABS[lab]
+        cases = [("A/A", spec["aa"], None)]
+        if spec["known"]:
+            n = spec["n"]
+            cases.append(("+3%", spec["known"], (str(n), str(round(n * 1.03)))))
+        for case, template, xs in cases:
+            nc = inc = fl = runs = 0
+            for i in range(args.runs):
+                files = []
+                for side in range(2):
+                    cmd = template.replace("{bin}", args.bin).replace("{pcap}", args.pcap)
+                    if xs:
+                        cmd = cmd.replace("{x}", xs[side])
+                    cmd = cmd.replace("--repeat 1", "--repeat 5").replace("--runs 1", "--runs 5")
+                    out = os.path.join(args.out, f"{lab}-b2b-{case[:2]}-{i}-{side}.jsonl")
+                    argv = cmd.split() + ["--no-store", "--format", "jsonl", "-o", out]
+                    if spec["ab"][:1] == ["--cpus"]:
+                        argv = ["taskset", "-c", spec["ab"][1]] + argv
+                    sh(argv)
+                    files.append(out)
+                r = sh([args.bin, "--no-store", "compare", files[0], files[1],
+                        "--threshold", str(args.threshold), "--format", "jsonl"])
+                heads = [json.loads(l)["metrics"] for l in r.stdout.splitlines() if l.strip()]
+                if not heads:
+                    continue
+                runs += 1
+                nc += sum(c.get("verdict") == "no change" for c in heads)
+                inc += sum(c.get("verdict") == "inconclusive" for c in heads)
+                fl += sum(c.get("verdict") in CHANGE for c in heads)
+            print(f"| {lab} | {case} | {runs} | {nc} | {inc} | {fl} |", flush=True)
 
 
 def part_suites(args):
@@ -186,46 +272,58 @@ def part_suites(args):
                 print(f"ab-proof: suite failed: {r.stderr[-1000:]}", file=sys.stderr)
             dirs.append(d)
         r = sh([args.bin, "--no-store", "compare", f"{dirs[0]}/results.jsonl",
-                f"{dirs[1]}/results.jsonl", "--fail-on-regression", "10", "--format", "json"])
+                f"{dirs[1]}/results.jsonl", "--fail-on-regression", "10", "--format", "jsonl"])
         ok += r.returncode == 0
-        try:
-            doc = json.loads(r.stdout)
-            rows = doc if isinstance(doc, list) else doc.get("changes", doc.get("records", []))
-            heads = [c for c in rows if c.get("headline")]
+        # The records shown are the headline comparisons, one per line.
+        heads = [json.loads(l)["metrics"] for l in r.stdout.splitlines() if l.strip()]
+        if heads:
             nc = sum(c.get("verdict") == "no change" for c in heads)
             inc = sum(c.get("verdict") == "inconclusive" for c in heads)
             fl = sum(c.get("verdict") in CHANGE for c in heads)
-            print(f"| {i + 1} | {r.returncode} | {len(heads)} | {nc} | {inc} | {fl} |")
-        except (ValueError, AttributeError):
-            print(f"| {i + 1} | {r.returncode} | - | - | - | - |")
+            print(f"| {i + 1} | {r.returncode} | {len(heads)} | {nc} | {inc} | {fl} |", flush=True)
+        else:
+            print(f"| {i + 1} | {r.returncode} | - | - | - | - |", flush=True)
     print(f"\ncompare from a cold store: exit 0 in {ok} of {args.runs} pairs")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--labs", default=",".join(LABS))
+    ap.add_argument("--labs", default=",".join(l for l in LABS if l != "pcap-duet"))
     ap.add_argument("--parts", default="aa,known,suites")
     ap.add_argument("--budget", default="3m")
     ap.add_argument("--bin", default="target/release/commbench")
     ap.add_argument("--out", default="/tmp/ab-proof")
+    ap.add_argument("--lock", help="flock this file around each measurement")
+    ap.add_argument("--threshold", type=float, default=1.5,
+                    help="ab --threshold: half the change to catch (3%% -> 1.5)")
+    ap.add_argument("--max-pairs", type=int, default=1000,
+                    help="ab --max-pairs (the budget is the bound that acts)")
+    ap.add_argument("--pcap-size", default="512M")
     args = ap.parse_args()
+    global LOCK, ARGS
+    LOCK = args.lock
+    ARGS = args
     labs = [l for l in args.labs.split(",") if l]
     for l in labs:
         if l not in LABS:
             sys.exit(f"ab-proof: unknown lab {l!r}; known: {', '.join(LABS)}")
     os.makedirs(args.out, exist_ok=True)
     args.pcap = os.path.join(args.out, "proof.pcap")
-    if "pcap" in labs and not os.path.exists(args.pcap):
-        sh([args.bin, "--no-store", "pcap", "gen", "--size", "64M", "-o", args.pcap], check=True)
+    if any(l.startswith("pcap") for l in labs) and not os.path.exists(args.pcap):
+        sh([args.bin, "--no-store", "pcap", "gen", "--size", args.pcap_size, "-o", args.pcap],
+           check=True)
     load1 = os.getloadavg()[0]
     print(f"# commbench ab proof · {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · "
-          f"load {load1:.2f} · {os.cpu_count()} CPUs · {args.bin}")
+          f"load {load1:.2f} · {os.cpu_count()} CPUs · {args.bin} · threshold {args.threshold}% · "
+          f"budget {args.budget} · max pairs {args.max_pairs}")
     parts = args.parts.split(",")
     if "aa" in parts:
         part_aa(args, labs)
     if "known" in parts:
         part_known(args, labs)
+    if "b2b" in parts:
+        part_b2b(args, labs)
     if "suites" in parts:
         part_suites(args)
     print(f"\nload at the end {os.getloadavg()[0]:.2f}")

@@ -307,17 +307,21 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// a symlink placed at `path` that leads to a regular file (or nowhere) is
 /// replaced, never followed.
 ///
-/// A path that is not a file to replace — a character device, a FIFO, a
-/// socket (`/dev/null`, a pipe), or a symlink to one (`/dev/stdout`) — is
-/// opened and written in place: renaming over it would replace the device.
+/// A path that is not a file to replace — a character or block device, a
+/// FIFO, a socket (`/dev/null`, a pipe), or a symlink to one
+/// (`/dev/stdout`) — is opened and written in place: renaming over it would
+/// replace the device. It is written only when the caller named it: every
+/// symlink on the way must belong to the caller or to root (a link another
+/// user planted in a shared folder is refused, as the kernel's
+/// `protected_symlinks` does on hosts that enable it), and a FIFO another
+/// user made in a sticky world-writable folder is refused
+/// (`protected_fifos`). A FIFO is opened without blocking: with no reader
+/// the write fails at once with a message instead of hanging.
 pub fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let special = |t: std::fs::FileType| {
-        t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
-    };
+    use std::os::unix::fs::OpenOptionsExt;
     if let Ok(m) = std::fs::symlink_metadata(path) {
         let t = m.file_type();
         if t.is_dir() {
@@ -326,10 +330,13 @@ pub fn write_atomic(
                 path.display()
             )));
         }
-        let through = special(t)
-            || (t.is_symlink() && std::fs::metadata(path).is_ok_and(|m| special(m.file_type())));
-        if through {
-            let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        let target = if t.is_symlink() {
+            std::fs::metadata(path).ok()
+        } else {
+            Some(m)
+        };
+        if let Some(target) = target.filter(|m| is_special(m.file_type())) {
+            let mut f = open_special(path, &target)?;
             fill(&mut f)?;
             return std::io::Write::flush(&mut f);
         }
@@ -365,6 +372,156 @@ pub fn write_atomic(
         let _ = std::fs::remove_file(&tmp);
     }
     res
+}
+
+fn is_special(t: std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+}
+
+/// A sticky folder every user may write to (/tmp, a shared drop folder).
+fn sticky_world_writable(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = m.permissions().mode();
+    mode & 0o1000 != 0 && mode & 0o002 != 0
+}
+
+/// Every symlink met while resolving `path` belongs to the caller or to
+/// root; otherwise an error naming the link and its owner. At most 40
+/// links are followed (the kernel's limit), so a loop is an error too.
+fn links_are_trusted(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    use std::path::Component;
+    let me = crate::sys::euid();
+    let mut at = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        std::env::current_dir()?
+    };
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let push = |rest: &mut Vec<std::ffi::OsString>, p: &Path| {
+        let mut parts: Vec<_> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_owned()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        parts.reverse();
+        rest.extend(parts);
+    };
+    push(&mut rest, path);
+    let mut follows = 0;
+    while let Some(c) = rest.pop() {
+        if c == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&c);
+        let m = std::fs::symlink_metadata(&next)?;
+        if !m.file_type().is_symlink() {
+            at = next;
+            continue;
+        }
+        follows += 1;
+        if follows > 40 {
+            return Err(std::io::Error::other(format!(
+                "{}: too many symbolic links on the way",
+                path.display()
+            )));
+        }
+        if m.uid() != me && m.uid() != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} leads through the symbolic link {} of user {} to a device, FIFO or \
+                     socket; not written through another user's link: name the device \
+                     itself, or give a path to a file",
+                    path.display(),
+                    next.display(),
+                    m.uid()
+                ),
+            ));
+        }
+        if next.starts_with("/proc") && !next.ends_with("self") && !next.ends_with("thread-self") {
+            // A magic link of /proc (/proc/self/fd/1 behind /dev/stdout):
+            // it names one of the process's own open files, and its text
+            // ("pipe:[123]") is no path to walk.
+            return Ok(());
+        }
+        let target = std::fs::read_link(&next)?;
+        if target.is_absolute() {
+            at = PathBuf::from("/");
+        }
+        push(&mut rest, &target);
+    }
+    // A FIFO (or socket) another user made in a sticky world-writable
+    // folder: a planted trap to read what we write (`protected_fifos`).
+    let m = std::fs::symlink_metadata(&at)?;
+    if !m.file_type().is_char_device() && !m.file_type().is_block_device() && m.uid() != me {
+        let dir = at.parent().map(std::fs::metadata).transpose()?;
+        if dir.is_some_and(|d| sticky_world_writable(&d) && d.uid() != m.uid()) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is a {} of user {} in a folder every user may write to; not \
+                     written (another user's trap?): give a path to a file",
+                    path.display(),
+                    if m.file_type().is_fifo() {
+                        "FIFO"
+                    } else {
+                        "socket"
+                    },
+                    m.uid()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens a device, FIFO or socket `path` (whose target's metadata is
+/// `seen`) for writing in place, after [`links_are_trusted`]. A FIFO is
+/// opened non-blocking (no reader: ENXIO at once, not a hang), then made
+/// blocking again for the writes. What was opened must be what was
+/// checked (same device and inode), or a link swapped in between is
+/// refused.
+#[allow(unsafe_code)]
+fn open_special(path: &Path, seen: &std::fs::Metadata) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    links_are_trusted(path)?;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                std::io::Error::other(format!(
+                    "{}: nothing reads from this FIFO or socket; start the reader first, \
+                     or give a path to a file",
+                    path.display()
+                ))
+            } else {
+                e
+            }
+        })?;
+    let got = f.metadata()?;
+    if (got.dev(), got.ino()) != (seen.dev(), seen.ino()) {
+        return Err(std::io::Error::other(format!(
+            "{} changed while it was opened; not written",
+            path.display()
+        )));
+    }
+    let fd = f.as_raw_fd();
+    // SAFETY: fd is open (owned by f) for the whole call; F_GETFL/F_SETFL
+    // only read and set its status flags.
+    unsafe {
+        let flags = crate::syscall!(fcntl(fd, libc::F_GETFL))?;
+        crate::syscall!(fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK))?;
+    }
+    Ok(f)
 }
 
 /// Installs the SIGINT/SIGTERM handler that unlinks registered paths.
@@ -417,6 +574,100 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
+    }
+
+    fn mkfifo(p: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mkfifo {}", p.display());
+    }
+
+    /// The read end of a FIFO, opened without waiting for a writer.
+    fn fifo_reader(p: &Path) -> std::fs::File {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(p)
+            .unwrap()
+    }
+
+    #[test]
+    fn write_atomic_wrote_through_another_users_symlink_to_a_device_or_fifo() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("atomic").unwrap();
+        // A shared drop folder: sticky and writable by every user, as /tmp.
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let fifo = dir.path().join("trap");
+        mkfifo(&fifo);
+        let mut reader = fifo_reader(&fifo);
+        let link = shared.join("report.html");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        if let Err(e) = std::os::unix::fs::lchown(&link, Some(65534), Some(65534)) {
+            eprintln!("skipped: cannot give the link to another user ({e}); needs root");
+            return;
+        }
+        let err = write_atomic(&link, |f| std::io::Write::write_all(f, b"<html>secret"))
+            .expect_err("written through another user's link");
+        assert!(err.to_string().contains("user 65534"), "{err}");
+        let mut got = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut reader, &mut got);
+        assert!(got.is_empty(), "the trap got {got:?}");
+        // The same through a device: refused, the link left as it was.
+        let dev = shared.join("cmp.txt");
+        std::os::unix::fs::symlink("/dev/null", &dev).unwrap();
+        std::os::unix::fs::lchown(&dev, Some(65534), Some(65534)).unwrap();
+        assert!(write_atomic(&dev, |f| std::io::Write::write_all(f, b"x")).is_err());
+        assert!(std::fs::symlink_metadata(&dev)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A FIFO another user planted in the shared folder, named directly.
+        let planted = shared.join("out.txt");
+        mkfifo(&planted);
+        let mut r2 = fifo_reader(&planted);
+        std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+        assert!(write_atomic(&planted, |f| std::io::Write::write_all(f, b"x")).is_err());
+        let mut got = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut r2, &mut got);
+        assert!(got.is_empty(), "the planted FIFO got {got:?}");
+        // The caller's own link to its own FIFO is still written through.
+        let mine = dir.path().join("mine");
+        std::os::unix::fs::symlink(&fifo, &mine).unwrap();
+        write_atomic(&mine, |f| std::io::Write::write_all(f, b"ok")).unwrap();
+        let mut got = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut reader, &mut got);
+        assert_eq!(got, b"ok");
+    }
+
+    #[test]
+    fn write_atomic_hung_on_a_fifo_without_a_reader() {
+        let dir = TempDir::new("atomic").unwrap();
+        let fifo = dir.path().join("out");
+        mkfifo(&fifo);
+        let err = write_atomic(&fifo, |f| std::io::Write::write_all(f, b"x"))
+            .expect_err("a FIFO without a reader was written");
+        assert!(err.to_string().contains("reads from this FIFO"), "{err}");
+        // With a reader it is written (and blocking again for the writes).
+        let mut reader = fifo_reader(&fifo);
+        write_atomic(&fifo, |f| std::io::Write::write_all(f, b"hello")).unwrap();
+        let mut got = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut reader, &mut got);
+        assert_eq!(got, b"hello");
+    }
+
+    #[test]
+    fn write_atomic_writes_to_dev_stdout() {
+        // /dev/stdout -> /proc/self/fd/1 -> a pipe or terminal: links of root
+        // and of the process itself.
+        write_atomic(Path::new("/dev/stdout"), |f| {
+            std::io::Write::write_all(f, b"")
+        })
+        .unwrap();
     }
 
     #[test]

@@ -228,8 +228,19 @@ impl IpcReport {
                     "-"
                 },
             )
-            .param("server_cpus", &self.server_cpus)
-            .param("client_cpus", &self.client_cpus);
+            .param("server_cpus", identity_cpus(&self.server_cpus))
+            .param("client_cpus", identity_cpus(&self.client_cpus));
+        // A placement chosen by the run itself (from the machine's load) is
+        // environment, not identity: it goes with the metrics, so that two
+        // runs of one command stay one series.
+        for (k, v) in [
+            ("server_cpus_applied", &self.server_cpus),
+            ("client_cpus_applied", &self.client_cpus),
+        ] {
+            if identity_cpus(v) != v.as_str() {
+                r.push_metric(k, v.as_str());
+            }
+        }
         if self.extra_work_ns > 0 {
             r.push_param("extra_work_ns", self.extra_work_ns);
         }
@@ -253,6 +264,16 @@ impl IpcReport {
         r.push_metric("client_cpu_ns_per_msg", per(self.client_cpu_s));
         self.usage.add_to(&mut r);
         r
+    }
+}
+
+/// The placement that identifies a test: the one asked for, "-" when the
+/// run chose it (`pair:LIST`).
+fn identity_cpus(applied: &str) -> &str {
+    if applied.starts_with("pair:") {
+        "-"
+    } else {
+        applied
     }
 }
 

@@ -136,3 +136,34 @@ fn extra_work_makes_the_server_wait_on_every_request_and_is_recorded() {
     let r = run_report(&plain).unwrap();
     assert!(!r.record(&[]).params.contains_key("extra_work_ns"));
 }
+
+#[test]
+fn a_placement_the_run_chose_is_not_part_of_the_tests_identity() {
+    // shm in block mode co-locates each session's two ends by itself
+    // (`pair:LIST`): that depends on the machine, so it is recorded with
+    // the metrics and the parameters read "-" — one series across runs.
+    let cfg = IpcConfig {
+        transport: TransportKind::Shm,
+        wait: WaitPolicy::Block,
+        count: 200,
+        ..IpcConfig::default()
+    };
+    let r = run_report(&cfg).unwrap();
+    assert!(r.server_cpus.starts_with("pair:"), "{}", r.server_cpus);
+    let rec = r.record(&[]);
+    assert_eq!(rec.params["server_cpus"], "-");
+    assert_eq!(rec.params["client_cpus"], "-");
+    assert_eq!(
+        rec.metrics["server_cpus_applied"].as_str(),
+        Some(r.server_cpus.as_str())
+    );
+    // A placement asked for is identity.
+    let pinned = IpcConfig {
+        server_cpus: Some(commbench_core::placement::CpuList::from_cpus(vec![0])),
+        client_cpus: Some(commbench_core::placement::CpuList::from_cpus(vec![0])),
+        ..cfg
+    };
+    let rec = run_report(&pinned).unwrap().record(&[]);
+    assert_eq!(rec.params["server_cpus"], "0");
+    assert!(!rec.metrics.contains_key("server_cpus_applied"));
+}

@@ -172,6 +172,13 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
             source: e,
         })?
         .len();
+    // The test's identity is the capture's name and size, not its path: a
+    // suite writes its capture to a new temp folder each run, and a path
+    // there made every run a series of its own. The path is a metric.
+    let file_name = cfg
+        .file
+        .file_name()
+        .map_or_else(|| path_s.clone(), |n| n.to_string_lossy().into_owned());
     let load_start = load_average();
     let packets = count_packets(&cfg.file)?;
     let mut tools: Vec<(String, Box<dyn Fn() -> Command>)> = Vec::new();
@@ -224,10 +231,12 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                     exit_ok,
                 };
                 let mut record = Record::new("pcap", "bench_run")
-                    .param("file", &path_s)
+                    .param("file", &file_name)
+                    .param("file_bytes", bytes)
                     .param("tool", name)
                     .param("cache", cache.name())
                     .param("run", run)
+                    .metric("path", &path_s)
                     .metric("resident_before", r.resident_before)
                     .metric("real_s", real_s)
                     .metric("user_s", user_s)
@@ -288,10 +297,12 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
     };
     for s in &summaries {
         let mut r = Record::new("pcap", "bench")
-            .param("file", &path_s)
+            .param("file", &file_name)
+            .param("file_bytes", bytes)
             .param("tool", &s.tool)
             .param("cache", s.cache.name())
             .param("runs", s.runs)
+            .metric("path", &path_s)
             .metric("bytes", bytes)
             .metric("packets", packets)
             .metric("real_s_median", s.real_s)
@@ -325,6 +336,43 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
 #[cfg(test)]
 mod tests {
     use super::verdict;
+
+    #[test]
+    fn one_capture_in_two_folders_is_one_series() {
+        // A suite writes its capture to a new temp folder every run: the
+        // path must not be part of the test's identity.
+        let src =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/loop-loopback.pcap");
+        let params = |dir: &std::path::Path| {
+            std::fs::create_dir_all(dir).unwrap();
+            let file = dir.join("suite.pcap");
+            std::fs::copy(&src, &file).unwrap();
+            let cfg = super::BenchConfig {
+                file,
+                caches: vec![super::CacheState::Warm],
+                runs: 1,
+                ours: vec!["cat".into()],
+                compare_cmd: None,
+            };
+            let mut rec = commbench_core::record::Recorder::new();
+            super::run(&cfg, &mut rec).unwrap();
+            rec.take()
+                .into_iter()
+                .map(|r| (r.test.clone(), r.params.clone(), r.metrics["path"].clone()))
+                .collect::<Vec<_>>()
+        };
+        let tmp =
+            std::env::temp_dir().join(format!("commbench-pcap-series-{}", std::process::id()));
+        let a = params(&tmp.join("a"));
+        let b = params(&tmp.join("b"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!((&x.0, &x.1), (&y.0, &y.1));
+            assert_eq!(x.1["file"], "suite.pcap");
+            assert_ne!(x.2, y.2, "the path is kept, as a metric");
+        }
+    }
 
     #[test]
     fn verdicts() {

@@ -28,9 +28,16 @@ pub fn in_focus(changes: &[Change], c: &Change, everything: bool) -> bool {
 
 /// The changes in focus and the rest, each in order.
 pub fn split_focus(changes: &[Change], everything: bool) -> (Vec<&Change>, Vec<&Change>) {
-    changes
+    // The tests with headline metrics, found once (asking `in_focus` per
+    // change searched every change again: quadratic).
+    let with_headlines: std::collections::HashSet<(&str, &str)> = changes
         .iter()
-        .partition(|c| in_focus(changes, c, everything))
+        .filter(|d| d.headline)
+        .map(|d| (d.lab.as_str(), d.test.as_str()))
+        .collect();
+    changes.iter().partition(|c| {
+        everything || c.headline || !with_headlines.contains(&(c.lab.as_str(), c.test.as_str()))
+    })
 }
 
 /// How many metrics a comparison of `before` and `after` judges with

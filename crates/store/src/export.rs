@@ -437,7 +437,18 @@ struct Budget {
     used: u64,
 }
 
+/// Bytes a decoded Parquet row is counted for besides its text: what the
+/// smallest export row takes as JSON Lines (names, quotes, times).
+#[cfg(feature = "parquet")]
+const MIN_ROW_BYTES: u64 = 64;
+
 impl Budget {
+    /// Bytes the import may still read (or decode).
+    #[cfg(feature = "parquet")]
+    fn left(&self) -> u64 {
+        self.lim.max_bytes.saturating_sub(self.used)
+    }
+
     /// The text of a regular file, within what is left of the import's
     /// bytes; anything but a regular file is refused before it is read.
     fn read(&mut self, path: &Path) -> Result<String, StoreError> {
@@ -537,12 +548,27 @@ fn partitions(path: &Path) -> (Option<String>, Option<String>) {
     (lab, host)
 }
 
-fn obj(v: Option<&Value>) -> Map<String, Value> {
-    match v {
-        Some(Value::Object(m)) => m.clone(),
-        // Parquet keeps JSON as text.
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_default(),
-        _ => Map::new(),
+/// A JSON field of an export row: a value, or (Parquet keeps JSON as
+/// text) text holding one. Missing or unparsable is refused, as a result
+/// file's line is: storing `{}` instead would lose the record silently.
+fn json_value(v: &Value, k: &str, at: &str) -> Result<Value, StoreError> {
+    match v.get(k) {
+        Some(Value::String(t)) => serde_json::from_str(t).map_err(|e| {
+            input(format!(
+                "{at}: '{k}' is not JSON ({e}); the file is damaged or not a commbench export"
+            ))
+        }),
+        Some(x) => Ok(x.clone()),
+        None => Err(input(format!(
+            "{at}: no '{k}' field; the file is damaged or not a commbench export"
+        ))),
+    }
+}
+
+fn json_object(v: &Value, k: &str, at: &str) -> Result<Map<String, Value>, StoreError> {
+    match json_value(v, k, at)? {
+        Value::Object(m) => Ok(m),
+        _ => Err(input(format!("{at}: '{k}' is not a JSON object"))),
     }
 }
 
@@ -567,22 +593,16 @@ fn row_from_json(
             shown(&run_id)
         )));
     }
-    let json_field = |k: &str| match v.get(k) {
-        Some(Value::String(t)) => serde_json::from_str(t).unwrap_or(Value::Null),
-        Some(x) => x.clone(),
-        None => Value::Null,
+    let command_line = match json_value(v, "command_line", at)? {
+        Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => return Err(input(format!("{at}: 'command_line' is not a JSON array"))),
     };
-    let command_line = json_field("command_line")
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|x| x.as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
     let mut record = Record::new(lab, &s("test")?);
-    record.params = obj(v.get("params"));
-    record.metrics = obj(v.get("metrics"));
+    record.params = json_object(v, "params", at)?;
+    record.metrics = json_object(v, "metrics", at)?;
     let started_utc = s("started_utc")?;
     let parsed = check_started(at, &started_utc)?;
     let started_unix = v
@@ -595,7 +615,7 @@ fn row_from_json(
             shown(&started_utc)
         )));
     }
-    let environment = json_field("environment");
+    let environment = json_value(v, "environment", at)?;
     check_record(&record, &environment, at, lim)?;
     Ok(Row {
         run: RunMeta {
@@ -624,24 +644,77 @@ fn read_parquet(
     let at = shown_path(path);
     let perr = |e: parquet::errors::ParquetError| input(format!("{at}: {e}"));
     let reader = SerializedFileReader::new(budget.open(path)?).map_err(perr)?;
+    // The file's bytes bound nothing: a dictionary repeats one row for
+    // free (192 KB held 1M rows) and a compressed page inflates (a 19.7 MB
+    // file held a 400 MB cell). Bounded before decoding by what the footer
+    // declares (rows, and the column chunks' decoded size), then row by
+    // row by what was decoded, against what is left of the import's bytes.
+    let md = reader.metadata();
+    let declared_rows: u64 = md
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows().max(0) as u64)
+        .sum();
+    let declared_bytes: u64 = md
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns())
+        .map(|c| c.uncompressed_size().max(0) as u64)
+        .sum();
+    let decoded_bound = |what: String| {
+        input(format!(
+            "{at}: {what}, more than the {} bytes an import reads (--import-max-bytes raises the bound)",
+            budget.lim.max_bytes
+        ))
+    };
+    if declared_rows.saturating_mul(MIN_ROW_BYTES) > budget.left() {
+        return Err(decoded_bound(format!("{declared_rows} rows")));
+    }
+    if declared_bytes > budget.left() {
+        return Err(decoded_bound(format!(
+            "{declared_bytes} bytes once decompressed"
+        )));
+    }
     let mut out = Vec::new();
     for (i, row) in reader.get_row_iter(None).map_err(perr)?.enumerate() {
         let row = row.map_err(perr)?;
+        let row_at = format!("{at} row {}", i + 1);
+        if i as u64 >= declared_rows {
+            return Err(input(format!(
+                "{row_at}: more rows than the file's footer declares ({declared_rows}); the file is damaged"
+            )));
+        }
         let mut m = Map::new();
+        let mut decoded = MIN_ROW_BYTES;
         for (name, field) in row.get_column_iter() {
             let v = match field {
-                Field::Str(s) => Value::from(s.clone()),
+                Field::Str(s) => {
+                    if s.len() > budget.lim.max_record_bytes {
+                        return Err(input(format!(
+                            "{row_at}: '{}' holds {} bytes, more than {} in a record (--import-max-record-bytes raises the bound)",
+                            shown(name),
+                            s.len(),
+                            budget.lim.max_record_bytes
+                        )));
+                    }
+                    decoded += s.len() as u64;
+                    Value::from(s.clone())
+                }
                 Field::Long(x) => Value::from(*x),
                 Field::Int(x) => Value::from(*x),
                 _ => Value::Null,
             };
             m.insert(name.clone(), v);
         }
+        if decoded > budget.left() {
+            return Err(decoded_bound(format!("{} rows decode to more", i + 1)));
+        }
+        budget.used += decoded;
         out.push(row_from_json(
             &Value::Object(m),
             lab,
             host,
-            &format!("{at} row {}", i + 1),
+            &row_at,
             &budget.lim,
         )?);
     }

@@ -815,3 +815,184 @@ mod hostile_imports {
         assert_eq!(import(&mut s, &f).unwrap().records_added, 1);
     }
 }
+
+/// Issue 38 items 3 and 10: Parquet imports bounded by what they decode,
+/// not by file bytes, and damaged JSON columns refused instead of stored
+/// as `{}`.
+#[cfg(feature = "parquet")]
+mod hostile_parquet {
+    use super::*;
+    use crate::export::{import_with, ImportLimits};
+    use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use std::sync::Arc;
+
+    const COLUMNS: [&str; 10] = [
+        "run_id",
+        "started_utc",
+        "git_sha",
+        "build_profile",
+        "command_line",
+        "environment",
+        "test",
+        "params",
+        "metrics",
+        "match_key",
+    ];
+
+    /// An export part of `rows` identical rows (dictionary-encoded, so the
+    /// file stays small), with `cell` giving a column's text (None: the
+    /// column is left out).
+    fn part(dir: &Path, rows: usize, cell: impl Fn(&str) -> Option<String>) -> PathBuf {
+        let d = dir.join("lab=ipc/host=h");
+        std::fs::create_dir_all(&d).unwrap();
+        let path = d.join("part-0.parquet");
+        let cols: Vec<(&str, String)> = COLUMNS
+            .iter()
+            .filter_map(|c| cell(c).map(|v| (*c, v)))
+            .collect();
+        let mut schema = String::from("message history {\n  required int64 started_unix;\n");
+        for (c, _) in &cols {
+            schema.push_str(&format!("  required binary {c} (UTF8);\n"));
+        }
+        schema.push('}');
+        let schema = parquet::schema::parser::parse_message_type(&schema).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let f = std::fs::File::create(&path).unwrap();
+        let mut w = SerializedFileWriter::new(f, Arc::new(schema), Arc::new(props)).unwrap();
+        let mut rg = w.next_row_group().unwrap();
+        let mut cw = rg.next_column().unwrap().unwrap();
+        cw.typed::<Int64Type>()
+            .write_batch(&vec![1_767_225_600; rows], None, None)
+            .unwrap();
+        cw.close().unwrap();
+        for (_, v) in &cols {
+            let mut cw = rg.next_column().unwrap().unwrap();
+            let one = ByteArray::from(v.clone().into_bytes());
+            cw.typed::<ByteArrayType>()
+                .write_batch(&vec![one; rows], None, None)
+                .unwrap();
+            cw.close().unwrap();
+        }
+        rg.close().unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    fn cell(c: &str) -> Option<String> {
+        Some(match c {
+            "run_id" => "00ff".into(),
+            "started_utc" => "2026-01-01T00:00:00Z".into(),
+            "command_line" => r#"["commbench","ipc"]"#.into(),
+            "environment" => format!(r#"{{"host":"h","pad":"{}"}}"#, "x".repeat(1000)),
+            "test" => "reqres".into(),
+            "params" => r#"{"size":64}"#.into(),
+            "metrics" => r#"{"msgs_per_s":1.0}"#.into(),
+            _ => String::new(),
+        })
+    }
+
+    fn refused(dir: &Path, lim: &ImportLimits, want: &str) {
+        let t = tmp(&format!(
+            "pqs-{}",
+            dir.file_name().unwrap().to_string_lossy()
+        ));
+        let mut s = Store::open(&t).unwrap();
+        let err = import_with(&mut s, dir, lim).expect_err("must be refused");
+        assert!(matches!(err, StoreError::Input(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains(want), "{msg}");
+        assert!(msg.len() < 2000, "a short message: {} bytes", msg.len());
+        assert!(
+            s.runs(&Filter::default()).unwrap().is_empty(),
+            "nothing written"
+        );
+    }
+
+    #[test]
+    fn a_small_parquet_file_of_repeated_rows_decoded_without_bound() {
+        let lim = ImportLimits {
+            max_bytes: 4 << 20,
+            ..ImportLimits::default()
+        };
+        // 20,000 rows of ~1.1 KB: 22 MB decoded from a file of a few KB.
+        let t = tmp("pq-repeat");
+        let p = part(&t, 20_000, cell);
+        let file = std::fs::metadata(&p).unwrap().len();
+        assert!(file < 100_000, "{file} bytes: not the small file meant");
+        refused(&t, &lim, "rows decode to more");
+        // 1M rows: refused from the footer, before decoding.
+        let t = tmp("pq-million");
+        part(&t, 1_000_000, |c| {
+            (c != "environment")
+                .then(|| cell(c).unwrap())
+                .or(Some("{}".into()))
+        });
+        refused(&t, &lim, "1000000 rows");
+        // Within the bound the same file imports.
+        let t = tmp("pq-fits");
+        part(&t, 1_000, cell);
+        let ts = tmp("pq-fits-store");
+        let mut s = Store::open(&ts).unwrap();
+        assert_eq!(import_with(&mut s, &t, &lim).unwrap().records_added, 1_000);
+    }
+
+    #[test]
+    fn a_parquet_cell_that_inflates_past_the_bound_was_decoded() {
+        // 8 MB of one letter compresses to a few hundred KB.
+        let lim = ImportLimits {
+            max_bytes: 4 << 20,
+            ..ImportLimits::default()
+        };
+        let t = tmp("pq-inflate");
+        part(&t, 1, |c| match c {
+            "metrics" => Some(format!(r#"{{"m":"{}"}}"#, "a".repeat(8 << 20))),
+            _ => cell(c),
+        });
+        refused(&t, &lim, "once decompressed");
+    }
+
+    #[test]
+    fn unparsable_parquet_metrics_or_environment_were_stored_as_empty() {
+        let d = ImportLimits::default();
+        let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
+        let cases: Vec<(&str, Option<String>, &str)> = vec![
+            (
+                "metrics",
+                Some(r#"{"msgs_per_s":1."#.into()),
+                "'metrics' is not JSON",
+            ),
+            (
+                "metrics",
+                Some(r#"{"x":NaN}"#.into()),
+                "'metrics' is not JSON",
+            ),
+            ("params", Some(deep.clone()), "'params' is not JSON"),
+            (
+                "environment",
+                Some(r#"{"host":"#.into()),
+                "'environment' is not JSON",
+            ),
+            (
+                "metrics",
+                Some("[1,2]".into()),
+                "'metrics' is not a JSON object",
+            ),
+            (
+                "command_line",
+                Some("commbench".into()),
+                "'command_line' is not JSON",
+            ),
+            ("metrics", None, "no 'metrics'"),
+            ("environment", None, "no 'environment'"),
+        ];
+        for (i, (col, v, want)) in cases.into_iter().enumerate() {
+            let t = tmp(&format!("pq-bad-{i}"));
+            part(&t, 1, |c| if c == col { v.clone() } else { cell(c) });
+            refused(&t, &d, want);
+        }
+    }
+}

@@ -183,6 +183,11 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
     }
     let runs = store.runs(&f)?;
     let recs = store.records(&f)?;
+    // Records per run, counted once (not a pass over every record per run).
+    let mut per_run: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for s in &recs {
+        *per_run.entry(s.run_id.as_str()).or_default() += 1;
+    }
     let mut out: Vec<Record> = runs
         .iter()
         .enumerate()
@@ -196,7 +201,7 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
                 .param("build_profile", &r.build_profile)
                 .metric(
                     "records",
-                    recs.iter().filter(|s| s.run_id == r.run_id).count(),
+                    per_run.get(r.run_id.as_str()).copied().unwrap_or(0),
                 )
         })
         .collect();

@@ -16,7 +16,10 @@
 //! Invariants: one message of state per connection ([`Conn`]); a connection
 //! with unsent echo bytes is not read from again until they are sent (the
 //! pending buffer never exceeds one read buffer: backpressure, bounded
-//! memory); every descriptor a loop accepted is closed when it ends; the
+//! memory); with HTTP, where one read of pipelined requests can ask for
+//! many responses, a read's responses stop at one read buffer (plus one
+//! response) and the rest of its requests wait unparsed, read no further,
+//! until those were sent ([`crate::http1::ServerFilter`]); every descriptor a loop accepted is closed when it ends; the
 //! loops together hold at most [`LoopCtx::max_conns`] connections (more
 //! are accepted and closed at once, counted as `refused`), and a loop out
 //! of descriptors sheds what waits through its reserve descriptor
@@ -133,9 +136,10 @@ pub struct LoopStats {
     /// given back when the loop's last connection leaves).
     #[serde(default)]
     pub buf_bytes: u64,
-    /// io_uring: bytes of per-connection memory now (state arrays and echo
-    /// bytes copied out of the ring while a send is in progress); falls
-    /// back when connections leave.
+    /// Bytes of per-connection memory now: unsent responses or echo bytes
+    /// and unparsed request input (io_uring also counts its state arrays
+    /// and echo bytes copied out of the ring while a send is in progress);
+    /// falls back when connections leave.
     #[serde(default)]
     pub conn_bytes: u64,
     /// io_uring: receives that found the buffer ring empty (ENOBUFS); each
@@ -241,16 +245,43 @@ pub struct Conn {
 
 impl Conn {
     /// Runs received bytes through the protocol's filter into `out` (the
-    /// bytes to send back); `false`: a malformed message (close).
-    pub fn filter_into(&mut self, proto: Protocol, input: &[u8], out: &mut Vec<u8>) -> bool {
+    /// bytes to send back); `false`: a malformed message (close). HTTP
+    /// stops making responses once `out` holds `max_out` bytes and keeps
+    /// the rest of the input ([`Conn::holds_input`]); the other protocols
+    /// send back at most what came in.
+    pub fn filter_into(
+        &mut self,
+        proto: Protocol,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        max_out: usize,
+    ) -> bool {
         match proto {
             Protocol::Raw => {
                 out.extend_from_slice(input);
                 true
             }
             Protocol::Sockperf => self.filter.feed(input, out).is_ok(),
-            Protocol::Http1 => self.http.feed(input, out).is_ok(),
+            Protocol::Http1 => self.http.feed(input, out, max_out).is_ok(),
         }
+    }
+
+    /// Input received and not yet answered: read nothing more before
+    /// [`Conn::resume_into`] has answered it.
+    pub fn holds_input(&self) -> bool {
+        self.http.holds_input()
+    }
+
+    /// Answers held input into `out` (up to `max_out` bytes, as
+    /// [`Conn::filter_into`]); `false`: a malformed message (close).
+    pub fn resume_into(&mut self, out: &mut Vec<u8>, max_out: usize) -> bool {
+        self.http.resume(out, max_out).is_ok()
+    }
+
+    /// Bytes this connection holds besides its slot: unsent bytes and
+    /// request state.
+    pub fn own_bytes(&self) -> usize {
+        self.pending.capacity() + self.http.own_bytes()
     }
 }
 
@@ -305,6 +336,7 @@ impl Conns {
 
     /// Closes every open descriptor; returns how many.
     pub fn close_all(&mut self, stats: &mut LoopStats) -> usize {
+        stats.conn_bytes = 0;
         let mut n = 0;
         for i in 0..self.slots.len() {
             if self.slots[i].fd >= 0 {
@@ -351,9 +383,32 @@ fn flush_pending(c: &mut Conn, stats: &mut LoopStats) -> io::Result<bool> {
 /// The readiness engines' echo step: flush what is pending, then read and
 /// write back — once (level-triggered: the engine reports again if more is
 /// there) or until the socket is drained (`drain`, edge-triggered: no
-/// second report comes).
+/// second report comes). Held HTTP input is answered before anything more
+/// is read. Keeps `stats.conn_bytes` (the connections' own bytes) and, on
+/// `Close`, frees the connection's buffers.
 #[allow(clippy::too_many_arguments)]
 pub fn echo_ready(
+    c: &mut Conn,
+    buf: &mut [u8],
+    scratch: &mut Vec<u8>,
+    proto: Protocol,
+    drain: bool,
+    extra_work_ticks: u64,
+    stats: &mut LoopStats,
+) -> Next {
+    let before = c.own_bytes() as u64;
+    let next = echo_step(c, buf, scratch, proto, drain, extra_work_ticks, stats);
+    if next == Next::Close {
+        c.pending = Vec::new();
+        c.pending_off = 0;
+        c.http = Default::default();
+    }
+    stats.conn_bytes = (stats.conn_bytes + c.own_bytes() as u64).saturating_sub(before);
+    next
+}
+
+#[allow(clippy::too_many_arguments)]
+fn echo_step(
     c: &mut Conn,
     buf: &mut [u8],
     scratch: &mut Vec<u8>,
@@ -367,27 +422,38 @@ pub fn echo_ready(
         Ok(false) => return Next::Write,
         Err(_) => return Next::Close,
     }
+    // Responses made per round: one read buffer (plus one response).
+    let max_out = buf.len();
     loop {
-        stats.syscalls += 1;
-        let n = match net::read(c.fd, buf) {
-            Ok(0) => return Next::Close,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Read,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return Next::Close,
-        };
-        if extra_work_ticks > 0 {
-            commbench_core::delay::tsc_delay_ticks(extra_work_ticks);
-        }
-        let data: &[u8] = match proto {
-            Protocol::Raw => &buf[..n],
-            _ => {
-                scratch.clear();
-                if !c.filter_into(proto, &buf[..n], scratch) {
-                    stats.protocol_errors += 1;
-                    return Next::Close;
+        let data: &[u8] = if c.holds_input() {
+            scratch.clear();
+            if !c.resume_into(scratch, max_out) {
+                stats.protocol_errors += 1;
+                return Next::Close;
+            }
+            scratch
+        } else {
+            stats.syscalls += 1;
+            let n = match net::read(c.fd, buf) {
+                Ok(0) => return Next::Close,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Read,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Next::Close,
+            };
+            if extra_work_ticks > 0 {
+                commbench_core::delay::tsc_delay_ticks(extra_work_ticks);
+            }
+            match proto {
+                Protocol::Raw => &buf[..n],
+                _ => {
+                    scratch.clear();
+                    if !c.filter_into(proto, &buf[..n], scratch, max_out) {
+                        stats.protocol_errors += 1;
+                        return Next::Close;
+                    }
+                    scratch
                 }
-                scratch
             }
         };
         let mut off = 0;
@@ -406,7 +472,7 @@ pub fn echo_ready(
                 Err(_) => return Next::Close,
             }
         }
-        if !drain {
+        if !drain && !c.holds_input() {
             return Next::Read;
         }
     }

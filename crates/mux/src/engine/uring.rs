@@ -443,6 +443,9 @@ impl Loop<'_, '_> {
                     self.pool.put(bid);
                 }
                 self.own -= io.own_bytes();
+                self.own = self
+                    .own
+                    .saturating_sub(self.conns.slots[slot].http.own_bytes());
                 self.ios[slot] = Io::default();
                 net::close(self.conns.slots[slot].fd);
                 st.syscalls += 1;
@@ -452,17 +455,21 @@ impl Loop<'_, '_> {
             }
             return Ok(());
         }
+        // Requests held unparsed (their responses reached the bound): read
+        // nothing more until they are answered.
+        let held = self.conns.slots[slot].holds_input();
         if io.recv_armed || io.starved {
-            if io.recv_armed && eng.multishot && io.backlog.len() >= limit {
+            if io.recv_armed && eng.multishot && (io.backlog.len() >= limit || held) {
                 return self.cancel_recv(eng, slot, st);
             }
             return Ok(());
         }
-        let want = if eng.multishot {
-            io.backlog.len() < limit
-        } else {
-            io.cur.is_none() && io.backlog.is_empty()
-        };
+        let want = !held
+            && if eng.multishot {
+                io.backlog.len() < limit
+            } else {
+                io.cur.is_none() && io.backlog.is_empty()
+            };
         if want {
             if self.pool.free() == 0 {
                 // Armed when buffers come back.
@@ -529,11 +536,20 @@ impl Loop<'_, '_> {
                 self.pool.put(bid);
             } else if self.ctx.protocol != Protocol::Raw {
                 self.scratch.clear();
-                let bad = !self.conns.slots[slot].filter_into(
+                // Responses stop at one buffer of output queued in all.
+                let max_out = self
+                    .ctx
+                    .buf_size
+                    .saturating_sub(self.ios[slot].backlog.len());
+                let conn = &mut self.conns.slots[slot];
+                let held_before = conn.http.own_bytes();
+                let bad = !conn.filter_into(
                     self.ctx.protocol,
                     self.pool.data(bid, len),
                     &mut self.scratch,
+                    max_out,
                 );
+                self.own = (self.own + conn.http.own_bytes()).saturating_sub(held_before);
                 self.pool.put(bid);
                 if bad {
                     st.protocol_errors += 1;
@@ -543,6 +559,8 @@ impl Loop<'_, '_> {
                     let r = self.echo_owned(eng, slot, &out, st);
                     self.scratch = out;
                     r?;
+                } else {
+                    self.answer_held(eng, slot, st)?;
                 }
             } else if self.ios[slot].cur.is_none() {
                 // Zero copy: sent straight from the ring buffer.
@@ -643,8 +661,40 @@ impl Loop<'_, '_> {
         self.own = self.own + io.own_bytes() - before;
         if resend {
             self.send(eng, slot, st)?;
+        } else {
+            self.answer_held(eng, slot, st)?;
         }
         self.settle(eng, slot, st)
+    }
+
+    /// With nothing left to send: answers requests held unparsed (at most
+    /// one buffer of responses) and sends them.
+    fn answer_held(
+        &mut self,
+        eng: &mut UringEngine,
+        slot: usize,
+        st: &mut LoopStats,
+    ) -> io::Result<()> {
+        let io = &self.ios[slot];
+        let conn = &mut self.conns.slots[slot];
+        if io.closing || io.cur.is_some() || !io.backlog.is_empty() || !conn.holds_input() {
+            return Ok(());
+        }
+        self.scratch.clear();
+        let held_before = conn.http.own_bytes();
+        let ok = conn.resume_into(&mut self.scratch, self.ctx.buf_size);
+        self.own = (self.own + conn.http.own_bytes()).saturating_sub(held_before);
+        if !ok {
+            st.protocol_errors += 1;
+            return self.start_close(eng, slot, st);
+        }
+        if self.scratch.is_empty() {
+            return Ok(());
+        }
+        let out = std::mem::take(&mut self.scratch);
+        let r = self.echo_owned(eng, slot, &out, st);
+        self.scratch = out;
+        r
     }
 
     /// Re-arms waiting connections, at most as many as buffers are free.
