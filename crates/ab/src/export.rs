@@ -73,36 +73,7 @@ fn show(v: &Value) -> String {
 }
 
 /// A number with four significant digits and its unit.
-pub fn num(x: f64, unit: &str) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let a = x.abs();
-    let (v, suffix) = if a >= 1e6 {
-        (x / 1e6, "M")
-    } else if a >= 1e4 {
-        (x / 1e3, "k")
-    } else {
-        (x, "")
-    };
-    let d = match v.abs() {
-        y if y >= 1000.0 => 0,
-        y if y >= 100.0 => 1,
-        y if y >= 10.0 => 2,
-        y if y >= 1.0 => 3,
-        _ => 4,
-    };
-    let mut s = format!("{v:.d$}");
-    if s.contains('.') {
-        s = s.trim_end_matches('0').trim_end_matches('.').to_owned();
-    }
-    s.push_str(suffix);
-    if unit.is_empty() {
-        s
-    } else {
-        format!("{s} {unit}")
-    }
-}
+pub use commbench_core::lab::answer::num;
 
 fn ratio_text(m: &MetricResult) -> (String, String) {
     let r = &m.ratio;
