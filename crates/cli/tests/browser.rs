@@ -439,3 +439,83 @@ fn report_of_hostile_results_runs_no_script_in_headless_chromium() {
     assert!(!dom.contains("data-pwned=\"img\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Measures where the "what changed" table's verdict cells sit.
+const VERDICT_CHECK: &str = r##"
+<script>
+window.addEventListener('load', () => {
+  const cells = [...document.querySelectorAll('#changes ~ .scroll td.verdict')];
+  const head = document.querySelector('#changes ~ .scroll th');
+  const out = { width: window.innerWidth, cells: cells.length, head: head ? head.textContent : '',
+                off_screen: cells.filter(c => { const r = c.getBoundingClientRect(); return r.left < 0 || r.right > window.innerWidth; }).map(c => c.textContent) };
+  document.body.setAttribute('data-check', JSON.stringify(out));
+});
+</script>
+"##;
+
+/// In the two-run report the verdict column sat off-screen at 1400 px,
+/// behind a 300-character column of parameters: the verdict is now the
+/// first column and only the parameters that vary are shown.
+#[test]
+fn two_run_report_shows_the_verdict_column_on_screen_at_1400_px() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cbtest-verdicts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, host: &str, f: f64| {
+        let s = |x: f64| serde_json::json!([x * 0.99, x, x * 1.01, x * 0.995, x * 1.005]);
+        let recs: Vec<Value> = (1..=3)
+            .map(|burst| {
+                let ticks = 10.0 * burst as f64 * f;
+                serde_json::json!({"schema_version": 2, "lab": "pipeline", "test": "run",
+                    "params": {"mode": "rtc", "burst": burst, "work": "x".repeat(300)},
+                    "metrics": {"ticks_total": ticks, "ticks_total_samples": s(ticks)}})
+            })
+            .collect();
+        let doc = serde_json::json!({"schema_version": 2,
+            "environment": {"hostname": host, "started_utc": "2026-11-26T10:00:00Z", "logical_cpus": 2},
+            "records": recs});
+        let p = dir.join(name);
+        std::fs::write(&p, doc.to_string()).unwrap();
+        p
+    };
+    let (a, b) = (write("a.json", "alpha", 1.0), write("b.json", "beta", 2.0));
+    let page = dir.join("report.html");
+    util::cb()
+        .args(["--no-store", "report"])
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let checked = dir.join("checked.html");
+    std::fs::write(
+        &checked,
+        html.replace("</body>", &format!("{VERDICT_CHECK}</body>")),
+    )
+    .unwrap();
+    let url = format!("file://{}", checked.display());
+    let dom = run_chromium(&bin, &["--dump-dom"], &url, &dir.join("dom.html"));
+    let attr = dom
+        .split("data-check=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the check script did not run");
+    let v: Value =
+        serde_json::from_str(&attr.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
+    assert_eq!(v["width"], 1400, "{v}");
+    assert_eq!(v["cells"], 3, "one verdict per test: {v}");
+    assert_eq!(v["head"], "verdict", "{v}");
+    assert_eq!(v["off_screen"], serde_json::json!([]), "{v}");
+    let changes = html.split("id=\"changes\"").nth(1).unwrap();
+    let changes = changes.split("<h2").next().unwrap();
+    assert!(
+        !changes.contains(&"x".repeat(100)),
+        "the shared parameter is shown in the table"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

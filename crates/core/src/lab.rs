@@ -546,6 +546,42 @@ pub mod answer {
         Some(ratio(ma, mb))
     }
 
+    /// A number with four significant digits, a `k`/`M` suffix from
+    /// 10,000 on, and its unit ("653.2k msg/s", "13.2 ticks"); "-" when
+    /// not finite. What `compare` and `ab` print beside every value.
+    pub fn num(x: f64, unit: &str) -> String {
+        if !x.is_finite() {
+            return "-".into();
+        }
+        let a = x.abs();
+        let (v, suffix) = if a >= 1e6 {
+            (x / 1e6, "M")
+        } else if a >= 1e4 {
+            (x / 1e3, "k")
+        } else {
+            (x, "")
+        };
+        let d = match v.abs() {
+            y if y >= 1000.0 => 0,
+            y if y >= 100.0 => 1,
+            y if y >= 10.0 => 2,
+            y if y >= 1.0 => 3,
+            _ => 4,
+        };
+        let mut s = format!("{v:.d$}");
+        if s.contains('.') {
+            s = s.trim_end_matches('0').trim_end_matches('.').to_owned();
+        }
+        s.push_str(suffix);
+        if unit.is_empty() {
+            s
+        } else if unit == "%" {
+            format!("{s}%")
+        } else {
+            format!("{s} {unit}")
+        }
+    }
+
     /// A time in ns with a unit that suits it.
     pub fn ns(x: f64) -> String {
         if x >= 1e6 {

@@ -29,7 +29,14 @@ pub struct Change {
     pub lab: String,
     pub test: String,
     pub params: String,
+    /// The same parameters one by one (name, value as text), for showing
+    /// only those that vary between tests.
+    #[serde(skip)]
+    pub param_list: Vec<(String, String)>,
     pub metric: String,
+    /// The metric's unit as declared by its lab ("ns", "msg/s", "%"), or
+    /// read from its name for metrics no lab declares; empty for counts.
+    pub unit: String,
     /// The values compared: medians over repeats, or the single values.
     pub before: f64,
     pub after: f64,
@@ -60,6 +67,10 @@ pub struct Change {
     pub settle: Option<usize>,
     /// Why a change was not called one (`load 1.1 vs 2.6`), else empty.
     pub note: String,
+    /// For a metric compared by difference (a signed percentage, or a
+    /// value at or below zero on either side, where a ratio means
+    /// nothing): after − before, in the metric's unit; NaN otherwise.
+    pub difference: f64,
 }
 
 impl Change {
@@ -68,15 +79,27 @@ impl Change {
         ["faster", "slower", "better", "worse", "changed"].contains(&self.verdict.as_str())
     }
 
+    /// Compared by difference, not by ratio (see [`Change::difference`]).
+    pub fn by_difference(&self) -> bool {
+        self.verdict == NOT_JUDGED
+    }
+
     /// Slower or worse: a regression whose whole interval lies beyond the
     /// threshold it was judged with.
     pub fn is_regression(&self) -> bool {
         self.verdict == "slower" || self.verdict == "worse"
     }
 
-    /// `slower 1.12× [1.08, 1.17]`, or the verdict with the bare ratio.
+    /// `slower 1.12× [1.08, 1.17]`, or the verdict with the bare ratio;
+    /// `not judged +0.31 pp` for a metric compared by difference.
     pub fn summary(&self) -> String {
-        if self.lo.is_finite() && self.hi.is_finite() {
+        if self.by_difference() {
+            format!(
+                "{} {}",
+                self.verdict,
+                difference_text(self.difference, &self.unit)
+            )
+        } else if self.lo.is_finite() && self.hi.is_finite() {
             format!(
                 "{} {:.2}× [{:.2}, {:.2}]",
                 self.verdict, self.ratio, self.lo, self.hi
@@ -92,6 +115,55 @@ impl Change {
             } else {
                 format!(" ({})", self.note)
             }
+    }
+}
+
+/// The verdict of a metric compared by difference: a ratio of signed
+/// percentages or of values at or below zero means nothing, and a
+/// threshold relative to the value does not apply to a difference.
+pub const NOT_JUDGED: &str = "not judged";
+
+/// `+0.31 pp` for a percentage, `+5 drops` (the unit) otherwise.
+pub fn difference_text(d: f64, unit: &str) -> String {
+    if !d.is_finite() {
+        return "-".into();
+    }
+    let sign = if d > 0.0 {
+        "+"
+    } else if d < 0.0 {
+        "−"
+    } else {
+        "±"
+    };
+    let unit = if unit == "%" { "pp" } else { unit };
+    format!("{sign}{}", commbench_core::lab::answer::num(d.abs(), unit))
+}
+
+/// A unit read from a metric's name, for metrics no lab declares:
+/// `…_ns` ns, `…per_s` /s, `…_pct` %, `…_s` s; empty when the name says
+/// none.
+pub fn guess_unit(metric: &str) -> &'static str {
+    let last = metric.rsplit('.').next().unwrap_or(metric);
+    let words: Vec<&str> = last.split('_').collect();
+    if last.contains("per_s") || last.ends_with("pps") {
+        "/s"
+    } else if words.contains(&"pct") {
+        "%"
+    } else if words.contains(&"ns") || metric.contains("_ns.") {
+        "ns"
+    } else if words.contains(&"us") {
+        "µs"
+    } else if words.contains(&"ms") {
+        "ms"
+    } else if words.contains(&"ticks") {
+        "ticks"
+    } else if words.last() == Some(&"s")
+        || words.first() == Some(&"s")
+        || words.contains(&"seconds")
+    {
+        "s"
+    } else {
+        ""
     }
 }
 
@@ -184,6 +256,16 @@ pub fn params_key_without(r: &Record, ignore: &[String]) -> String {
         .join(" ")
 }
 
+/// The parameters as (name, value as text) pairs, without those in
+/// `ignore`: what [`params_key_without`] joins.
+pub fn param_list(r: &Record, ignore: &[String]) -> Vec<(String, String)> {
+    r.params
+        .iter()
+        .filter(|(k, _)| !ignore.iter().any(|i| i == *k))
+        .map(|(k, v)| (k.clone(), v.to_string().trim_matches('"').to_owned()))
+        .collect()
+}
+
 /// Compares matching records of two runs with a plain threshold and the
 /// default floor (see [`compare_with`]).
 pub fn compare(
@@ -247,6 +329,8 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
                 continue;
             };
             let (dir, quantity) = direction(labs, &ra.lab, &ra.test, &m);
+            let unit = commbench_core::lab::spec_of(labs, &ra.lab, &ra.test, &m)
+                .map_or_else(|| guess_unit(&m), |s| s.unit);
             // Learned per side on runs of exactly that side's
             // configuration (with ignored parameters the two sides differ
             // on purpose, and each side's reruns show its own noise); the
@@ -262,10 +346,19 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
                 (Some(a), Some(b)) => a.max(b),
                 (a, b) => a.or(b).unwrap_or(o.default_floor),
             };
-            let mut c = judge_pair(ra, rb, &m, before, after, dir, quantity, o.threshold, floor);
+            let mut c = judge_pair(
+                ra,
+                rb,
+                &m,
+                (before, after),
+                (dir, quantity, unit),
+                o.threshold,
+                floor,
+            );
             c.lab = ra.lab.clone();
             c.test = ra.test.clone();
             c.params = key.clone();
+            c.param_list = param_list(ra, o.ignore_params);
             c.headline = heads.contains(&m.as_str());
             let oversubscribed =
                 |r: &Record| matches!(r.metrics.get("oversubscribed"), Some(Value::Bool(true)));
@@ -293,15 +386,12 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
     out
 }
 
-#[allow(clippy::too_many_arguments)]
 fn judge_pair(
     ra: &Record,
     rb: &Record,
     m: &str,
-    before: f64,
-    after: f64,
-    dir: Better,
-    quantity: Quantity,
+    (before, after): (f64, f64),
+    (dir, quantity, unit): (Better, Quantity, &str),
     threshold: f64,
     floor: f64,
 ) -> Change {
@@ -315,7 +405,9 @@ fn judge_pair(
         lab: String::new(),
         test: String::new(),
         params: String::new(),
+        param_list: Vec::new(),
         metric: m.to_owned(),
+        unit: unit.to_owned(),
         before,
         after,
         ratio: if before != 0.0 {
@@ -335,7 +427,24 @@ fn judge_pair(
         verdict: String::new(),
         settle: None,
         note: String::new(),
+        difference: f64::NAN,
     };
+    // A percentage (a signed error, a share) or anything at or below zero
+    // is compared by difference: the ratio of 0.01% and 0.5% errors is a
+    // 50× "change" of nothing, and one across zero has no meaning.
+    let signed = |r: &Record| samples(r).is_some_and(|s| s.iter().any(|&x| x <= 0.0));
+    if before != after && (unit == "%" || before <= 0.0 || after <= 0.0 || signed(ra) || signed(rb))
+    {
+        let med = |r: &Record, v: f64| estimate::read(&r.metrics, m).map_or(v, |e| e.median);
+        c.before = med(ra, before);
+        c.after = med(rb, after);
+        c.n_before = samples(ra).map_or(1, |s| s.len());
+        c.n_after = samples(rb).map_or(1, |s| s.len());
+        c.difference = c.after - c.before;
+        c.ratio = f64::NAN;
+        c.verdict = NOT_JUDGED.to_owned();
+        return c;
+    }
     let verdict = match (samples(ra), samples(rb)) {
         _ if before == after => Verdict::NoChange,
         (Some(sa), Some(sb)) => {

@@ -431,13 +431,19 @@ fn summary_lines(runs: &[Loaded], registry: &[&dyn Lab]) -> Vec<SummaryLine> {
 /// One verdict of "what changed".
 #[derive(Serialize)]
 struct ChangeRow {
-    runs: String,
-    what: String,
-    params: String,
-    metric: String,
+    verdict: String,
+    ratio: String,
+    interval: String,
     before: String,
     after: String,
-    verdict: String,
+    what: String,
+    /// Only the parameters that vary between the tests of its lab and
+    /// test (compare's rule); the rest are in the test's table.
+    params: String,
+    metric: String,
+    /// Why the row says what it says, when its cells cannot.
+    note: String,
+    runs: String,
 }
 
 /// "What changed": per later run against the first, compare's verdicts
@@ -475,6 +481,8 @@ fn what_changed(runs: &[Loaded], registry: &[&dyn Lab]) -> (Vec<ChangeRow>, Vec<
             .into_iter()
             .filter(|c| c.headline)
             .collect();
+        let all: Vec<&Change> = changes.iter().collect();
+        let vary = crate::compare_text::varying(&all);
         if changes.is_empty() {
             not_comparable.push(format!(
                 "{label}: no record of one run has a partner with the same lab, test and parameters in the other"
@@ -485,19 +493,25 @@ fn what_changed(runs: &[Loaded], registry: &[&dyn Lab]) -> (Vec<ChangeRow>, Vec<
                 unchanged += 1;
                 continue;
             }
-            let unit = commbench_core::lab::spec_of(registry, &c.lab, &c.test, &c.metric)
-                .map_or("", |m| m.unit);
             let size = c.change_pct.abs();
+            let names = vary
+                .get(&(c.lab.clone(), c.test.clone()))
+                .cloned()
+                .unwrap_or_default();
+            let (ratio, interval) = crate::compare_text::ratio_cells(&c);
             rows.push((
                 if size.is_finite() { size } else { 0.0 },
                 ChangeRow {
-                    runs: label.clone(),
+                    verdict: c.verdict.clone(),
+                    ratio,
+                    interval,
+                    before: commbench_core::lab::answer::num(c.before, &c.unit),
+                    after: commbench_core::lab::answer::num(c.after, &c.unit),
                     what: format!("{} {}", c.lab, c.test),
-                    params: c.params.clone(),
+                    params: crate::compare_text::varying_cell(&c, &names),
                     metric: c.metric.clone(),
-                    before: value(c.before, unit),
-                    after: value(c.after, unit),
-                    verdict: c.summary(),
+                    note: crate::compare_text::row_note(&c).unwrap_or_default(),
+                    runs: label.clone(),
                 },
             ));
         }
@@ -887,7 +901,7 @@ mod tests {
         assert!(!html.contains("rate 1500"), "an answer over both runs");
         assert!(html.contains("What changed between the runs"));
         assert!(
-            html.contains("faster 2.00× ["),
+            html.contains("<td class=\"t verdict\">faster</td><td class=\"n\">2.0"),
             "the doubled rate with its interval is not among the changes"
         );
         // Runs of different presets are listed, not compared.
@@ -899,7 +913,7 @@ mod tests {
         assert!(
             html.contains("not comparable, the runs are of different presets (quick vs default)")
         );
-        assert!(!html.contains("faster 2.00×"));
+        assert!(!html.contains("verdict\">faster<"));
     }
 
     /// The summary's `core` link pointed to a missing anchor: sections are

@@ -31,6 +31,7 @@
 use thiserror::Error;
 
 mod compare;
+pub mod compare_text;
 mod figures;
 mod floor;
 mod history;
@@ -45,8 +46,8 @@ pub mod verdicts;
 
 pub use commbench_core::lab::Better;
 pub use compare::{
-    compare, compare_with, headline_metric, no_floor, params_key, params_key_without, Change,
-    Options,
+    compare, compare_with, difference_text, guess_unit, headline_metric, no_floor, params_key,
+    params_key_without, Change, Options, NOT_JUDGED,
 };
 pub use figures::{
     declared_figures, figures_for_lab, value, DataCell, DataTable, Figure, RUN_PARAM,

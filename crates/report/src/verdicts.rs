@@ -12,7 +12,7 @@
 
 use crate::{compare_with, no_floor, Change, Options};
 use commbench_core::lab::Lab;
-use commbench_core::record::{escape_control, Record};
+use commbench_core::record::Record;
 use serde_json::Value;
 
 /// True when `c` is shown: `everything` (named metrics or --all), a
@@ -107,38 +107,6 @@ pub fn env_differences(before: &Value, after: &Value) -> (Vec<String>, Option<St
     (hard, soft)
 }
 
-/// One line per test: its headline verdicts with their intervals.
-pub fn test_lines(changes: &[Change]) -> String {
-    let mut out = String::new();
-    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
-    for c in changes.iter().filter(|c| c.headline) {
-        let k = (c.lab.as_str(), c.test.as_str(), c.params.as_str());
-        if seen.contains(&k) {
-            continue;
-        }
-        let parts: Vec<String> = changes
-            .iter()
-            .filter(|d| d.headline && d.lab == c.lab && d.test == c.test && d.params == c.params)
-            .map(|d| {
-                let mut t = format!("{} {}", d.metric, d.summary());
-                if let Some(n) = d.settle.filter(|&n| n > d.n_before.min(d.n_after)) {
-                    t.push_str(&format!(" (~{n} repeats would settle it)"));
-                }
-                t
-            })
-            .collect();
-        out.push_str(&format!(
-            "{}/{} {}: {}\n",
-            c.lab,
-            c.test,
-            escape_control(&c.params),
-            parts.join("; ")
-        ));
-        seen.push(k);
-    }
-    out
-}
-
 /// How many of `changes` have each verdict (`2 faster, 1 no change`).
 pub fn count_line(changes: &[&Change]) -> String {
     let words = [
@@ -150,6 +118,7 @@ pub fn count_line(changes: &[&Change]) -> String {
         "inconclusive",
         "no change",
         "no samples",
+        crate::NOT_JUDGED,
     ];
     let parts: Vec<String> = words
         .iter()
@@ -269,12 +238,6 @@ mod tests {
         let (a, b) = (vec![sampled(1, &xs, &xs)], vec![sampled(1, &ys, &ys)]);
         assert_eq!(judged_count(&a, &b, 0.05, &[], &[], false, &[&lab]), 1);
         assert_eq!(judged_count(&a, &b, 0.05, &[], &[], true, &[&lab]), 2);
-        let lines = test_lines(&c);
-        assert!(
-            lines.starts_with("pipeline/run burst=1: ticks_total worse 1.30× ["),
-            "{lines}"
-        );
-        assert_eq!(lines.lines().count(), 1);
         let recs = change_records(&shown);
         assert_eq!(recs.len(), 2);
         assert_eq!(recs[0].metric_f64("ratio"), Some(shown[0].ratio));

@@ -61,7 +61,7 @@ pub struct CompareArgs {
     /// Match records also when these parameters differ (a deliberate change, e.g. --ignore-param work).
     #[arg(long, value_delimiter = ',', value_name = "PARAM")]
     pub ignore_param: Vec<String>,
-    /// Show every metric as a table, not one line per test with its headline verdicts.
+    /// Show every metric, not only each test's headline metrics.
     #[arg(long)]
     pub all: bool,
     /// A load-average difference between the two runs (each record's own load when it carries one) at or above which a change is called inconclusive; default: half the logical CPUs; 0: never.
@@ -388,8 +388,17 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             "compare: runs made at different times carry the machine's drift; for a decisive before/after run both builds side by side on this machine: commbench ab -L bin OLD,NEW -- '{{bin}} COMMAND' (docs/ci.md)"
         );
     }
-    if a.out.format == crate::output::FormatArg::Table && a.out.output.is_none() && !everything {
-        print!("{}", verdicts::test_lines(&changes));
+    if a.out.format == crate::output::FormatArg::Table && a.out.output.is_none() {
+        print!(
+            "{}",
+            commbench_report::compare_text::text(
+                &shown,
+                &before.label,
+                &after.label,
+                a.threshold / 100.0,
+                crate::labs::labs()
+            )
+        );
     } else {
         a.out.emit(&verdicts::change_records(&shown))?;
     }
@@ -412,8 +421,8 @@ fn fail_on_regression(gated: &[Change], pct: f64, everything: bool, strict: bool
             u.params,
             u.metric,
             u.summary(),
-            u.settle
-                .map(|n| format!(" (~{n} repeats per side would settle it)"))
+            commbench_report::compare_text::settle_text(u)
+                .map(|t| format!(" ({t})"))
                 .unwrap_or_default()
         );
     }
