@@ -105,11 +105,7 @@ pub fn keep_parts(
     let mut store: Option<Store> = None;
     let mut added = 0;
     for (part, records) in parts {
-        let measured: Vec<Record> = records
-            .iter()
-            .filter(|r| !NOT_MEASURED.contains(&r.lab.as_str()))
-            .cloned()
-            .collect();
+        let measured = measured(records);
         if measured.is_empty() {
             continue;
         }
@@ -124,17 +120,22 @@ pub fn keep_parts(
     Ok(Some(added))
 }
 
+/// The records that measured something (not the bookkeeping labs).
+fn measured(records: &[Record]) -> Vec<Record> {
+    records
+        .iter()
+        .filter(|r| !NOT_MEASURED.contains(&r.lab.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// Appends the measured records of this run, with its environment, to
 /// the store; warns on stderr when that fails.
 pub fn keep(records: &[Record], environment: &Value) {
     let Choice::At(path) = choice() else {
         return;
     };
-    let measured: Vec<Record> = records
-        .iter()
-        .filter(|r| !NOT_MEASURED.contains(&r.lab.as_str()))
-        .cloned()
-        .collect();
+    let measured = measured(records);
     if measured.is_empty() {
         return;
     }
