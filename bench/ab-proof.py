@@ -18,6 +18,9 @@ known   For each lab, RUNS runs of a known change of 3% injected into the
         inside the interval. The truth is the ratio of the pooled medians of
         every B trial over every A trial of all runs (the per-pair values
         each ab record carries as a_median_samples / b_median_samples).
+b2b     Today's way, side by side: per lab, the A/A and the known change
+        run once per side back to back with --repeat 5, then `compare`
+        from an empty store: how many headline verdicts were decisive.
 suites  RUNS pairs of two back-to-back `commbench suite --quick` with an
         empty store, then `commbench compare --no-store
         --fail-on-regression 10`: how many exit 0 (target >= 9 of 10), and
@@ -65,7 +68,7 @@ LABS = {
               "-l 3 -m 1000 --repeat 1 --controller-cpus 0 --emulator-cpus 1",
         "known": "{bin} openflow bench --variants template --switches 16 --modes throughput "
                  "-l 3 -m 1000 --repeat 1 --controller-cpus 0 --emulator-cpus 1 --extra-work-ns {x}",
-        "n": 100000,
+        "n": 10000,  # 100 us per packet_in made a trial ~15 s: 4 pairs in 3 min
         "ab": [],
     },
     "pcap": {
@@ -73,6 +76,14 @@ LABS = {
         "known": None,
         "n": 0,
         "ab": ["--cpus", "1"],
+    },
+    # A and B at once on the two CPUs, behind a start barrier: both see the
+    # same interference (single-threaded commands only).
+    "pcap-duet": {
+        "aa": "{bin} pcap bench {pcap} --cache warm --runs 1 --threads 1",
+        "known": None,
+        "n": 0,
+        "ab": ["--duet"],
     },
     "pipeline-rtc": {
         "aa": "{bin} pipeline run --mode rtc --work delay:1000 --repeat 1",
@@ -207,6 +218,46 @@ def part_known(args, labs):
                   flush=True)
 
 
+def part_b2b(args, labs):
+    """Today's way, for the side-by-side: each side run once, back to back,
+    with --repeat 5 inside the run, then `compare` (empty store: the cold
+    floor) — for the A/A and the known change."""
+    print("\n## Back to back, --repeat 5 per side, compare (empty store)\n")
+    print("| lab | case | runs | headline no change | inconclusive | flagged |")
+    print("|---|---|---:|---:|---:|---:|")
+    for lab in labs:
+        spec = LABS[lab]
+        cases = [("A/A", spec["aa"], None)]
+        if spec["known"]:
+            n = spec["n"]
+            cases.append(("+3%", spec["known"], (str(n), str(round(n * 1.03)))))
+        for case, template, xs in cases:
+            nc = inc = fl = runs = 0
+            for i in range(args.runs):
+                files = []
+                for side in range(2):
+                    cmd = template.replace("{bin}", args.bin).replace("{pcap}", args.pcap)
+                    if xs:
+                        cmd = cmd.replace("{x}", xs[side])
+                    cmd = cmd.replace("--repeat 1", "--repeat 5").replace("--runs 1", "--runs 5")
+                    out = os.path.join(args.out, f"{lab}-b2b-{case[:2]}-{i}-{side}.jsonl")
+                    argv = cmd.split() + ["--no-store", "--format", "jsonl", "-o", out]
+                    if spec["ab"][:1] == ["--cpus"]:
+                        argv = ["taskset", "-c", spec["ab"][1]] + argv
+                    sh(argv)
+                    files.append(out)
+                r = sh([args.bin, "--no-store", "compare", files[0], files[1],
+                        "--threshold", str(args.threshold), "--format", "jsonl"])
+                heads = [json.loads(l)["metrics"] for l in r.stdout.splitlines() if l.strip()]
+                if not heads:
+                    continue
+                runs += 1
+                nc += sum(c.get("verdict") == "no change" for c in heads)
+                inc += sum(c.get("verdict") == "inconclusive" for c in heads)
+                fl += sum(c.get("verdict") in CHANGE for c in heads)
+            print(f"| {lab} | {case} | {runs} | {nc} | {inc} | {fl} |", flush=True)
+
+
 def part_suites(args):
     print("\n## Two quick suites, empty store, compare --fail-on-regression 10\n")
     print("| pair | exit | headline compared | no change | inconclusive | flagged |")
@@ -238,7 +289,7 @@ def part_suites(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--labs", default=",".join(LABS))
+    ap.add_argument("--labs", default=",".join(l for l in LABS if l != "pcap-duet"))
     ap.add_argument("--parts", default="aa,known,suites")
     ap.add_argument("--budget", default="3m")
     ap.add_argument("--bin", default="target/release/commbench")
@@ -259,7 +310,7 @@ def main():
             sys.exit(f"ab-proof: unknown lab {l!r}; known: {', '.join(LABS)}")
     os.makedirs(args.out, exist_ok=True)
     args.pcap = os.path.join(args.out, "proof.pcap")
-    if "pcap" in labs and not os.path.exists(args.pcap):
+    if any(l.startswith("pcap") for l in labs) and not os.path.exists(args.pcap):
         sh([args.bin, "--no-store", "pcap", "gen", "--size", args.pcap_size, "-o", args.pcap],
            check=True)
     load1 = os.getloadavg()[0]
@@ -271,6 +322,8 @@ def main():
         part_aa(args, labs)
     if "known" in parts:
         part_known(args, labs)
+    if "b2b" in parts:
+        part_b2b(args, labs)
     if "suites" in parts:
         part_suites(args)
     print(f"\nload at the end {os.getloadavg()[0]:.2f}")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # How repeatable a black-box NDR is, and what sets it: interleaved RFC 2544
+# (`--search rfc2544`; bench/pipeline-mlr-repeat.sh runs MLRsearch's defaults)
 # NDR searches (one search per invocation, so each is a separate run) of
 # commbench's forwarder with the default receive ring and a deep one
 # (`l2fwd:delay:D` vs `l2fwd:delay:D,blocks=B`), as root. Per search: the
@@ -27,7 +28,7 @@ for i in $(seq 1 "$ROUNDS"); do
   for ring in default deep; do
     dut="l2fwd:delay:$DELAY"
     [ "$ring" = deep ] && dut="$dut,blocks=$BLOCKS"
-    "$bin" pipeline rfc2544 --dut "$dut" --tx "${TX:-af-xdp}" --burst 16 --cpus "${CPUS:-0,0,1}" \
+    "$bin" pipeline rfc2544 --search rfc2544 --dut "$dut" --tx "${TX:-af-xdp}" --burst 16 --cpus "${CPUS:-0,0,1}" \
       --duration-s "${DURATION_S:-0.5}" --max-rate 1.5M --resolution-pct 1 \
       --lag-bound-us "${LAG_US:-10000}" --no-bias --format json 2>/dev/null |
       python3 -c '

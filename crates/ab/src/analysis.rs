@@ -10,7 +10,7 @@
 //! declarations (a metric no lab declares has a guessed direction and is
 //! never a headline unless asked for by name).
 
-use commbench_core::estimate::paired::{pairs_to_settle, ratio_paired};
+use commbench_core::estimate::paired::{pairs_to_settle, ratio_paired_at};
 use commbench_core::estimate::{judge, RatioEstimate, Verdict};
 use commbench_core::lab::{direction, find, Better, Lab, Quantity};
 use commbench_core::record::Record;
@@ -160,12 +160,32 @@ impl MetricResult {
     }
 }
 
-/// Judges every metric both sides carry in every pair.
+/// Judges every metric both sides carry in every pair, with 95%
+/// intervals (the verdicts a run reports).
 pub fn judge_all(
     pairs: &[(Values, Values)],
     labs: &[&dyn Lab],
     only: &[String],
     threshold: f64,
+) -> Vec<MetricResult> {
+    judge_all_at(
+        pairs,
+        labs,
+        only,
+        threshold,
+        commbench_core::estimate::CONFIDENCE,
+    )
+}
+
+/// [`judge_all`] with intervals at `confidence`: an interim look, which
+/// decides whether to stop early, uses a stricter level (see
+/// [`crate::INTERIM_CONFIDENCE`]).
+pub fn judge_all_at(
+    pairs: &[(Values, Values)],
+    labs: &[&dyn Lab],
+    only: &[String],
+    threshold: f64,
+    confidence: f64,
 ) -> Vec<MetricResult> {
     let Some((first_a, _)) = pairs.first() else {
         return Vec::new();
@@ -190,7 +210,7 @@ pub fn judge_all(
         } else {
             only.iter().any(|m| m == metric)
         };
-        let ratio = ratio_paired(&a, &b);
+        let ratio = ratio_paired_at(&a, &b, confidence);
         let verdict = judge(&ratio, threshold, 0.0, better);
         let settle = (verdict == Verdict::Inconclusive)
             .then(|| pairs_to_settle(&ratio, threshold))
@@ -275,5 +295,37 @@ mod tests {
         assert!(!p99.headline);
         // Latency went down by ~10%: faster.
         assert_eq!(p99.word(), "faster");
+    }
+
+    #[test]
+    fn an_aa_run_with_a_bimodal_trial_stopped_on_noise_at_a_95_percent_look() {
+        // The proof's false alarm (pcap A/A, 12 pairs): four of B's trials
+        // in a slow mode, none of A's. A 95% look called it slower; an
+        // interim look at 99% does not stop on it.
+        let a = [
+            3786.0, 3483.0, 3906.0, 3972.0, 4021.0, 3994.0, 3720.0, 3571.0, 3823.0, 3787.0, 3826.0,
+            3889.0,
+        ];
+        let b = [
+            3670.0, 2762.0, 3926.0, 3925.0, 3948.0, 3883.0, 2725.0, 2780.0, 3737.0, 3756.0, 3655.0,
+            2873.0,
+        ];
+        let pairs: Vec<(Values, Values)> = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| {
+                (
+                    values_of(&[rec("l", "t", x)]),
+                    values_of(&[rec("l", "t", y)]),
+                )
+            })
+            .collect();
+        let only = vec!["x_per_s".to_owned()];
+        let at = |c: f64| {
+            let r = judge_all_at(&pairs, &[], &only, 0.015, c);
+            r.into_iter().find(|m| m.metric == "x_per_s").unwrap()
+        };
+        assert_eq!(at(0.95).word(), "slower");
+        assert_eq!(at(crate::INTERIM_CONFIDENCE).word(), "inconclusive");
     }
 }

@@ -175,7 +175,7 @@ pub fn table(r: &AbReport, all: bool) -> String {
             let what = format!("{} {}", m.key.name(), m.metric);
             let mut verdict = m.word().to_owned();
             if let Some(n) = m.settle {
-                verdict = format!("{verdict} (~{n} pairs)");
+                verdict = format!("{verdict} ({})", settle_text(n, m.ratio.n_before));
             }
             [
                 verdict,
@@ -237,12 +237,46 @@ pub fn table(r: &AbReport, all: bool) -> String {
     );
     for m in undecided {
         let more = match m.settle {
-            Some(n) => format!("~{n} pairs would settle it (--max-pairs, --budget)"),
+            Some(n) => format!(
+                "{} would settle it (--max-pairs, --budget)",
+                settle_text(n, m.ratio.n_before)
+            ),
             None => "no number of pairs would settle it: the estimate sits on the threshold".into(),
         };
-        let _ = writeln!(o, "  {} {}: inconclusive; {more}", m.key.name(), m.metric);
+        let bound = match equivalence_bound(m.ratio.lo, m.ratio.hi) {
+            Some(b) => format!("; what it shows: no change beyond ±{b}"),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  {} {}: inconclusive; {more}{bound}",
+            m.key.name(),
+            m.metric
+        );
     }
     o
+}
+
+/// How many pairs would settle a verdict, in words: a count within reach,
+/// or "far more than" when the estimate sits so close to the threshold
+/// that the count means nothing (tens of millions were printed).
+fn settle_text(need: usize, done: usize) -> String {
+    let reach = 20 * done.max(1);
+    if need > reach {
+        format!("far more than {reach} pairs")
+    } else {
+        format!("~{need} pairs")
+    }
+}
+
+/// The smallest change the interval already rules out, as a percentage
+/// ("3.2%"), when it holds 1: what an inconclusive A/A run does show.
+fn equivalence_bound(lo: f64, hi: f64) -> Option<String> {
+    if !(lo.is_finite() && hi.is_finite() && lo > 0.0 && lo <= 1.0 && hi >= 1.0) {
+        return None;
+    }
+    let b = (hi - 1.0).max(1.0 - lo) * 100.0;
+    Some(format!("{:.1}%", (b * 10.0).ceil() / 10.0))
 }
 
 /// Bencher Metric Format: per matched record (`LAB/TEST`), each metric's
@@ -321,7 +355,7 @@ pub fn github(r: &AbReport, tool: GithubTool, all: bool) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::num;
+    use super::{equivalence_bound, num, settle_text};
 
     #[test]
     fn numbers_keep_four_digits_and_their_unit() {
@@ -331,5 +365,20 @@ mod tests {
         assert_eq!(num(100.0, ""), "100");
         assert_eq!(num(0.5, ""), "0.5");
         assert_eq!(num(f64::NAN, "ns"), "-");
+    }
+
+    #[test]
+    fn a_count_out_of_reach_is_not_printed_as_if_it_were_one() {
+        assert_eq!(settle_text(300, 100), "~300 pairs");
+        assert_eq!(settle_text(64_835_870, 120), "far more than 2400 pairs");
+    }
+
+    #[test]
+    fn an_inconclusive_interval_around_1_says_what_it_rules_out() {
+        assert_eq!(equivalence_bound(0.9616, 1.0238).as_deref(), Some("3.9%"));
+        assert_eq!(equivalence_bound(0.99, 1.031).as_deref(), Some("3.1%"));
+        // Not around 1, or not measured: nothing to say.
+        assert_eq!(equivalence_bound(1.01, 1.05), None);
+        assert_eq!(equivalence_bound(f64::NAN, 1.05), None);
     }
 }

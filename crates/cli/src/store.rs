@@ -88,6 +88,42 @@ pub fn open_existing() -> Option<Store> {
     }
 }
 
+/// Stores a run part by part (a suite's steps: `(part id, records)`),
+/// each part once: a part the store already holds for `run_id` is skipped,
+/// so a suite that replays what it kept never duplicates it. `Ok(None)`
+/// when storing is off, else the number of records added.
+pub fn keep_parts(
+    run_id: &str,
+    parts: &[(String, Vec<Record>)],
+    environment: &Value,
+) -> Result<Option<usize>, commbench_store::StoreError> {
+    let Choice::At(path) = choice() else {
+        return Ok(None);
+    };
+    let mut meta = RunMeta::from_environment(environment)?;
+    meta.run_id = run_id.to_owned();
+    let mut store: Option<Store> = None;
+    let mut added = 0;
+    for (part, records) in parts {
+        let measured: Vec<Record> = records
+            .iter()
+            .filter(|r| !NOT_MEASURED.contains(&r.lab.as_str()))
+            .cloned()
+            .collect();
+        if measured.is_empty() {
+            continue;
+        }
+        let s = match &mut store {
+            Some(s) => s,
+            None => store.insert(Store::open(&path)?),
+        };
+        if s.append_part(&meta, part, &measured)? {
+            added += measured.len();
+        }
+    }
+    Ok(Some(added))
+}
+
 /// Appends the measured records of this run, with its environment, to
 /// the store; warns on stderr when that fails.
 pub fn keep(records: &[Record], environment: &Value) {

@@ -95,6 +95,18 @@ fn argument_errors_exit_2_with_a_message() {
             &["pipeline", "rfc2544", "--pdr-loss-pct", "0"],
             "--pdr-loss-pct",
         ),
+        (
+            &["pipeline", "rfc2544", "--search", "fast"],
+            "'fast' is not a search",
+        ),
+        (
+            &["pipeline", "rfc2544", "--goal", "exceed=1"],
+            "exceed=1 must be in [0, 1)",
+        ),
+        (
+            &["pipeline", "rfc2544", "--goal", "loss=0,speed=2"],
+            "'speed' is not a goal attribute",
+        ),
         (&["pipeline", "crosscheck", "--delays", "5,-1"], "'-1'"),
         (
             &["pipeline", "crosscheck", "--dut", "bridge"],
@@ -496,6 +508,8 @@ fn rfc2544_through_the_binary_writes_searches_trials_and_the_loss_ladder() {
     let v = json(&[
         "pipeline",
         "rfc2544",
+        "--search",
+        "rfc2544",
         "--dut",
         "l2fwd:delay:20000",
         "--sizes",
@@ -529,6 +543,139 @@ fn rfc2544_through_the_binary_writes_searches_trials_and_the_loss_ladder() {
         4
     );
     assert!(recs.iter().filter(|r| r["test"] == "rfc2544-trial").count() >= 4);
+}
+
+#[test]
+fn mlrsearch_through_the_binary_gives_each_goal_its_bounds_and_records_every_trial() {
+    if !root() {
+        return;
+    }
+    // l2fwd with 20 µs per frame cannot pass 50 kpps; two goals, short
+    // trials and a 10% width keep it to a few seconds.
+    let goal = "final=0.2s,sum=0.4s,width=10%,initial=0.05s";
+    let v = json(&[
+        "pipeline",
+        "rfc2544",
+        "--dut",
+        "l2fwd:delay:20000",
+        "--max-rate",
+        "100k",
+        "--goal",
+        &format!("loss=0,{goal}"),
+        "--goal",
+        &format!("loss=0.5%,{goal}"),
+        "--lag-bound-us",
+        "60000000",
+        "--drain-ms",
+        "150",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    for kind in ["rfc2544-ndr", "rfc2544-pdr"] {
+        let r = recs.iter().find(|r| r["test"] == kind).expect(kind);
+        assert_eq!(r["params"]["method"], "mlr", "{r}");
+        let m = &r["metrics"];
+        let lower = m["lower_pps"].as_f64().unwrap();
+        let upper = m["upper_pps"].as_f64().unwrap();
+        assert!(lower <= 51_000.0 && lower < upper, "{r}");
+        assert_eq!(m["rate_pps"].as_f64(), Some(lower), "{r}");
+        assert!(
+            m["conditional_throughput_pps"].as_f64().unwrap() <= lower,
+            "{r}"
+        );
+        assert!(m["lower_trials"].as_u64().unwrap() >= 1, "{r}");
+        assert!(m["decided"].is_string(), "{r}");
+    }
+    let trials: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["test"] == "rfc2544-trial")
+        .collect();
+    assert!(trials.len() >= 4, "{recs:?}");
+    for t in &trials {
+        assert_eq!(t["params"]["method"], "mlr", "{t}");
+        assert!(t["metrics"]["counted"].is_boolean(), "{t}");
+    }
+    // Short trials early, the goals' own 0.2 s trials later.
+    let durations: Vec<f64> = trials
+        .iter()
+        .map(|t| t["params"]["duration_s"].as_f64().unwrap())
+        .collect();
+    assert!(
+        durations[0] < 0.2 && durations.iter().any(|&d| d >= 0.2),
+        "{durations:?}"
+    );
+}
+
+#[test]
+fn mlrsearch_with_a_generator_off_schedule_says_not_measured_instead_of_0() {
+    if !root() {
+        return;
+    }
+    // A lag bound of 0 puts every trial behind schedule: nothing counts,
+    // every goal says why, and the table says it in words.
+    let args = [
+        "pipeline",
+        "rfc2544",
+        "--dut",
+        "l2fwd:delay:20000",
+        "--max-rate",
+        "4k",
+        "--goal",
+        "loss=0,final=0.1s,sum=0.2s,width=10%,initial=0.1s",
+        "--lag-bound-us",
+        "0",
+        "--drain-ms",
+        "50",
+        "--no-bias",
+    ];
+    let v = json(&args);
+    let recs = records(&v);
+    let ndr = recs
+        .iter()
+        .find(|r| r["test"] == "rfc2544-ndr")
+        .expect("ndr");
+    let m = &ndr["metrics"];
+    assert!(m["rate_pps"].is_null(), "{ndr}");
+    assert!(m["lower_pps"].is_null(), "{ndr}");
+    assert_eq!(m["tester_limited"], true, "{ndr}");
+    let note = m["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("not measured: the tester/host could not keep"),
+        "{note}"
+    );
+    assert!(recs
+        .iter()
+        .filter(|r| r["test"] == "rfc2544-trial")
+        .all(|t| t["metrics"]["counted"] == false && t["metrics"]["trouble"].is_string()));
+    let out = cb().args(args).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("not measured"), "{table}");
+}
+
+#[test]
+fn the_other_searchs_options_are_usage_errors() {
+    if !root() {
+        return;
+    }
+    // Checked once the run is set up (as root), before any trial.
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["pipeline", "rfc2544", "--pdr-loss-pct", "0.5"],
+            "with --search mlr give a goal instead (--goal loss=0.5%)",
+        ),
+        (
+            &[
+                "pipeline", "rfc2544", "--search", "rfc2544", "--goal", "loss=0",
+            ],
+            "--goal is MLRsearch's",
+        ),
+    ];
+    for (args, msg) in cases {
+        cb().args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*msg));
+    }
 }
 
 #[test]
@@ -589,6 +736,8 @@ fn rfc2544_latency_ladder_and_back_to_back_through_the_binary() {
     }
     let v = json(&[
         "pipeline",
+        "rfc2544",
+        "--search",
         "rfc2544",
         "--dut",
         "l2fwd:delay:20000",

@@ -6,7 +6,7 @@
 //! The waits below are safety bounds on a child process (it is killed when
 //! one runs out), never assertions on speed.
 
-use crate::util::{bin_path, cb, fresh_dir, runs_in_store, suite_steps};
+use crate::util::{bin_path, cb, fresh_dir, records_in_store, runs_in_store, suite_steps};
 use predicates::prelude::*;
 use std::path::Path;
 use std::process::Stdio;
@@ -163,5 +163,183 @@ fn suite_refuses_an_output_folder_writable_by_everyone() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("writable by every user"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A finished `suite --quick --only core` in `out`, stored in `store`.
+fn core_suite(out: &Path, store: &Path) -> std::process::Output {
+    cb().args(["suite", "--quick", "--only", "core", "--out"])
+        .arg(out)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap()
+}
+
+fn resume_core(out: &Path, store: &Path) -> std::process::Output {
+    let o = cb()
+        .args(["suite", "--quick", "--only", "core", "--resume"])
+        .arg(out)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    o
+}
+
+#[test]
+fn a_resume_stored_kept_records_again_when_the_stored_line_was_lost_or_the_journal_not_utf8() {
+    let dir = fresh_dir("suite-replay");
+    let (out, store) = (dir.join("out"), dir.join("store.db"));
+    assert!(core_suite(&out, &store).status.success());
+    let stored = records_in_store(&store);
+    assert!(stored > 0);
+    // Killed between the store's commit and the journal's "stored" line:
+    // the line is missing, and resuming must not store the records again.
+    let journal = out.join("suite.journal");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.contains("\"stored\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&journal, without).unwrap();
+    resume_core(&out, &store);
+    assert_eq!(
+        records_in_store(&store),
+        stored,
+        "a replay duplicated records"
+    );
+    // A byte that is not UTF-8 in the journal changes nothing either.
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend_from_slice(b"{\"event\":\xff}\n");
+    std::fs::write(&journal, bytes).unwrap();
+    resume_core(&out, &store);
+    assert_eq!(
+        records_in_store(&store),
+        stored,
+        "a replay duplicated records"
+    );
+    assert_eq!(runs_in_store(&store), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_refused_store_was_journalled_as_stored_and_resume_kept_only_new_steps() {
+    let dir = fresh_dir("suite-badstore");
+    let out = dir.join("out");
+    // A store that is not SQLite: refused, with a warning.
+    let bad = dir.join("bad.db");
+    std::fs::write(&bad, vec![b'x'; 8192]).unwrap();
+    let o = core_suite(&out, &bad);
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not kept in the history store"),
+        "{o:?}"
+    );
+    let journal = std::fs::read_to_string(out.join("suite.journal")).unwrap();
+    assert!(
+        !journal.contains("\"stored\""),
+        "the journal says stored although the store refused: {journal}"
+    );
+    // Resuming with a sound store stores every kept record, once.
+    let good = dir.join("good.db");
+    resume_core(&out, &good);
+    let measured = std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(records_in_store(&good), measured);
+    resume_core(&out, &good);
+    assert_eq!(records_in_store(&good), measured);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[allow(unsafe_code)]
+fn a_fifo_planted_as_results_or_journal_hung_resume() {
+    let dir = fresh_dir("suite-fifo");
+    let (out, store) = (dir.join("out"), dir.join("store.db"));
+    assert!(core_suite(&out, &store).status.success());
+    for f in ["suite.journal", "results.jsonl"] {
+        let p = out.join(f);
+        let saved = std::fs::read(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // The bound only ends a hung child; the test passes on the message.
+        cb().args(["suite", "--quick", "--only", "core", "--resume"])
+            .arg(&out)
+            .arg("--store")
+            .arg(&store)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("a FIFO, not a regular file"));
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, saved).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_sparse_two_gib_results_file_was_read_whole_on_resume() {
+    let dir = fresh_dir("suite-sparse");
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let f = std::fs::File::create(out.join("results.jsonl")).unwrap();
+    f.set_len(2 << 30).unwrap();
+    cb().args([
+        "suite",
+        "--quick",
+        "--only",
+        "core",
+        "--no-store",
+        "--resume",
+    ])
+    .arg(&out)
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("more than a suite writes"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn suite_refused_only_world_writable_folders_not_group_writable_ones() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = fresh_dir("suite-group");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+    for how in ["--out", "--resume"] {
+        cb().args(["suite", "--quick", "--only", "core", "--no-store", how])
+            .arg(&dir)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("writable by its group"));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_forged_ok_step_without_its_records_was_skipped_on_resume() {
+    let dir = fresh_dir("suite-forged");
+    let (out, store) = (dir.join("out"), dir.join("store.db"));
+    assert!(core_suite(&out, &store).status.success());
+    // Only the step's "ok" line stays; its records are gone.
+    let results = out.join("results.jsonl");
+    let forged: String = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"lab\":\"suite\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&results, forged).unwrap();
+    let o = resume_core(&out, &store);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("core: its step record says ok"), "{err}");
+    assert!(!err.contains("kept from"), "{err}");
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(text.contains("\"lab\":\"timer\""), "core did not run again");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -74,6 +74,24 @@ pub fn suite_steps(dir: &Path) -> Vec<(String, String)> {
 
 /// How many runs the results store at `store` holds (`history`'s `run`
 /// records).
+/// How many records the store at `store` holds, over all its runs.
+pub fn records_in_store(store: &Path) -> u64 {
+    let out = cb()
+        .args(["history", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["test"] == "run")
+        .map(|r| r["metrics"]["records"].as_u64().unwrap())
+        .sum()
+}
+
 pub fn runs_in_store(store: &Path) -> usize {
     let out = cb()
         .args(["history", "--format", "json", "--store"])

@@ -378,22 +378,108 @@ impl Lab for PipelineLab {
             .iter()
             .find(|x| x.test == "rfc2544-ndr" && is(x, "dut", crate::tester::SUITE_DUT))
         {
-            if let Some(rate) = ndr.metric_f64("rate_mpps") {
-                a.push_str(&format!(
-                    "; black-box NDR of l2fwd at 2 µs per frame {rate:.3} Mpps"
-                ));
-                if let Some(w) = ndr.metrics.get("fail_loss_where").and_then(|v| v.as_str()) {
-                    if !w.is_empty() {
-                        a.push_str(&format!(" (losses above it in the {w})"));
-                    }
-                }
-            }
+            a.push_str(&ndr_answer(ndr));
         }
         Some(a)
     }
 }
 
+/// The answer line's black-box part: the suite's NDR with how it was
+/// decided, or in words why nothing was measured (never a 0).
+fn ndr_answer(ndr: &Record) -> String {
+    let s = |k: &str| ndr.metrics.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let Some(rate) = ndr
+        .metric_f64("rate_mpps")
+        .filter(|x| x.is_finite() && *x > 0.0)
+    else {
+        let why = match s("note") {
+            "" => "no trial passed".to_owned(),
+            n => n.trim_start_matches("not measured: ").to_owned(),
+        };
+        return format!("; black-box NDR of l2fwd at 2 µs per frame not measured: {why}");
+    };
+    let mut a = format!("; black-box NDR of l2fwd at 2 µs per frame {rate:.3} Mpps");
+    let mut how = Vec::new();
+    if is(ndr, "method", "mlr") {
+        let regular = ndr.metrics.get("regular").and_then(|v| v.as_bool()) == Some(true);
+        let p = |k: &str| {
+            ndr.params
+                .get(k)
+                .and_then(|v| v.as_f64())
+                .unwrap_or(f64::NAN)
+        };
+        how.push(if regular {
+            format!(
+                "MLRsearch, exceed ratio {}, bounds within {}%",
+                p("goal_exceed_ratio"),
+                p("goal_width_pct")
+            )
+        } else {
+            format!(
+                "MLRsearch, irregular: {}",
+                s("note").trim_start_matches("irregular: ")
+            )
+        });
+    }
+    if !s("fail_loss_where").is_empty() {
+        how.push(format!("losses above it in the {}", s("fail_loss_where")));
+    }
+    if !how.is_empty() {
+        a.push_str(&format!(" ({})", how.join("; ")));
+    }
+    a
+}
+
 /// [`commbench_core::lab::attach_repeats`] with this lab's declared metrics.
 pub(crate) fn attach_repeats_of(target: &mut Record, runs: &[Record]) {
     commbench_core::lab::attach_repeats(&PipelineLab, target, runs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ndr(rate_mpps: f64) -> Record {
+        Record::new("pipeline", "rfc2544-ndr")
+            .param("dut", crate::tester::SUITE_DUT)
+            .param("method", "mlr")
+            .param("goal_exceed_ratio", 0.5)
+            .param("goal_width_pct", 2.0)
+            .metric("rate_mpps", rate_mpps)
+    }
+
+    #[test]
+    fn the_answer_says_not_measured_and_why_instead_of_a_0() {
+        let r = ndr(f64::NAN).metric(
+            "note",
+            "not measured: the tester/host could not keep 15.6 kpps on schedule (the generator fell behind its schedule)",
+        );
+        let a = ndr_answer(&r);
+        assert_eq!(
+            a,
+            "; black-box NDR of l2fwd at 2 µs per frame not measured: the tester/host could not keep 15.6 kpps on schedule (the generator fell behind its schedule)"
+        );
+        assert!(!a.contains("0.000"));
+        // RFC 2544's search with no passing rate: its 0 is not a rate.
+        let z = Record::new("pipeline", "rfc2544-ndr").metric("rate_mpps", 0.0);
+        assert!(ndr_answer(&z).ends_with("not measured: no trial passed"));
+    }
+
+    #[test]
+    fn the_answer_gives_the_ndr_with_how_it_was_decided() {
+        let r = ndr(0.123_4)
+            .metric("regular", true)
+            .metric("fail_loss_where", "device rx ring");
+        assert_eq!(
+            ndr_answer(&r),
+            "; black-box NDR of l2fwd at 2 µs per frame 0.123 Mpps (MLRsearch, exceed ratio 0.5, bounds within 2%; losses above it in the device rx ring)"
+        );
+        let irregular = ndr(0.1).metric("regular", false).metric(
+            "note",
+            "irregular: the search ran out of time; at least 100.0 kpps",
+        );
+        assert!(
+            ndr_answer(&irregular).contains("(MLRsearch, irregular: the search ran out of time")
+        );
+    }
 }

@@ -60,6 +60,14 @@ pub const MIGRATIONS: &[&str] = &[
         run_id    TEXT NOT NULL REFERENCES runs(run_id),
         saved_utc TEXT NOT NULL
     );",
+    // v2: the parts of a run stored one at a time (a suite's steps), so
+    // that storing a part again (a resumed suite replaying what it kept)
+    // adds nothing.
+    "CREATE TABLE run_parts (
+        run_id TEXT NOT NULL REFERENCES runs(run_id),
+        part   TEXT NOT NULL,
+        PRIMARY KEY (run_id, part)
+    );",
 ];
 
 /// The schema version this build writes.
@@ -196,7 +204,7 @@ fn io_error(path: &str, what: String, e: &std::io::Error) -> StoreError {
 }
 
 /// What a file that is neither absent nor regular is, for messages.
-pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
+pub fn file_kind(t: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if t.is_dir() {
         "a directory"
@@ -672,6 +680,85 @@ impl Store {
                 .map_err(sql)?;
             }
         }
+        tx.commit().map_err(sql)?;
+        Ok(true)
+    }
+
+    /// Appends one part of a run (a suite's step) in one transaction: the
+    /// run is created with `run`'s description when it is not stored yet,
+    /// and a part already stored for that run is skipped (returns false),
+    /// so storing the same part twice, from a resumed suite that cannot
+    /// tell whether its last store went through, never duplicates it.
+    pub fn append_part(
+        &mut self,
+        run: &RunMeta,
+        part: &str,
+        records: &[Record],
+    ) -> Result<bool, StoreError> {
+        let path = self.path.clone();
+        let sql = |err| sql_error(&path, err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let have_part: Option<i64> = tx
+            .query_row(
+                "SELECT 1 FROM run_parts WHERE run_id = ?1 AND part = ?2",
+                params![run.run_id, part],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if have_part.is_some() {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT OR IGNORE INTO runs (run_id, started_utc, started_unix, host, git_sha, build_profile, command_line, environment)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                run.run_id,
+                run.started_utc,
+                run.started_unix,
+                run.host,
+                run.git_sha,
+                run.build_profile,
+                Value::from(run.command_line.clone()).to_string(),
+                run.environment.to_string(),
+            ],
+        )
+        .map_err(sql)?;
+        let first: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM records WHERE run_id = ?1",
+                [&run.run_id],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        {
+            let mut ins = tx
+                .prepare(
+                    "INSERT INTO records (run_id, seq, lab, test, params, metrics, match_key)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(sql)?;
+            for (i, r) in records.iter().enumerate() {
+                ins.execute(params![
+                    run.run_id,
+                    first + i as i64,
+                    r.lab,
+                    r.test,
+                    Value::Object(r.params.clone()).to_string(),
+                    Value::Object(r.metrics.clone()).to_string(),
+                    match_key(r),
+                ])
+                .map_err(sql)?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO run_parts (run_id, part) VALUES (?1, ?2)",
+            params![run.run_id, part],
+        )
+        .map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(true)
     }

@@ -126,6 +126,29 @@ fn filters_select_by_host_lab_and_time() {
 }
 
 #[test]
+fn a_part_stored_again_by_a_replaying_suite_was_duplicated() {
+    let p = tmp("parts");
+    let mut s = Store::open(&p).unwrap();
+    let r = run("hostA", 1_700_000_000);
+    assert!(s.append_part(&r, "core#1", &[rec(1.0), rec(2.0)]).unwrap());
+    // The same part again (a resume that cannot tell whether its last
+    // store went through) adds nothing; another part joins the same run.
+    assert!(!s.append_part(&r, "core#1", &[rec(1.0), rec(2.0)]).unwrap());
+    let later = RunMeta {
+        started_utc: "2030-01-01T00:00:00.000Z".into(),
+        ..r.clone()
+    };
+    assert!(s.append_part(&later, "ipc#2", &[rec(3.0)]).unwrap());
+    assert_eq!(s.runs(&Filter::default()).unwrap(), vec![r.clone()]);
+    let recs = s.records(&Filter::default()).unwrap();
+    let values: Vec<f64> = recs
+        .iter()
+        .map(|x| x.record.metric_f64("msgs_per_s").unwrap())
+        .collect();
+    assert_eq!(values, vec![1.0, 2.0, 3.0]);
+}
+
+#[test]
 fn a_v1_store_written_by_the_migration_path_opens_with_its_data() {
     // Build a v1 file by hand, the way a v1 commbench left it: the v1
     // migration, its version and the application id, and one run.

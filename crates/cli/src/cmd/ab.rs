@@ -59,8 +59,8 @@ pub struct AbArgs {
     /// Pairs before the first verdict.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(6..=10_000))]
     pub min_pairs: u32,
-    /// Most pairs: while a headline metric is inconclusive, pairs are added up to this (or --budget).
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(6..=10_000))]
+    /// Most pairs: while a headline metric is inconclusive, pairs are added up to this or --budget, whichever comes first (the budget, with short trials).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(6..=10_000))]
     pub max_pairs: u32,
     /// Most time to spend (e.g. 90s, 3m, 1h).
     #[arg(long, default_value = "3m", value_parser = parse_duration)]

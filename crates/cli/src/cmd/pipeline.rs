@@ -156,6 +156,12 @@ pub struct Rfc2544Args {
     /// Back-to-back searches per frame size (RFC 9004 asks for at least 50), 1..=1000.
     #[arg(long, default_value_t = 50, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub b2b_repeat: usize,
+    /// Throughput search: mlr (RFC 9971 MLRsearch: goals with an exceed ratio, so rare host pauses do not decide; trials the tester or the host spoiled are repeated) or rfc2544 (binary search: one lossy trial fails a rate; --duration-s, --resolution-pct, --pdr-loss-pct are its).
+    #[arg(long, default_value = "mlr", value_parser = rfc2544::Method::parse)]
+    pub search: rfc2544::Method,
+    /// MLRsearch goal, repeatable: loss=0.5%,exceed=0.5,final=1s,sum=4s,width=1%,initial=100ms (keys optional; these are the defaults but loss=0); default: two goals, loss=0 and loss=0.5%.
+    #[arg(long = "goal", value_name = "GOAL", value_parser = commbench_pipeline::tester::mlrsearch::Goal::parse)]
+    pub goals: Vec<commbench_pipeline::tester::mlrsearch::Goal>,
     #[command(flatten)]
     pub offer: OfferArgs,
     #[command(flatten)]
@@ -568,22 +574,14 @@ fn run_netns(a: &NetnsArgs) -> Result<()> {
     let mut v = Vec::new();
     for _ in 0..a.repeat {
         let r = netns::run_netns(&cfg)?;
-        v.push(netns::netns_record(
-            &r,
-            a.window,
-            a.burst,
-            a.tx.into(),
-            a.rx.into(),
-        ));
+        let x = netns::netns_record(&r, a.window, a.burst, a.tx.into(), a.rx.into());
+        v.push(x);
         if netns::interrupted() {
             break;
         }
     }
     a.out.emit(&v)?;
-    if netns::interrupted() {
-        anyhow::bail!("interrupted: namespaces removed, the output above is partial");
-    }
-    Ok(())
+    check_interrupted(netns::interrupted())
 }
 
 fn run_io(a: &IoArgs) -> Result<()> {
@@ -715,6 +713,8 @@ fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
         latency_ladder: a.latency_ladder,
         back_to_back: a.back_to_back,
         b2b_repeat: a.b2b_repeat,
+        method: a.search,
+        goals: a.goals.clone(),
     };
     netns::catch_sigint();
     let mut rec = crate::progress::recorder();

@@ -18,8 +18,10 @@
 //! every finished step on disk and `--resume` goes on from there (SIGINT
 //! says so). A folder owned by another user or writable by others is
 //! refused; files are never written through a symlink; a second suite on
-//! the same folder is refused while the first holds its lock. The run goes
-//! into the results store once, also across resumes.
+//! the same folder is refused while the first holds its lock (see
+//! [`folder`]). The run goes into the results store once, also across
+//! resumes: each step is one part of one stored run, and the store skips a
+//! part it holds, so the journal's "stored" line is a note, not a guard.
 use crate::output::OutputArgs;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -29,6 +31,9 @@ use commbench_core::record::{export, Format, Record, Recorder};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+mod folder;
+use folder::{append_synced, check_dir, journal, kept_parts, resumed, FolderLock, RESULTS};
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
@@ -72,214 +77,6 @@ fn default_dir() -> PathBuf {
         .take(15)
         .collect();
     PathBuf::from(format!("commbench-results-{t}Z"))
-}
-
-/// The records of a suite folder's `results.jsonl`, read as the suite
-/// appends it: one record per line, step by step. A last line cut short by
-/// a kill (no newline, not JSON) is left out with a warning; any other bad
-/// line is an error.
-fn read_results(path: &Path) -> Result<Vec<Record>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if !f.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
-    }
-    let mut text = String::new();
-    f.by_ref()
-        .take(MAX_RESULTS_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if text.len() as u64 > MAX_RESULTS_BYTES {
-        return Err(format!(
-            "{} is larger than {} MiB: not a suite's results",
-            path.display(),
-            MAX_RESULTS_BYTES >> 20
-        ));
-    }
-    let complete = text.ends_with('\n');
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(line) {
-            Ok(mut r) => {
-                r.environment = None;
-                out.push(r);
-            }
-            Err(_) if i + 1 == lines.len() && !complete => {
-                eprintln!(
-                    "suite: {}: the last line was cut short (the run was killed while writing it); left out",
-                    path.display()
-                );
-            }
-            Err(e) => return Err(format!("{} line {}: {e}", path.display(), i + 1)),
-        }
-    }
-    Ok(out)
-}
-
-/// A suite's `results.jsonl` is bounded: resuming never reads more.
-const MAX_RESULTS_BYTES: u64 = 256 << 20;
-
-/// Records of a previous run in `dir` and the steps it finished.
-fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<(Vec<Record>, Vec<String>)> {
-    let path = dir.join(RESULTS);
-    let records = read_results(&path).map_err(|e| {
-        crate::usage(format!(
-            "--resume {}: {e} (give the folder of a suite run)",
-            dir.display()
-        ))
-    })?;
-    let done: Vec<String> = records
-        .iter()
-        .filter(|r| r.lab == "suite" && r.test == "step")
-        .filter(|r| r.metrics.get("status").and_then(|v| v.as_str()) == Some("ok"))
-        .filter_map(|r| {
-            r.params
-                .get("step")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        })
-        .collect();
-    let keep_lab = |lab: &str| {
-        all.iter()
-            .any(|s| done.iter().any(|d| d == s.name()) && s.record_labs().contains(&lab))
-    };
-    let kept = records
-        .into_iter()
-        .filter(|r| {
-            if r.lab == "suite" {
-                r.params
-                    .get("step")
-                    .and_then(|v| v.as_str())
-                    .is_some_and(|s| done.iter().any(|d| d == s))
-            } else {
-                keep_lab(&r.lab)
-            }
-        })
-        .collect();
-    Ok((kept, done))
-}
-
-/// The folder's files.
-const RESULTS: &str = "results.jsonl";
-const JOURNAL: &str = "suite.journal";
-const LOCK: &str = ".commbench-suite.lock";
-
-/// Refuses an output folder that someone else could have prepared: owned
-/// by another user, or writable by others (where they could swap a file
-/// for a symlink between two of our writes).
-fn check_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(dir)
-        .with_context(|| format!("cannot read output folder {}", dir.display()))?;
-    if !m.is_dir() {
-        return Err(crate::usage(format!("{} is not a folder", dir.display())));
-    }
-    let me = commbench_core::sys::euid();
-    if m.uid() != me {
-        return Err(crate::usage(format!(
-            "output folder {} belongs to user {}, not to you (uid {me}): give a folder of your own",
-            dir.display(),
-            m.uid()
-        )));
-    }
-    if m.mode() & 0o002 != 0 {
-        return Err(crate::usage(format!(
-            "output folder {} is writable by every user (mode {:o}): give a folder only you can write, or `chmod o-w` it",
-            dir.display(),
-            m.mode() & 0o7777
-        )));
-    }
-    Ok(())
-}
-
-/// Holds the folder's lock for the run: a second suite writing into the
-/// same folder would interleave its records with ours.
-struct FolderLock {
-    file: std::fs::File,
-    path: PathBuf,
-}
-
-impl FolderLock {
-    fn take(dir: &Path) -> Result<Self> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        use std::os::unix::io::AsRawFd;
-        let path = dir.join(LOCK);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .with_context(|| format!("cannot create the lock {}", path.display()))?;
-        if commbench_core::sys::try_lock_exclusive(file.as_raw_fd()).is_err() {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            return Err(crate::usage(format!(
-                "another suite{} is writing into {}: wait for it to end, or give another --out",
-                if holder.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid {})", holder.trim())
-                },
-                dir.display()
-            )));
-        }
-        file.set_len(0)?;
-        write!(file, "{}", std::process::id())?;
-        Ok(FolderLock { file, path })
-    }
-}
-
-impl Drop for FolderLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        let _ = &self.file;
-    }
-}
-
-/// Appends lines to one of the folder's files (never through a symlink)
-/// and syncs them: what a finished step measured survives a kill.
-fn append_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    f.write_all(bytes)
-        .and_then(|()| f.sync_data())
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// One line of the step journal.
-fn journal(dir: &Path, event: serde_json::Value) -> Result<()> {
-    let mut line = event.to_string();
-    line.push('\n');
-    append_synced(&dir.join(JOURNAL), line.as_bytes())
-}
-
-/// Whether the journal says this folder's records went to the store.
-fn journal_stored(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join(JOURNAL)).is_ok_and(|t| {
-        t.lines().any(|l| {
-            serde_json::from_str::<serde_json::Value>(l)
-                .is_ok_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("stored"))
-        })
-    })
 }
 
 /// What SIGINT prints: the steps kept and how to go on.
@@ -362,21 +159,39 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     } else {
         Preset::Default
     };
-    let (dir, kept, done) = match &a.resume {
+    // The folder is checked before anything in it is read: a folder
+    // another user could have prepared is refused first.
+    let (dir, resumed) = match &a.resume {
         Some(d) => {
-            let (k, done) = resumed(d, all)?;
-            (d.clone(), k, done)
+            if let Err(e) = std::fs::metadata(d) {
+                return Err(crate::usage(format!(
+                    "--resume {}: {e} (give the folder of a suite run)",
+                    d.display()
+                )));
+            }
+            check_dir(d)?;
+            (d.clone(), Some(resumed(d, all)?))
         }
-        None => (
-            a.out.clone().unwrap_or_else(default_dir),
-            Vec::new(),
-            Vec::new(),
-        ),
+        None => {
+            let d = a.out.clone().unwrap_or_else(default_dir);
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(&d)
+                .with_context(|| format!("cannot create output folder {}", d.display()))?;
+            check_dir(&d)?;
+            (d, None)
+        }
     };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create output folder {}", dir.display()))?;
-    check_dir(&dir)?;
     let _lock = FolderLock::take(&dir)?;
+    // The id the run has in the results store, kept in every step record
+    // so that a resumed suite adds its steps to the same run.
+    let run_id = match resumed.as_ref().and_then(|r| r.run_id.clone()) {
+        Some(id) => id,
+        None => commbench_store::new_run_id()?,
+    };
+    let (kept, done) = resumed.map_or((Vec::new(), Vec::new()), |r| (r.kept, r.done));
     let chosen: Vec<&dyn Lab> = all
         .iter()
         .copied()
@@ -395,7 +210,6 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let fp = Fingerprint::collect();
     let env = fp.to_value();
     let path = dir.join(RESULTS);
-    let stored_before = a.resume.is_some() && journal_stored(&dir);
     // The folder's results start as what is kept (nothing for a new run);
     // every finished step is appended to it, synced, as it ends.
     commbench_core::artifact::write_atomic(&path, |f| export(&kept, Format::Jsonl, &env, f))
@@ -416,6 +230,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let progress = Progress::new(todo.iter().map(|s| budget(*s)).sum(), &mut rec);
     let mut failed = Vec::new();
     let mut fresh: Vec<Record> = Vec::new();
+    let mut fresh_parts: Vec<(String, Vec<Record>)> = Vec::new();
     for (i, step) in todo.iter().enumerate() {
         let b = budget(*step);
         progress.start(i + 1, todo.len(), step.name(), b);
@@ -430,11 +245,17 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
         };
         let res = step.suite_step(&ctx, &mut rec);
         let secs = t0.elapsed().as_secs_f64();
+        // A step is stored as one part of the run, under an id of its own
+        // (a failed step run again is another part).
+        let part = format!("{}#{}", step.name(), commbench_store::new_run_id()?);
         let mut s = Record::new("suite", "step")
             .param("step", step.name())
             .param("preset", preset.name())
             .metric("seconds", secs)
-            .metric("budget_s", b);
+            .metric("budget_s", b)
+            .metric("records", rec.records().len())
+            .metric("store_run", run_id.as_str())
+            .metric("store_part", part.as_str());
         let status = match res {
             Ok(out) => {
                 if !out.cut_short.is_empty() {
@@ -471,7 +292,8 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
                 "records": step_records.len()}),
         )?;
         progress.done(step.name(), secs, &status, b);
-        fresh.extend(step_records);
+        fresh.extend(step_records.iter().cloned());
+        fresh_parts.push((part, step_records));
     }
     progress.finish();
     let mut records = kept;
@@ -479,16 +301,24 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let report = dir.join("report.html");
     crate::output::write_report(std::slice::from_ref(&path), &report, "commbench suite")?;
 
-    // Into the store once: a resumed folder whose earlier records were
-    // stored already adds only what it measured now (nothing, when nothing
-    // was left to run); one that was interrupted before storing adds all.
-    let to_store: &[Record] = if stored_before { &fresh } else { &records };
-    if !to_store.is_empty() {
-        crate::store::keep(to_store, &env);
-        journal(
+    // Into the store once, step by step: every step is one part of the
+    // run, and a part the store holds already is skipped, so a resume
+    // that replays kept steps (the journal lost, the last store
+    // interrupted or refused) adds only what is missing. The journal says
+    // "stored" only after the store committed.
+    let mut parts = kept_parts(&records[..records.len() - fresh.len()], all, &dir);
+    parts.extend(fresh_parts);
+    match crate::store::keep_parts(&run_id, &parts, &env) {
+        Ok(Some(added)) => journal(
             &dir,
-            serde_json::json!({"event": "stored", "at": now_utc(), "records": to_store.len()}),
-        )?;
+            serde_json::json!({"event": "stored", "at": now_utc(), "run_id": run_id,
+                "records": added}),
+        )?,
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "commbench: warning: results not kept in the history store: {e}; `commbench suite --resume {}` stores them later",
+            dir.display()
+        ),
     }
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
         print!(

@@ -51,10 +51,16 @@ fn signed_rank_counts(n: usize) -> Vec<f64> {
 /// sorted Walsh averages: the largest C with P(T⁺ ≤ C − 1) ≤ 2.5%. None
 /// when even [min, max] covers less than 95% (n < 6).
 pub fn signed_rank_rank(n: usize) -> Option<usize> {
+    signed_rank_rank_at(n, CONFIDENCE)
+}
+
+/// [`signed_rank_rank`] at another two-sided `confidence` (0.99: a 99%
+/// interval).
+pub fn signed_rank_rank_at(n: usize, confidence: f64) -> Option<usize> {
     if n < MIN_PAIRS {
         return None;
     }
-    let alpha2 = (1.0 - CONFIDENCE) / 2.0 + 1e-12;
+    let alpha2 = (1.0 - confidence) / 2.0 + 1e-12;
     let m = n * (n + 1) / 2;
     let c = if n <= EXACT_PAIRS {
         let counts = signed_rank_counts(n);
@@ -72,7 +78,12 @@ pub fn signed_rank_rank(n: usize) -> Option<usize> {
     } else {
         let nf = n as f64;
         let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
-        (nf * (nf + 1.0) / 4.0 - Z_975 * sd + 0.5).floor().max(0.0) as usize
+        let z = if confidence == CONFIDENCE {
+            Z_975
+        } else {
+            super::normal_quantile(1.0 - (1.0 - confidence) / 2.0)
+        };
+        (nf * (nf + 1.0) / 4.0 - z * sd + 0.5).floor().max(0.0) as usize
     };
     (c >= 1).then_some(c.min(m / 2 + 1))
 }
@@ -147,6 +158,11 @@ pub fn log_ratios(a: &[f64], b: &[f64]) -> (Vec<f64>, usize) {
 /// interval, and the signed-rank p-value. `before_median`/`after_median`
 /// are A's and B's medians; `n_before = n_after` = the usable pairs.
 pub fn ratio_paired(a: &[f64], b: &[f64]) -> RatioEstimate {
+    ratio_paired_at(a, b, CONFIDENCE)
+}
+
+/// [`ratio_paired`] with a `confidence` interval (0.99: 99%).
+pub fn ratio_paired_at(a: &[f64], b: &[f64], confidence: f64) -> RatioEstimate {
     let (d, _) = log_ratios(a, b);
     let n = d.len();
     let med = |xs: &[f64]| {
@@ -177,7 +193,7 @@ pub fn ratio_paired(a: &[f64], b: &[f64]) -> RatioEstimate {
     let centre = percentile_sorted(&w, 0.5);
     out.ratio = centre.exp();
     out.p_value = signed_rank_p(&d);
-    match signed_rank_rank(n) {
+    match signed_rank_rank_at(n, confidence) {
         Some(c) => {
             let m = w.len();
             out.lo = w[c - 1].min(centre).exp();
@@ -217,6 +233,22 @@ mod tests {
         let c = signed_rank_counts(10);
         assert_eq!(c.iter().sum::<f64>(), 1024.0);
         assert_eq!(c.len(), 56);
+    }
+
+    #[test]
+    fn a_99_percent_rank_matches_published_critical_values() {
+        // Two-sided 1% critical values of T: n = 8: 0, 10: 3, 20: 37, 30:
+        // 109 (standard tables); the rank is crit + 1.
+        assert_eq!(signed_rank_rank_at(7, 0.99), None);
+        assert_eq!(signed_rank_rank_at(8, 0.99), Some(1));
+        assert_eq!(signed_rank_rank_at(10, 0.99), Some(4));
+        assert_eq!(signed_rank_rank_at(20, 0.99), Some(38));
+        assert_eq!(signed_rank_rank_at(30, 0.99), Some(110));
+        let (a, b): (Vec<f64>, Vec<f64>) = (0..30)
+            .map(|i| (100.0, 100.0 + (i % 7) as f64 - 3.0))
+            .unzip();
+        let (r95, r99) = (ratio_paired(&a, &b), ratio_paired_at(&a, &b, 0.99));
+        assert!(r99.lo <= r95.lo && r99.hi >= r95.hi && r99.lo < r99.hi);
     }
 
     #[test]

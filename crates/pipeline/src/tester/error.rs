@@ -70,6 +70,14 @@ pub enum SpecError {
     FwdOption(String),
     #[error("--dut '{0}' is not a device: none, l2fwd[:work=swap|delay:NS], bridge, cmd:'PROGRAM ARGS' or ifaces:IF1,IF2")]
     NotADevice(String),
+    #[error(
+        "--search '{0}' is not a search: mlr (RFC 9971, the default) or rfc2544 (binary search)"
+    )]
+    SearchMethod(String),
+    #[error("--goal is MLRsearch's: drop it or use --search mlr")]
+    GoalsNeedMlr,
+    #[error("--pdr-loss-pct is RFC 2544's search: with --search mlr give a goal instead (--goal loss={0}%)")]
+    PdrNeedsRfc2544(f64),
 }
 
 #[cfg(test)]

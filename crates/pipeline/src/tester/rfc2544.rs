@@ -4,19 +4,70 @@
 //! load (RFC 2544 §26.3: from the maximum rate down in 10% steps); and the
 //! cross-check of black-box NDRs against the white-box cost model.
 //!
+//! Two searches: RFC 9971's MLRsearch ([`mlr_search`], the default:
+//! several goals from one set of trials, each with its relevant lower and
+//! upper bound and conditional throughput, see [`super::mlrsearch`]) and
+//! RFC 2544's binary search ([`search`], `--search rfc2544`). Both give
+//! one [`SearchResult`] per goal (NDR for a zero-loss goal, PDR for one
+//! that allows loss), so the latency ladder, the records and the table
+//! read them alike.
+//!
 //! A trial whose generator fell behind its schedule did not offer the
-//! rate: the search never counts it as the device's pass or fail. It
-//! lowers the search's ceiling to that rate and the result says the
-//! tester, not the device, was the limit there.
+//! rate: neither search counts it as the device's pass or fail. RFC 2544's
+//! lowers its ceiling to that rate; MLRsearch repeats the trial and treats
+//! a load troubled three times in a row as the tester's ceiling (or, below
+//! a load it kept before, as the host's trouble that stops the search).
+//! A goal nothing was measured for reads "not measured, because …" in
+//! every output, never 0.
 
+use super::mlrsearch::controller::{self as mlr, Decided, GoalResult, Measured, SearchOutcome};
+use super::mlrsearch::{Goal, DEFAULT_GOALS};
 use super::pace::{Rate, Sizes};
 use super::trial::{bias_metrics, offer_bias, Offer};
-use super::{Bench, TrialResult, TrialSpec};
+use super::{Bench, SpecError, TrialResult, TrialSpec};
 use crate::PipelineError;
 use commbench_core::estimate::{attach, Estimate};
 use commbench_core::record::{Record, Recorder};
 use serde::Serialize;
 use std::io;
+use std::time::{Duration, Instant};
+
+/// Which throughput search `rfc2544` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// RFC 9971 MLRsearch with goals.
+    #[default]
+    Mlr,
+    /// RFC 2544's binary search (NDR, and PDR with `--pdr-loss-pct`).
+    Rfc2544,
+}
+
+impl Method {
+    /// `mlr` or `rfc2544`.
+    pub fn parse(s: &str) -> Result<Method, SpecError> {
+        match s {
+            "mlr" => Ok(Method::Mlr),
+            "rfc2544" => Ok(Method::Rfc2544),
+            _ => Err(SpecError::SearchMethod(s.to_owned())),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Mlr => "mlr",
+            Method::Rfc2544 => "rfc2544",
+        }
+    }
+}
+
+/// MLRsearch's min load, pps (RFC 9971 asks for one that sends frames
+/// even in the shortest trial: 100 in 0.1 s).
+pub const MLR_MIN_PPS: f64 = 1_000.0;
+/// MLRsearch's trials at most per frame size (troubled ones included).
+pub const MLR_MAX_TRIALS: usize = 200;
+/// MLRsearch's wall time at most per frame size, s: beyond it the goals
+/// not yet decided say so (the defaults need about a third of it).
+pub const MLR_BUDGET_S: f64 = 120.0;
 
 /// What to search.
 #[derive(Debug, Clone)]
@@ -56,6 +107,14 @@ pub struct SearchResult {
     pub fail_loss_where: String,
     pub trials: usize,
     pub final_trial: Option<TrialResult>,
+    /// Which search found it.
+    pub method: Method,
+    /// MLRsearch: the goal and its result.
+    pub goal: Option<GoalResult>,
+    /// Trials that did not count (the tester's or the host's trouble).
+    pub troubled: usize,
+    /// Wall time of the search, s.
+    pub search_s: f64,
 }
 
 /// A trial passes with no frame lost (NDR) or at most `loss_pct` lost.
@@ -77,6 +136,8 @@ pub fn search(
     lo_start: f64,
     mut log: impl FnMut(&TrialResult),
 ) -> io::Result<SearchResult> {
+    let start = Instant::now();
+    let mut behind = 0;
     let mut lo = lo_start.max(0.0);
     let mut hi = s.max_pps;
     let mut ceiling = s.max_pps;
@@ -96,6 +157,7 @@ pub fn search(
         log(&r);
         if r.behind_schedule {
             // Not offered: the rate is beyond the tester here.
+            behind += 1;
             behind_seen = true;
             ceiling = ceiling.min(rate);
             hi = rate;
@@ -135,6 +197,7 @@ pub fn search(
             break;
         }
         if r.behind_schedule {
+            behind += 1;
             behind_seen = true;
             ceiling = ceiling.min(found);
         } else if found < device_fail {
@@ -156,7 +219,121 @@ pub fn search(
         fail_loss_where: fail_where,
         trials,
         final_trial,
+        method: Method::Rfc2544,
+        goal: None,
+        troubled: behind,
+        search_s: start.elapsed().as_secs_f64(),
     })
+}
+
+/// A trial's loss ratio (1 when nothing was sent).
+fn loss_ratio(t: &TrialResult) -> f64 {
+    if t.sent > 0 {
+        t.lost as f64 / t.sent as f64
+    } else {
+        1.0
+    }
+}
+
+/// MLRsearch on the bench: one search for all `goals` between
+/// [`MLR_MIN_PPS`] and `max_pps` in `budget_s` of wall time, every trial `trial` at the load and
+/// duration the controller asks for; one [`SearchResult`] per goal. `log`
+/// sees every trial with its trouble (None: it counted).
+pub fn mlr_search(
+    b: &mut Bench,
+    trial: &TrialSpec,
+    goals: &[Goal],
+    max_pps: f64,
+    budget_s: f64,
+    mut log: impl FnMut(&TrialResult, Option<&str>),
+) -> io::Result<(SearchOutcome, Vec<SearchResult>)> {
+    let spec = mlr::Spec {
+        goals: goals.to_vec(),
+        min_pps: MLR_MIN_PPS.min(max_pps),
+        max_pps,
+        max_trials: MLR_MAX_TRIALS,
+        trouble_repeats: mlr::TROUBLE_REPEATS,
+        budget_s,
+    };
+    let start = Instant::now();
+    // The counted trials by load, for the latency at the lower bound and
+    // where the frames were lost at the upper one.
+    let mut counted: Vec<(f64, TrialResult)> = Vec::new();
+    let out = mlr::search(&spec, |load, duration_s| {
+        if super::interrupted() {
+            return Ok(None);
+        }
+        let mut t = trial.clone();
+        t.rate = Rate::Pps(load);
+        t.duration = Duration::from_secs_f64(duration_s);
+        let t0 = Instant::now();
+        let r = b.trial(&t)?;
+        let trouble = mlr::trouble_of(&r);
+        log(&r, trouble.as_deref());
+        let m = Measured {
+            loss_ratio: loss_ratio(&r),
+            duration_s,
+            wall_s: t0.elapsed().as_secs_f64(),
+            kept_schedule: !r.behind_schedule,
+            trouble,
+        };
+        if m.trouble.is_none() {
+            counted.push((load, r));
+        }
+        Ok::<_, io::Error>(Some(m))
+    })?;
+    let search_s = start.elapsed().as_secs_f64();
+    let results = out
+        .goals
+        .iter()
+        .map(|g| goal_result(g, &out, &counted, search_s))
+        .collect();
+    Ok((out, results))
+}
+
+/// One goal of an MLRsearch as a [`SearchResult`]: the relevant lower
+/// bound as its rate (NaN, null in records, when none), the upper bound
+/// as its failing rate, the latest full-length trial at the lower bound
+/// that upheld the goal as its final trial.
+fn goal_result(
+    g: &GoalResult,
+    out: &SearchOutcome,
+    counted: &[(f64, TrialResult)],
+    search_s: f64,
+) -> SearchResult {
+    let last = |load: Option<f64>, high: bool| {
+        let l = load?;
+        counted
+            .iter()
+            .rev()
+            .find(|(x, t)| {
+                *x == l
+                    && g.goal.full_length(t.duration_s)
+                    && g.goal.high_loss(loss_ratio(t)) == high
+            })
+            .map(|(_, t)| t.clone())
+    };
+    SearchResult {
+        kind: if g.goal.loss_ratio > 0.0 {
+            "pdr"
+        } else {
+            "ndr"
+        }
+        .to_owned(),
+        loss_allowed_pct: g.goal.loss_ratio * 100.0,
+        rate_pps: g.lower_pps.unwrap_or(f64::NAN),
+        fail_pps: g.upper_pps.unwrap_or(f64::NAN),
+        confirmed: g.regular,
+        tester_limited: matches!(g.decided, Decided::TesterCeiling | Decided::HostTrouble),
+        tester_ceiling_pps: out.tester_ceiling_pps.unwrap_or(f64::NAN),
+        fail_loss_where: last(g.upper_pps, true).map_or(String::new(), |t| t.loss_where),
+        trials: out.trials,
+        final_trial: last(g.lower_pps, false),
+        method: Method::Mlr,
+        goal: Some(g.clone()),
+        troubled: out.troubled,
+        search_s,
+    }
 }
 
 /// Whether the tester, not the device, bounded a search: only when the
@@ -169,12 +346,16 @@ pub fn limited_by_tester(behind_seen: bool, tester_ceiling: f64, device_fail: f6
 
 /// The record of a search.
 pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str) -> Record {
+    let duration_s = s
+        .goal
+        .as_ref()
+        .map_or(spec.trial.duration.as_secs_f64(), |g| g.goal.final_s);
     let mut r = Record::new("pipeline", &format!("rfc2544-{}", s.kind))
         .param("dut", dut)
         .param("size", size)
+        .param("method", s.method.name())
         .param("loss_allowed_pct", s.loss_allowed_pct)
-        .param("duration_s", spec.trial.duration.as_secs_f64())
-        .param("resolution_pct", spec.resolution_pct)
+        .param("duration_s", duration_s)
         .param("max_pps", spec.max_pps)
         .param("tx", spec.trial.tx.name())
         .param("rx", spec.trial.rx.name())
@@ -185,7 +366,13 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
         .metric("tester_limited", s.tester_limited)
         .metric("tester_ceiling_pps", s.tester_ceiling_pps)
         .metric("fail_loss_where", &s.fail_loss_where)
-        .metric("trials", s.trials);
+        .metric("trials", s.trials)
+        .metric("troubled_trials", s.troubled)
+        .metric("search_s", s.search_s);
+    match &s.goal {
+        None => r.push_param("resolution_pct", spec.resolution_pct),
+        Some(g) => goal_fields(&mut r, g),
+    }
     if let Some(t) = &s.final_trial {
         r.push_metric("latency_p50_ns", t.latency.p50);
         r.push_metric("latency_p99_ns", t.latency.p99);
@@ -202,32 +389,96 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
     r
 }
 
-/// Folds repeated searches of one kind and size into one record with the
-/// rate's median and 95% interval.
+/// An MLRsearch goal's attributes (params) and result (metrics).
+fn goal_fields(r: &mut Record, g: &GoalResult) {
+    let a = &g.goal;
+    r.push_param("goal", a.code());
+    r.push_param("goal_exceed_ratio", a.exceed_ratio);
+    r.push_param("goal_final_s", a.final_s);
+    r.push_param("goal_sum_s", a.sum_s);
+    r.push_param("goal_width_pct", a.width * 100.0);
+    r.push_param("goal_initial_s", a.initial_s);
+    r.push_metric("lower_pps", g.lower_pps);
+    r.push_metric("upper_pps", g.upper_pps);
+    r.push_metric("conditional_throughput_pps", g.conditional_pps);
+    r.push_metric("regular", g.regular);
+    r.push_metric("decided", g.decided.name());
+    r.push_metric("lower_trials", g.lower_trials);
+    r.push_metric("upper_trials", g.upper_trials);
+    r.push_metric("note", &g.note);
+}
+
+/// Folds repeated searches of one kind (or MLRsearch goal) and size into
+/// one record: the rate's median, its 95% interval and CV over the
+/// searches that measured one (`measured_repeats` of `repeat`); for
+/// MLRsearch the conditional throughput's too. A search that measured
+/// nothing (no rate, or RFC 2544's 0) is left out of the figures and
+/// counted; when none measured, the rate is null and the note says so.
 pub fn fold_repeats(v: &[(SearchResult, Record)]) -> Option<Record> {
-    let (_, first) = v.first()?;
+    let (s0, first) = v.first()?;
     let mut r = first.clone();
-    let rates: Vec<f64> = v.iter().map(|(s, _)| s.rate_pps).collect();
-    let est = Estimate::from_samples(&rates);
-    r.push_metric("rate_pps", est.median);
-    r.push_metric("rate_mpps", est.median / 1e6);
-    attach(&mut r.metrics, "rate_pps", &est);
+    let measured = |x: &f64| x.is_finite() && *x > 0.0;
+    let rates: Vec<f64> = v.iter().map(|(s, _)| s.rate_pps).filter(measured).collect();
+    fold_metric(&mut r, "rate_pps", &rates);
     let mpps: Vec<f64> = rates.iter().map(|x| x / 1e6).collect();
-    attach(&mut r.metrics, "rate_mpps", &Estimate::from_samples(&mpps));
-    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
-    let sd = commbench_core::stats::population_stdev(&rates);
-    r.push_metric(
-        "rate_cv_pct",
-        if mean > 0.0 {
-            sd / mean * 100.0
-        } else {
-            f64::NAN
-        },
-    );
+    fold_metric(&mut r, "rate_mpps", &mpps);
+    r.push_metric("rate_cv_pct", cv_pct(&rates));
     r.push_param("repeat", v.len());
+    r.push_metric("measured_repeats", rates.len());
     r.push_metric("confirmed", v.iter().all(|(s, _)| s.confirmed));
     r.push_metric("tester_limited", v.iter().any(|(s, _)| s.tester_limited));
+    if s0.goal.is_some() {
+        let goals: Vec<&GoalResult> = v.iter().filter_map(|(s, _)| s.goal.as_ref()).collect();
+        let ct: Vec<f64> = goals
+            .iter()
+            .filter_map(|g| g.conditional_pps)
+            .filter(measured)
+            .collect();
+        fold_metric(&mut r, "conditional_throughput_pps", &ct);
+        r.push_metric("conditional_throughput_cv_pct", cv_pct(&ct));
+        fold_metric(&mut r, "lower_pps", &rates);
+        r.push_metric("regular", goals.iter().all(|g| g.regular));
+        let decided: Vec<&str> = goals.iter().map(|g| g.decided.name()).collect();
+        let same = decided.iter().all(|d| *d == decided[0]);
+        r.push_metric("decided", if same { decided[0] } else { "mixed" });
+        if let Some(n) = goals.iter().map(|g| &g.note).find(|n| !n.is_empty()) {
+            let missing = v.len() - rates.len();
+            r.push_metric(
+                "note",
+                if missing == 0 {
+                    n.clone()
+                } else if rates.is_empty() {
+                    format!("not measured in any of {} searches: {}", v.len(), n)
+                } else {
+                    format!("{missing} of {} searches measured nothing: {n}", v.len())
+                },
+            );
+        }
+    }
     Some(r)
+}
+
+/// Sets `key` to the samples' median with its 95% interval (null
+/// without samples).
+fn fold_metric(r: &mut Record, key: &str, samples: &[f64]) {
+    if samples.is_empty() {
+        r.push_metric(key, f64::NAN);
+    } else {
+        attach(&mut r.metrics, key, &Estimate::from_samples(samples));
+    }
+}
+
+/// The coefficient of variation, % (NaN under two samples or a zero mean).
+fn cv_pct(x: &[f64]) -> f64 {
+    if x.len() < 2 {
+        return f64::NAN;
+    }
+    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    if mean > 0.0 {
+        commbench_core::stats::population_stdev(x) / mean * 100.0
+    } else {
+        f64::NAN
+    }
 }
 
 /// The frame-loss ladder: one trial at each of `steps` shares of the
@@ -469,27 +720,46 @@ pub fn b2b_record(r: &B2bResult, s: &B2bSpec, dut: &str, size: &str) -> Record {
     x
 }
 
-/// The RFC 2544-style table of a run: one line per frame size and kind.
+/// The table of a run's searches: [`mlr_table`] for MLRsearch, else one
+/// line per frame size and kind (RFC 2544's), a rate nothing passed at
+/// saying so in words.
 pub fn table(rows: &[(String, SearchResult)]) -> String {
+    if rows.iter().any(|(_, r)| r.goal.is_some()) {
+        return mlr_table(rows);
+    }
     let mut s = String::from(
         "frame size  kind  loss allowed  rate (pps)     Mpps    confirmed  tester-limited  losses above it in  latency p50 / p99 / max (µs)\n",
     );
+    let mut notes = String::new();
     for (size, r) in rows {
-        let lat = r.final_trial.as_ref().map_or("-".to_owned(), |t| {
-            format!(
-                "{:.1} / {:.1} / {:.1}",
-                t.latency.p50 / 1e3,
-                t.latency.p99 / 1e3,
-                t.latency.max / 1e3
+        let lat = latency_cell(r);
+        let (rate, mpps) = if r.rate_pps > 0.0 {
+            (
+                format!("{:.0}", r.rate_pps),
+                format!("{:.4}", r.rate_pps / 1e6),
             )
-        });
+        } else {
+            notes.push_str(&format!(
+                "{size} B {}: not measured: {}\n",
+                r.kind,
+                if r.tester_limited {
+                    format!(
+                        "the generator could not keep {:.0} pps on schedule",
+                        r.tester_ceiling_pps
+                    )
+                } else {
+                    format!("no trial passed, down to {:.0} pps", r.fail_pps)
+                }
+            ));
+            ("not measured".to_owned(), "-".to_owned())
+        };
         s.push_str(&format!(
-            "{:>10}  {:4}  {:>11}%  {:>12.0}  {:>7.4}  {:9}  {:14}  {:18}  {}\n",
+            "{:>10}  {:4}  {:>11}%  {:>12}  {:>7}  {:9}  {:14}  {:18}  {}\n",
             size,
             r.kind,
             r.loss_allowed_pct,
-            r.rate_pps,
-            r.rate_pps / 1e6,
+            rate,
+            mpps,
             if r.confirmed { "yes" } else { "NO" },
             if r.tester_limited { "yes" } else { "no" },
             if r.fail_loss_where.is_empty() {
@@ -498,6 +768,124 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
                 &r.fail_loss_where
             },
             lat
+        ));
+    }
+    s.push_str(&notes);
+    s
+}
+
+/// The latency of a search's final trial, µs.
+fn latency_cell(r: &SearchResult) -> String {
+    r.final_trial.as_ref().map_or("-".to_owned(), |t| {
+        format!(
+            "{:.1} / {:.1} / {:.1}",
+            t.latency.p50 / 1e3,
+            t.latency.p99 / 1e3,
+            t.latency.max / 1e3
+        )
+    })
+}
+
+/// MLRsearch's table: per frame size and goal the relevant lower and upper
+/// bound, the conditional throughput, the trials at each bound and how
+/// the goal was decided; then per frame size the search's trials, its
+/// troubled ones and the generator's ceiling, and every goal's note
+/// ("not measured: …" where nothing was).
+pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
+    let mut s = String::from(
+        "frame size  kind  goal                lower (pps)   upper (pps)   conditional (pps)  trials lower/upper  decided         losses above it in  latency p50 / p99 / max (µs)\n",
+    );
+    let pps = |x: Option<f64>| x.map_or("not measured".to_owned(), |x| format!("{x:.0}"));
+    let mut notes = String::new();
+    let mut last_size: Option<&str> = None;
+    for (size, r) in rows {
+        let Some(g) = &r.goal else { continue };
+        s.push_str(&format!(
+            "{:>10}  {:4}  {:18}  {:>12}  {:>12}  {:>17}  {:>8} / {:<7}  {:14}  {:18}  {}\n",
+            size,
+            r.kind,
+            g.goal.code(),
+            pps(g.lower_pps),
+            g.upper_pps.map_or("-".to_owned(), |x| format!("{x:.0}")),
+            pps(g.conditional_pps),
+            g.lower_trials,
+            g.upper_trials,
+            g.decided.name(),
+            if r.fail_loss_where.is_empty() {
+                "-"
+            } else {
+                &r.fail_loss_where
+            },
+            latency_cell(r)
+        ));
+        if last_size != Some(size.as_str()) {
+            last_size = Some(size);
+            notes.push_str(&format!(
+                "{size} B: MLRsearch, {} trials ({} not counted: the tester's or the host's trouble) in {:.1} s; the generator kept {} on schedule\n",
+                r.trials,
+                r.troubled,
+                r.search_s,
+                if r.tester_ceiling_pps.is_finite() {
+                    format!("up to {:.0} pps", r.tester_ceiling_pps)
+                } else {
+                    "no rate".to_owned()
+                }
+            ));
+        }
+        if !g.note.is_empty() {
+            notes.push_str(&format!("{size} B {}: {}\n", g.goal.code(), g.note));
+        }
+    }
+    s.push_str(&notes);
+    s.push_str(&repeats_summary(rows));
+    s
+}
+
+/// Per frame size and goal searched more than once: the lower bound's and
+/// the conditional throughput's median with its 95% interval and CV over
+/// the searches that measured one.
+fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
+    let mut keys: Vec<(&str, String)> = Vec::new();
+    for (size, r) in rows {
+        let k = (
+            size.as_str(),
+            r.goal.as_ref().map_or(String::new(), |g| g.goal.code()),
+        );
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut s = String::new();
+    for (size, code) in keys {
+        let of: Vec<&GoalResult> = rows
+            .iter()
+            .filter(|(z, _)| z == size)
+            .filter_map(|(_, r)| r.goal.as_ref())
+            .filter(|g| g.goal.code() == code)
+            .collect();
+        if of.len() < 2 {
+            continue;
+        }
+        let line = |name: &str, x: Vec<f64>| {
+            if x.is_empty() {
+                return format!("{name} not measured");
+            }
+            let e = Estimate::from_samples(&x);
+            format!(
+                "{name} {:.0} pps [{:.0}, {:.0}], CV {:.1}%",
+                e.median,
+                e.lo,
+                e.hi,
+                cv_pct(&x)
+            )
+        };
+        let lower = of.iter().filter_map(|g| g.lower_pps).collect();
+        let ct = of.iter().filter_map(|g| g.conditional_pps).collect();
+        s.push_str(&format!(
+            "{size} B {code} over {} searches (median [95% interval]): {}; {}\n",
+            of.len(),
+            line("lower bound", lower),
+            line("conditional throughput", ct)
         ));
     }
     s
@@ -749,6 +1137,30 @@ pub struct RunSpec {
     pub back_to_back: Option<u64>,
     /// Back-to-back searches per frame size.
     pub b2b_repeat: usize,
+    /// MLRsearch (the default) or RFC 2544's binary search.
+    pub method: Method,
+    /// MLRsearch's goals (empty: [`DEFAULT_GOALS`]).
+    pub goals: Vec<Goal>,
+}
+
+impl RunSpec {
+    /// The goals MLRsearch searches for.
+    pub fn goals(&self) -> Vec<Goal> {
+        if self.goals.is_empty() {
+            DEFAULT_GOALS.to_vec()
+        } else {
+            self.goals.clone()
+        }
+    }
+
+    /// Refuses settings of the other search.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        match (self.method, self.pdr_loss_pct) {
+            (Method::Rfc2544, _) if !self.goals.is_empty() => Err(SpecError::GoalsNeedMlr),
+            (Method::Mlr, Some(p)) => Err(SpecError::PdrNeedsRfc2544(p)),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What an RFC 2544 run found, for its table.
@@ -768,6 +1180,8 @@ pub struct RunReport {
 /// back-to-back test (`rfc2544-b2b`) and the loss ladder (`rfc2544-loss`);
 /// the loopback bias last.
 pub fn run(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError> {
+    s.validate()
+        .map_err(|e| PipelineError::Config(e.to_string()))?;
     let mut spec0 = s.offer.trial.clone();
     if let Some(z) = s.sizes.first() {
         spec0.sizes = z.clone();
@@ -813,45 +1227,25 @@ fn run_size(
         max_trials: s.max_trials,
         ladder_steps: s.ladder,
     };
-    let mut kinds: Vec<(&str, f64)> = vec![("ndr", 0.0)];
-    if let Some(p) = s.pdr_loss_pct {
-        kinds.push(("pdr", p));
-    }
+    let groups = match s.method {
+        Method::Rfc2544 => classic_runs(s, &ss, sz, b, rec)?,
+        Method::Mlr => mlr_runs(s, &ss, sz, b, rec)?,
+    };
     let mut ndr_pps = None;
-    for (kind, loss) in kinds {
-        let mut reps = Vec::new();
-        for i in 0..s.repeat {
-            if super::interrupted() {
-                break;
-            }
-            let mut trials = Vec::new();
-            let r = search(b, &ss, kind, loss, 0.0, |t| {
-                rec.progress(&format!(
-                    "rfc2544 {kind} {} B: {:.0} pps → loss {:.4}%{}",
-                    sz.name,
-                    t.offered_pps,
-                    t.loss_pct,
-                    if t.behind_schedule {
-                        " (generator behind)"
-                    } else {
-                        ""
-                    }
-                ));
-                trials.push(t.record("rfc2544-trial"));
-            })?;
-            for mut x in trials {
-                x.push_param("search", kind);
-                x.push_param("repeat", i);
-                rec.push(x);
-            }
-            let mut x = search_record(&r, &ss, &dut, &sz.name);
-            bias_metrics(&mut x, bias);
+    for mut reps in groups {
+        for (r, x) in &mut reps {
+            bias_metrics(x, bias);
             rep.searches.push((sz.name.clone(), r.clone()));
-            reps.push((r, x));
         }
-        if kind == "ndr" && !reps.is_empty() {
-            let rates: Vec<f64> = reps.iter().map(|(r, _)| r.rate_pps).collect();
-            ndr_pps = Some(Estimate::from_samples(&rates).median).filter(|x| *x > 0.0);
+        if ndr_pps.is_none() && reps.first().is_some_and(|(r, _)| r.kind == "ndr") {
+            let rates: Vec<f64> = reps
+                .iter()
+                .map(|(r, _)| r.rate_pps)
+                .filter(|x| x.is_finite())
+                .collect();
+            ndr_pps = (!rates.is_empty())
+                .then(|| Estimate::from_samples(&rates).median)
+                .filter(|x| *x > 0.0);
         }
         if s.repeat > 1 {
             if let Some(f) = fold_repeats(&reps) {
@@ -912,6 +1306,107 @@ fn run_size(
         }
     }
     Ok(())
+}
+
+/// RFC 2544's searches of one frame size: per kind (NDR, PDR) its
+/// repeats, each with its record; the trials recorded as they go.
+fn classic_runs(
+    s: &RunSpec,
+    ss: &SearchSpec,
+    sz: &Sizes,
+    b: &mut Bench,
+    rec: &mut Recorder,
+) -> io::Result<Vec<Vec<(SearchResult, Record)>>> {
+    let dut = s.offer.dut.name();
+    let mut kinds: Vec<(&str, f64)> = vec![("ndr", 0.0)];
+    if let Some(p) = s.pdr_loss_pct {
+        kinds.push(("pdr", p));
+    }
+    let mut groups = Vec::new();
+    for (kind, loss) in kinds {
+        let mut reps = Vec::new();
+        for i in 0..s.repeat {
+            if super::interrupted() {
+                break;
+            }
+            let mut trials = Vec::new();
+            let r = search(b, ss, kind, loss, 0.0, |t| {
+                rec.progress(&format!(
+                    "rfc2544 {kind} {} B: {:.0} pps → loss {:.4}%{}",
+                    sz.name,
+                    t.offered_pps,
+                    t.loss_pct,
+                    if t.behind_schedule {
+                        " (generator behind)"
+                    } else {
+                        ""
+                    }
+                ));
+                trials.push(t.record("rfc2544-trial"));
+            })?;
+            for mut x in trials {
+                x.push_param("search", kind);
+                x.push_param("repeat", i);
+                rec.push(x);
+            }
+            let x = search_record(&r, ss, &dut, &sz.name);
+            reps.push((r, x));
+        }
+        groups.push(reps);
+    }
+    Ok(groups)
+}
+
+/// MLRsearch of one frame size: `repeat` searches of every goal at once;
+/// per goal its repeats, each with its record; every trial recorded with
+/// `method: mlr`, whether it counted and its trouble.
+fn mlr_runs(
+    s: &RunSpec,
+    ss: &SearchSpec,
+    sz: &Sizes,
+    b: &mut Bench,
+    rec: &mut Recorder,
+) -> io::Result<Vec<Vec<(SearchResult, Record)>>> {
+    let dut = s.offer.dut.name();
+    let goals = s.goals();
+    let mut groups: Vec<Vec<(SearchResult, Record)>> = vec![Vec::new(); goals.len()];
+    for i in 0..s.repeat {
+        if super::interrupted() {
+            break;
+        }
+        let mut trials = Vec::new();
+        let (_, results) = mlr_search(
+            b,
+            &ss.trial,
+            &goals,
+            ss.max_pps,
+            MLR_BUDGET_S,
+            |t, trouble| {
+                rec.progress(&format!(
+                    "mlrsearch {} B: {:.0} pps for {:.2} s → loss {:.4}%{}",
+                    sz.name,
+                    t.offered_pps,
+                    t.duration_s,
+                    t.loss_pct,
+                    trouble.map_or(String::new(), |w| format!(" (not counted: {w})"))
+                ));
+                let mut x = t.record("rfc2544-trial");
+                x.push_metric("counted", trouble.is_none());
+                x.push_metric("trouble", trouble);
+                trials.push(x);
+            },
+        )?;
+        for mut x in trials {
+            x.push_param("method", "mlr");
+            x.push_param("repeat", i);
+            rec.push(x);
+        }
+        for (g, r) in groups.iter_mut().zip(results) {
+            let x = search_record(&r, ss, &dut, &sz.name);
+            g.push((r, x));
+        }
+    }
+    Ok(groups)
 }
 
 /// The table of a run: the searches, then the back-to-back tests.
@@ -1031,6 +1526,116 @@ mod tests {
         // A device as fast as the burst holds nothing.
         assert_eq!(buffer_times(10_000.0, 1e6, Some(2e6)).1, 0.0);
         assert!(buffer_times(10_000.0, 1e6, None).1.is_nan());
+    }
+
+    fn mlr_result(lower: Option<f64>, note: &str) -> SearchResult {
+        let goal = DEFAULT_GOALS[0];
+        SearchResult {
+            kind: "ndr".into(),
+            loss_allowed_pct: 0.0,
+            rate_pps: lower.unwrap_or(f64::NAN),
+            fail_pps: f64::NAN,
+            confirmed: lower.is_some(),
+            tester_limited: lower.is_none(),
+            tester_ceiling_pps: 1e5,
+            fail_loss_where: String::new(),
+            trials: 20,
+            final_trial: None,
+            method: Method::Mlr,
+            goal: Some(GoalResult {
+                goal,
+                lower_pps: lower,
+                upper_pps: lower.map(|l| l * 1.01),
+                conditional_pps: lower,
+                regular: lower.is_some(),
+                decided: if lower.is_some() {
+                    Decided::Width
+                } else {
+                    Decided::HostTrouble
+                },
+                lower_trials: 2,
+                upper_trials: 2,
+                note: note.into(),
+            }),
+            troubled: 0,
+            search_s: 30.0,
+        }
+    }
+
+    fn folded(v: Vec<SearchResult>) -> Record {
+        let spec = SearchSpec {
+            trial: TrialSpec::default(),
+            max_pps: 1e6,
+            resolution_pct: 1.0,
+            pdr_loss_pct: None,
+            max_trials: 20,
+            ladder_steps: 0,
+        };
+        let v: Vec<(SearchResult, Record)> = v
+            .into_iter()
+            .map(|r| {
+                let x = search_record(&r, &spec, "l2fwd", "64");
+                (r, x)
+            })
+            .collect();
+        fold_repeats(&v).unwrap()
+    }
+
+    #[test]
+    fn repeated_mlr_searches_fold_into_a_median_with_its_interval_and_cv() {
+        let none = "not measured: the tester/host could not keep 50.0 kpps on schedule";
+        let r = folded(vec![
+            mlr_result(Some(100e3), ""),
+            mlr_result(Some(102e3), ""),
+            mlr_result(None, none),
+        ]);
+        assert_eq!(r.metric_f64("rate_pps"), Some(101e3));
+        assert_eq!(r.metric_f64("conditional_throughput_pps"), Some(101e3));
+        assert_eq!(r.metric_f64("measured_repeats"), Some(2.0));
+        assert!((r.metric_f64("rate_cv_pct").unwrap() - 1.0 / 1.01).abs() < 1e-9);
+        assert_eq!(r.metrics["decided"], "mixed");
+        assert_eq!(r.metrics["regular"], false);
+        let note = r.metrics["note"].as_str().unwrap();
+        assert!(
+            note.starts_with("1 of 3 searches measured nothing: not measured"),
+            "{note}"
+        );
+        // None measured: null, never 0, and said so.
+        let r = folded(vec![mlr_result(None, none), mlr_result(None, none)]);
+        assert!(r.metrics["rate_pps"].is_null(), "{:?}", r.metrics);
+        let note = r.metrics["note"].as_str().unwrap();
+        assert!(
+            note.starts_with("not measured in any of 2 searches"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn the_mlr_table_says_not_measured_and_sums_up_repeats() {
+        let rows: Vec<(String, SearchResult)> = vec![
+            ("64".into(), mlr_result(Some(100e3), "")),
+            ("64".into(), mlr_result(Some(102e3), "")),
+            (
+                "64".into(),
+                mlr_result(None, "not measured: the host was busy"),
+            ),
+        ];
+        let t = table(&rows);
+        assert!(t.contains("not measured"), "{t}");
+        assert!(
+            t.contains("64 B 1f4d0l50e1w: not measured: the host was busy"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "64 B 1f4d0l50e1w over 3 searches (median [95% interval]): lower bound 101000 pps"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("64 B: MLRsearch, 20 trials (0 not counted"),
+            "{t}"
+        );
     }
 
     #[test]
