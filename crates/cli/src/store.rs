@@ -145,3 +145,28 @@ pub fn keep(records: &[Record], environment: &Value) {
         eprintln!("commbench: warning: results not kept in the history store: {e}");
     }
 }
+
+/// The earlier records of a (lab, test) on `host` in the results store,
+/// for learning noise floors.
+pub fn past_records(
+    store: &Store,
+    host: &str,
+    lab: &str,
+    test: &str,
+) -> Vec<commbench_report::PastRecord> {
+    store
+        .records(&commbench_store::Filter {
+            lab: Some(lab.to_owned()),
+            test: Some(test.to_owned()),
+            host: Some(host.to_owned()),
+            ..commbench_store::Filter::default()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| commbench_report::PastRecord {
+            started_unix: s.started_unix,
+            git_sha: s.git_sha,
+            record: s.record,
+        })
+        .collect()
+}

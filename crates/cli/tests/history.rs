@@ -234,7 +234,9 @@ fn history_lists_the_runs_and_the_trend_per_host() {
     assert_eq!(alpha["metrics"]["first"], 100.0);
     assert_eq!(alpha["metrics"]["last"], 80.0);
     assert_eq!(alpha["metrics"]["ratio"], 0.8);
-    assert_eq!(alpha["metrics"]["verdict"], "slower");
+    // Judged as compare judges it: a 0.8× step from a store too young to
+    // have learned a floor is within the cold-start floor.
+    assert_eq!(alpha["metrics"]["verdict"], "inconclusive");
     // A chosen metric, a host and a date select.
     let recs = json_records(cb(&db).args([
         "history",
@@ -819,4 +821,62 @@ fn regressions_lists_the_run_where_a_step_began_with_its_sha_and_interval() {
         html.contains(&format!("change point at run {}", cp["params"]["run"])),
         "no change-point mark on the trend plot"
     );
+}
+
+/// A run of `ipc reqres` whose `msgs_per_s` was measured five times
+/// (±1%), started under load `load` on a two-CPU host.
+fn loaded_run(db: &Path, started_unix: i64, rate: f64, load: f64) {
+    let mut s = Store::open(db).unwrap();
+    let meta = commbench_store::RunMeta {
+        run_id: commbench_store::new_run_id().unwrap(),
+        started_utc: commbench_core::env::utc_rfc3339(started_unix, 0),
+        started_unix,
+        host: "h".into(),
+        git_sha: "s".into(),
+        build_profile: "release".into(),
+        command_line: vec!["commbench".into(), "ipc".into()],
+        environment: serde_json::json!({"hostname": "h", "logical_cpus": 2, "load_average": [load, load, load]}),
+    };
+    let mut r = commbench_core::record::Record::new("ipc", "reqres").param("transport", "shm");
+    let xs: Vec<f64> = [0.99, 1.0, 1.01, 0.995, 1.005]
+        .iter()
+        .map(|k| k * rate)
+        .collect();
+    commbench_core::estimate::attach(
+        &mut r.metrics,
+        "msgs_per_s",
+        &commbench_core::estimate::Estimate::from_samples(&xs),
+    );
+    assert!(s.append(&meta, &[r]).unwrap());
+}
+
+/// history said "better" where compare said "inconclusive (load 3.5 vs
+/// 1.9: the machine changed)" for the same two runs: history judged with
+/// no floor and no load gap. Both now judge through one function.
+#[test]
+fn history_and_compare_give_the_same_verdict_on_one_pair_of_runs() {
+    for (load_after, verdict) in [(1.9, "inconclusive"), (3.4, "faster")] {
+        let d = tmp("same-verdict");
+        let db = d.path().join("results.db");
+        // Three times the rate: beyond even the cold-start floor.
+        loaded_run(&db, 1_000, 100.0, 3.5);
+        loaded_run(&db, 2_000, 300.0, load_after);
+        let cmp = json_records(cb(&db).args(["compare", "--baseline", "last", "--all"]));
+        let c = cmp
+            .iter()
+            .find(|r| r["params"]["metric"] == "msgs_per_s")
+            .unwrap();
+        let hist = json_records(cb(&db).args(["history", "--metric", "msgs_per_s"]));
+        let t = hist.iter().find(|r| r["test"] == "trend").unwrap();
+        assert_eq!(c["metrics"]["verdict"], verdict, "{c}");
+        assert_eq!(
+            t["metrics"]["verdict"], c["metrics"]["verdict"],
+            "{t} vs {c}"
+        );
+        assert_eq!(t["metrics"]["note"], c["metrics"]["note"], "{t} vs {c}");
+        assert_eq!(
+            t["metrics"]["ratio_lo"], c["metrics"]["ratio_lo"],
+            "{t} vs {c}"
+        );
+    }
 }

@@ -52,11 +52,32 @@ pub struct SeedPoint {
     pub results: Vec<ConfigResult>,
 }
 
+impl SeedPlan {
+    /// The grid's steps: one per round count, then the 1%-active step and
+    /// the scan at a tenth of N.
+    pub fn steps(&self) -> usize {
+        self.rounds.len() + 2
+    }
+}
+
 /// Runs the grid with `base`'s placement, threads, timeout and netns
-/// settings.
-pub fn run(base: &MuxConfig, plan: &SeedPlan, rec: &mut Recorder) -> Result<Vec<SeedPoint>> {
+/// settings; `on_step(done, steps, what)` is called before each step
+/// starts (`done` of `steps` finished) and once at the end, so a caller
+/// can say how far it is and how long the rest will take.
+pub fn run(
+    base: &MuxConfig,
+    plan: &SeedPlan,
+    rec: &mut Recorder,
+    on_step: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Vec<SeedPoint>> {
     let mut points = Vec::new();
+    let steps = plan.steps();
     for &r in &plan.rounds {
+        on_step(
+            points.len(),
+            steps,
+            &format!("N={} R={r}, every connection active", plan.conns),
+        );
         let cfg = MuxConfig {
             engines: vec![EngineKind::Poll, EngineKind::EpollLt, EngineKind::EpollEt],
             lookups: vec![Lookup::Scan, Lookup::Index],
@@ -75,6 +96,11 @@ pub fn run(base: &MuxConfig, plan: &SeedPlan, rec: &mut Recorder) -> Result<Vec<
         });
     }
     let r = *plan.rounds.last().unwrap_or(&100);
+    on_step(
+        points.len(),
+        steps,
+        &format!("N={} R={r}, {} active", plan.conns, plan.active),
+    );
     let cfg = MuxConfig {
         engines: vec![EngineKind::Poll, EngineKind::EpollLt],
         lookups: vec![Lookup::Index],
@@ -91,6 +117,11 @@ pub fn run(base: &MuxConfig, plan: &SeedPlan, rec: &mut Recorder) -> Result<Vec<
         active: plan.active,
         results: rep.results,
     });
+    on_step(
+        points.len(),
+        steps,
+        &format!("N={} R={r}, the scan at a tenth of N", plan.small_conns),
+    );
     let cfg = MuxConfig {
         engines: vec![EngineKind::EpollLt],
         lookups: vec![Lookup::Scan, Lookup::Index],
@@ -107,7 +138,82 @@ pub fn run(base: &MuxConfig, plan: &SeedPlan, rec: &mut Recorder) -> Result<Vec<
         active: plan.small_conns,
         results: rep.results,
     });
+    on_step(points.len(), steps, "done");
     Ok(points)
+}
+
+/// What `--reproduce-seed` says before each step and at the end: which
+/// step of how many, and from the steps so far how long the rest will
+/// take (even `--quick` runs 10,000 connections per server for minutes).
+pub fn progress_line(done: usize, steps: usize, what: &str, elapsed_s: f64) -> String {
+    if done >= steps {
+        format!("mux --reproduce-seed: {steps} steps in {elapsed_s:.0} s")
+    } else if done == 0 {
+        format!("mux --reproduce-seed: step 1 of {steps} ({what}); each step's time will say how long the rest takes")
+    } else {
+        let left = elapsed_s / done as f64 * (steps - done) as f64;
+        format!(
+            "mux --reproduce-seed: step {} of {steps} ({what}); {elapsed_s:.0} s so far, about {left:.0} s left",
+            done + 1
+        )
+    }
+}
+
+/// The server CPU per round trip of each run of a configuration.
+fn cpu_runs(p: &SeedPoint, e: EngineKind, l: Lookup) -> Vec<f64> {
+    p.results
+        .iter()
+        .find(|r| r.engine == e && r.lookup == l)
+        .map(|r| {
+            r.per_run
+                .iter()
+                .filter_map(|x| x.metric_f64("server_cpu_us_per_rt"))
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Where a ratio to poll stands, judged by its 95% interval against ±5%
+/// as `compare` judges: wholly above, wholly below, wholly within, or
+/// none of these ("cannot tell"); a point of one run has no interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    More,
+    Less,
+    Level,
+    CannotTell,
+}
+
+/// The ratio of `(e, l)` to indexed poll at one point: the point
+/// estimate, its interval when both sides ran at least twice, and where
+/// it stands.
+/// A ratio to poll: the estimate, its 95% interval (None for one run),
+/// and where it stands.
+type Judged = (f64, Option<(f64, f64)>, Side);
+
+fn judged(p: &SeedPoint, e: EngineKind, l: Lookup) -> Option<Judged> {
+    let (a, b) = (
+        cpu_runs(p, EngineKind::Poll, Lookup::Index),
+        cpu_runs(p, e, l),
+    );
+    if a.len() >= 2 && b.len() >= 2 {
+        let r = commbench_core::estimate::ratio(&a, &b);
+        if r.lo.is_finite() && r.hi.is_finite() {
+            let side = if r.lo > 1.05 {
+                Side::More
+            } else if r.hi < 0.95 {
+                Side::Less
+            } else if r.lo >= 0.95 && r.hi <= 1.05 {
+                Side::Level
+            } else {
+                Side::CannotTell
+            };
+            return Some((r.ratio, Some((r.lo, r.hi)), side));
+        }
+    }
+    let x = cpu(p, e, l)? / cpu(p, EngineKind::Poll, Lookup::Index)?;
+    Some((x, None, Side::CannotTell))
 }
 
 fn cpu(p: &SeedPoint, e: EngineKind, l: Lookup) -> Option<f64> {
@@ -142,31 +248,78 @@ pub fn verdict(points: &[SeedPoint], conns: usize) -> Vec<String> {
                 format!(
                     "R={}: {}",
                     p.rounds,
-                    ratio(p, e, l)
-                        .map(|x| format!("{x:.2}x"))
-                        .unwrap_or_else(|| "-".into())
+                    match judged(p, e, l) {
+                        Some((x, Some((lo, hi)), _)) => format!("{x:.2}x [{lo:.2}, {hi:.2}]"),
+                        Some((x, None, _)) => format!("{x:.2}x (one run: no interval)"),
+                        None => "-".into(),
+                    }
                 )
             })
             .collect::<Vec<_>>()
             .join(", ")
+    };
+    let sides = |e: EngineKind, l: Lookup| -> Vec<(u64, Side)> {
+        full.iter()
+            .filter_map(|p| Some((p.rounds, judged(p, e, l)?.2)))
+            .collect()
+    };
+    // "cannot tell at R=10, 50: why": the points whose interval decides
+    // nothing, named, and why (no interval, or one that reaches the
+    // band around poll's cost).
+    let unsure = |e: EngineKind, l: Lookup, v: &[(u64, Side)]| -> Option<String> {
+        let r: Vec<String> = v
+            .iter()
+            .filter(|s| s.1 == Side::CannotTell)
+            .map(|s| s.0.to_string())
+            .collect();
+        let no_interval = full
+            .iter()
+            .all(|p| judged(p, e, l).is_none_or(|j| j.1.is_none()));
+        (!r.is_empty()).then(|| {
+            format!(
+                "cannot tell at R={}: {}",
+                r.join(", "),
+                if no_interval {
+                    "one run per point has no interval (rerun with --repeat 3 or more)"
+                } else {
+                    "the interval reaches within 5% of poll's cost (more --repeat narrows it)"
+                }
+            )
+        })
     };
     let scan: Vec<f64> = full
         .iter()
         .filter_map(|p| ratio(p, EngineKind::EpollLt, Lookup::Scan))
         .collect();
     if let (Some(first), Some(last)) = (scan.first(), scan.last()) {
-        let loses_all = scan.iter().all(|&x| x > 1.05);
-        let loses_last = *last > 1.05;
+        let s = sides(EngineKind::EpollLt, Lookup::Scan);
+        let loses_all = s.iter().all(|x| x.1 == Side::More);
+        let loses_last = s.last().is_some_and(|x| x.1 == Side::More);
+        let never = s.iter().all(|x| matches!(x.1, Side::Less | Side::Level));
         let steady = scan.windows(2).all(|w| w[1] >= w[0] * 0.97) && *last > first * 1.05;
-        out.push(format!(
-            "Scanning epoll (level-triggered) vs poll, server CPU per round trip: {}. {}",
-            fmt_series(EngineKind::EpollLt, Lookup::Scan),
-            match (loses_all, loses_last, steady) {
-                (true, _, true) => "It loses to poll, and by more as the rounds grow: the seed's finding reproduced.",
-                (true, _, false) => "It loses to poll at every round count, as the seed found; the gap does not grow steadily with the rounds here, because the scan costs the same per round trip at every R (below).",
-                (false, true, _) => "It loses to poll at the most rounds, not at every round count.",
-                (false, false, _) => "It does not lose to poll here: the seed's finding is not reproduced on this machine.",
+        let words = if loses_all && steady {
+            "It loses to poll, and by more as the rounds grow: the seed's finding reproduced."
+                .to_owned()
+        } else if loses_all {
+            "It loses to poll at every round count, as the seed found; the gap does not grow steadily with the rounds here, because the scan costs the same per round trip at every R (below).".to_owned()
+        } else if never {
+            "It does not lose to poll here: the seed's finding is not reproduced on this machine."
+                .to_owned()
+        } else {
+            let mut w = if loses_last {
+                "It loses to poll at the most rounds".to_owned()
+            } else {
+                "It does not clearly lose to poll".to_owned()
+            };
+            if let Some(u) = unsure(EngineKind::EpollLt, Lookup::Scan, &s) {
+                w.push_str(&format!("; {u}"));
             }
+            w.push('.');
+            w
+        };
+        out.push(format!(
+            "Scanning epoll (level-triggered) vs poll, server CPU per round trip (epoll / poll, 95% interval): {}. {words}",
+            fmt_series(EngineKind::EpollLt, Lookup::Scan),
         ));
     }
     let idx: Vec<f64> = full
@@ -174,15 +327,40 @@ pub fn verdict(points: &[SeedPoint], conns: usize) -> Vec<String> {
         .filter_map(|p| ratio(p, EngineKind::EpollLt, Lookup::Index))
         .collect();
     if !idx.is_empty() {
-        let worst = idx.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        out.push(format!(
-            "Indexed epoll vs poll: {}. {}",
-            fmt_series(EngineKind::EpollLt, Lookup::Index),
-            if worst <= 1.05 {
-                "Finding the state by the index the event carries removes the loss: epoll is at least level with poll at every round count."
-            } else {
-                "Even indexed, epoll costs more than poll here when every connection is busy (each round wakes every descriptor, so poll's array walk is not wasted)."
+        // From the intervals, never from the worst point: a verdict only
+        // where every point's interval decides it, "cannot tell" where one
+        // does not.
+        let s = sides(EngineKind::EpollLt, Lookup::Index);
+        let words = if s.iter().all(|x| matches!(x.1, Side::Less | Side::Level)) {
+            "Finding the state by the index the event carries removes the loss: epoll is at least level with poll at every round count.".to_owned()
+        } else if s.iter().all(|x| x.1 == Side::More) {
+            "Even indexed, epoll costs more than poll here when every connection is busy (each round wakes every descriptor, so poll's array walk is not wasted).".to_owned()
+        } else {
+            let at = |want: Side| -> Vec<String> {
+                s.iter()
+                    .filter(|x| x.1 == want)
+                    .map(|x| x.0.to_string())
+                    .collect()
+            };
+            let mut parts = Vec::new();
+            for (side, what) in [
+                (Side::More, "costs more than poll"),
+                (Side::Less, "costs less than poll"),
+                (Side::Level, "is level with poll"),
+            ] {
+                let r = at(side);
+                if !r.is_empty() {
+                    parts.push(format!("it {what} at R={}", r.join(", ")));
+                }
             }
+            if let Some(u) = unsure(EngineKind::EpollLt, Lookup::Index, &s) {
+                parts.push(u);
+            }
+            format!("Indexed, {}.", parts.join("; "))
+        };
+        out.push(format!(
+            "Indexed epoll vs poll (epoll / poll, 95% interval): {}. {words}",
+            fmt_series(EngineKind::EpollLt, Lookup::Index),
         ));
     }
     let gap = |p: &SeedPoint| -> Option<f64> {
@@ -317,12 +495,102 @@ mod tests {
         }
     }
 
+    /// Runs of `(e, l)` at `cpu` ×(0.98…1.02), or `spread` wider.
+    fn with_runs(mut p: SeedPoint, e: EngineKind, l: Lookup, spread: f64) -> SeedPoint {
+        for r in p
+            .results
+            .iter_mut()
+            .filter(|r| r.engine == e && r.lookup == l)
+        {
+            let c = r.server_cpu_us_per_rt.unwrap();
+            r.per_run = [-1.0, -0.5, 0.0, 0.5, 1.0]
+                .iter()
+                .map(|k| {
+                    Record::new("mux", "x").metric("server_cpu_us_per_rt", c * (1.0 + k * spread))
+                })
+                .collect();
+        }
+        p
+    }
+
+    fn repeated(rounds: u64, poll: f64, index: f64, spread: f64) -> SeedPoint {
+        let p = point(rounds, 10_000, 10_000, poll, poll * 1.2, index);
+        let p = with_runs(p, EngineKind::Poll, Lookup::Index, 0.02);
+        let p = with_runs(p, EngineKind::EpollLt, Lookup::Scan, 0.02);
+        with_runs(p, EngineKind::EpollLt, Lookup::Index, spread)
+    }
+
+    /// "R=10: 1.07x, R=50: 0.99x, R=100: 0.83x. Even indexed, epoll costs
+    /// more than poll here": the sentence came from the worst point alone,
+    /// every point one run without an interval.
+    #[test]
+    fn the_seed_verdict_follows_the_intervals_and_says_cannot_tell() {
+        let pts = vec![
+            repeated(10, 10.0, 11.5, 0.02),
+            repeated(50, 10.0, 9.9, 0.02),
+            repeated(100, 10.0, 8.3, 0.02),
+        ];
+        let v = verdict(&pts, 10_000).join("\n");
+        assert!(!v.contains("Even indexed"), "{v}");
+        assert!(v.contains("it costs more than poll at R=10"), "{v}");
+        assert!(v.contains("it costs less than poll at R=100"), "{v}");
+        assert!(v.contains("it is level with poll at R=50"), "{v}");
+        assert!(v.contains("R=10: 1.15x ["), "{v}");
+        // One run per point: no interval, so nothing is decided.
+        let one = vec![
+            point(10, 10_000, 10_000, 10.0, 11.0, 10.7),
+            point(50, 10_000, 10_000, 10.0, 11.0, 9.9),
+            point(100, 10_000, 10_000, 10.0, 11.0, 8.3),
+        ];
+        let v = verdict(&one, 10_000).join("\n");
+        assert!(
+            !v.contains("Even indexed") && !v.contains("removes the loss"),
+            "{v}"
+        );
+        assert!(v.contains("cannot tell at R=10, 50, 100"), "{v}");
+        assert!(v.contains("one run per point has no interval"), "{v}");
+        assert!(v.contains("R=10: 1.07x (one run: no interval)"), "{v}");
+        // Wide intervals at every point: cannot tell anywhere.
+        let wide = vec![
+            repeated(10, 10.0, 10.7, 0.5),
+            repeated(100, 10.0, 10.7, 0.5),
+        ];
+        let v = verdict(&wide, 10_000).join("\n");
+        assert!(
+            v.contains("cannot tell at R=10, 100: the interval reaches within 5%"),
+            "{v}"
+        );
+        // Every interval above 1.05: epoll costs more, said once.
+        let more = vec![
+            repeated(10, 10.0, 12.0, 0.02),
+            repeated(100, 10.0, 12.5, 0.02),
+        ];
+        let v = verdict(&more, 10_000).join("\n");
+        assert!(v.contains("Even indexed, epoll costs more"), "{v}");
+    }
+
+    /// The quick run took 163 s with no word on a non-terminal.
+    #[test]
+    fn the_seed_run_says_which_step_it_is_at_and_how_long_the_rest_takes() {
+        assert!(progress_line(0, 5, "N=10000 R=10", 0.0).contains("step 1 of 5 (N=10000 R=10)"));
+        assert_eq!(
+            progress_line(2, 5, "x", 60.0),
+            "mux --reproduce-seed: step 3 of 5 (x); 60 s so far, about 90 s left"
+        );
+        assert!(progress_line(5, 5, "done", 150.0).ends_with("5 steps in 150 s"));
+    }
+
     #[test]
     fn verdict_says_what_the_figures_show() {
+        let runs = |p: SeedPoint| {
+            let p = with_runs(p, EngineKind::Poll, Lookup::Index, 0.02);
+            let p = with_runs(p, EngineKind::EpollLt, Lookup::Scan, 0.02);
+            with_runs(p, EngineKind::EpollLt, Lookup::Index, 0.02)
+        };
         let pts = vec![
-            point(100, 10_000, 10_000, 10.0, 11.0, 8.0),
-            point(500, 10_000, 10_000, 10.0, 13.0, 8.0),
-            point(1000, 10_000, 10_000, 10.0, 15.0, 8.0),
+            runs(point(100, 10_000, 10_000, 10.0, 11.5, 8.0)),
+            runs(point(500, 10_000, 10_000, 10.0, 13.0, 8.0)),
+            runs(point(1000, 10_000, 10_000, 10.0, 15.0, 8.0)),
             point(1000, 10_000, 100, 80.0, 0.0, 8.0),
             point(1000, 1000, 1000, 9.0, 8.7, 8.0),
         ];
@@ -339,8 +607,8 @@ mod tests {
         );
         assert!(v.contains("(10.0x)"), "{v}");
         let flat = vec![
-            point(100, 10_000, 10_000, 10.0, 9.0, 8.0),
-            point(1000, 10_000, 10_000, 10.0, 9.5, 8.0),
+            runs(point(100, 10_000, 10_000, 10.0, 9.0, 8.0)),
+            runs(point(1000, 10_000, 10_000, 10.0, 8.5, 8.0)),
         ];
         let v = verdict(&flat, 10_000).join("\n");
         assert!(v.contains("does not lose to poll"), "{v}");

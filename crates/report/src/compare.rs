@@ -369,6 +369,13 @@ pub fn compare_with(a: &[Record], b: &[Record], o: &Options, labs: &[&dyn Lab]) 
                 c.settle = None;
                 c.note = "oversubscribed: more busy threads than CPUs".into();
             }
+            if let Some(d) = o.machines_differ.filter(|_| c.verdict_is_change()) {
+                // Another kernel, CPU or build: the difference is the
+                // machine's as much as the code's.
+                c.verdict = "inconclusive".into();
+                c.settle = None;
+                c.note = format!("the machines differ: {d}");
+            }
             if c.verdict_is_change() && o.load_gap > 0.0 {
                 if let (Some(la), Some(lb)) =
                     (record_load(ra, o.env_load.0), record_load(rb, o.env_load.1))

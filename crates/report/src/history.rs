@@ -10,7 +10,8 @@
 //! not, "changed" when no verdict could be formed), never from the worst
 //! point. The store itself is the caller's: this module reads records.
 
-use crate::{compare, headline_metric, params_key, RunRow, Series, Trend};
+use crate::verdicts::{compare_runs, Judge, Run};
+use crate::{headline_metric, params_key, RunRow, Series, Trend};
 use commbench_core::changepoint::{detect, Config, Point};
 use commbench_core::estimate::Verdict;
 use commbench_core::lab::{direction, Better, Lab, Quantity};
@@ -46,6 +47,9 @@ pub struct HistoryOptions<'a> {
     pub regressions: bool,
     /// Also mark change points on the drawn series.
     pub plot: bool,
+    /// How the first run is judged against the last: `compare`'s floor
+    /// and load gap ([`crate::verdicts::compare_runs`]).
+    pub judge: &'a Judge<'a>,
 }
 
 /// Everything `history` reports: a `history trend` record per series, the
@@ -167,8 +171,9 @@ pub fn change_point_records(
         .collect()
 }
 
-/// The records of the first and the last run of `g` that carry `metric`.
-fn ends(g: &Group, metric: &str) -> (Vec<Record>, Vec<Record>) {
+/// The records of the first and the last run of `g` that carry `metric`,
+/// each with its run index.
+fn ends(g: &Group, metric: &str) -> ((usize, Vec<Record>), (usize, Vec<Record>)) {
     let carrying = |v: &Vec<Record>| -> Vec<Record> {
         v.iter()
             .filter(|r| r.metric_f64(metric).is_some())
@@ -178,15 +183,15 @@ fn ends(g: &Group, metric: &str) -> (Vec<Record>, Vec<Record>) {
     let first = g
         .points
         .iter()
-        .map(|(_, v)| carrying(v))
-        .find(|v| !v.is_empty())
+        .map(|(i, v)| (*i, carrying(v)))
+        .find(|v| !v.1.is_empty())
         .unwrap_or_default();
     let last = g
         .points
         .iter()
         .rev()
-        .map(|(_, v)| carrying(v))
-        .find(|v| !v.is_empty())
+        .map(|(i, v)| (*i, carrying(v)))
+        .find(|v| !v.1.is_empty())
         .unwrap_or_default();
     (first, last)
 }
@@ -214,22 +219,37 @@ fn trend(
         })
         .collect();
     let (&(_, first), &(_, last)) = (pts.first()?, pts.last()?);
-    // The verdict from the first and the last run's own records: with
-    // their repeats' samples it is judged by the interval of the ratio;
-    // without, it says "no samples".
-    let (first_recs, last_recs) = ends(g, metric);
-    let verdict = compare(
-        &first_recs[..first_recs.len().min(1)],
-        &last_recs[..last_recs.len().min(1)],
+    // The verdict from the first and the last run's own records, judged
+    // as `compare` judges them (the same function, floor and load gap,
+    // with each run's environment): with their repeats' samples by the
+    // interval of the ratio; without, "no samples".
+    let ((fi, first_recs), (li, last_recs)) = ends(g, metric);
+    let env = |i: usize| {
+        i.checked_sub(1)
+            .and_then(|k| runs.get(k))
+            .map_or(&serde_json::Value::Null, |r| &r.environment)
+    };
+    let verdict = compare_runs(
+        Run {
+            records: &first_recs[..first_recs.len().min(1)],
+            env: env(fi),
+        },
+        Run {
+            records: &last_recs[..last_recs.len().min(1)],
+            env: env(li),
+        },
+        o.judge,
         o.threshold,
         &[metric.to_owned()],
+        &[],
         labs,
     )
     .into_iter()
     .next();
-    let (verdict, lo, hi) = verdict.map_or(("changed".to_owned(), f64::NAN, f64::NAN), |c| {
-        (c.verdict, c.lo, c.hi)
-    });
+    let (verdict, lo, hi, note) = verdict.map_or(
+        ("changed".to_owned(), f64::NAN, f64::NAN, String::new()),
+        |c| (c.verdict, c.lo, c.hi, c.note),
+    );
     let ratio = if first != 0.0 { last / first } else { f64::NAN };
     let rec = Record::new("history", "trend")
         .param("source", format!("{}/{}", g.lab, g.test))
@@ -243,7 +263,8 @@ fn trend(
         .metric("ratio_lo", lo)
         .metric("ratio_hi", hi)
         .metric("change_pct", (ratio - 1.0) * 100.0)
-        .metric("verdict", verdict);
+        .metric("verdict", verdict)
+        .metric("note", note);
     let mut series = vec![Series {
         name: g.host.clone(),
         points: pts.iter().map(|&(i, y)| (i as f64, y)).collect(),
@@ -341,6 +362,7 @@ mod tests {
             started_utc: format!("2026-11-0{i}T00:00:00Z"),
             host: "h".into(),
             git_sha: format!("sha{i}"),
+            environment: serde_json::Value::Null,
         }
     }
 
@@ -378,6 +400,7 @@ mod tests {
                 threshold: 0.05,
                 regressions: false,
                 plot: false,
+                judge: &crate::verdicts::PLAIN_JUDGE,
             },
             &[],
         );
@@ -400,6 +423,7 @@ mod tests {
             threshold: 0.05,
             regressions: true,
             plot: false,
+            judge: &crate::verdicts::PLAIN_JUDGE,
         };
         let h = history(&recs, &runs, &o, &[]);
         assert_eq!(h.trends.len(), 3);
@@ -464,6 +488,7 @@ mod tests {
                 threshold: 0.05,
                 regressions: false,
                 plot: true,
+                judge: &crate::verdicts::PLAIN_JUDGE,
             },
             &[],
         );

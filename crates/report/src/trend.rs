@@ -23,6 +23,11 @@ pub struct RunRow {
     pub started_utc: String,
     pub host: String,
     pub git_sha: String,
+    /// The run's environment (its load, CPUs, kernel, build), with which
+    /// its trend is judged as `compare` judges it; `Value::Null` when
+    /// unknown.
+    #[serde(skip)]
+    pub environment: serde_json::Value,
 }
 
 const TEMPLATE: &str = r#"<!DOCTYPE html>
@@ -153,6 +158,7 @@ mod tests {
             started_utc: bad.into(),
             host: bad.into(),
             git_sha: bad.into(),
+            environment: serde_json::Value::Null,
         };
         let html = render_trends_html(bad, &[t], &[row]).unwrap();
         assert!(

@@ -74,6 +74,86 @@ pub fn judged_count(
         .count()
 }
 
+/// How one run is judged against another, the same for `compare` and
+/// `history`'s trends (docs/history.md promises it): the between-run
+/// noise floor learned from the store (else a default), and the load gap
+/// beyond which a change is the machine's.
+#[derive(Clone, Copy)]
+pub struct Judge<'a> {
+    /// The learned floor of (lab, test, params, metric), when there is one.
+    pub noise_floor: &'a dyn Fn(&str, &str, &str, &str) -> Option<f64>,
+    /// The floor when none was learned (the cold-start floor).
+    pub default_floor: f64,
+    /// The load gap; None: half the later run's logical CPUs (2 when its
+    /// environment does not say).
+    pub load_gap: Option<f64>,
+}
+
+impl std::fmt::Debug for Judge<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judge")
+            .field("default_floor", &self.default_floor)
+            .field("load_gap", &self.load_gap)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Judged by the interval alone: no floor, no load gap (unit tests, and
+/// callers without a store).
+pub const PLAIN_JUDGE: Judge<'static> = Judge {
+    noise_floor: &no_floor,
+    default_floor: 0.0,
+    load_gap: Some(0.0),
+};
+
+/// A run to judge: its records and its environment (`Value::Null` when
+/// unknown).
+#[derive(Clone, Copy)]
+pub struct Run<'a> {
+    pub records: &'a [Record],
+    pub env: &'a Value,
+}
+
+/// The load gap `judge` uses against a later run of environment `after`.
+pub fn load_gap(judge: &Judge, after: &Value) -> f64 {
+    let cpus = after
+        .get("logical_cpus")
+        .and_then(Value::as_f64)
+        .unwrap_or(2.0);
+    judge.load_gap.unwrap_or(cpus / 2.0)
+}
+
+/// `after` judged against `before`: [`compare_with`] with the floor and
+/// load gap of `judge`, each run's load, and the machine differences of
+/// their environments. The one way `compare` and `history` judge.
+pub fn compare_runs(
+    before: Run,
+    after: Run,
+    judge: &Judge,
+    threshold: f64,
+    only: &[String],
+    ignore_params: &[String],
+    labs: &[&dyn Lab],
+) -> Vec<Change> {
+    let (hard, _) = env_differences(before.env, after.env);
+    let differ = (!hard.is_empty()).then(|| hard.join("; "));
+    compare_with(
+        before.records,
+        after.records,
+        &Options {
+            threshold,
+            only,
+            ignore_params,
+            noise_floor: judge.noise_floor,
+            default_floor: judge.default_floor,
+            load_gap: load_gap(judge, after.env),
+            env_load: (env_load(before.env), env_load(after.env)),
+            machines_differ: differ.as_deref(),
+        },
+        labs,
+    )
+}
+
 /// The first load average of a run's environment, when it has one.
 pub fn env_load(env: &Value) -> Option<f64> {
     env.get("load_average")

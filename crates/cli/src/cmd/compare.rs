@@ -20,9 +20,7 @@ use anyhow::Result;
 use clap::Args;
 use commbench_core::estimate::{familywise_z, COLD_FLOOR, MIN_FLOOR_RUNS};
 use commbench_core::record::Record;
-use commbench_report::{
-    compare_with, load, params_key, verdicts, Change, FloorLearner, Options, PastLoader, PastRecord,
-};
+use commbench_report::{load, params_key, verdicts, Change, FloorLearner, PastLoader};
 use commbench_store::{Filter, Store};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -254,26 +252,6 @@ fn previous_matching(
     Ok(None)
 }
 
-/// The earlier records of a (lab, test) on `host` in the results store,
-/// for learning noise floors.
-fn past_records(store: &Store, host: &str, lab: &str, test: &str) -> Vec<PastRecord> {
-    store
-        .records(&Filter {
-            lab: Some(lab.to_owned()),
-            test: Some(test.to_owned()),
-            host: Some(host.to_owned()),
-            ..Filter::default()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| PastRecord {
-            started_unix: s.started_unix,
-            git_sha: s.git_sha,
-            record: s.record,
-        })
-        .collect()
-}
-
 pub fn run(a: &CompareArgs) -> Result<()> {
     let (before, after) = match &a.baseline {
         Some(spec) => from_store(a, spec)?,
@@ -306,37 +284,33 @@ pub fn run(a: &CompareArgs) -> Result<()> {
     let floors = FloorLearner::new(
         z,
         store.map(|s| -> Box<PastLoader> {
-            Box::new(move |lab: &str, test: &str| past_records(&s, &host, lab, test))
+            Box::new(move |lab: &str, test: &str| crate::store::past_records(&s, &host, lab, test))
         }),
     );
     let default_floor = a.noise_floor.map_or(COLD_FLOOR, |p| p / 100.0);
     let learned =
         |lab: &str, test: &str, params: &str, metric: &str| floors.floor(lab, test, params, metric);
-    let cpus = after
-        .env
-        .get("logical_cpus")
-        .and_then(Value::as_f64)
-        .unwrap_or(2.0);
-    let load_gap = a.load_gap.unwrap_or(cpus / 2.0);
     let (hard, soft) = verdicts::env_differences(&before.env, &after.env);
     let machines_differ = (!hard.is_empty()).then(|| hard.join("; "));
+    let judging = verdicts::Judge {
+        noise_floor: &learned,
+        default_floor,
+        load_gap: a.load_gap,
+    };
     let judge = |threshold: f64| {
-        compare_with(
-            &before.records,
-            &after.records,
-            &Options {
-                threshold,
-                only: &a.metrics,
-                ignore_params: &a.ignore_param,
-                noise_floor: &learned,
-                default_floor,
-                load_gap,
-                env_load: (
-                    verdicts::env_load(&before.env),
-                    verdicts::env_load(&after.env),
-                ),
-                machines_differ: machines_differ.as_deref(),
+        verdicts::compare_runs(
+            verdicts::Run {
+                records: &before.records,
+                env: &before.env,
             },
+            verdicts::Run {
+                records: &after.records,
+                env: &after.env,
+            },
+            &judging,
+            threshold,
+            &a.metrics,
+            &a.ignore_param,
             crate::labs::labs(),
         )
     };

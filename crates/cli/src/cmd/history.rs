@@ -214,6 +214,7 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             started_utc: r.started_utc.clone(),
             host: r.host.clone(),
             git_sha: r.git_sha.clone(),
+            environment: r.environment.clone(),
         })
         .collect();
     let recs: Vec<RunRecord> = recs
@@ -224,6 +225,40 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             record: s.record,
         })
         .collect();
+    // Each trend is judged as `compare --baseline` judges the same two
+    // runs: the floor learned from this store (at the family-wise level
+    // over the series judged), else the cold-start floor, and the load
+    // gap of half the later run's CPUs.
+    let series: std::collections::HashSet<(&str, &str, String, &str)> = recs
+        .iter()
+        .map(|s| {
+            (
+                s.record.lab.as_str(),
+                s.record.test.as_str(),
+                commbench_report::params_key(&s.record),
+                s.host.as_str(),
+            )
+        })
+        .collect();
+    let floors = commbench_report::FloorLearner::new(
+        commbench_core::estimate::familywise_z(series.len()),
+        Some(Box::new(|lab: &str, test: &str| {
+            // One host per learner call is enough: floors are per host,
+            // and a trend's records all come from one.
+            let host = recs
+                .iter()
+                .find(|s| s.record.lab == lab && s.record.test == test)
+                .map_or("", |s| s.host.as_str());
+            crate::store::past_records(&store, host, lab, test)
+        })),
+    );
+    let learned =
+        |lab: &str, test: &str, params: &str, metric: &str| floors.floor(lab, test, params, metric);
+    let judge = commbench_report::verdicts::Judge {
+        noise_floor: &learned,
+        default_floor: commbench_core::estimate::COLD_FLOOR,
+        load_gap: None,
+    };
     let h = commbench_report::history(
         &recs,
         &rows,
@@ -232,6 +267,7 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             threshold: a.threshold / 100.0,
             regressions: a.regressions,
             plot: a.plot,
+            judge: &judge,
         },
         crate::labs::labs(),
     );

@@ -493,7 +493,16 @@ pub fn run(a: &MuxArgs) -> Result<()> {
     let mut rec = crate::progress::recorder();
     if r.reproduce_seed {
         let plan = seed::SeedPlan::new(r.quick);
-        let points = seed::run(&cfg, &plan, &mut rec).map_err(crate::lab_err);
+        // Minutes even with --quick: where it is and how long the rest
+        // takes, on a terminal or not.
+        let started = std::time::Instant::now();
+        let mut on_step = |done: usize, steps: usize, what: &str| {
+            eprintln!(
+                "{}",
+                seed::progress_line(done, steps, what, started.elapsed().as_secs_f64())
+            );
+        };
+        let points = seed::run(&cfg, &plan, &mut rec, &mut on_step).map_err(crate::lab_err);
         crate::progress::finish();
         let points = match points {
             Ok(p) => p,
