@@ -170,7 +170,8 @@ pub struct Counts {
     pub s3xx: u64,
     pub s4xx: u64,
     pub s5xx: u64,
-    /// Malformed or oversized responses.
+    /// Malformed or oversized responses, and responses whose status is
+    /// outside 100..=599.
     pub errors: u64,
     /// Connections closed or reset by the server mid-run.
     pub resets: u64,
@@ -191,7 +192,10 @@ impl Counts {
             200..=299 => self.s2xx += 1,
             300..=399 => self.s3xx += 1,
             400..=499 => self.s4xx += 1,
-            _ => self.s5xx += 1,
+            500..=599 => self.s5xx += 1,
+            // 600..=999 is no HTTP status (RFC 9110 §15): a bad response,
+            // not a server error.
+            _ => self.errors += 1,
         }
     }
     pub fn merge(&mut self, o: &Counts) {
@@ -487,30 +491,56 @@ fn chunk_size(line: &[u8]) -> Result<u64, HttpError> {
 
 // ------------------------------------------------------------- server side
 
-static RESPONSE: OnceLock<Vec<u8>> = OnceLock::new();
+/// The fixed responses: the keep-alive one, and the same with
+/// `Connection: close` (the last on a connection).
+static RESPONSES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
 
 /// The body size of the fixed response when none was set.
 pub const DEFAULT_RESPONSE_BODY: usize = 13;
 /// Largest fixed response body.
 pub const MAX_RESPONSE_BODY: usize = 16 << 20;
 
+/// What the server answers a request it refuses, before it closes.
+pub const BAD_REQUEST: &[u8] =
+    b"HTTP/1.1 400 Bad Request\r\nServer: commbench\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
 /// Sets the fixed response's body size (once per process, before serving).
 pub fn set_response_body(size: usize) {
-    let _ = RESPONSE.set(build_response(size));
+    let _ = RESPONSES.set(build_responses(size));
 }
 
-fn build_response(size: usize) -> Vec<u8> {
-    let mut r = format!(
-        "HTTP/1.1 200 OK\r\nServer: commbench\r\nContent-Type: text/plain\r\nContent-Length: {size}\r\n\r\n"
-    )
-    .into_bytes();
-    r.extend((0..size).map(|i| b"hello, world\n"[i % 13]));
-    r
+fn build_responses(size: usize) -> (Vec<u8>, Vec<u8>) {
+    let build = |extra: &str| {
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nServer: commbench\r\nContent-Type: text/plain\r\n{extra}Content-Length: {size}\r\n\r\n"
+        )
+        .into_bytes();
+        r.extend((0..size).map(|i| b"hello, world\n"[i % 13]));
+        r
+    };
+    (build(""), build("Connection: close\r\n"))
+}
+
+fn responses() -> &'static (Vec<u8>, Vec<u8>) {
+    RESPONSES.get_or_init(|| build_responses(DEFAULT_RESPONSE_BODY))
 }
 
 /// The fixed response our servers send to every request.
 pub fn response() -> &'static [u8] {
-    RESPONSE.get_or_init(|| build_response(DEFAULT_RESPONSE_BODY))
+    &responses().0
+}
+
+/// The fixed response with `Connection: close`: the answer to a request
+/// that ends its connection (HTTP/1.0 without keep-alive, or
+/// `Connection: close`).
+pub fn closing_response() -> &'static [u8] {
+    &responses().1
+}
+
+/// The longest single answer the server makes (one round's output may
+/// pass its bound by this much).
+pub fn max_answer_len() -> usize {
+    closing_response().len().max(BAD_REQUEST.len())
 }
 
 /// Most bytes of one request header the server keeps.
@@ -518,12 +548,17 @@ pub const SERVER_MAX_HEADER: usize = 16 * 1024;
 /// Largest request body the server skips.
 pub const SERVER_MAX_BODY: u64 = 16 << 20;
 
-/// Why the server closes a connection on a request.
+/// Why the server refuses a request (it answers 400 and closes).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    /// A Content-Length that is not a number.
+    /// A Content-Length that is not digits only (`+3`, `-1`, `3x`, empty,
+    /// a list) or does not fit 64 bits.
     #[error("bad Content-Length")]
     BadLength,
+    /// Content-Length given twice with different values: which one frames
+    /// the body is ambiguous (a pipelined request could be taken as body).
+    #[error("conflicting Content-Length headers")]
+    ConflictingLength,
     /// Transfer-Encoding on a request.
     #[error("chunked request bodies are not served")]
     Chunked,
@@ -548,12 +583,24 @@ pub enum RequestError {
 /// [`ServerFilter::resume`] after the engine sent what was made. While it
 /// holds input the engine reads no more, so a connection keeps at most one
 /// read of input and the bound plus one response of output.
+///
+/// A connection ends after its last answer ([`ServerFilter::closes`]): a
+/// request that asks to close (HTTP/1.0 without `Connection: keep-alive`,
+/// or `Connection: close`) gets the response with `Connection: close`; a
+/// request the server refuses (malformed, conflicting or non-numeric
+/// Content-Length, chunked, too large) gets [`BAD_REQUEST`]. Input after
+/// that answer is dropped unparsed; the engine closes the connection once
+/// the output is sent.
 #[derive(Debug, Clone, Default)]
 pub struct ServerFilter {
     buf: Vec<u8>,
     body_left: u64,
+    /// The request whose body is being skipped asked to close.
+    close_after_body: bool,
     /// Input not parsed yet: this round's responses reached their bound.
     held: Vec<u8>,
+    /// The connection's last answer was made.
+    done: bool,
 }
 
 impl ServerFilter {
@@ -561,19 +608,25 @@ impl ServerFilter {
     /// `out` until `out` holds `max_out` bytes or more, and holds the rest
     /// of the input for [`ServerFilter::resume`]. While input is held, new
     /// input is only appended to it (the engine should not have read it).
-    /// A malformed or oversized request is an error (close).
+    /// A refused request is an error, with [`BAD_REQUEST`] appended to
+    /// `out` after the responses before it: send `out`, then close.
     pub fn feed(
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
         max_out: usize,
     ) -> Result<(), RequestError> {
+        if self.done {
+            return Ok(());
+        }
         if !self.held.is_empty() {
             self.held.extend_from_slice(input);
             return Ok(());
         }
         let used = self.parse(input, out, max_out)?;
-        self.held.extend_from_slice(&input[used..]);
+        if !self.done {
+            self.held.extend_from_slice(&input[used..]);
+        }
         Ok(())
     }
 
@@ -582,7 +635,7 @@ impl ServerFilter {
         let mut held = std::mem::take(&mut self.held);
         let used = self.parse(&held, out, max_out)?;
         held.drain(..used);
-        if !held.is_empty() {
+        if !held.is_empty() && !self.done {
             self.held = held;
         }
         Ok(())
@@ -593,28 +646,51 @@ impl ServerFilter {
         !self.held.is_empty()
     }
 
+    /// Whether the connection's last answer was made: send what was made,
+    /// read nothing more, and close.
+    pub fn closes(&self) -> bool {
+        self.done
+    }
+
     /// Bytes this connection's request state holds (a partial header and
     /// held input).
     pub fn own_bytes(&self) -> usize {
         self.buf.capacity() + self.held.capacity()
     }
 
-    /// Parses requests until the input ends or `out` reaches `max_out`;
-    /// returns the input bytes used.
+    /// Parses requests until the input ends, `out` reaches `max_out` or
+    /// the connection's last answer is made; returns the input bytes
+    /// used. A refused request: [`BAD_REQUEST`] into `out`, the state
+    /// dropped, the error returned.
     fn parse(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        max_out: usize,
+    ) -> Result<usize, RequestError> {
+        self.parse_requests(input, out, max_out).inspect_err(|_| {
+            out.extend_from_slice(BAD_REQUEST);
+            self.done = true;
+            self.buf = Vec::new();
+            self.held = Vec::new();
+            self.body_left = 0;
+        })
+    }
+
+    fn parse_requests(
         &mut self,
         mut input: &[u8],
         out: &mut Vec<u8>,
         max_out: usize,
     ) -> Result<usize, RequestError> {
         let total = input.len();
-        while !input.is_empty() && out.len() < max_out {
+        while !input.is_empty() && out.len() < max_out && !self.done {
             if self.body_left > 0 {
                 let n = (input.len() as u64).min(self.body_left);
                 self.body_left -= n;
                 input = &input[n as usize..];
                 if self.body_left == 0 {
-                    out.extend_from_slice(response());
+                    self.answer(out, self.close_after_body);
                 }
                 continue;
             }
@@ -627,26 +703,14 @@ impl ServerFilter {
             let mut req = httparse::Request::new(&mut headers);
             match req.parse(&self.buf) {
                 Ok(httparse::Status::Complete(n)) => {
-                    let mut len = 0u64;
-                    for h in req.headers.iter() {
-                        if h.name.eq_ignore_ascii_case("content-length") {
-                            len = std::str::from_utf8(h.value)
-                                .ok()
-                                .and_then(|s| s.trim().parse().ok())
-                                .ok_or(RequestError::BadLength)?;
-                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                            return Err(RequestError::Chunked);
-                        }
-                    }
-                    if len > SERVER_MAX_BODY {
-                        return Err(RequestError::BodyTooLarge);
-                    }
+                    let (len, close) = request_framing(&req)?;
                     input = &input[n - keep..];
                     self.buf.clear();
                     if len == 0 {
-                        out.extend_from_slice(response());
+                        self.answer(out, close);
                     } else {
                         self.body_left = len;
+                        self.close_after_body = close;
                     }
                 }
                 Ok(httparse::Status::Partial) => {
@@ -660,6 +724,58 @@ impl ServerFilter {
         }
         Ok(total - input.len())
     }
+
+    /// Appends the response to a complete request; the last one when the
+    /// request asked to close.
+    fn answer(&mut self, out: &mut Vec<u8>, close: bool) {
+        if close {
+            out.extend_from_slice(closing_response());
+            self.done = true;
+            self.buf = Vec::new();
+            self.held = Vec::new();
+        } else {
+            out.extend_from_slice(response());
+        }
+    }
+}
+
+/// A request's body length and whether the connection ends after its
+/// response. Content-Length is digits only (no sign, no list), and given
+/// twice it must agree (RFC 9112 §6.3: otherwise the framing is
+/// ambiguous, and a request smuggled in as body). HTTP/1.0 closes unless
+/// it asks to keep alive; HTTP/1.1 keeps alive unless it asks to close.
+fn request_framing(req: &httparse::Request<'_, '_>) -> Result<(u64, bool), RequestError> {
+    let mut len: Option<u64> = None;
+    let (mut close, mut keep_alive) = (false, false);
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = h.value.trim_ascii();
+            if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+                return Err(RequestError::BadLength);
+            }
+            let v: u64 = std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or(RequestError::BadLength)?;
+            if len.is_some_and(|l| l != v) {
+                return Err(RequestError::ConflictingLength);
+            }
+            len = Some(v);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(RequestError::Chunked);
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for t in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                close |= t.eq_ignore_ascii_case(b"close");
+                keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
+            }
+        }
+    }
+    let len = len.unwrap_or(0);
+    if len > SERVER_MAX_BODY {
+        return Err(RequestError::BodyTooLarge);
+    }
+    let http10 = req.version == Some(0);
+    Ok((len, close || (http10 && !keep_alive)))
 }
 
 #[cfg(test)]
@@ -694,6 +810,109 @@ mod tests {
         let why = c.too_many_failures().unwrap();
         assert!(why.contains("11 of 1011 requests failed"), "{why}");
     }
+    #[test]
+    fn a_status_of_999_was_counted_as_5xx() {
+        let mut r = ResponseReader::new(Limits::default());
+        let odd = b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n";
+        let (_, status) = r.feed(odd).unwrap();
+        let mut c = Counts::default();
+        c.count(status.unwrap());
+        c.count(600);
+        c.count(599);
+        assert_eq!((c.s5xx, c.errors, c.failed()), (1, 2, 2));
+    }
+
+    /// What the server answers `input` fed whole, and whether it refused.
+    fn serve(input: &[u8]) -> (Vec<u8>, Option<RequestError>, bool) {
+        let mut f = ServerFilter::default();
+        let mut out = Vec::new();
+        let e = f.feed(input, &mut out, usize::MAX).err();
+        (out, e, f.closes())
+    }
+
+    #[test]
+    fn a_conflicting_duplicate_content_length_gets_400_and_a_close() {
+        let smuggle = b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 18\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n";
+        assert_eq!(
+            serve(smuggle),
+            (
+                BAD_REQUEST.to_vec(),
+                Some(RequestError::ConflictingLength),
+                true
+            )
+        );
+        let same = b"POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n";
+        assert_eq!(serve(same), (response().repeat(2), None, false));
+    }
+
+    #[test]
+    fn a_signed_content_length_was_taken_as_a_length() {
+        for v in ["+3", "-3", "3 3", "3,3", "0x3", "", "99999999999999999999"] {
+            let req = format!("POST / HTTP/1.1\r\nContent-Length: {v}\r\n\r\nabc");
+            assert_eq!(
+                serve(req.as_bytes()),
+                (BAD_REQUEST.to_vec(), Some(RequestError::BadLength), true),
+                "{v:?}"
+            );
+        }
+        // Whitespace around the digits is not part of the value.
+        let ok = b"POST / HTTP/1.1\r\nContent-Length:  3 \r\n\r\nabc";
+        assert_eq!(serve(ok), (response().to_vec(), None, false));
+    }
+
+    #[test]
+    fn http10_and_connection_close_requests_kept_their_connection_open() {
+        let closing = (closing_response().to_vec(), None, true);
+        assert_eq!(serve(b"GET / HTTP/1.0\r\n\r\n"), closing);
+        // What follows the last request is not answered, even a bad one.
+        assert_eq!(
+            serve(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\nJUNK\r\n\r\n"),
+            closing
+        );
+        assert_eq!(
+            serve(b"POST / HTTP/1.1\r\nConnection: CLOSE\r\nContent-Length: 2\r\n\r\nokGET /"),
+            closing
+        );
+        let kept = (response().repeat(2), None, false);
+        assert_eq!(
+            serve(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\nGET / HTTP/1.1\r\n\r\n"),
+            kept
+        );
+        // Split anywhere, the same.
+        let mut f = ServerFilter::default();
+        let mut out = Vec::new();
+        for b in b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.0\r\n\r\nGET / HTTP/1.1\r\n\r\n".chunks(3) {
+            f.feed(b, &mut out, usize::MAX).unwrap();
+        }
+        assert_eq!(out, [response(), closing_response()].concat());
+        assert!(f.closes() && !f.holds_input() && f.own_bytes() == 0);
+    }
+
+    #[test]
+    fn a_malformed_request_was_closed_without_a_400() {
+        let (out, e, closes) = serve(b"GET / HTTP/1.1\r\n\r\nNOT HTTP\r\n\r\n");
+        assert_eq!(out, [response(), BAD_REQUEST].concat());
+        assert!(matches!(e, Some(RequestError::Malformed(_))) && closes);
+        // Held input refused on resume: the answers before it, then a 400.
+        let mut f = ServerFilter::default();
+        let mut out = Vec::new();
+        let mut reqs = b"GET / HTTP/1.1\r\n\r\n".repeat(3);
+        reqs.extend_from_slice(b"GET / HTTP/1.1\r\nX: \x01\r\n\r\n");
+        f.feed(&reqs, &mut out, 1).unwrap();
+        assert_eq!(out, response());
+        out.clear();
+        while f.holds_input() {
+            let _ = f.resume(&mut out, usize::MAX);
+        }
+        assert_eq!(out, [response(), response(), BAD_REQUEST].concat());
+        assert!(f.closes());
+        // Input after the 400 is dropped.
+        out.clear();
+        f.feed(b"GET / HTTP/1.1\r\n\r\n", &mut out, usize::MAX)
+            .unwrap();
+        assert!(out.is_empty() && !f.holds_input());
+    }
+
     use proptest::prelude::*;
 
     fn read_all(r: &mut ResponseReader, mut b: &[u8]) -> Result<Vec<u16>, HttpError> {

@@ -19,7 +19,11 @@
 //! memory); with HTTP, where one read of pipelined requests can ask for
 //! many responses, a read's responses stop at one read buffer (plus one
 //! response) and the rest of its requests wait unparsed, read no further,
-//! until those were sent ([`crate::http1::ServerFilter`]); every descriptor a loop accepted is closed when it ends; the
+//! until those were sent ([`crate::http1::ServerFilter`]); an HTTP
+//! connection whose last answer was made (a 400 for a refused request, or
+//! the response to HTTP/1.0 or `Connection: close`) reads nothing more and
+//! is closed once that answer is sent; every descriptor a loop accepted is
+//! closed when it ends; the
 //! loops together hold at most [`LoopCtx::max_conns`] connections (more
 //! are accepted and closed at once, counted as `refused`), and a loop out
 //! of descriptors sheds what waits through its reserve descriptor
@@ -245,7 +249,8 @@ pub struct Conn {
 
 impl Conn {
     /// Runs received bytes through the protocol's filter into `out` (the
-    /// bytes to send back); `false`: a malformed message (close). HTTP
+    /// bytes to send back); `false`: a malformed message (close at once,
+    /// unless [`Conn::closes_after_output`]: HTTP put a 400 in `out`). HTTP
     /// stops making responses once `out` holds `max_out` bytes and keeps
     /// the rest of the input ([`Conn::holds_input`]); the other protocols
     /// send back at most what came in.
@@ -273,9 +278,17 @@ impl Conn {
     }
 
     /// Answers held input into `out` (up to `max_out` bytes, as
-    /// [`Conn::filter_into`]); `false`: a malformed message (close).
+    /// [`Conn::filter_into`]); `false`: a malformed message (a 400 in
+    /// `out`, then close).
     pub fn resume_into(&mut self, out: &mut Vec<u8>, max_out: usize) -> bool {
         self.http.resume(out, max_out).is_ok()
+    }
+
+    /// The connection's last answer was made (HTTP: a 400, or the response
+    /// to a request that asked to close): send what is pending, read
+    /// nothing more, then close.
+    pub fn closes_after_output(&self) -> bool {
+        self.http.closes()
     }
 
     /// Bytes this connection holds besides its slot: unsent bytes and
@@ -384,7 +397,8 @@ fn flush_pending(c: &mut Conn, stats: &mut LoopStats) -> io::Result<bool> {
 /// write back — once (level-triggered: the engine reports again if more is
 /// there) or until the socket is drained (`drain`, edge-triggered: no
 /// second report comes). Held HTTP input is answered before anything more
-/// is read. Keeps `stats.conn_bytes` (the connections' own bytes) and, on
+/// is read; after a connection's last answer (HTTP: a 400, or a request
+/// that asked to close) is sent, it is closed. Keeps `stats.conn_bytes` (the connections' own bytes) and, on
 /// `Close`, frees the connection's buffers.
 #[allow(clippy::too_many_arguments)]
 pub fn echo_ready(
@@ -422,6 +436,10 @@ fn echo_step(
         Ok(false) => return Next::Write,
         Err(_) => return Next::Close,
     }
+    if c.closes_after_output() {
+        // Its last answer is sent.
+        return Next::Close;
+    }
     // Responses made per round: one read buffer (plus one response).
     let max_out = buf.len();
     loop {
@@ -429,7 +447,9 @@ fn echo_step(
             scratch.clear();
             if !c.resume_into(scratch, max_out) {
                 stats.protocol_errors += 1;
-                return Next::Close;
+                if !c.closes_after_output() {
+                    return Next::Close;
+                }
             }
             scratch
         } else {
@@ -450,7 +470,9 @@ fn echo_step(
                     scratch.clear();
                     if !c.filter_into(proto, &buf[..n], scratch, max_out) {
                         stats.protocol_errors += 1;
-                        return Next::Close;
+                        if !c.closes_after_output() {
+                            return Next::Close;
+                        }
                     }
                     scratch
                 }
@@ -471,6 +493,9 @@ fn echo_step(
                 }
                 Err(_) => return Next::Close,
             }
+        }
+        if c.closes_after_output() {
+            return Next::Close;
         }
         if !drain && !c.holds_input() {
             return Next::Read;

@@ -456,8 +456,10 @@ impl Loop<'_, '_> {
             return Ok(());
         }
         // Requests held unparsed (their responses reached the bound): read
-        // nothing more until they are answered.
-        let held = self.conns.slots[slot].holds_input();
+        // nothing more until they are answered; after the last answer,
+        // nothing more at all.
+        let conn = &self.conns.slots[slot];
+        let held = conn.holds_input() || conn.closes_after_output();
         if io.recv_armed || io.starved {
             if io.recv_armed && eng.multishot && (io.backlog.len() >= limit || held) {
                 return self.cancel_recv(eng, slot, st);
@@ -550,15 +552,27 @@ impl Loop<'_, '_> {
                     max_out,
                 );
                 self.own = (self.own + conn.http.own_bytes()).saturating_sub(held_before);
+                let last = conn.closes_after_output();
                 self.pool.put(bid);
                 if bad {
                     st.protocol_errors += 1;
+                }
+                if bad && !last {
                     self.start_close(eng, slot, st)?;
                 } else if !self.scratch.is_empty() {
+                    // With a 400 or a closing response last: closed when
+                    // its send completes (`on_send`).
                     let out = std::mem::take(&mut self.scratch);
                     let r = self.echo_owned(eng, slot, &out, st);
                     self.scratch = out;
                     r?;
+                } else if last {
+                    // Input after the last answer: dropped; closed now if
+                    // that answer is already sent.
+                    let io = &self.ios[slot];
+                    if io.cur.is_none() && io.backlog.is_empty() && !io.sending {
+                        self.start_close(eng, slot, st)?;
+                    }
                 } else {
                     self.answer_held(eng, slot, st)?;
                 }
@@ -661,6 +675,10 @@ impl Loop<'_, '_> {
         self.own = self.own + io.own_bytes() - before;
         if resend {
             self.send(eng, slot, st)?;
+        } else if self.conns.slots[slot].closes_after_output() {
+            // Its last answer (a 400, or the response to a request that
+            // asked to close) is sent.
+            self.start_close(eng, slot, st)?;
         } else {
             self.answer_held(eng, slot, st)?;
         }
