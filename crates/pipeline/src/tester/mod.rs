@@ -246,10 +246,10 @@ impl Bench {
         };
         match dut {
             DutSpec::Ifaces(a, c) => {
-                crate::afpacket::ifindex(a)?;
-                crate::afpacket::ifindex(c)?;
                 b.gen_if = a.clone();
                 b.sink_if = c.clone();
+                crate::afpacket::ifindex(a).map_err(|e| b.at_iface("generator", a, e))?;
+                crate::afpacket::ifindex(c).map_err(|e| b.at_iface("sink", c, e))?;
                 return Ok(b);
             }
             DutSpec::None => {
@@ -431,6 +431,20 @@ impl Bench {
         }
     }
 
+    /// A role's failure, named by the role and its interface: a bare
+    /// "Network is down (os error 100)" from an interface deleted or set
+    /// down under `--dut ifaces:` told neither which interface nor which
+    /// end it was.
+    fn at_iface(&self, role: &str, iface: &str, e: io::Error) -> io::Error {
+        let what = match &self.dut {
+            DutSpec::Ifaces(..) => {
+                format!("--dut {}: the {role}'s interface {iface}", self.dut.name())
+            }
+            _ => format!("the {role}'s interface {iface}"),
+        };
+        io::Error::new(e.kind(), format!("{what}: {e}"))
+    }
+
     /// Runs one trial.
     pub fn trial(&mut self, spec: &TrialSpec) -> io::Result<TrialResult> {
         spec.validate()
@@ -495,8 +509,12 @@ impl Bench {
             let k = sink.join();
             (g, k)
         });
-        let g = g.map_err(|_| io::Error::other("the generator thread panicked"))??;
-        let (acct, sink_drops) = k.map_err(|_| io::Error::other("the sink thread panicked"))??;
+        let g = g
+            .map_err(|_| io::Error::other("the generator thread panicked"))?
+            .map_err(|e| self.at_iface("generator", &self.gen_if, e))?;
+        let (acct, sink_drops) = k
+            .map_err(|_| io::Error::other("the sink thread panicked"))?
+            .map_err(|e| self.at_iface("sink", &self.sink_if, e))?;
         let fwd = match (fwd0, self.fwd_snapshot()) {
             (Some(a), Some(b)) => Some(b.since(&a)),
             _ => None,

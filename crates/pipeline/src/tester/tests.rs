@@ -196,6 +196,72 @@ fn exact_counts_through_real_interfaces() {
     check(&r, &expected(&Impair::default(), 2000, 2));
 }
 
+#[test]
+fn a_deleted_interface_under_dut_ifaces_was_not_named() {
+    if !root() {
+        return;
+    }
+    // An interface deleted during a trial ended it with a bare "Network is
+    // down (os error 100)"; the error now names the interface and its role,
+    // during a trial and in the next one.
+    let ns = format!("cbdel-{}", std::process::id());
+    netns::ip_cmd(&["netns", "add", &ns]).unwrap();
+    struct Del(String);
+    impl Drop for Del {
+        fn drop(&mut self) {
+            let _ = netns::ip_cmd(&["netns", "del", &self.0]);
+        }
+    }
+    let _del = Del(ns.clone());
+    netns::ip_cmd(&[
+        "-n", &ns, "link", "add", "cbdla", "type", "veth", "peer", "name", "cbdlb",
+    ])
+    .unwrap();
+    netns::ip_cmd(&["-n", &ns, "link", "set", "cbdla", "up"]).unwrap();
+    netns::ip_cmd(&["-n", &ns, "link", "set", "cbdlb", "up"]).unwrap();
+    let ns2 = ns.clone();
+    let ended = Arc::new(AtomicBool::new(false));
+    let ended2 = ended.clone();
+    let trials = std::thread::spawn(move || {
+        netns::enter(&ns2).unwrap();
+        let dut = DutSpec::Ifaces("cbdla".into(), "cbdlb".into());
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        // Long enough that the interface goes while frames flow.
+        let during = b.trial(&spec(1_000.0, 600_000, 1));
+        ended2.store(true, Ordering::Release);
+        let next = b.trial(&spec(1_000.0, 100, 1));
+        (during.unwrap_err(), next.unwrap_err())
+    });
+    // Delete the link once frames reach the sink's end (its receive count,
+    // read in the namespace), i.e. in the middle of the trial.
+    let ns3 = ns.clone();
+    std::thread::spawn(move || {
+        netns::enter(&ns3).unwrap();
+        let rx_packets = || -> u64 {
+            let dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default();
+            dev.lines()
+                .find_map(|l| l.trim_start().strip_prefix("cbdlb:"))
+                .and_then(|r| r.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or(0)
+        };
+        while rx_packets() < 20 && !ended.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        netns::ip_cmd(&["-n", &ns3, "link", "del", "cbdla"]).unwrap();
+    })
+    .join()
+    .unwrap();
+    let (during, next) = trials.join().unwrap();
+    for e in [during, next] {
+        let m = e.to_string();
+        assert!(
+            m.starts_with("--dut ifaces:cbdla,cbdlb: the generator's interface cbdla: ")
+                || m.starts_with("--dut ifaces:cbdla,cbdlb: the sink's interface cbdlb: "),
+            "{m}"
+        );
+    }
+}
+
 /// commbench's forwarder with 20 µs of busy-wait per frame: it cannot
 /// pass more than 50 kpps whatever the machine.
 fn slow_forwarder() -> DutSpec {
