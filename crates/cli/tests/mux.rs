@@ -934,6 +934,61 @@ fn httpd_measures_lighttpd_poll_and_epoll_and_leaves_nothing_behind() {
 }
 
 #[test]
+#[allow(unsafe_code)]
+fn httpd_with_nginx_left_its_temp_folder_on_sigint() {
+    // nginx makes its own temp folders (client_body_temp_path, …) at
+    // start; they were not registered for signal cleanup, so Ctrl-C left
+    // the run's dir behind (only `commbench clean` removed it).
+    if !std::path::Path::new("/usr/sbin/nginx").exists() {
+        eprintln!("skipped: nginx is not installed (apt-get install -y nginx)");
+        return;
+    }
+    let mut child = std::process::Command::new(bin_path())
+        .args([
+            "mux",
+            "httpd",
+            "--servers",
+            "nginx",
+            "--conns",
+            "20",
+            "--requests",
+            "100000000",
+            "--repeat",
+            "1",
+            "--no-store",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let me = format!("commbench-mux_httpd-{}-", child.id());
+    let ours = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&me))
+            .map(|e| e.path())
+            .collect()
+    };
+    // Until nginx has made its temp folders (the hang guard only).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ours().iter().any(|d| d.join("tmp/body").is_dir()) {
+        assert!(
+            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "nginx never started: {:?}",
+            child.wait_with_output().map(|o| o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{out:?}");
+    assert!(ours().is_empty(), "left behind: {:?}", ours());
+}
+
+#[test]
 fn clean_kills_a_server_whose_httpd_run_died() {
     // A run killed with SIGKILL leaves its temp dir; a server that outlived
     // it (here a stand-in with that dir as its working directory) is

@@ -10,7 +10,7 @@
 //! dirs behind after every forced stop and told users to delete them by hand).
 //!
 //! Paths registered with [`register_cleanup`] are unlinked (empty registered
-//! directories removed) on SIGINT and
+//! directories removed, nested ones deepest first) on SIGINT and
 //! SIGTERM by a handler that only calls async-signal-safe functions, then
 //! the signal is re-raised with its default action.
 
@@ -283,13 +283,22 @@ extern "C" fn on_signal(sig: libc::c_int) {
             unsafe { libc::unlink(p) };
         }
     }
-    // Second pass: registered directories, empty now that their registered
-    // files are gone (unlink fails on a directory; rmdir is signal-safe).
-    for slot in CLEANUP.iter() {
-        let p = slot.load(Ordering::Acquire);
-        if !p.is_null() {
+    // Then registered directories, empty now that their registered files
+    // are gone (unlink fails on a directory; rmdir is signal-safe). A
+    // directory holding registered ones empties only once they went, and
+    // slots are not in registration order (freed ones are reused): passes
+    // until one removes nothing, so nesting of any depth goes.
+    for _ in 0..SLOTS {
+        let mut removed = false;
+        for slot in CLEANUP.iter() {
+            let p = slot.load(Ordering::Acquire);
             // SAFETY: as above; rmdir only succeeds on an empty directory.
-            unsafe { libc::rmdir(p) };
+            if !p.is_null() && unsafe { libc::rmdir(p) } == 0 {
+                removed = true;
+            }
+        }
+        if !removed {
+            break;
         }
     }
     // SAFETY: restoring the default action and re-raising are

@@ -311,12 +311,7 @@ http {{
     keepalive_requests 100000000;
     keepalive_timeout 3600s;
     client_header_timeout 3600s;
-    client_body_temp_path {d}/tmp/body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    types {{ text/plain txt; }}
+{temps}    types {{ text/plain txt; }}
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         root {d}/www;
@@ -325,9 +320,24 @@ http {{
 }}
 "#,
         fds = conns * 2 + 256,
-        wc = conns * 2 + 64
+        wc = conns * 2 + 64,
+        temps = NGINX_TEMP_DIRS
+            .iter()
+            .map(|(directive, sub)| format!("    {directive} {d}/{sub};\n"))
+            .collect::<String>()
     )
 }
+
+/// nginx's temp folders (directive, folder in the run's temp dir): nginx
+/// makes them at start, so they are registered for signal cleanup with
+/// the rest (left behind on Ctrl-C, they kept the run's dir).
+const NGINX_TEMP_DIRS: [(&str, &str); 5] = [
+    ("client_body_temp_path", "tmp/body"),
+    ("proxy_temp_path", "tmp/proxy"),
+    ("fastcgi_temp_path", "tmp/fastcgi"),
+    ("uwsgi_temp_path", "tmp/uwsgi"),
+    ("scgi_temp_path", "tmp/scgi"),
+];
 
 /// Starts a server for `conns` connections (checks its config first).
 pub fn start(
@@ -341,7 +351,8 @@ pub fn start(
     let dir = TempDir::new(ARTIFACT)
         .map_err(|e| MuxError::io("cannot make the server's temp dir".into(), e))?;
     // On SIGINT/SIGTERM the handler unlinks registered files, then
-    // removes registered directories once empty (in this order).
+    // removes registered directories once empty, deepest first. Every
+    // path a server makes in the dir is here: one left out keeps the dir.
     let guards: Vec<artifact::CleanupGuard> = [
         "www/index.txt",
         "lighttpd.conf",
@@ -351,10 +362,10 @@ pub fn start(
         PID_FILE,
         "nginx.pid",
         "www",
-        "tmp",
-        "",
     ]
-    .iter()
+    .into_iter()
+    .chain(NGINX_TEMP_DIRS.iter().map(|(_, sub)| *sub))
+    .chain(["tmp", ""])
     .map(|f| {
         artifact::register_cleanup(&if f.is_empty() {
             dir.path().to_path_buf()
