@@ -212,6 +212,51 @@ fn a_killed_server_ends_the_load_with_exit_1() {
 }
 
 #[test]
+fn a_load_without_control_blamed_echo_verification_of_a_named_engine() {
+    // `--control none`: the server is not ours to know. A wrong answer
+    // was "epoll-lt index: echo verification failed: …", naming an engine
+    // the server may not run. Here a server that answers every byte with
+    // 'X' (not an echo).
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 4096];
+                while let Ok(n) = s.read(&mut b) {
+                    if n == 0 || s.write_all(&vec![b'X'; n]).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    for extra in [&[][..], &["--rate", "100", "--duration", "1"][..]] {
+        let out = cb()
+            .args(["mux", "load", "--target"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["--control", "none", "--conns", "2", "--rounds", "3"])
+            .args(["--size", "16", "--timeout", "60", "--no-store"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            e.contains(&format!("the server at 127.0.0.1:{port}")),
+            "{e}"
+        );
+        assert!(e.contains("wrong answer from the server"), "{e}");
+        assert!(!e.contains("verification") && !e.contains("echo"), "{e}");
+        for engine in ["poll", "epoll", "io-uring", "index", "scan"] {
+            assert!(!e.contains(engine), "{engine} named: {e}");
+        }
+    }
+}
+
+#[test]
 fn a_server_out_of_descriptors_is_an_error_not_a_smaller_run() {
     let port = free_port();
     let ctl = free_port();

@@ -30,8 +30,10 @@ pub enum MuxError {
         /// What happened to it (`closed by the server in round 3 of 10 …`).
         what: String,
     },
-    /// The echo did not match what was sent.
-    #[error("echo verification failed: {0}")]
+    /// The server's answer is not what the protocol expects (an echo
+    /// that differs from what was sent, bytes nobody asked for). Worded
+    /// for any server: a remote one may be no echo server of ours.
+    #[error("wrong answer from the server: {0}")]
     Corrupt(String),
     /// Nothing moved before the deadline.
     #[error("run stalled: {0}")]

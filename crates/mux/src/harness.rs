@@ -708,7 +708,7 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         engine,
         lookup,
         per_run,
-        server_known: cfg.remote.as_ref().is_none_or(|r| r.control.is_some()),
+        server_known: !cfg.server_unknown(),
         runs: runs.len() as u32,
         connected,
         connect_failures: runs.iter().map(|r| r.connect_failures).sum(),
@@ -823,12 +823,16 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
         }
     }
     let mut runs: Vec<Vec<RunOne>> = configs.iter().map(|_| Vec::new()).collect();
+    // A remote server without control: its engine is unknown, so the
+    // server is named by its address, never by an engine it may not run.
     for rep in 0..cfg.repeat {
         for (i, &(e, l)) in configs.iter().enumerate() {
+            let what = match &cfg.remote {
+                Some(r) if cfg.server_unknown() => format!("the server at {}", r.target),
+                _ => format!("{} {}", e.as_str(), l.as_str()),
+            };
             rec.progress(&format!(
-                "mux: {} {} N={} R={} K={} (repeat {}/{})",
-                e.as_str(),
-                l.as_str(),
+                "mux: {what} N={} R={} K={} (repeat {}/{})",
                 cfg.conns,
                 cfg.rounds,
                 cfg.size,
@@ -837,7 +841,7 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
             ));
             let r = run_one(cfg, e, l).map_err(|err| match err {
                 MuxError::Usage(_) | MuxError::Partial(_) => err,
-                other => MuxError::Load(format!("{} {}: {other}", e.as_str(), l.as_str())),
+                other => MuxError::Load(format!("{what}: {other}")),
             })?;
             runs[i].push(r);
         }
@@ -861,7 +865,7 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
 
 /// The record of one configuration.
 pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64) -> Record {
-    let unknown = cfg.remote.as_ref().is_some_and(|r| r.control.is_none());
+    let unknown = cfg.server_unknown();
     let mut rec = Record::new("mux", test_name(cfg))
         .param(
             "engine",

@@ -236,6 +236,13 @@ impl Default for MuxConfig {
 }
 
 impl MuxConfig {
+    /// A remote server without a control channel (`mux load --control
+    /// none`): its engine and lookup are unknown, and nothing may name
+    /// them.
+    pub fn server_unknown(&self) -> bool {
+        self.remote.as_ref().is_some_and(|r| r.control.is_none())
+    }
+
     /// Connections doing rounds.
     pub fn active(&self) -> usize {
         self.active.unwrap_or(self.conns).min(self.conns)

@@ -488,9 +488,10 @@ fn client_loop(
             let sent = current(pattern, &c.msg, c.idx, c.round);
             if let Some(at) = protocol::mismatch(cfg.protocol, sent, c.recvd, &rbuf[..n]) {
                 return Err(MuxError::Corrupt(format!(
-                    "connection {} round {}: echoed bytes differ from those sent at byte {at}",
+                    "connection {} round {}: the answer differs from the bytes sent at byte {at} (--protocol {} expects them back)",
                     c.idx,
-                    c.round + 1
+                    c.round + 1,
+                    cfg.protocol.as_str()
                 )));
             }
             c.recvd += n;
@@ -763,8 +764,9 @@ fn blocking_rounds(
         }
         if protocol::mismatch(proto, msg, 0, &buf).is_some() {
             return Err(MuxError::Corrupt(format!(
-                "connection {idx} round {}: echoed bytes differ from those sent",
-                round + 1
+                "connection {idx} round {}: the answer differs from the bytes sent (--protocol {} expects them back)",
+                round + 1,
+                proto.as_str()
             )));
         }
         lat.push(

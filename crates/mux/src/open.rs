@@ -936,9 +936,10 @@ impl Loop<'_> {
                             protocol::mismatch(cfg.protocol, sent, *recvd, &input[..take])
                         {
                             return Err(MuxError::Corrupt(format!(
-                                "connection {} request {}: echoed bytes differ from those sent at byte {at}",
+                                "connection {} request {}: the answer differs from the bytes sent at byte {at} (--protocol {} expects them back)",
                                 c.idx,
-                                c.seq_done + 1
+                                c.seq_done + 1,
+                                cfg.protocol.as_str()
                             )));
                         }
                         *recvd += take;

@@ -176,7 +176,11 @@ pub fn run(
         let rep = harness::run(&c, rec)?;
         let mut any = false;
         for r in &rep.results {
-            let (e, l) = (r.engine.as_str().to_owned(), r.lookup.as_str().to_owned());
+            let (e, l) = if cfg.server_unknown() {
+                ("unknown".to_owned(), "unknown".to_owned())
+            } else {
+                (r.engine.as_str().to_owned(), r.lookup.as_str().to_owned())
+            };
             let idx = match lines.iter().position(|x| x.engine == e && x.lookup == l) {
                 Some(i) => i,
                 None => {
