@@ -33,6 +33,46 @@ fn err(what: &str, e: xdpilone::Errno) -> io::Error {
     ))
 }
 
+/// How long a bind waits for the queue to be free: the kernel clears a
+/// closed socket's claim on its queue later, from a work queue that takes
+/// the RTNL lock (`xp_release_deferred`), so a socket opened right after
+/// the last one closed can find the queue still bound (EBUSY). Namespace
+/// and link changes elsewhere on the host hold that lock too.
+const QUEUE_RELEASE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Binds `user` to its interface queue, waiting (at most
+/// [`QUEUE_RELEASE_PATIENCE`]) while the queue is still bound: the tester
+/// opens a socket per trial, and the previous trial's release may not
+/// have run yet (issue 38: every trial after the first lost its sink to
+/// EBUSY). The socket is made close-on-exec first: a child started
+/// meanwhile would keep it, and its queue, bound.
+fn bind_when_free(umem: &Umem, user: &xdpilone::User, iface: &str, queue: u32) -> io::Result<()> {
+    let fd = user.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this socket owns; FD_CLOEXEC changes
+    // nothing but exec's inheritance.
+    unsafe { commbench_core::syscall!(fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC)) }?;
+    let end = std::time::Instant::now() + QUEUE_RELEASE_PATIENCE;
+    loop {
+        match umem.bind(user) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.get_raw() == libc::EBUSY && std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(e) if e.get_raw() == libc::EBUSY => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "AF_XDP bind: queue {queue} of '{iface}' is still bound to another AF_XDP socket after {} s \
+                         (another program's, or a closed one's release the kernel has not run)",
+                        QUEUE_RELEASE_PATIENCE.as_secs()
+                    ),
+                ))
+            }
+            Err(e) => return Err(err("bind (copy mode)", e)),
+        }
+    }
+}
+
 /// A transmit-only AF_XDP socket on queue 0 of an interface.
 pub struct XdpTx {
     // Declared before `area`: the rings and the UMEM registration go away
@@ -95,7 +135,7 @@ impl XdpTx {
                 )
                 .map_err(|e| err("tx ring", e))?;
             let tx = rxtx.map_tx().map_err(|e| err("tx ring map", e))?;
-            umem.bind(&rxtx).map_err(|e| err("bind (copy mode)", e))?;
+            bind_when_free(&umem, &rxtx, iface, 0)?;
             let mut descs = Vec::with_capacity(frames.len());
             let mut slots = Vec::with_capacity(frames.len());
             for (i, f) in frames.iter().enumerate() {
@@ -337,7 +377,7 @@ impl XdpRx {
             )
             .map_err(|e| err("rx ring", e))?;
         let rx = user.map_rx().map_err(|e| err("rx ring map", e))?;
-        umem.bind(&user).map_err(|e| err("bind (copy mode)", e))?;
+        bind_when_free(&umem, &user, iface, queue)?;
         // Stock the fill ring before any frame is redirected here.
         {
             let mut w = device.fill(RX_RING);

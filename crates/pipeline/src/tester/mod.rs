@@ -461,6 +461,7 @@ impl Bench {
             .collect();
         let epoch = realtime_ns();
         let probe_seen = AtomicBool::new(false);
+        let sink_failed = AtomicBool::new(false);
         let gen_done_at = AtomicU64::new(0);
         let fwd0 = self.fwd_snapshot();
         let host0 = netns::softnet_drops();
@@ -471,20 +472,26 @@ impl Bench {
             + Duration::from_secs(10);
         let (g, k) = std::thread::scope(|s| {
             let sink = s.spawn(|| -> io::Result<(SinkAccount, u64)> {
-                if let Some(ns) = &self.sink_ns {
-                    netns::enter(ns)?;
+                let r = (|| {
+                    if let Some(ns) = &self.sink_ns {
+                        netns::enter(ns)?;
+                    }
+                    pin(self.cpus.sink);
+                    sink_run(
+                        &self.sink_if,
+                        spec,
+                        &cap,
+                        flow_base,
+                        epoch,
+                        &probe_seen,
+                        &gen_done_at,
+                        deadline,
+                    )
+                })();
+                if r.is_err() {
+                    sink_failed.store(true, Ordering::Release);
                 }
-                pin(self.cpus.sink);
-                sink_run(
-                    &self.sink_if,
-                    spec,
-                    &cap,
-                    flow_base,
-                    epoch,
-                    &probe_seen,
-                    &gen_done_at,
-                    deadline,
-                )
+                r
             });
             let gen = s.spawn(|| -> io::Result<GenOut> {
                 let r = (|| {
@@ -498,7 +505,7 @@ impl Bench {
                         frames,
                         flow_base,
                         epoch,
-                        &probe_seen,
+                        (&probe_seen, &sink_failed),
                         deadline,
                     )
                 })();
@@ -509,12 +516,17 @@ impl Bench {
             let k = sink.join();
             (g, k)
         });
+        let k = k
+            .map_err(|_| io::Error::other("the sink thread panicked"))?
+            .map_err(|e| self.at_iface("sink", &self.sink_if, e));
         let g = g
             .map_err(|_| io::Error::other("the generator thread panicked"))?
-            .map_err(|e| self.at_iface("generator", &self.gen_if, e))?;
-        let (acct, sink_drops) = k
-            .map_err(|_| io::Error::other("the sink thread panicked"))?
-            .map_err(|e| self.at_iface("sink", &self.sink_if, e))?;
+            .map_err(|e| self.at_iface("generator", &self.gen_if, e));
+        // A sink that failed is the cause: the generator's probes then
+        // find nothing ("no probe frame came through the device"), which
+        // hid an AF_XDP bind refused (issue 38).
+        let (acct, sink_drops) = k?;
+        let g = g?;
         let fwd = match (fwd0, self.fwd_snapshot()) {
             (Some(a), Some(b)) => Some(b.since(&a)),
             _ => None,
@@ -741,12 +753,15 @@ impl Stager {
 
 /// Probes the path until a frame comes back (the device and the sink are
 /// ready), every 5 ms for at most [`PROBE_PATIENCE`]; returns the probes
-/// sent. Ctrl-C ends the probing without an error (the trial stops early).
+/// sent. Ctrl-C ends the probing without an error (the trial stops early);
+/// a sink that failed ends it with an error (the sink's is the one
+/// reported).
 fn probe_path(
     tx: &mut dyn TxPath,
     iface: &str,
     st: &mut Stager,
     probe_seen: &AtomicBool,
+    sink_failed: &AtomicBool,
 ) -> io::Result<u64> {
     let mut probes = 0u64;
     let t_probe = Instant::now();
@@ -754,6 +769,9 @@ fn probe_path(
     while !probe_seen.load(Ordering::Acquire) {
         if interrupted() {
             break;
+        }
+        if sink_failed.load(Ordering::Acquire) {
+            return Err(io::Error::other("the sink failed before a probe came"));
         }
         if t_probe.elapsed() > PROBE_PATIENCE {
             return Err(io::Error::new(
@@ -834,7 +852,7 @@ fn gen_run(
     frames: u64,
     flow_base: u16,
     epoch: u64,
-    probe_seen: &AtomicBool,
+    (probe_seen, sink_failed): (&AtomicBool, &AtomicBool),
     deadline: Instant,
 ) -> io::Result<GenOut> {
     // Nanosleep's slack: 1 ns instead of 50 µs (this thread only).
@@ -842,7 +860,7 @@ fn gen_run(
     netns::wait_link_up(iface, Duration::from_secs(2))?;
     let mut st = Stager::new(spec, flow_base);
     let mut tx = txpath::open(iface, spec.tx, &st.tmpl[0][0], 1024)?;
-    let probes = probe_path(tx.as_mut(), iface, &mut st, probe_seen)?;
+    let probes = probe_path(tx.as_mut(), iface, &mut st, probe_seen, sink_failed)?;
     let t = tsc();
     let mut pacer = Pacer::new(spec, t.hz());
     let cpu0 = Usage::thread();

@@ -262,6 +262,51 @@ fn a_deleted_interface_under_dut_ifaces_was_not_named() {
     }
 }
 
+#[test]
+fn a_failed_af_xdp_sink_was_hidden_behind_no_probe_frame() {
+    if !root() {
+        return;
+    }
+    // Issue 38 item 6: the second trial's AF_XDP sink could not bind its
+    // queue, and the run said only "no probe frame came through the
+    // device in 5 s" (the generator's error, after probing a sink that
+    // was gone). Now the sink's error is the trial's, naming the queue.
+    // Here another receiver holds the sink's queue for good.
+    let ns = format!("cbxs-{}", std::process::id());
+    netns::ip_cmd(&["netns", "add", &ns]).unwrap();
+    struct Del(String);
+    impl Drop for Del {
+        fn drop(&mut self) {
+            let _ = netns::ip_cmd(&["netns", "del", &self.0]);
+        }
+    }
+    let _del = Del(ns.clone());
+    netns::ip_cmd(&[
+        "-n", &ns, "link", "add", "cbxsa", "type", "veth", "peer", "name", "cbxsb",
+    ])
+    .unwrap();
+    netns::ip_cmd(&["-n", &ns, "link", "set", "cbxsa", "up"]).unwrap();
+    netns::ip_cmd(&["-n", &ns, "link", "set", "cbxsb", "up"]).unwrap();
+    let ns2 = ns.clone();
+    let e = std::thread::spawn(move || {
+        netns::enter(&ns2).unwrap();
+        let _holder = RxPath::open("cbxsb", RxMethod::AfXdp).unwrap();
+        let dut = DutSpec::Ifaces("cbxsa".into(), "cbxsb".into());
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        let mut s = spec(1_000.0, 100, 1);
+        s.rx = RxMethod::AfXdp;
+        b.trial(&s).unwrap_err()
+    })
+    .join()
+    .unwrap();
+    let m = e.to_string();
+    assert!(
+        m.starts_with("--dut ifaces:cbxsa,cbxsb: the sink's interface cbxsb: AF_XDP"),
+        "{m}"
+    );
+    assert!(!m.contains("no probe frame"), "{m}");
+}
+
 /// commbench's forwarder with 20 µs of busy-wait per frame: it cannot
 /// pass more than 50 kpps whatever the machine.
 fn slow_forwarder() -> DutSpec {
