@@ -337,6 +337,60 @@ pub fn parse_utc(s: &str) -> Option<i64> {
 
 /// The key records are matched by across runs: lab, test and the
 /// parameters as `k=v` pairs (the same pairs `compare` matches on).
+/// The row of `run` in `runs` (`or_ignore`: kept as it is when stored).
+fn insert_run(
+    tx: &rusqlite::Transaction<'_>,
+    run: &RunMeta,
+    or_ignore: bool,
+) -> rusqlite::Result<usize> {
+    let verb = if or_ignore {
+        "INSERT OR IGNORE"
+    } else {
+        "INSERT"
+    };
+    tx.execute(
+        &format!(
+            "{verb} INTO runs (run_id, started_utc, started_unix, host, git_sha, build_profile, command_line, environment)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+        ),
+        params![
+            run.run_id,
+            run.started_utc,
+            run.started_unix,
+            run.host,
+            run.git_sha,
+            run.build_profile,
+            Value::from(run.command_line.clone()).to_string(),
+            run.environment.to_string(),
+        ],
+    )
+}
+
+/// `records` of `run`, numbered from `first`.
+fn insert_records(
+    tx: &rusqlite::Transaction<'_>,
+    run: &RunMeta,
+    first: i64,
+    records: &[Record],
+) -> rusqlite::Result<()> {
+    let mut ins = tx.prepare(
+        "INSERT INTO records (run_id, seq, lab, test, params, metrics, match_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (i, r) in records.iter().enumerate() {
+        ins.execute(params![
+            run.run_id,
+            first + i as i64,
+            r.lab,
+            r.test,
+            Value::Object(r.params.clone()).to_string(),
+            Value::Object(r.metrics.clone()).to_string(),
+            match_key(r),
+        ])?;
+    }
+    Ok(())
+}
+
 pub fn match_key(r: &Record) -> String {
     let params = r
         .params
@@ -645,41 +699,8 @@ impl Store {
         if exists.is_some() {
             return Ok(false);
         }
-        tx.execute(
-            "INSERT INTO runs (run_id, started_utc, started_unix, host, git_sha, build_profile, command_line, environment)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                run.run_id,
-                run.started_utc,
-                run.started_unix,
-                run.host,
-                run.git_sha,
-                run.build_profile,
-                Value::from(run.command_line.clone()).to_string(),
-                run.environment.to_string(),
-            ],
-        )
-        .map_err(sql)?;
-        {
-            let mut ins = tx
-                .prepare(
-                    "INSERT INTO records (run_id, seq, lab, test, params, metrics, match_key)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(sql)?;
-            for (i, r) in records.iter().enumerate() {
-                ins.execute(params![
-                    run.run_id,
-                    i as i64,
-                    r.lab,
-                    r.test,
-                    Value::Object(r.params.clone()).to_string(),
-                    Value::Object(r.metrics.clone()).to_string(),
-                    match_key(r),
-                ])
-                .map_err(sql)?;
-            }
-        }
+        insert_run(&tx, run, false).map_err(sql)?;
+        insert_records(&tx, run, 0, records).map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(true)
     }
@@ -712,21 +733,7 @@ impl Store {
         if have_part.is_some() {
             return Ok(false);
         }
-        tx.execute(
-            "INSERT OR IGNORE INTO runs (run_id, started_utc, started_unix, host, git_sha, build_profile, command_line, environment)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                run.run_id,
-                run.started_utc,
-                run.started_unix,
-                run.host,
-                run.git_sha,
-                run.build_profile,
-                Value::from(run.command_line.clone()).to_string(),
-                run.environment.to_string(),
-            ],
-        )
-        .map_err(sql)?;
+        insert_run(&tx, run, true).map_err(sql)?;
         let first: i64 = tx
             .query_row(
                 "SELECT COALESCE(MAX(seq) + 1, 0) FROM records WHERE run_id = ?1",
@@ -734,26 +741,7 @@ impl Store {
                 |r| r.get(0),
             )
             .map_err(sql)?;
-        {
-            let mut ins = tx
-                .prepare(
-                    "INSERT INTO records (run_id, seq, lab, test, params, metrics, match_key)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(sql)?;
-            for (i, r) in records.iter().enumerate() {
-                ins.execute(params![
-                    run.run_id,
-                    first + i as i64,
-                    r.lab,
-                    r.test,
-                    Value::Object(r.params.clone()).to_string(),
-                    Value::Object(r.metrics.clone()).to_string(),
-                    match_key(r),
-                ])
-                .map_err(sql)?;
-            }
-        }
+        insert_records(&tx, run, first, records).map_err(sql)?;
         tx.execute(
             "INSERT INTO run_parts (run_id, part) VALUES (?1, ?2)",
             params![run.run_id, part],

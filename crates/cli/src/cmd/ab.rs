@@ -50,7 +50,7 @@ pub struct AbArgs {
     /// Pin every trial of both sides to these CPUs (e.g. 1 or 0-1); default: the CPUs ab may use.
     #[arg(long, value_name = "LIST", value_parser = parse_cpus, conflicts_with = "duet")]
     pub cpus: Option<CpuList>,
-    /// Run A and B at the same time on two CPUs (swapped each pair), for single-threaded commands (pcap extract --threads 1).
+    /// Run A and B at the same time on two CPUs (swapped each pair), each side's processes confined to its CPU: for commands whose threads block rather than spin (pcap extract --threads 1, mux, openflow bench).
     #[arg(long)]
     pub duet: bool,
     /// The two CPUs of a duet.
