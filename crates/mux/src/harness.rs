@@ -485,6 +485,10 @@ pub struct ConfigResult {
     /// lookup are not known.
     #[serde(skip)]
     pub server_known: bool,
+    /// A remote server without a control channel: why its CPU is unknown
+    /// ("server CPU unknown: nothing answers on ...").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_unknown: Option<String>,
     pub runs: u32,
     pub connected: usize,
     pub connect_failures: u64,
@@ -709,6 +713,13 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         lookup,
         per_run,
         server_known: cfg.remote.as_ref().is_none_or(|r| r.control.is_some()),
+        server_unknown: cfg.remote.as_ref().and_then(|r| {
+            r.control.is_none().then(|| {
+                r.unknown
+                    .clone()
+                    .unwrap_or_else(|| "no control channel".into())
+            })
+        }),
         runs: runs.len() as u32,
         connected,
         connect_failures: runs.iter().map(|r| r.connect_failures).sum(),
@@ -1032,8 +1043,26 @@ pub fn summary_table(report: &MuxReport) -> String {
         ]);
     }
     out.push_str(&aligned(&rows));
+    out.push_str(&unknown_lines(report));
     for (e, why) in &report.skipped {
         out.push_str(&format!("{e}: skipped: {why}\n"));
+    }
+    out
+}
+
+/// "server CPU unknown: why" under a table whose server had no control
+/// channel (its CPU columns show "-", never a measured 0).
+fn unknown_lines(report: &MuxReport) -> String {
+    let mut out = String::new();
+    for why in report
+        .results
+        .iter()
+        .filter_map(|r| r.server_unknown.as_deref())
+    {
+        let line = format!("server CPU unknown: {why}\n");
+        if !out.contains(&line) {
+            out.push_str(&line);
+        }
     }
     out
 }
@@ -1101,6 +1130,7 @@ fn open_table(report: &MuxReport) -> String {
     for n in notes {
         out.push_str(&format!("note: {n}\n"));
     }
+    out.push_str(&unknown_lines(report));
     for (e, why) in &report.skipped {
         out.push_str(&format!("{e}: skipped: {why}\n"));
     }

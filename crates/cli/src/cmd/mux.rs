@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::Recorder;
 use commbench_mux::token::TOKEN_ENV;
-use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, Remote, Token};
+use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, Token};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -716,9 +716,10 @@ fn load(l: &LoadArgs) -> Result<()> {
         }
         return worker(&cfg, l.target);
     }
-    let control = match l.control.as_deref() {
-        Some("none") => None,
-        Some(a) => Some(
+    use commbench_mux::remote::{self, ControlChoice};
+    let choice = match l.control.as_deref() {
+        Some("none") => ControlChoice::None,
+        Some(a) => ControlChoice::Given(
             a.parse::<SocketAddr>()
                 .map_err(|_| crate::usage(format!("--control {a}: expected ADDR:PORT or none")))?,
         ),
@@ -729,25 +730,18 @@ fn load(l: &LoadArgs) -> Result<()> {
                     crate::usage("the echo port is 65535: give --control ADDR:PORT")
                 })?,
             );
-            Some(c)
+            ControlChoice::Default(c)
         }
     };
-    let token = match control {
-        Some(_) => load_token(l)?,
-        None => None,
+    let token = match choice {
+        ControlChoice::None => None,
+        _ => load_token(l)?,
     };
-    if let (Some(c), None) = (control, &token) {
-        return Err(crate::usage(format!(
-            "the server's control channel {c} needs its token: give --control-token-file PATH \
-             (written by mux serve --control-token-file PATH), {TOKEN_ENV} or --control-token; \
-             or --control none (server CPU unknown)"
-        )));
+    let r = remote::resolve(l.target, choice, token).map_err(crate::lab_err)?;
+    if let (Some(why), false) = (&r.unknown, choice == ControlChoice::None) {
+        eprintln!("commbench mux load: {why}: going on with server CPU unknown");
     }
-    cfg.remote = Some(Remote {
-        target: l.target,
-        control,
-        token,
-    });
+    cfg.remote = Some(r);
     let mut rec = crate::progress::recorder();
     run_or_sweep(&cfg, &l.load, &l.output, &mut rec)
 }
