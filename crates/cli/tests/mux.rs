@@ -448,6 +448,20 @@ fn control_exchange(ctl: u16, lines: &str) -> String {
     out
 }
 
+/// `mux load --help` sent the reader to RLIMIT_NOFILE "in the README",
+/// which does not mention it: the help names the page that explains it.
+#[test]
+fn load_help_points_to_where_rlimit_nofile_is_explained() {
+    let out = cb().args(["mux", "load", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("RLIMIT_NOFILE"), "{help}");
+    assert!(!help.contains("in the README"), "{help}");
+    assert!(help.contains("docs/mux.md"), "{help}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let page = std::fs::read_to_string(root.join("docs/mux.md")).unwrap();
+    assert!(page.contains("**Limits, handled.** Descriptors: RLIMIT_NOFILE"));
+}
+
 #[test]
 fn serve_binds_loopback_by_default() {
     cb().args(["mux", "serve", "--help"])

@@ -168,7 +168,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadOpts {
-    /// Connections, 1..=1000000 (one process holds them: see RLIMIT_NOFILE in the README).
+    /// Connections, 1..=1000000 (one process holds them: RLIMIT_NOFILE is raised to its hard limit, and a run needing more says what to do; docs/mux.md, "Limits, handled").
     #[arg(long, default_value_t = 1000)]
     pub conns: usize,
     /// Closed-loop rounds (send, receive the echo) per active connection.
