@@ -445,6 +445,7 @@ mod tests {
             lookup: l,
             server_known: true,
             server_unknown: None,
+            too_short: None,
             runs: 1,
             connected: 1,
             connect_failures: 0,

@@ -545,16 +545,22 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
     crate::progress::finish();
     let report = res?;
     for s in &report.summaries {
+        let split = match &s.too_short {
+            Some(_) => "user/sys too short".to_owned(),
+            None => format!("user {:.3} s, sys {:.3} s", s.user_s, s.sys_s),
+        };
         eprintln!(
-            "{} {}: median real {:.3} s, user {:.3} s, sys {:.3} s, {:.0} MB/s -> {}",
+            "{} {}: median real {:.3} s, CPU {:.3} s ({split}), {:.0} MB/s -> {}",
             s.tool,
             s.cache.name(),
             s.real_s,
-            s.user_s,
-            s.sys_s,
+            s.cpu_s,
             s.mb_s,
             s.verdict
         );
+        if let Some(n) = &s.too_short {
+            eprintln!("  {n}");
+        }
     }
     if report.runs.iter().any(|r| !r.exit_ok) {
         eprintln!("warning: some runs exited with an error; check the command");
