@@ -58,9 +58,12 @@ pub use protocol::Protocol;
 pub use server::{ServeConfig, ServerStats};
 pub use token::Token;
 
-/// Whether every connection of a record did rounds (the seed's figures).
+/// Whether every connection of a record did rounds (the seed's figures);
+/// a record without `active` (hand-made, older) had every one active.
 fn all_active(r: &commbench_core::Record) -> bool {
-    r.params.get("active") == r.params.get("conns")
+    r.params
+        .get("active")
+        .is_none_or(|a| Some(a) == r.params.get("conns"))
 }
 
 /// The figures this lab declares for the report: the seed's figures 6–8

@@ -834,36 +834,6 @@ fn httpd(h: &HttpdArgs) -> Result<()> {
         );
     }
     h.output.emit_or_show(rec.records(), || {
-        let mut t = String::from(
-            "server     engine    conns  active  srv us/req (95% CI)      req/s  cli us/req  p99 us  status\n",
-        );
-        for r in rec.records().iter().filter(|r| r.test == "httpd") {
-            let p = |k: &str| r.params.get(k).map(|v| v.to_string().trim_matches('"').to_owned()).unwrap_or_default();
-            let m = |k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
-            let ci = match (r.metric_f64("server_cpu_us_per_rt_lo"), r.metric_f64("server_cpu_us_per_rt_hi")) {
-                (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() => format!("({lo:.2}-{hi:.2})"),
-                _ => "(one run)".into(),
-            };
-            t.push_str(&format!(
-                "{:<10} {:<8} {:>6} {:>6}%  {:>6.2} {:<15}  {:>9.0}  {:>10.2}  {:>6.1}  {}\n",
-                p("server"),
-                p("engine"),
-                p("conns"),
-                format!("{:.0}", r.params.get("active_pct").and_then(|v| v.as_f64()).unwrap_or(f64::NAN)),
-                m("server_cpu_us_per_rt"),
-                ci,
-                m("rt_per_s"),
-                m("client_cpu_us_per_rt"),
-                m("latency_ns.p99") / 1e3,
-                r.metrics.get("status").and_then(|v| v.as_str()).unwrap_or("")
-            ));
-        }
-        for (k, why) in &report.skipped {
-            t.push_str(&format!("{k}: skipped: {why}\n"));
-        }
-        for l in &lines {
-            t.push_str(&format!("{l}\n"));
-        }
-        t
+        httpd::table(rec.records(), &report.skipped, &lines)
     })
 }
