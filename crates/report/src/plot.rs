@@ -744,19 +744,12 @@ pub fn bar_plot(
             .flat_map(|(_, v)| v.iter().flatten().copied())
             .collect()
     };
-    // On a log axis, the smallest stacked part must show too.
-    let smallest_part = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten().copied())
-        .filter(|x| *x > 0.0)
-        .fold(f64::INFINITY, f64::min);
     let (lo, hi) = bounds(tops.iter().copied().chain(refs.iter().map(|r| r.y)));
-    let log = wants_log(lo, hi) && log_fits(lo, hi);
-    let lo = if log && stacked && smallest_part.is_finite() {
-        lo.min(smallest_part)
-    } else {
-        lo
-    };
+    // Stacked parts only add up on a linear axis: on a log one each
+    // segment's height is a ratio of sums, and the parts read wrong (the
+    // pipeline's ticks were drawn so). The numbers under the figure give
+    // a small stack its parts.
+    let log = !stacked && wants_log(lo, hi) && log_fits(lo, hi);
     let (ylo, yhi) = if log {
         (lo * 0.5, hi * 1.6)
     } else {
