@@ -311,6 +311,19 @@ fn a_figure_with_nothing_to_draw_says_why_in_its_place() {
         .is_empty());
 }
 
+/// The numbers under a figure printed intervals "a – b" while every
+/// command prints "[a, b]".
+#[test]
+fn interval_cells_read_as_brackets_like_every_command() {
+    let c = super::frame::interval_cell(Some((10.26, 13.02)), "µs");
+    assert!(
+        c.text.starts_with('[') && c.text.ends_with(']'),
+        "{}",
+        c.text
+    );
+    assert!(c.text.contains(", ") && !c.text.contains('–'), "{}", c.text);
+}
+
 /// Reference lines a figure declares are drawn, named beside the plot
 /// and in the caption, with their values among the numbers drawn.
 #[test]
