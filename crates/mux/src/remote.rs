@@ -4,7 +4,8 @@
 //! control port (the echo port + 1), or something answers that is not a
 //! commbench control channel, the run goes on with the server's CPU
 //! unknown and says why in its table and records. A token is asked for
-//! only when a commbench control channel answers.
+//! only when a commbench control channel answers; a token given means a
+//! commbench server, and its control channel is used without a probe.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -80,6 +81,10 @@ pub fn resolve(target: SocketAddr, choice: ControlChoice, token: Option<Token>) 
     let control = match choice {
         ControlChoice::None => return Ok(unknown("--control none".into())),
         ControlChoice::Given(a) => a,
+        // A token given says a commbench server is meant: its control
+        // channel is used (a server still starting gets the run retried
+        // by its caller, not a run with its CPU unknown).
+        ControlChoice::Default(a) if token.is_some() => a,
         ControlChoice::Default(a) => match probe(a) {
             Probe::Nothing(why) | Probe::Other(why) => return Ok(unknown(why)),
             Probe::Commbench => a,
@@ -163,6 +168,19 @@ mod tests {
         t.join().unwrap();
         assert!(matches!(e, MuxError::Usage(_)), "{e}");
         assert!(e.to_string().contains("needs its token"), "{e}");
+        // A token given means a commbench server: its default control
+        // port is used, not probed (a server still binding it must not
+        // turn the run into one with its CPU unknown).
+        let t = Token::parse_or_usage("00112233445566778899aabbccddeeff", "t").unwrap();
+        let closed = closed_port();
+        let r = resolve(
+            "127.0.0.1:9".parse().unwrap(),
+            ControlChoice::Default(closed),
+            Some(t),
+        )
+        .unwrap();
+        assert_eq!(r.control, Some(closed));
+        assert!(r.unknown.is_none());
         // A control address given explicitly is trusted without a probe.
         let e = resolve(
             "127.0.0.1:9".parse().unwrap(),
