@@ -59,6 +59,24 @@ impl OutputArgs {
         }
     }
 
+    /// Like [`OutputArgs::emit`], but a terminal table starts with the
+    /// lines `summary` makes of the records (a lab's answer for one run),
+    /// then the record table.
+    pub fn emit_summarized(
+        &self,
+        records: &[Record],
+        summary: fn(&[Record]) -> String,
+    ) -> Result<()> {
+        self.emit_or_show(records, || {
+            let mut buf = summary(records).into_bytes();
+            if !buf.is_empty() {
+                buf.push(b'\n');
+            }
+            let _ = export(records, Format::Table, &serde_json::Value::Null, &mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    }
+
     /// Writes records with a given fingerprint, and appends the measured
     /// ones to the results store (see [`crate::store`]).
     pub fn emit_with(&self, records: &[Record], fp: &Fingerprint) -> Result<()> {

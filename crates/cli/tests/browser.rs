@@ -36,7 +36,7 @@ fn chromium() -> Option<PathBuf> {
 const CHECK: &str = r##"
 <script>
 window.addEventListener('load', () => {
-  const out = { figures: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth,
+  const out = { figures: [], not_drawn: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth,
                 axes: [], legend_overlaps: [], broken_links: [], links: 0, narrow_cells: [], cells: 0, caption_numbers: [], numbers_checked: 0 };
   // Open every collapsed block so that its tables are laid out too.
   for (const d of document.querySelectorAll('details')) d.open = true;
@@ -46,6 +46,9 @@ window.addEventListener('load', () => {
   for (const f of document.querySelectorAll('figure')) {
     const svg = f.querySelector('svg');
     const title = (f.querySelector('figcaption b') || {}).textContent || '';
+    // A declared figure with nothing to draw says why in its place.
+    const why = (f.querySelector('figcaption .computed') || {}).textContent || '';
+    if (!svg && why.startsWith('Not drawn: ')) { out.not_drawn.push(title); continue; }
     const marks = svg ? svg.querySelectorAll('rect, circle, polyline, path, line, polygon') : [];
     const box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
     out.figures.push({ title, marks: marks.length, w: box.width, h: box.height });

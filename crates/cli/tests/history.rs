@@ -880,3 +880,28 @@ fn history_and_compare_give_the_same_verdict_on_one_pair_of_runs() {
         );
     }
 }
+
+/// `history` printed its runs as "history run 1 ..." under the record
+/// table's "lab test" columns: the terminal view titles its two tables and
+/// starts their columns with what the rows are.
+#[test]
+fn history_rows_do_not_read_history_run_under_lab_test() {
+    let d = tmp("titles");
+    let db = d.path().join("results.db");
+    synthetic_run(&db, "h", 1_000, "aaaa", 100.0);
+    synthetic_run(&db, "h", 2_000, "bbbb", 101.0);
+    let out = cb(&db).args(["history"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("history  run"), "{text}");
+    assert!(!text.contains("history  trend"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "runs (2):", "{text}");
+    assert!(lines[1].starts_with("run  run_id"), "{text}");
+    let t = lines.iter().position(|l| l.starts_with("trends")).unwrap();
+    assert!(lines[t + 1].starts_with("source"), "{text}");
+    assert!(lines[t + 2].starts_with("ipc/reqres"), "{text}");
+    // Machine formats keep every field, lab and test included.
+    let recs = json_records(cb(&db).args(["history"]));
+    assert_eq!(recs[0]["lab"], "history");
+}

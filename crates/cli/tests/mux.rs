@@ -493,6 +493,20 @@ fn control_exchange(ctl: u16, lines: &str) -> String {
     out
 }
 
+/// `mux load --help` sent the reader to RLIMIT_NOFILE "in the README",
+/// which does not mention it: the help names the page that explains it.
+#[test]
+fn load_help_points_to_where_rlimit_nofile_is_explained() {
+    let out = cb().args(["mux", "load", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("RLIMIT_NOFILE"), "{help}");
+    assert!(!help.contains("in the README"), "{help}");
+    assert!(help.contains("docs/mux.md"), "{help}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let page = std::fs::read_to_string(root.join("docs/mux.md")).unwrap();
+    assert!(page.contains("**Limits, handled.** Descriptors: RLIMIT_NOFILE"));
+}
+
 #[test]
 fn serve_binds_loopback_by_default() {
     cb().args(["mux", "serve", "--help"])
@@ -571,7 +585,12 @@ fn an_idle_control_peer_is_closed_and_blocks_neither_the_load_nor_shutdown() {
 
 #[test]
 fn load_needs_the_control_token_and_a_private_token_file() {
-    cb().args(["mux", "load", "--target", "127.0.0.1:9", "--conns", "1"])
+    let (_server, port, ctl) = token_server("poll");
+    cb().args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--control")
+        .arg(format!("127.0.0.1:{ctl}"))
+        .args(["--conns", "1"])
         .env_remove(TOKEN_ENV)
         .assert()
         .code(2)
@@ -602,6 +621,74 @@ fn load_needs_the_control_token_and_a_private_token_file() {
         .code(2)
         .stderr(predicate::str::contains("chmod 600"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server whose echo port + 1 is free (nothing answers on the default
+/// control port): nginx's position. (server, echo port)
+fn server_without_default_control() -> (KillOnDrop, u16) {
+    let port = loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        if p < 65535 && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            break p;
+        }
+    };
+    let ctl = free_port();
+    let server = KillOnDrop(
+        std::process::Command::new(bin_path())
+            .args(["mux", "serve", "--engine", "epoll-lt", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--control")
+            .arg(format!("127.0.0.1:{ctl}"))
+            .env(TOKEN_ENV, TOKEN)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(ctl);
+    (server, port)
+}
+
+#[test]
+fn load_against_a_server_without_a_control_port_goes_on_with_server_cpu_unknown() {
+    let (_server, port) = server_without_default_control();
+    // Text: the run happens and says why the server CPU columns are empty.
+    let out = cb()
+        .args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--conns", "4", "--rounds", "2"])
+        .env_remove(TOKEN_ENV)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expect = format!(
+        "server CPU unknown: nothing answers on 127.0.0.1:{}",
+        port + 1
+    );
+    assert!(text.contains(&expect), "{text}");
+    assert!(!text.contains("needs its token"), "{text}");
+    // Records: the reason is there and no server CPU figure is.
+    let out = cb()
+        .args(["mux", "load", "--target"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--conns", "4", "--rounds", "2", "--format", "json"])
+        .env_remove(TOKEN_ENV)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["params"]["engine"], "unknown");
+    assert!(
+        r["metrics"]["server_unknown"]
+            .as_str()
+            .unwrap()
+            .starts_with("nothing answers on"),
+        "{r}"
+    );
+    assert!(r["metrics"]["server_cpu_us_per_rt"].is_null(), "{r}");
+    assert_eq!(r["metrics"]["round_trips"], 8);
 }
 
 #[test]

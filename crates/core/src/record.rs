@@ -410,10 +410,34 @@ fn write_borderless(
 }
 
 fn write_table(records: &[Record], out: &mut dyn Write) -> io::Result<()> {
+    write_rows(records.iter().map(flat_row).collect(), true, out)
+}
+
+/// A titled table of records whose `lab` and `test` are a command's own
+/// (`history`'s runs and trends), not a lab's: the title names what the
+/// rows are and the columns start with their parameters, never with "lab
+/// test" above "history run".
+pub fn write_titled_table(title: &str, records: &[Record], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{title}")?;
+    let rows: Vec<_> = records
+        .iter()
+        .map(|r| flat_row(r).into_iter().skip(2).collect())
+        .collect();
+    write_rows(rows, false, out)
+}
+
+/// Rows as a table (one row as a key/value list when `one_as_list`).
+fn write_rows(
+    rows: Vec<Vec<(String, Value)>>,
+    one_as_list: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     use comfy_table::CellAlignment::{Left, Right};
-    let rows: Vec<_> = records.iter().map(flat_row).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
     let mut t = comfy_table::Table::new();
-    if rows.len() == 1 {
+    if rows.len() == 1 && one_as_list {
         // One record: a key/value list.
         t.add_rows(
             rows[0]

@@ -174,6 +174,44 @@ pub fn online_cpus() -> usize {
         .unwrap_or(1)
 }
 
+/// The scheduler tick getrusage's user/system split is sampled at, at its
+/// coarsest in common kernels: 4 ms (HZ=250; HZ=1000 gives 1 ms). The
+/// total (user + sys) comes from the scheduler's runtime and is exact to
+/// the microsecond; how it splits into user and sys is decided by which
+/// mode each tick found the task in.
+pub const TICK_S: f64 = 0.004;
+
+/// Fewer ticks than this in a measured window and the user/sys split (and
+/// anything read from it: "CPU bound", a cold/warm ratio of CPU) is too
+/// short to measure: one tick more or less moves it by 10% or more.
+pub const MIN_TICKS: u32 = 10;
+
+/// The floor in seconds of CPU: [`MIN_TICKS`] × [`TICK_S`] = 40 ms.
+pub const MIN_CPU_S: f64 = MIN_TICKS as f64 * TICK_S;
+
+/// The stated floor, for notes: "40 ms of CPU (10 scheduler ticks of 4 ms)".
+pub fn floor_text() -> String {
+    format!(
+        "{:.0} ms of CPU ({MIN_TICKS} scheduler ticks of {:.0} ms)",
+        MIN_CPU_S * 1e3,
+        TICK_S * 1e3
+    )
+}
+
+/// "too short to measure" when `cpu_s` of CPU is under the floor: what was
+/// measured, the floor, and what to raise (`raise`, e.g. "raise --rounds").
+/// None when the window is long enough. NaN or negative counts as short.
+pub fn too_short(what: &str, cpu_s: f64, raise: &str) -> Option<String> {
+    if cpu_s >= MIN_CPU_S {
+        return None;
+    }
+    Some(format!(
+        "too short to measure {what}: {:.1} ms of CPU, under the floor of {}; {raise}",
+        cpu_s.max(0.0) * 1e3,
+        floor_text()
+    ))
+}
+
 /// Measures one run: start it, do the work, `finish(ops)`.
 #[derive(Debug, Clone)]
 pub struct RunMeter {
@@ -328,6 +366,19 @@ impl RunUsage {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_window_under_ten_ticks_is_too_short_to_measure() {
+        assert_eq!(super::MIN_CPU_S, 0.04);
+        let n = super::too_short("the user/sys split", 0.012, "raise --rounds").unwrap();
+        assert_eq!(
+            n,
+            "too short to measure the user/sys split: 12.0 ms of CPU, under the floor of \
+             40 ms of CPU (10 scheduler ticks of 4 ms); raise --rounds"
+        );
+        assert!(super::too_short("x", f64::NAN, "y").is_some());
+        assert!(super::too_short("x", 0.04, "y").is_none());
+    }
+
     use super::*;
 
     #[test]

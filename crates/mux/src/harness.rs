@@ -485,6 +485,10 @@ pub struct ConfigResult {
     /// lookup are not known.
     #[serde(skip)]
     pub server_known: bool,
+    /// A remote server without a control channel: why its CPU is unknown
+    /// ("server CPU unknown: nothing answers on ...").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_unknown: Option<String>,
     pub runs: u32,
     pub connected: usize,
     pub connect_failures: u64,
@@ -500,6 +504,11 @@ pub struct ConfigResult {
     pub server_sys_us_per_rt: Option<f64>,
     pub server_cpu_us_per_rt: Option<f64>,
     pub server_cpu_us_per_rt_total: Option<f64>,
+    /// The rounds window held less server CPU than the floor
+    /// (`core::rusage::MIN_CPU_S`): user and sys are null, and this says
+    /// so and what to raise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_short: Option<String>,
     pub client_cpu_us_per_rt: f64,
     pub events_per_wait: Option<f64>,
     pub waits_per_rt: Option<f64>,
@@ -651,8 +660,30 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
                 .collect(),
         )
     };
-    let srv_user = per_rt(&|r| diff_cpu(&r.s_accepted, &r.s_rounds).map(|c| c.0 * 1e6));
-    let srv_sys = per_rt(&|r| diff_cpu(&r.s_accepted, &r.s_rounds).map(|c| c.1 * 1e6));
+    // The server's CPU in the rounds window: its total is exact, its
+    // user/sys split is sampled per scheduler tick, so under the floor
+    // (core::rusage::MIN_CPU_S) the split is not reported.
+    let window_cpu = |r: &RunOne| diff_cpu(&r.s_accepted, &r.s_rounds).map(|c| c.0 + c.1);
+    let too_short = runs
+        .iter()
+        .filter_map(window_cpu)
+        .reduce(f64::min)
+        .and_then(|cpu| {
+            commbench_core::rusage::too_short(
+                "the server's user/sys split",
+                cpu,
+                "raise --rounds (or --conns) for a longer run",
+            )
+        });
+    let split = |r: &RunOne, f: fn((f64, f64)) -> f64| {
+        if too_short.is_some() {
+            return None;
+        }
+        diff_cpu(&r.s_accepted, &r.s_rounds).map(|c| f(c) * 1e6)
+    };
+    let srv_user = per_rt(&|r| split(r, |c| c.0));
+    let srv_sys = per_rt(&|r| split(r, |c| c.1));
+    let srv_cpu = per_rt(&|r| window_cpu(r).map(|c| c * 1e6));
     let srv_total = per_rt(&|r| diff_cpu(&r.s_start, &r.s_closed).map(|c| (c.0 + c.1) * 1e6));
     let loop_diff = |r: &RunOne, f: &dyn Fn(&ServerStats) -> u64| -> Option<f64> {
         match (&r.s_accepted, &r.s_rounds) {
@@ -689,8 +720,8 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
             let mut x = Record::new("mux", test_name(cfg))
                 .metric("rt_per_s", rate)
                 .metric("server_cpu_us_per_rt", cpu.map(|c| (c.0 + c.1) * 1e6 / n))
-                .metric("server_user_us_per_rt", cpu.map(|c| c.0 * 1e6 / n))
-                .metric("server_sys_us_per_rt", cpu.map(|c| c.1 * 1e6 / n))
+                .metric("server_user_us_per_rt", split(r, |c| c.0).map(|u| u / n))
+                .metric("server_sys_us_per_rt", split(r, |c| c.1).map(|u| u / n))
                 .metric("client_cpu_us_per_rt", r.rounds.usage.cpu_s() * 1e6 / n);
             if let Some(o) = &r.rounds.open {
                 x.push_metric("rate_achieved", o.achieved_rate());
@@ -709,6 +740,13 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         lookup,
         per_run,
         server_known: !cfg.server_unknown(),
+        server_unknown: cfg.remote.as_ref().and_then(|r| {
+            r.control.is_none().then(|| {
+                r.unknown
+                    .clone()
+                    .unwrap_or_else(|| "no control channel".into())
+            })
+        }),
         runs: runs.len() as u32,
         connected,
         connect_failures: runs.iter().map(|r| r.connect_failures).sum(),
@@ -732,7 +770,8 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         rt_per_s_max: rts.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
         server_user_us_per_rt: srv_user,
         server_sys_us_per_rt: srv_sys,
-        server_cpu_us_per_rt: srv_user.zip(srv_sys).map(|(u, s)| u + s),
+        server_cpu_us_per_rt: srv_cpu,
+        too_short,
         server_cpu_us_per_rt_total: srv_total,
         client_cpu_us_per_rt: client,
         events_per_wait,
@@ -1017,8 +1056,8 @@ pub fn summary_table(report: &MuxReport) -> String {
             format!("{:.0}", r.rt_per_s),
             format!("{:.0}-{:.0}", r.rt_per_s_min, r.rt_per_s_max),
             fmt_opt(r.server_cpu_us_per_rt, 2),
-            fmt_opt(r.server_user_us_per_rt, 2),
-            fmt_opt(r.server_sys_us_per_rt, 2),
+            split_cell(r, r.server_user_us_per_rt),
+            split_cell(r, r.server_sys_us_per_rt),
             fmt_opt(r.server_cpu_us_per_rt_total, 2),
             fmt_opt(Some(r.client_cpu_us_per_rt), 2),
             fmt_opt(r.events_per_wait, 1),
@@ -1036,8 +1075,40 @@ pub fn summary_table(report: &MuxReport) -> String {
         ]);
     }
     out.push_str(&aligned(&rows));
+    out.push_str(&unknown_lines(report));
     for (e, why) in &report.skipped {
         out.push_str(&format!("{e}: skipped: {why}\n"));
+    }
+    out
+}
+
+/// A user or sys cell: "too short" when the run was under the floor.
+fn split_cell(r: &ConfigResult, v: Option<f64>) -> String {
+    match &r.too_short {
+        Some(_) => "too short".into(),
+        None => fmt_opt(v, 2),
+    }
+}
+
+/// Lines under a table: "server CPU unknown: why" when the server had no
+/// control channel (its CPU columns show "-", never a measured 0), and why
+/// a configuration's user/sys cells say "too short".
+fn unknown_lines(report: &MuxReport) -> String {
+    let mut out = String::new();
+    let unknown = report
+        .results
+        .iter()
+        .filter_map(|r| r.server_unknown.as_deref())
+        .map(|why| format!("server CPU unknown: {why}\n"));
+    let short = report.results.iter().filter_map(|r| {
+        r.too_short
+            .as_deref()
+            .map(|n| format!("{} {}: {n}\n", r.engine.as_str(), r.lookup.as_str()))
+    });
+    for line in unknown.chain(short) {
+        if !out.contains(&line) {
+            out.push_str(&line);
+        }
     }
     out
 }
@@ -1105,6 +1176,7 @@ fn open_table(report: &MuxReport) -> String {
     for n in notes {
         out.push_str(&format!("note: {n}\n"));
     }
+    out.push_str(&unknown_lines(report));
     for (e, why) in &report.skipped {
         out.push_str(&format!("{e}: skipped: {why}\n"));
     }
@@ -1135,4 +1207,105 @@ fn aligned(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stats(user_s: f64, sys_s: f64) -> ServerStats {
+        let mut v = serde_json::to_value(crate::engine::LoopStats::default()).unwrap();
+        let m = v.as_object_mut().unwrap();
+        for (k, x) in [
+            ("engine", json!("poll")),
+            ("lookup", json!("index")),
+            ("threads", json!(1)),
+            ("user_s", json!(user_s)),
+            ("sys_s", json!(sys_s)),
+            ("voluntary_ctx", json!(0)),
+            ("involuntary_ctx", json!(0)),
+            ("uring_deferred", serde_json::Value::Null),
+            ("nofile", json!(1024)),
+        ] {
+            m.insert(k.into(), x);
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// One run whose rounds window held `user_s` + `sys_s` of server CPU.
+    fn run(user_s: f64, sys_s: f64, round_trips: u64) -> RunOne {
+        let mut latency = LatencyHistogram::new();
+        latency.record_ns(10_000);
+        RunOne {
+            connected: 500,
+            connect_failures: 0,
+            first_connect_error: None,
+            connect_s: 0.01,
+            rounds: load::Rounds {
+                round_trips,
+                wall_s: 0.1,
+                latency,
+                usage: commbench_core::rusage::Usage::default(),
+                waits: 0,
+                events: 0,
+                bytes: 0,
+                open: None,
+            },
+            s_start: Some(stats(1.0, 1.0)),
+            s_accepted: Some(stats(1.0, 1.0)),
+            s_rounds: Some(stats(1.0 + user_s, 1.0 + sys_s)),
+            s_closed: Some(stats(1.0 + user_s, 1.0 + sys_s)),
+            runnable_max: 1,
+        }
+    }
+
+    /// `mux --conns 500 --rounds 10` showed the server's `user 0.00` µs
+    /// per round trip: 20 ms of CPU, under two scheduler ticks of it in
+    /// user mode. Under the floor the split is "too short", never 0.
+    #[test]
+    fn a_run_too_short_to_measure_shows_no_user_sys_split_never_a_zero() {
+        let cfg = MuxConfig::default();
+        let r = aggregate(
+            &cfg,
+            EngineKind::Poll,
+            Lookup::Index,
+            &[run(0.0, 0.012, 5000)],
+        );
+        assert_eq!(r.server_user_us_per_rt, None);
+        assert_eq!(r.server_sys_us_per_rt, None);
+        // The total is exact (the scheduler's runtime): still reported.
+        assert!((r.server_cpu_us_per_rt.unwrap() - 2.4).abs() < 1e-9);
+        let note = r.too_short.clone().unwrap();
+        assert!(note.starts_with("too short to measure"), "{note}");
+        assert!(
+            note.contains("12.0 ms of CPU, under the floor of 40 ms"),
+            "{note}"
+        );
+        assert!(note.contains("raise --rounds"), "{note}");
+        let rec = record(&cfg, &r, 0.0, 0.0);
+        assert!(rec.metrics["server_user_us_per_rt"].is_null());
+        assert_eq!(rec.metrics["too_short"], json!(note));
+        let table = summary_table(&MuxReport {
+            results: vec![r],
+            skipped: Vec::new(),
+            load_start: 0.0,
+            load_end: 0.0,
+        });
+        let row = table.lines().nth(1).unwrap();
+        assert!(row.contains("2.40  too short  too short"), "{table}");
+        assert!(
+            table.contains("poll index: too short to measure"),
+            "{table}"
+        );
+        // Above the floor the split is a measurement.
+        let r = aggregate(
+            &cfg,
+            EngineKind::Poll,
+            Lookup::Index,
+            &[run(0.1, 0.3, 5000)],
+        );
+        assert!(r.too_short.is_none());
+        assert!((r.server_user_us_per_rt.unwrap() - 20.0).abs() < 1e-9);
+    }
 }

@@ -758,6 +758,61 @@ pub fn run(cfg: &HttpdConfig, rec: &mut Recorder) -> Result<HttpdReport> {
     Ok(report)
 }
 
+/// The terminal table of `mux httpd` records, the skipped servers and the
+/// verdict lines under it. Intervals read `[lo, hi]`, as everywhere else.
+pub fn table(recs: &[Record], skipped: &[(String, String)], lines: &[String]) -> String {
+    let mut t = String::from(
+        "server     engine    conns  active  srv us/req [95% CI]        req/s  cli us/req  p99 us  status\n",
+    );
+    for r in recs.iter().filter(|r| r.test == "httpd") {
+        let p = |k: &str| {
+            r.params
+                .get(k)
+                .map(|v| v.to_string().trim_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let m = |k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
+        let ci = match (
+            r.metric_f64("server_cpu_us_per_rt_lo"),
+            r.metric_f64("server_cpu_us_per_rt_hi"),
+        ) {
+            (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() => {
+                format!("[{lo:.2}, {hi:.2}]")
+            }
+            _ => "(one run)".into(),
+        };
+        t.push_str(&format!(
+            "{:<10} {:<8} {:>6} {:>6}%  {:>6.2} {:<16}  {:>9.0}  {:>10.2}  {:>6.1}  {}\n",
+            p("server"),
+            p("engine"),
+            p("conns"),
+            format!(
+                "{:.0}",
+                r.params
+                    .get("active_pct")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(f64::NAN)
+            ),
+            m("server_cpu_us_per_rt"),
+            ci,
+            m("rt_per_s"),
+            m("client_cpu_us_per_rt"),
+            m("latency_ns.p99") / 1e3,
+            r.metrics
+                .get("status")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+        ));
+    }
+    for (k, why) in skipped {
+        t.push_str(&format!("{k}: skipped: {why}\n"));
+    }
+    for l in lines {
+        t.push_str(&format!("{l}\n"));
+    }
+    t
+}
+
 /// The answer in words from `mux httpd` records: lighttpd's poll against
 /// its epoll per connection count as the active fraction falls, and the
 /// others beside them.
@@ -896,4 +951,28 @@ pub fn clean_leftovers(dry_run: bool) -> Vec<commbench_core::lab::Leftover> {
     }
     let _ = std::io::stderr().flush();
     out
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// `mux httpd` printed intervals as "(10.26-13.02)" while every other
+    /// command prints "[a, b]".
+    #[test]
+    fn httpd_table_prints_intervals_as_brackets_like_every_other_command() {
+        let r = Record::new("mux", "httpd")
+            .param("server", "lighttpd")
+            .param("engine", "poll")
+            .param("conns", 1000)
+            .param("active_pct", 10.0)
+            .metric("server_cpu_us_per_rt", 11.6)
+            .metric("server_cpu_us_per_rt_lo", 10.26)
+            .metric("server_cpu_us_per_rt_hi", 13.02)
+            .metric("status", "ok");
+        let t = table(&[r], &[], &[]);
+        assert!(t.contains("11.60 [10.26, 13.02]"), "{t}");
+        assert!(!t.contains("(10.26-13.02)"), "{t}");
+        assert!(t.lines().next().unwrap().contains("[95% CI]"), "{t}");
+    }
 }

@@ -15,7 +15,8 @@
 //! [`server`] (the server process and its control channel), [`load`] (the
 //! load generator), [`harness`] (one measured run, aggregation, records),
 //! [`limits`] (descriptors, ports, private namespace), [`token`] (the
-//! control channel's secret), [`seed`] (the
+//! control channel's secret), [`remote`] (which control channel `mux
+//! load` uses, probed), [`seed`] (the
 //! article's grid and its verdict), [`open`] (open-loop load: the absolute
 //! schedule, corrected and raw latency, schedule lag; also the windowed
 //! closed loop), [`sweep`] (`--rate-sweep` against a latency objective),
@@ -36,6 +37,7 @@ mod net;
 pub mod open;
 pub mod procs;
 pub mod protocol;
+pub mod remote;
 pub mod seed;
 pub mod server;
 pub mod sweep;
@@ -56,9 +58,12 @@ pub use protocol::Protocol;
 pub use server::{ServeConfig, ServerStats};
 pub use token::Token;
 
-/// Whether every connection of a record did rounds (the seed's figures).
+/// Whether every connection of a record did rounds (the seed's figures);
+/// a record without `active` (hand-made, older) had every one active.
 fn all_active(r: &commbench_core::Record) -> bool {
-    r.params.get("active") == r.params.get("conns")
+    r.params
+        .get("active")
+        .is_none_or(|a| Some(a) == r.params.get("conns"))
 }
 
 /// The figures this lab declares for the report: the seed's figures 6–8
@@ -202,6 +207,9 @@ pub struct Remote {
     pub control: Option<SocketAddr>,
     /// The token its control channel wants (`mux serve` made it).
     pub token: Option<token::Token>,
+    /// Without a control channel: why the server's CPU is unknown
+    /// (`--control none`, nothing answers on the control port, ...).
+    pub unknown: Option<String>,
 }
 
 impl Default for MuxConfig {

@@ -444,6 +444,8 @@ mod tests {
             engine: e,
             lookup: l,
             server_known: true,
+            server_unknown: None,
+            too_short: None,
             runs: 1,
             connected: 1,
             connect_failures: 0,

@@ -80,11 +80,30 @@ pub fn verdict(real_s: f64, cpu_s: f64, resident_before: f64) -> &'static str {
     }
 }
 
+/// What to raise when a run is under the CPU floor.
+pub const RAISE: &str = "give a larger capture (commbench pcap gen --size 256M -o FILE)";
+
+/// The verdict of a run under the CPU floor: neither its user/sys split
+/// nor "CPU bound"/"I/O bound" is a measurement.
+pub const TOO_SHORT: &str = "too short to measure";
+
+/// Why a run (or a median) with `cpu_s` of CPU is too short to measure,
+/// with the floor and what to raise; None above the floor.
+pub fn too_short(cpu_s: f64) -> Option<String> {
+    commbench_core::rusage::too_short("its user/sys split and verdict", cpu_s, RAISE)
+}
+
 impl BenchRun {
     pub fn cpu_s(&self) -> f64 {
         self.user_s + self.sys_s
     }
+    pub fn too_short(&self) -> Option<String> {
+        too_short(self.cpu_s())
+    }
     pub fn verdict(&self) -> &'static str {
+        if self.too_short().is_some() {
+            return TOO_SHORT;
+        }
         verdict(self.real_s, self.cpu_s(), self.resident_before)
     }
 }
@@ -102,6 +121,9 @@ pub struct BenchSummary {
     pub mb_s: f64,
     pub pkt_s: f64,
     pub verdict: &'static str,
+    /// The median run was under the CPU floor: why, and what to raise
+    /// (then `verdict` is [`TOO_SHORT`] and user/sys are not reported).
+    pub too_short: Option<String>,
 }
 
 /// Everything `bench` measured.
@@ -218,6 +240,8 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                 let res = set_cache(&cfg.file, cache)?;
                 let (real_s, usage, exit_ok) = run_child(mk())?;
                 let (user_s, sys_s) = (usage.user_s, usage.sys_s);
+                let short = too_short(user_s + sys_s);
+                let split = |x: f64| if short.is_some() { None } else { Some(x) };
                 let r = BenchRun {
                     tool: name.clone(),
                     cache,
@@ -239,8 +263,8 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                     .metric("path", &path_s)
                     .metric("resident_before", r.resident_before)
                     .metric("real_s", real_s)
-                    .metric("user_s", user_s)
-                    .metric("sys_s", sys_s)
+                    .metric("user_s", split(user_s))
+                    .metric("sys_s", split(sys_s))
                     .metric("cpu_s", r.cpu_s())
                     .metric("mb_s", bytes as f64 / 1e6 / real_s)
                     .metric("pkt_s", packets as f64 / real_s)
@@ -248,6 +272,9 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                     .metric("involuntary_ctx", r.involuntary_ctx)
                     .metric("verdict", r.verdict())
                     .metric("exit_ok", exit_ok);
+                if let Some(n) = &short {
+                    record.push_metric("too_short", n);
+                }
                 if cache == CacheState::Cold && r.resident_before > 0.05 {
                     record.push_metric(
                         "warning",
@@ -274,6 +301,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
             let sys = med(&|r| r.sys_s);
             let cpu = med(&|r| r.cpu_s());
             let resident = med(&|r| r.resident_before);
+            let short = too_short(cpu);
             let s = BenchSummary {
                 tool: name.clone(),
                 cache,
@@ -284,7 +312,12 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                 cpu_s: cpu,
                 mb_s: bytes as f64 / 1e6 / real,
                 pkt_s: packets as f64 / real,
-                verdict: verdict(real, cpu, resident),
+                verdict: if short.is_some() {
+                    TOO_SHORT
+                } else {
+                    verdict(real, cpu, resident)
+                },
+                too_short: short,
             };
             summaries.push(s);
         }
@@ -306,14 +339,17 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
             .metric("bytes", bytes)
             .metric("packets", packets)
             .metric("real_s_median", s.real_s)
-            .metric("user_s_median", s.user_s)
-            .metric("sys_s_median", s.sys_s)
+            .metric("user_s_median", s.too_short.is_none().then_some(s.user_s))
+            .metric("sys_s_median", s.too_short.is_none().then_some(s.sys_s))
             .metric("cpu_s_median", s.cpu_s)
             .metric("mb_s", s.mb_s)
             .metric("pkt_s", s.pkt_s)
             .metric("cpu_ns_per_packet", s.cpu_s * 1e9 / packets.max(1) as f64)
             .metric("cpu_mb_s", bytes as f64 / 1e6 / s.cpu_s)
             .metric("verdict", s.verdict);
+        if let Some(n) = &s.too_short {
+            r.push_metric("too_short", n);
+        }
         if s.tool != "commbench" {
             if let Some((cpu, real)) = ours_cpu(s.cache) {
                 r.push_metric("cpu_ratio_vs_commbench", s.cpu_s / cpu);
@@ -371,6 +407,38 @@ mod tests {
             assert_eq!((&x.0, &x.1), (&y.0, &y.1));
             assert_eq!(x.1["file"], "suite.pcap");
             assert_ne!(x.2, y.2, "the path is kept, as a metric");
+        }
+    }
+
+    /// `pcap bench` timed 12–80 ms runs and gave them a verdict: a run
+    /// under the CPU floor now says it is too short to measure, names the
+    /// floor and what to raise, and reports no user/sys split.
+    #[test]
+    fn a_run_too_short_to_measure_says_so_instead_of_a_verdict() {
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/loop-loopback.pcap");
+        let cfg = super::BenchConfig {
+            file,
+            caches: vec![super::CacheState::Warm],
+            runs: 1,
+            // `cat` of a few KiB: well under 40 ms of CPU.
+            ours: vec!["cat".into()],
+            compare_cmd: None,
+        };
+        let mut rec = commbench_core::record::Recorder::new();
+        let report = super::run(&cfg, &mut rec).unwrap();
+        assert_eq!(report.summaries[0].verdict, super::TOO_SHORT);
+        for r in rec.take() {
+            assert_eq!(r.metrics["verdict"], super::TOO_SHORT, "{r:?}");
+            let note = r.metrics["too_short"].as_str().unwrap();
+            assert!(note.contains("under the floor of 40 ms of CPU"), "{note}");
+            assert!(note.contains("pcap gen --size"), "{note}");
+            let split = if r.test == "bench" {
+                "user_s_median"
+            } else {
+                "user_s"
+            };
+            assert!(r.metrics[split].is_null(), "{r:?}");
         }
     }
 

@@ -48,6 +48,31 @@ pub struct ExtractConfig {
     pub mmap: bool,
 }
 
+impl ExtractConfig {
+    /// Every named input exists and is not a folder: checked before any
+    /// output is created, so a mistyped name leaves no empty output file
+    /// behind. (Unreadable contents are found while extracting, per file.)
+    pub fn check_inputs(&self) -> Result<(), PcapError> {
+        for p in self.inputs.iter().filter(|p| *p != "-") {
+            match std::fs::metadata(p) {
+                Ok(m) if m.is_dir() => {
+                    return Err(PcapError::Config(format!(
+                        "{p}: a folder, not a capture file"
+                    )))
+                }
+                Ok(_) => {}
+                Err(source) => {
+                    return Err(PcapError::Io {
+                        path: p.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for ExtractConfig {
     fn default() -> Self {
         Self {

@@ -354,7 +354,7 @@ impl Lab for PipelineLab {
         let mut a = format!("run to completion at 64 B: {total:.1} ticks per packet");
         if let (Some(rx), Some(w), Some(tx)) = (rtc("ticks_rx"), rtc("ticks_work"), rtc("ticks_tx"))
         {
-            a.push_str(&format!(" (rx {rx:.1} + swap {w:.1} + tx {tx:.1})"));
+            a.push_str(&parts_text(total, rx, "swap", w, tx));
         }
         if let Some(left) = rtc("left_ticks_100G") {
             a.push_str(&format!(
@@ -382,6 +382,28 @@ impl Lab for PipelineLab {
         }
         Some(a)
     }
+}
+
+/// " (rx 1.7 + swap 5.8 + tx 5.7 + other 0.5)": the parts of a total that
+/// add up to it as printed. Each figure is a median over batches, and the
+/// medians of the parts need not add up to the median of the whole (nor
+/// do the parts hold the timer reads between sections): what they leave
+/// is "other", computed from the rounded figures so the line's own
+/// arithmetic holds.
+pub fn parts_text(total: f64, rx: f64, work_name: &str, work: f64, tx: f64) -> String {
+    // The figures as printed (one decimal), so the line adds up as read.
+    let r = |x: f64| format!("{x:.1}").parse::<f64>().unwrap_or(x);
+    let other = r(total) - r(rx) - r(work) - r(tx);
+    let other = if other.abs() < 0.05 {
+        String::new()
+    } else {
+        format!(
+            " {} other {:.1}",
+            if other < 0.0 { "−" } else { "+" },
+            other.abs()
+        )
+    };
+    format!(" (rx {rx:.1} + {work_name} {work:.1} + tx {tx:.1}{other})")
 }
 
 /// The answer line's black-box part: the suite's NDR with how it was
@@ -446,6 +468,36 @@ mod tests {
             .param("goal_exceed_ratio", 0.5)
             .param("goal_width_pct", 2.0)
             .metric("rate_mpps", rate_mpps)
+    }
+
+    /// "13.7 ticks per packet (rx 1.7 + swap 5.8 + tx 5.7)": the parts
+    /// added to 13.2. What the parts' medians leave of the total is shown,
+    /// so the printed figures add up.
+    #[test]
+    fn the_answer_line_parts_add_up_to_the_total_it_prints() {
+        assert_eq!(
+            parts_text(13.7, 1.7, "swap", 5.8, 5.7),
+            " (rx 1.7 + swap 5.8 + tx 5.7 + other 0.5)"
+        );
+        assert_eq!(
+            parts_text(6.3, 0.7, "swap", 2.8, 2.8),
+            " (rx 0.7 + swap 2.8 + tx 2.8)"
+        );
+        assert_eq!(
+            parts_text(8.6, 1.04, "swap", 4.46, 3.45),
+            " (rx 1.0 + swap 4.5 + tx 3.5 − other 0.4)"
+        );
+        // Whatever the inputs, the printed parts add to the printed total.
+        for (t, a, b, c) in [(13.74, 1.66, 5.83, 5.71), (204.04, 39.2, 126.26, 38.2)] {
+            let line = format!("{t:.1}{}", parts_text(t, a, "swap", b, c));
+            let nums: Vec<f64> = line
+                .split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let sign = if line.contains('−') { -1.0 } else { 1.0 };
+            let sum = nums[1] + nums[2] + nums[3] + sign * nums.get(4).copied().unwrap_or(0.0);
+            assert!((sum - nums[0]).abs() < 1e-9, "{line}");
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod lab;
 pub mod mbuf;
 pub mod netns;
 pub mod rss;
+pub mod summary;
 pub mod tester;
 pub mod txbuf;
 pub mod txpath;
@@ -44,6 +45,7 @@ pub use figures::figures;
 pub use gen::{IpMix, RssAt};
 pub use lab::PipelineLab;
 pub use rss::HashFields;
+pub use summary::summary_lines;
 
 use commbench_core::delay::{measure, DelayMethod, Delays, SpinDelay};
 use commbench_core::linerate::budget;

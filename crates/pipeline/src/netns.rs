@@ -349,6 +349,10 @@ pub fn rx_queues(iface: &str) -> u32 {
 /// about this many ms of traffic (at 150 kpps, ~3,000 frames), at high
 /// rates ~8,000 64 B frames a block.
 pub const RX_BLOCKS: usize = 16;
+/// The AF_PACKET receive ring hands a block over when it is full or this
+/// many ms after its first frame (TPACKET_V3's block timeout): below the
+/// rate that fills a block in that time, frames wait for it.
+pub const RX_BLOCK_TIMEOUT_MS: u32 = 1;
 /// Most blocks a ring may ask for (512 MiB).
 pub const RX_BLOCKS_MAX: usize = 512;
 
@@ -372,7 +376,7 @@ impl RxPath {
     pub fn open_with(iface: &str, method: RxMethod, blocks: usize) -> io::Result<RxPath> {
         match method {
             RxMethod::AfPacket => {
-                let r = RxRing::open(iface, 1 << 20, blocks, 1)?;
+                let r = RxRing::open(iface, 1 << 20, blocks, RX_BLOCK_TIMEOUT_MS)?;
                 let _ = r.socket().stats(); // reset counters
                 Ok(RxPath::Ring(r, 0))
             }

@@ -356,6 +356,58 @@ fn desc(label: &str, log: bool) -> String {
     }
 }
 
+/// Category names cut to `fits` characters with "…" at the end; when two
+/// would then read the same (`clock_gettime_m…` twice), those are cut in
+/// the middle instead, keeping the ends that tell them apart.
+fn cut_labels(cats: &[String], fits: usize) -> Vec<String> {
+    let end = |c: &String| -> String {
+        if c.chars().count() > fits {
+            let cut: String = c.chars().take(fits - 1).collect();
+            format!("{cut}…")
+        } else {
+            c.clone()
+        }
+    };
+    let middle = |c: &String| -> String {
+        let n = c.chars().count();
+        if n <= fits {
+            return c.clone();
+        }
+        let head = (fits - 1) / 2;
+        let tail = fits - 1 - head;
+        let h: String = c.chars().take(head).collect();
+        let t: String = c.chars().skip(n - tail).collect();
+        format!("{h}…{t}")
+    };
+    let ends: Vec<String> = cats.iter().map(end).collect();
+    cats.iter()
+        .zip(&ends)
+        .map(|(c, e)| {
+            if ends.iter().filter(|x| *x == e).count() > 1 {
+                middle(c)
+            } else {
+                e.clone()
+            }
+        })
+        .collect()
+}
+
+/// A y axis of nanoseconds whose ticks would read "50M" or "20k": drawn
+/// in ms or µs instead, its label's unit changed to match; the label and
+/// the divisor of the tick values. Other axes as they are. A log axis
+/// changes unit only while its lowest tick still reads (≥ 0.01).
+fn time_unit(label: &str, lo: f64, hi: f64, log: bool) -> (String, f64) {
+    let Some(stem) = label.strip_suffix("(ns)") else {
+        return (label.to_owned(), 1.0);
+    };
+    for (unit, d) in [("ms", 1e6), ("µs", 1e3)] {
+        if hi.abs() / d >= 1.0 && (!log || lo / d >= 0.01) {
+            return (format!("{stem}({unit})"), d);
+        }
+    }
+    (label.to_owned(), 1.0)
+}
+
 /// Axis tick text: 1.5k, 20M, 3G instead of 20000000.0.
 pub fn si(v: &f64) -> String {
     let a = v.abs();
@@ -523,7 +575,9 @@ fn lines(
     } else {
         desc(axes.x, x_log)
     };
-    let y_desc = desc(axes.y, y_log);
+    let (y_label, y_scale) = time_unit(axes.y, ylo, yhi, y_log);
+    let y_desc = desc(&y_label, y_log);
+    let y_fmt = move |v: &f64| si(&(v / y_scale));
     let mut buf = String::new();
     {
         let root: DrawingArea<SVGBackend, Shift> =
@@ -547,7 +601,7 @@ fn lines(
                     .label_style(("sans-serif", TICK_PX))
                     .y_labels(8)
                     .x_label_formatter(fmt)
-                    .y_label_formatter(&si)
+                    .y_label_formatter(&y_fmt)
                     .draw()
                     .map_err(perr)?;
                 for (i, band) in bands.iter().enumerate() {
@@ -744,19 +798,12 @@ pub fn bar_plot(
             .flat_map(|(_, v)| v.iter().flatten().copied())
             .collect()
     };
-    // On a log axis, the smallest stacked part must show too.
-    let smallest_part = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten().copied())
-        .filter(|x| *x > 0.0)
-        .fold(f64::INFINITY, f64::min);
     let (lo, hi) = bounds(tops.iter().copied().chain(refs.iter().map(|r| r.y)));
-    let log = wants_log(lo, hi) && log_fits(lo, hi);
-    let lo = if log && stacked && smallest_part.is_finite() {
-        lo.min(smallest_part)
-    } else {
-        lo
-    };
+    // Stacked parts only add up on a linear axis: on a log one each
+    // segment's height is a ratio of sums, and the parts read wrong (the
+    // pipeline's ticks were drawn so). The numbers under the figure give
+    // a small stack its parts.
+    let log = !stacked && wants_log(lo, hi) && log_fits(lo, hi);
     let (ylo, yhi) = if log {
         (lo * 0.5, hi * 1.6)
     } else {
@@ -779,21 +826,18 @@ pub fn bar_plot(
     // A category name longer than its slot is cut (the numbers under
     // the figure have it whole).
     let fits = ((W as usize - 110) / ncat * 10 / 78).max(4);
+    let shown = cut_labels(cats, fits);
     let label = |x: &f64| {
         let r = x.round();
         if (x - r).abs() < 1e-6 && r >= 0.0 {
-            let c = cats.get(r as usize).cloned().unwrap_or_default();
-            if c.chars().count() > fits {
-                let cut: String = c.chars().take(fits - 1).collect();
-                format!("{cut}…")
-            } else {
-                c
-            }
+            shown.get(r as usize).cloned().unwrap_or_default()
         } else {
             String::new()
         }
     };
-    let y_desc = desc(axes.y, log);
+    let (y_label, y_scale) = time_unit(axes.y, ylo, yhi, log);
+    let y_desc = desc(&y_label, log);
+    let y_fmt = move |v: &f64| si(&(v / y_scale));
     let mut buf = String::new();
     {
         let root: DrawingArea<SVGBackend, Shift> =
@@ -821,7 +865,7 @@ pub fn bar_plot(
                     .axis_desc_style(("sans-serif", DESC_PX))
                     .label_style(("sans-serif", TICK_PX))
                     .y_labels(8)
-                    .y_label_formatter(&si)
+                    .y_label_formatter(&y_fmt)
                     .draw()
                     .map_err(perr)?;
                 let mut base = vec![if log { ylo } else { 0.0 }; ncat];
@@ -1082,6 +1126,41 @@ mod tests {
         // Thirteen 1-2-5 ticks are too many: the powers of ten.
         assert_eq!(log_ticks(1.0, 1e4), vec![1.0, 10.0, 100.0, 1e3, 1e4]);
         assert!(log_ticks(1e-300, 1e300).len() <= 13);
+    }
+
+    #[test]
+    fn two_long_category_names_are_not_cut_to_the_same_label() {
+        // Issue 34: two `clock_gettime_m…` bars.
+        let cats = vec![
+            "clock_gettime_monotonic".to_owned(),
+            "clock_gettime_monotonic_raw".to_owned(),
+            "rdtsc".to_owned(),
+            "a_long_name_of_its_own_kind".to_owned(),
+        ];
+        let shown = super::cut_labels(&cats, 16);
+        assert_ne!(shown[0], shown[1], "{shown:?}");
+        assert_eq!(shown[0], "clock_g…onotonic");
+        assert_eq!(shown[1], "clock_g…onic_raw");
+        assert_eq!(shown[2], "rdtsc");
+        assert_eq!(shown[3], "a_long_name_of_…");
+    }
+
+    #[test]
+    fn a_nanosecond_axis_reads_in_ms_or_us_not_50m() {
+        // Issue 34: latency axes ticked "50M" under "(ns)".
+        let (l, d) = super::time_unit("latency p99 (ns)", 0.0, 5.5e7, false);
+        assert_eq!((l.as_str(), d), ("latency p99 (ms)", 1e6));
+        assert_eq!(super::si(&(5e7 / d)), "50");
+        let (l, d) = super::time_unit("latency p99 (ns)", 0.0, 20_000.0, false);
+        assert_eq!((l.as_str(), d), ("latency p99 (µs)", 1e3));
+        // A log axis from 100 ns keeps a unit its lowest tick reads in.
+        let (l, _) = super::time_unit("latency (ns)", 100.0, 5e7, true);
+        assert_eq!(l, "latency (µs)");
+        assert_eq!(
+            super::time_unit("latency (ns)", 0.0, 800.0, false),
+            ("latency (ns)".to_owned(), 1.0)
+        );
+        assert_eq!(super::time_unit("rate (Mpps)", 0.0, 5e7, false).1, 1.0);
     }
 
     #[test]

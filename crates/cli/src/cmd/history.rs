@@ -287,5 +287,24 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
     if a.plot {
         return plot(&a.out.output.clone().unwrap_or_default(), &h.figures, &rows);
     }
-    a.out.emit(&out)
+    a.out.emit_or_show(&out, || history_tables(&out))
+}
+
+/// The terminal view: the runs, then the trends, each under a title (the
+/// record table's "lab test" columns would read "history run").
+fn history_tables(records: &[Record]) -> String {
+    use commbench_core::record::write_titled_table;
+    let mut buf = Vec::new();
+    let (runs, trends): (Vec<Record>, Vec<Record>) =
+        records.iter().cloned().partition(|r| r.test == "run");
+    let _ = write_titled_table(&format!("runs ({}):", runs.len()), &runs, &mut buf);
+    if !trends.is_empty() {
+        buf.push(b'\n');
+        let _ = write_titled_table(
+            "trends (each series's first run against its last, ratio = last / first; source = lab/test):",
+            &trends,
+            &mut buf,
+        );
+    }
+    String::from_utf8_lossy(&buf).into_owned()
 }

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use commbench_core::placement::CpuList;
 use commbench_core::Recorder;
 use commbench_mux::token::TOKEN_ENV;
-use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, Remote, Token};
+use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, Token};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -168,7 +168,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadOpts {
-    /// Connections, 1..=1000000 (one process holds them: see RLIMIT_NOFILE in the README).
+    /// Connections, 1..=1000000 (one process holds them: RLIMIT_NOFILE is raised to its hard limit, and a run needing more says what to do; docs/mux.md, "Limits, handled").
     #[arg(long, default_value_t = 1000)]
     pub conns: usize,
     /// Closed-loop rounds (send, receive the echo) per active connection.
@@ -716,9 +716,10 @@ fn load(l: &LoadArgs) -> Result<()> {
         }
         return worker(&cfg, l.target);
     }
-    let control = match l.control.as_deref() {
-        Some("none") => None,
-        Some(a) => Some(
+    use commbench_mux::remote::{self, ControlChoice};
+    let choice = match l.control.as_deref() {
+        Some("none") => ControlChoice::None,
+        Some(a) => ControlChoice::Given(
             a.parse::<SocketAddr>()
                 .map_err(|_| crate::usage(format!("--control {a}: expected ADDR:PORT or none")))?,
         ),
@@ -729,25 +730,18 @@ fn load(l: &LoadArgs) -> Result<()> {
                     crate::usage("the echo port is 65535: give --control ADDR:PORT")
                 })?,
             );
-            Some(c)
+            ControlChoice::Default(c)
         }
     };
-    let token = match control {
-        Some(_) => load_token(l)?,
-        None => None,
+    let token = match choice {
+        ControlChoice::None => None,
+        _ => load_token(l)?,
     };
-    if let (Some(c), None) = (control, &token) {
-        return Err(crate::usage(format!(
-            "the server's control channel {c} needs its token: give --control-token-file PATH \
-             (written by mux serve --control-token-file PATH), {TOKEN_ENV} or --control-token; \
-             or --control none (server CPU unknown)"
-        )));
+    let r = remote::resolve(l.target, choice, token).map_err(crate::lab_err)?;
+    if let (Some(why), false) = (&r.unknown, choice == ControlChoice::None) {
+        eprintln!("commbench mux load: {why}: going on with server CPU unknown");
     }
-    cfg.remote = Some(Remote {
-        target: l.target,
-        control,
-        token,
-    });
+    cfg.remote = Some(r);
     let mut rec = crate::progress::recorder();
     run_or_sweep(&cfg, &l.load, &l.output, &mut rec)
 }
@@ -840,36 +834,6 @@ fn httpd(h: &HttpdArgs) -> Result<()> {
         );
     }
     h.output.emit_or_show(rec.records(), || {
-        let mut t = String::from(
-            "server     engine    conns  active  srv us/req (95% CI)      req/s  cli us/req  p99 us  status\n",
-        );
-        for r in rec.records().iter().filter(|r| r.test == "httpd") {
-            let p = |k: &str| r.params.get(k).map(|v| v.to_string().trim_matches('"').to_owned()).unwrap_or_default();
-            let m = |k: &str| r.metric_f64(k).unwrap_or(f64::NAN);
-            let ci = match (r.metric_f64("server_cpu_us_per_rt_lo"), r.metric_f64("server_cpu_us_per_rt_hi")) {
-                (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() => format!("({lo:.2}-{hi:.2})"),
-                _ => "(one run)".into(),
-            };
-            t.push_str(&format!(
-                "{:<10} {:<8} {:>6} {:>6}%  {:>6.2} {:<15}  {:>9.0}  {:>10.2}  {:>6.1}  {}\n",
-                p("server"),
-                p("engine"),
-                p("conns"),
-                format!("{:.0}", r.params.get("active_pct").and_then(|v| v.as_f64()).unwrap_or(f64::NAN)),
-                m("server_cpu_us_per_rt"),
-                ci,
-                m("rt_per_s"),
-                m("client_cpu_us_per_rt"),
-                m("latency_ns.p99") / 1e3,
-                r.metrics.get("status").and_then(|v| v.as_str()).unwrap_or("")
-            ));
-        }
-        for (k, why) in &report.skipped {
-            t.push_str(&format!("{k}: skipped: {why}\n"));
-        }
-        for l in &lines {
-            t.push_str(&format!("{l}\n"));
-        }
-        t
+        httpd::table(rec.records(), &report.skipped, &lines)
     })
 }

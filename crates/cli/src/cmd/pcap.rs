@@ -77,9 +77,10 @@ pub struct ExtractArgs {
     /// Capture files; `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
-    /// Output encoding.
-    #[arg(long, value_enum, default_value = "csv")]
-    pub format: DataFormat,
+    /// Output encoding (default: from --output's extension, .csv, .jsonl or
+    /// .parquet; else csv).
+    #[arg(long, value_enum)]
+    pub format: Option<DataFormat>,
     /// Page compression of `--format parquet`.
     #[arg(long, value_enum, default_value = "snappy", value_name = "CODEC")]
     pub parquet_compression: ParquetCompressionArg,
@@ -152,8 +153,40 @@ fn default_threads() -> usize {
         .min(256)
 }
 
+/// The output encoding: --format, else the one --output's extension names
+/// (`.csv`, `.jsonl`/`.ndjson`, `.parquet`/`.pq`), else CSV. A --format
+/// that contradicts the extension, or `.json` (one JSON document, which
+/// no format here writes), is a usage error: never CSV bytes in a file
+/// named `.parquet`.
+fn data_format(given: Option<DataFormat>, output: Option<&std::path::Path>) -> Result<DataFormat> {
+    let ext = output
+        .and_then(|p| p.extension())
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let named =
+        match ext.as_deref() {
+            Some("csv") => Some(DataFormat::Csv),
+            Some("jsonl" | "ndjson") => Some(DataFormat::Jsonl),
+            Some("parquet" | "pq") => Some(DataFormat::Parquet),
+            Some("json") if given != Some(DataFormat::Jsonl) => return Err(crate::usage(
+                "--output *.json: extract writes JSON Lines (one object per line), not one JSON \
+                 document; name the file .jsonl or give --format jsonl",
+            )),
+            _ => None,
+        };
+    match (given, named) {
+        (Some(g), Some(n)) if g != n => Err(crate::usage(format!(
+            "--format {} but --output names a .{} file; give one or the other",
+            format!("{g:?}").to_ascii_lowercase(),
+            ext.unwrap_or_default()
+        ))),
+        (Some(g), _) => Ok(g),
+        (None, n) => Ok(n.unwrap_or(DataFormat::Csv)),
+    }
+}
+
 fn run_extract(a: &ExtractArgs) -> Result<()> {
-    let format = match a.format {
+    let data = data_format(a.format, a.output.as_deref())?;
+    let format = match data {
         DataFormat::Csv => OutputFormat::Csv,
         DataFormat::Jsonl => OutputFormat::Jsonl,
         DataFormat::Parquet => parquet_check(a)?,
@@ -175,6 +208,7 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         header: !a.no_header,
         mmap: a.mmap,
     };
+    cfg.check_inputs()?;
     let total: u64 = a
         .files
         .iter()
@@ -213,7 +247,15 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         -> Result<commbench_pcap::ExtractReport, PcapError>|
      -> Result<commbench_pcap::ExtractReport, PcapError> {
         let mut out = None;
+        let mut none_read = false;
         let io = commbench_core::artifact::write_atomic(path, |f| match run(f) {
+            // Not one input could be read: no output file (the failures
+            // are reported below).
+            Ok(r) if !r.files.is_empty() && r.failed_files().len() == r.files.len() => {
+                out = Some(Ok(r));
+                none_read = true;
+                Err(std::io::Error::other("no input could be read"))
+            }
             Ok(r) => {
                 out = Some(Ok(r));
                 Ok(())
@@ -226,6 +268,7 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         });
         match (out, io) {
             (Some(r), Ok(())) => r,
+            (Some(r), Err(_)) if none_read => r,
             (Some(Err(e)), Err(_)) => Err(e),
             (_, Err(e)) => Err(PcapError::Output(e)),
             (None, Ok(())) => Err(PcapError::Output(std::io::Error::other(
@@ -235,7 +278,7 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
     };
     let res = match &a.output {
         #[cfg(feature = "parquet")]
-        Some(path) if a.format == DataFormat::Parquet => {
+        Some(path) if data == DataFormat::Parquet => {
             use commbench_pcap::parquet_out::{
                 extract_parquet, ParquetCompression, ParquetOptions,
             };
@@ -272,10 +315,10 @@ fn run_extract(a: &ExtractArgs) -> Result<()> {
         Err(PcapError::Output(e)) => return Err(anyhow::Error::new(e).context("writing output")),
         Err(e) => return Err(e.into()),
     };
-    if !a.quiet {
+    let failed = report.failed_files();
+    if !a.quiet && failed.len() < report.files.len() {
         print_summary(&cfg, &report, t0.elapsed().as_secs_f64());
     }
-    let failed = report.failed_files();
     if !failed.is_empty() {
         anyhow::bail!(
             "{} of {} input(s) could not be read: {}",
@@ -502,16 +545,22 @@ fn run_bench(a: &BenchArgs) -> Result<()> {
     crate::progress::finish();
     let report = res?;
     for s in &report.summaries {
+        let split = match &s.too_short {
+            Some(_) => "user/sys too short".to_owned(),
+            None => format!("user {:.3} s, sys {:.3} s", s.user_s, s.sys_s),
+        };
         eprintln!(
-            "{} {}: median real {:.3} s, user {:.3} s, sys {:.3} s, {:.0} MB/s -> {}",
+            "{} {}: median real {:.3} s, CPU {:.3} s ({split}), {:.0} MB/s -> {}",
             s.tool,
             s.cache.name(),
             s.real_s,
-            s.user_s,
-            s.sys_s,
+            s.cpu_s,
             s.mb_s,
             s.verdict
         );
+        if let Some(n) = &s.too_short {
+            eprintln!("  {n}");
+        }
     }
     if report.runs.iter().any(|r| !r.exit_ok) {
         eprintln!("warning: some runs exited with an error; check the command");

@@ -16,7 +16,7 @@ use commbench_pipeline::tester::rfc2544::{self, SizeList};
 use commbench_pipeline::tester::trial::{self, Offer};
 use commbench_pipeline::tester::{RoleCpus, TrialSpec};
 use commbench_pipeline::{
-    netns, HashFields, IpMix, Mode, PipelineConfig, RssAt, RxFull, Sweep, Work,
+    netns, summary_lines, HashFields, IpMix, Mode, PipelineConfig, RssAt, RxFull, Sweep, Work,
 };
 use std::time::Duration;
 
@@ -623,7 +623,7 @@ fn run_run(a: &RunArgs) -> Result<()> {
         eprintln!("commbench pipeline: note: {n}");
     }
     let broken = rep.runs.iter().filter(|r| !r.conserved).count();
-    a.out.emit(&rec.take())?;
+    a.out.emit_summarized(&rec.take(), summary_lines)?;
     if broken > 0 {
         anyhow::bail!(
             "{broken} run(s) lost packets (generated != transmitted + dropped): marked partial"
@@ -689,7 +689,7 @@ fn run_trial(a: &TrialArgs) -> Result<()> {
     let mut rec = crate::progress::recorder();
     let r = trial::run(&spec, &mut rec).map_err(crate::lab_err)?;
     crate::progress::finish();
-    a.out.emit(&rec.take())?;
+    a.out.emit_summarized(&rec.take(), summary_lines)?;
     check_interrupted(r.interrupted)?;
     if let Some(n) = trial::behind_note(&r) {
         eprintln!("commbench pipeline: note: {n}");

@@ -55,6 +55,8 @@ use worker::worker;
 
 /// cbench's output buffer per switch; throughput mode keeps it topped up.
 pub const OUTBUF_LEN: usize = 65536;
+/// cbench's pause after each window before the counts are taken.
+pub const WINDOW_PAUSE: Duration = Duration::from_millis(100);
 /// Replies (echo, features, config, stats, errors) queued for a controller
 /// that does not read them: past this the switch's connection is closed
 /// instead of growing without bound.
@@ -547,7 +549,7 @@ fn run_round(
         let (h, m, s, ms) = sys::local_hms_ms();
         wait_acks();
         let cpu_s = (worker_cpu() - cpu_a) as f64 / 1e9;
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(WINDOW_PAUSE);
         let counts: Vec<u64> = shared
             .counts
             .iter()

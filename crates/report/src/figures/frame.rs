@@ -315,6 +315,6 @@ fn repeats_of(r: &Record, m: &str) -> usize {
 pub(super) fn interval_cell(iv: Interval, unit: &str) -> DataCell {
     iv.map_or_else(
         || DataCell::text(""),
-        |(lo, hi)| DataCell::text(format!("{} – {}", value(lo, unit), value(hi, unit))),
+        |(lo, hi)| DataCell::text(format!("[{}, {}]", value(lo, unit), value(hi, unit))),
     )
 }

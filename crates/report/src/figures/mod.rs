@@ -145,9 +145,58 @@ pub fn declared_figures(
             FigureKind::Stacked(parts) => bar::bar_figure(spec, records, parts, true, &meta)?,
             FigureKind::Ladder(qs) => ladder::ladder_figure(spec, records, qs, &meta)?,
         };
-        figs.extend(fig);
+        match fig {
+            Some(f) => figs.push(f),
+            None => figs.extend(not_drawn(spec, records)),
+        }
     }
     Ok(figs)
+}
+
+/// In place of a declared figure whose test has records but nothing to
+/// draw (an RFC 2544 search that measured no rate): its title and why,
+/// never an empty plot. None when the figure's test has no records.
+fn not_drawn(spec: &FigureSpec, records: &[&Record]) -> Option<Figure> {
+    let mine: Vec<&&Record> = records
+        .iter()
+        .filter(|r| r.lab == spec.lab && r.test == spec.test)
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let what = match spec.kind {
+        FigureKind::Stacked(parts) => parts.join(", "),
+        FigureKind::Ladder(_) => "a latency percentile".to_owned(),
+        _ => spec.y.to_owned(),
+    };
+    let mut why = format!(
+        "Not drawn: none of the {} {}/{} record{} carries a number for {what}",
+        mine.len(),
+        spec.lab,
+        spec.test,
+        if mine.len() == 1 { "" } else { "s" }
+    );
+    let mut notes: Vec<&str> = mine
+        .iter()
+        .filter_map(|r| r.metrics.get("note").and_then(|v| v.as_str()))
+        .filter(|n| !n.is_empty())
+        .collect();
+    notes.dedup();
+    if let Some(n) = notes.first() {
+        why.push_str(&format!(" ({n})"));
+    }
+    why.push('.');
+    Some(Figure {
+        title: spec.title.to_owned(),
+        svg: String::new(),
+        caption: spec.caption.to_owned(),
+        computed: why,
+        left_out: String::new(),
+        legend: Vec::new(),
+        x_label: String::new(),
+        y_label: String::new(),
+        data: DataTable::default(),
+    })
 }
 
 /// Plots of one lab's records: the lab's declared figures, or, when it

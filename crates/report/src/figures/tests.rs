@@ -253,6 +253,77 @@ fn bars_spanning_more_than_10x_go_on_a_log_axis_that_says_so() {
     assert_eq!(f.y_label, "TSC ticks per packet (ticks)");
 }
 
+/// The pipeline's ticks were stacked on a log axis, where a segment's
+/// height is no longer its part: stacked parts stay on a linear axis,
+/// whatever the totals span.
+#[test]
+fn stacked_parts_are_never_drawn_on_a_log_axis() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    let s = spec(
+        FigureKind::Stacked(&["ticks_rx", "ticks_work", "ticks_tx"]),
+        "pipeline",
+        "run",
+        "mode",
+    );
+    let r = |mode: &str, rx: f64, w: f64, tx: f64| {
+        Record::new("pipeline", "run")
+            .param("mode", mode)
+            .metric("ticks_rx", rx)
+            .metric("ticks_work", w)
+            .metric("ticks_tx", tx)
+    };
+    let recs = [r("rtc", 0.8, 3.6, 4.1), r("pipeline", 50.0, 60.0, 38.0)];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    assert!(!f.y_label.contains("log scale"), "{}", f.y_label);
+    assert!(!f.svg.contains("log scale"));
+}
+
+/// The RFC 2544 chart was drawn empty (an axis of -1…1 Mpps) when the
+/// search measured no rate: a figure with nothing to draw says why in its
+/// place.
+#[test]
+fn a_figure_with_nothing_to_draw_says_why_in_its_place() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    let s = FigureSpec {
+        y: "rate_mpps",
+        ..spec(FigureKind::Bar, "pipeline", "rfc2544-ndr", "size")
+    };
+    let r = Record::new("pipeline", "rfc2544-ndr")
+        .param("size", "64")
+        .metric("rate_mpps", f64::NAN)
+        .metric(
+            "note",
+            "not measured: the generator fell behind its schedule",
+        );
+    let figs = declared_figures("pipeline", &[&r], &[s], &[&lab]).unwrap();
+    assert_eq!(figs.len(), 1);
+    assert!(figs[0].svg.is_empty(), "no empty plot");
+    assert_eq!(
+        figs[0].computed,
+        "Not drawn: none of the 1 pipeline/rfc2544-ndr record carries a number for rate_mpps \
+         (not measured: the generator fell behind its schedule)."
+    );
+    // No record of the test at all: nothing in its place either.
+    let other = Record::new("pipeline", "run").param("size", "64");
+    assert!(declared_figures("pipeline", &[&other], &[s], &[&lab])
+        .unwrap()
+        .is_empty());
+}
+
+/// The numbers under a figure printed intervals "a – b" while every
+/// command prints "[a, b]".
+#[test]
+fn interval_cells_read_as_brackets_like_every_command() {
+    let c = super::frame::interval_cell(Some((10.26, 13.02)), "µs");
+    assert!(
+        c.text.starts_with('[') && c.text.ends_with(']'),
+        "{}",
+        c.text
+    );
+    assert!(c.text.contains(", ") && !c.text.contains('–'), "{}", c.text);
+}
+
 /// Reference lines a figure declares are drawn, named beside the plot
 /// and in the caption, with their values among the numbers drawn.
 #[test]

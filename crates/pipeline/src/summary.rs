@@ -1,0 +1,191 @@
+//! The line a person reads first: one per `run` and `trial` record, above
+//! the record's full key/value table (the shape every other lab's output
+//! has: the answer, then the detail).
+
+use commbench_core::lab::answer::num;
+use commbench_core::Record;
+
+/// Summary lines of the `run` and `trial` records among `recs` (other
+/// records get none); empty when there are none.
+pub fn summary_lines(recs: &[Record]) -> String {
+    let mut out = String::new();
+    for r in recs {
+        let line = match r.test.as_str() {
+            "run" => run_line(r),
+            "trial" => trial_line(r),
+            _ => None,
+        };
+        if let Some(l) = line {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn p(r: &Record, k: &str) -> String {
+    match r.params.get(k) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => "-".into(),
+    }
+}
+
+fn m(r: &Record, k: &str) -> Option<f64> {
+    r.metric_f64(k).filter(|x| x.is_finite())
+}
+
+/// "rtc, 64 B, 1 queue, burst 32, tx bulk 32: 91.9 Mpps, 17.5 ticks per
+/// packet (rx 2.2 + swap 7.7 + tx 7.0 + other 0.6); keeps up at 40 GbE,
+/// falls short at 100 GbE (-1.1 ticks)".
+fn run_line(r: &Record) -> Option<String> {
+    let queues = p(r, "queues");
+    let mut l = format!(
+        "{}, {} B, {queues} queue{}, burst {}, tx bulk {}: {} Mpps",
+        p(r, "mode"),
+        p(r, "size"),
+        if queues == "1" { "" } else { "s" },
+        p(r, "burst"),
+        p(r, "tx_bulk"),
+        m(r, "mpps").map_or("-".into(), |x| format!("{x:.1}")),
+    );
+    let work = p(r, "work");
+    let (rx, w, tx) = (m(r, "ticks_rx"), m(r, "ticks_work"), m(r, "ticks_tx"));
+    match (m(r, "ticks_total"), rx, w, tx) {
+        (Some(t), Some(rx), Some(w), Some(tx)) => {
+            l.push_str(&format!(
+                ", {t:.1} ticks per packet{}",
+                crate::lab::parts_text(t, rx, &work, w, tx)
+            ));
+        }
+        (Some(t), ..) => l.push_str(&format!(", {t:.1} ticks per packet")),
+        (None, Some(rx), Some(w), Some(tx)) => {
+            let sink = m(r, "ticks_sink");
+            l.push_str(&format!(
+                ", rx {rx:.1} + {work} {w:.1} + tx {tx:.1}{} ticks per packet over its threads",
+                sink.map_or(String::new(), |s| format!(" + sink {s:.1}"))
+            ));
+        }
+        _ => {}
+    }
+    let links = ["10G", "25G", "40G", "100G"];
+    let left: Vec<(&str, f64)> = links
+        .iter()
+        .filter_map(|k| Some((*k, m(r, &format!("left_ticks_{k}"))?)))
+        .collect();
+    let kept = left.iter().rev().find(|(_, x)| *x >= 0.0);
+    let short = left.iter().find(|(_, x)| *x < 0.0);
+    let gbe = |k: &str| format!("{} GbE", k.trim_end_matches('G'));
+    match (kept, short) {
+        (Some((k, _)), Some((s, x))) => l.push_str(&format!(
+            "; keeps up at {}, falls short at {} ({x:+.1} ticks)",
+            gbe(k),
+            gbe(s)
+        )),
+        (Some((k, x)), None) => l.push_str(&format!("; keeps up at {} ({x:+.1} ticks)", gbe(k))),
+        (None, Some((s, x))) => l.push_str(&format!("; falls short at {} ({x:+.1} ticks)", gbe(s))),
+        (None, None) => {}
+    }
+    if r.metrics.get("partial").and_then(|v| v.as_bool()) == Some(true) {
+        l.push_str("  [partial]");
+    }
+    Some(l)
+}
+
+/// "l2fwd:swap at 50k pps, 64 B: 100000 of 100000 received (loss 0%),
+/// latency p50 600.2 µs, p99 1.0 ms (loopback p50 1.7 µs)", and the
+/// record's latency note on the next line.
+fn trial_line(r: &Record) -> Option<String> {
+    let us = |ns: f64| {
+        if ns >= 1e6 {
+            format!("{:.1} ms", ns / 1e6)
+        } else {
+            format!("{:.1} µs", ns / 1e3)
+        }
+    };
+    let mut l = format!(
+        "{} at {} pps, {} B: {} of {} received (loss {}%)",
+        p(r, "dut"),
+        r.params
+            .get("offered_pps")
+            .and_then(|v| v.as_f64())
+            .map_or("-".into(), |x| num(x, "")),
+        p(r, "size"),
+        m(r, "received").map_or("-".into(), |x| format!("{x:.0}")),
+        m(r, "sent").map_or("-".into(), |x| format!("{x:.0}")),
+        m(r, "loss_pct").map_or("-".into(), |x| format!("{x:.3}")),
+    );
+    if let (Some(p50), Some(p99)) = (m(r, "latency_p50_ns"), m(r, "latency_p99_ns")) {
+        l.push_str(&format!(", latency p50 {}, p99 {}", us(p50), us(p99)));
+    }
+    if let Some(b) = m(r, "loopback_latency_p50_ns") {
+        l.push_str(&format!(" (loopback p50 {})", us(b)));
+    }
+    if r.metrics.get("partial").and_then(|v| v.as_bool()) == Some(true) {
+        l.push_str("  [partial]");
+    }
+    if let Some(n) = r.metrics.get("latency_note").and_then(|v| v.as_str()) {
+        l.push_str(&format!("\n  note: {n}"));
+    }
+    Some(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pipeline run` printed ~60 key/value rows and no line saying what
+    /// they add up to: a summary line now comes first.
+    #[test]
+    fn pipeline_run_and_trial_start_with_a_summary_line() {
+        let run = Record::new("pipeline", "run")
+            .param("mode", "rtc")
+            .param("size", 64)
+            .param("burst", 32)
+            .param("tx_bulk", 32)
+            .param("queues", 1)
+            .param("work", "swap")
+            .metric("mpps", 91.874)
+            .metric("ticks_rx", 2.1992)
+            .metric("ticks_work", 7.6563)
+            .metric("ticks_tx", 6.9883)
+            .metric("ticks_total", 17.516)
+            .metric("left_ticks_10G", 146.82)
+            .metric("left_ticks_25G", 48.218)
+            .metric("left_ticks_40G", 23.568)
+            .metric("left_ticks_100G", -1.0823)
+            .metric("partial", false);
+        let trial = Record::new("pipeline", "trial")
+            .param("dut", "l2fwd:swap")
+            .param("size", "64")
+            .param("offered_pps", 50_000.0)
+            .metric("sent", 100_000)
+            .metric("received", 100_000)
+            .metric("loss_pct", 0.0)
+            .metric("latency_p50_ns", 600_200.0)
+            .metric("latency_p99_ns", 1_003_000.0)
+            .metric("loopback_latency_p50_ns", 1_700.0)
+            .metric(
+                "latency_note",
+                "latency includes up to 1 ms of the device's receive block timeout",
+            )
+            .metric("partial", false);
+        let s = summary_lines(&[run, trial, Record::new("pipeline", "loopback")]);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[0],
+            "rtc, 64 B, 1 queue, burst 32, tx bulk 32: 91.9 Mpps, 17.5 ticks per packet \
+             (rx 2.2 + swap 7.7 + tx 7.0 + other 0.6); keeps up at 40 GbE, falls short at 100 GbE (-1.1 ticks)"
+        );
+        assert_eq!(
+            lines[1],
+            "l2fwd:swap at 50k pps, 64 B: 100000 of 100000 received (loss 0.000%), \
+             latency p50 600.2 µs, p99 1.0 ms (loopback p50 1.7 µs)"
+        );
+        assert!(
+            lines[2].starts_with("  note: latency includes up to 1 ms"),
+            "{s}"
+        );
+        assert_eq!(lines.len(), 3, "{s}");
+    }
+}
