@@ -176,10 +176,10 @@ pub struct CrosscheckArgs {
     /// Highest rate tried: pps.
     #[arg(long, default_value = "2M")]
     pub max_rate: String,
-    /// Search resolution, % of the maximum rate.
+    /// The NDR goal's width, % ((upper − lower) / upper of MLRsearch's bounds).
     #[arg(long, default_value_t = 1.0)]
     pub resolution_pct: f64,
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 200)]
     pub max_trials: usize,
     /// Frame size with FCS.
     #[arg(long, default_value = "64", value_parser = pace::parse_sizes)]

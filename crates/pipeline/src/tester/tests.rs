@@ -159,6 +159,12 @@ fn exact_counts_with_no_device_a_bridge_and_af_xdp_paths() {
         assert_eq!(r.sent, 2000, "{dut:?} {r:?}");
         check(&r, &expected(&none, 2000, 4));
         assert_eq!(r.received, 2000, "{dut:?}");
+        // The stall monitor watched the trial, and its record says so.
+        let w = r.host_stall_ms.expect("a stall window per trial");
+        assert!(w.is_finite() && w >= 0.0, "{w}");
+        let x = r.record("trial");
+        assert!(x.metric_f64("host_stall_ms").is_some(), "{x:?}");
+        assert!(x.metrics.contains_key("steal_ms"), "{x:?}");
     }
 }
 
