@@ -182,6 +182,33 @@ impl RoleCpus {
             dut: one(p.get(2))?,
         })
     }
+    /// The placement when none is given, from the CPUs this process may
+    /// run on: the generator alone on the first, the sink and the device
+    /// on the others (one each from three CPUs up); with one CPU, none.
+    /// Sharing a CPU with the forwarder or the sink is where the
+    /// generator's schedule lag came from on two vCPUs (lag p99 0.3-11 ms
+    /// unpinned against 25-30 µs alone, docs/pipeline.md).
+    pub fn for_host() -> RoleCpus {
+        Self::for_cpus(commbench_core::placement::current_affinity().cpus())
+    }
+
+    /// [`Self::for_host`] over the CPUs `cpus`.
+    pub fn for_cpus(cpus: &[usize]) -> RoleCpus {
+        match cpus {
+            [] | [_] => RoleCpus::default(),
+            [g, o] => RoleCpus {
+                gen: Some(*g),
+                sink: Some(*o),
+                dut: Some(*o),
+            },
+            [g, s, d, ..] => RoleCpus {
+                gen: Some(*g),
+                sink: Some(*s),
+                dut: Some(*d),
+            },
+        }
+    }
+
     pub fn describe(&self) -> String {
         let f = |c: Option<usize>| c.map_or("-".to_owned(), |c| c.to_string());
         format!(
@@ -575,7 +602,10 @@ fn stall_monitor() -> Option<StallMonitor> {
     if std::env::var(NO_STALL_MONITOR_ENV).is_ok_and(|v| v.trim() == "0") {
         return None;
     }
-    Some(StallMonitor::start(
+    // Real-time, so its lateness is the host's stall, not the wait for a
+    // CPU the roles' own busy threads hold (a normal thread waited 3-4 ms
+    // on two CPUs with the forwarder busy).
+    Some(StallMonitor::start_realtime(
         STALL_STEP,
         commbench_core::stall::DEFAULT_THRESHOLD,
     ))
@@ -591,7 +621,7 @@ pub const SUITE_DUT: &str = "l2fwd:delay:2000";
 /// default, MLRsearch's NDR on it ([`SUITE_GOAL`]).
 pub fn suite_blackbox(quick: bool, rec: &mut commbench_core::Recorder) -> io::Result<()> {
     let dut = DutSpec::parse(SUITE_DUT).map_err(io::Error::other)?;
-    let mut b = Bench::new(&dut, RoleCpus::default())?;
+    let mut b = Bench::new(&dut, RoleCpus::for_host())?;
     let trial = TrialSpec {
         rate: Rate::Pps(50_000.0),
         duration: Duration::from_millis(200),
