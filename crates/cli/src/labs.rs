@@ -322,7 +322,7 @@ mod tests {
         for lab in labs() {
             for f in lab.figures() {
                 let keys: Vec<&str> = match f.kind {
-                    FigureKind::Line | FigureKind::Bar => vec![f.y],
+                    FigureKind::Line | FigureKind::Scatter | FigureKind::Bar => vec![f.y],
                     FigureKind::Stacked(parts) => parts.to_vec(),
                     FigureKind::Ladder(qs) => qs.iter().map(|q| q.1).collect(),
                 };

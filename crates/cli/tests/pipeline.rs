@@ -683,7 +683,9 @@ fn crosscheck_with_repeats_writes_each_points_median_interval_and_buffer_share()
     if !root() {
         return;
     }
-    // Two rounds of a 20 µs forwarder (under 50 kpps) and the tester alone.
+    // Two rounds of a 20 µs forwarder (under 50 kpps) and the tester
+    // alone, each an MLRsearch of 0.1 s trials (its goal needs several
+    // trials per load: 4 was RFC 2544's binary search's bound).
     let v = json(&[
         "pipeline",
         "crosscheck",
@@ -696,7 +698,7 @@ fn crosscheck_with_repeats_writes_each_points_median_interval_and_buffer_share()
         "--resolution-pct",
         "10",
         "--max-trials",
-        "4",
+        "80",
         "--repeat",
         "2",
         "--lag-bound-us",
@@ -727,6 +729,13 @@ fn crosscheck_with_repeats_writes_each_points_median_interval_and_buffer_share()
     let b = m["buffer_inflation_pct"].as_f64().unwrap();
     assert!(b >= 0.0, "{m}");
     assert!(["device", "tester", "close", "host"].contains(&m["bound"].as_str().unwrap()));
+    // Each point's NDR is MLRsearch's, with the goal it searched for.
+    assert_eq!(
+        recs[0]["params"]["method"], "mlr",
+        "{:?}",
+        recs[0]["params"]
+    );
+    assert_eq!(recs[0]["params"]["goal"], "0.1f0.4d0l50e10w");
 }
 
 #[test]

@@ -11,6 +11,10 @@ use crate::record::Record;
 pub enum FigureKind {
     /// y against a numeric x, one line per series.
     Line,
+    /// y against a numeric x, one dot per record and one colour per
+    /// series, not joined: every trial of a search as it was measured
+    /// (a line through the median at each x would hide the spread).
+    Scatter,
     /// One bar per (x value, series): for categorical x (transports,
     /// variants, engines) — never a line through categories.
     Bar,

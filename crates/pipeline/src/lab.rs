@@ -26,7 +26,7 @@ const TRIALS: &[&str] = &[
 ];
 const SEARCHES: &[&str] = &["rfc2544-ndr", "rfc2544-pdr"];
 
-static METRICS: [MetricSpec; 27] = [
+static METRICS: [MetricSpec; 29] = [
     MetricSpec::headline(
         "ticks_total",
         "TSC ticks per packet",
@@ -199,6 +199,22 @@ static METRICS: [MetricSpec; 27] = [
         "lag_p99_ns",
         "generator schedule lag, p99",
         "ns",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "host_stall_ms",
+        "host's longest stall in the trial (stall monitor)",
+        "ms",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "steal_ms",
+        "CPU time stolen by the hypervisor in the trial",
+        "ms",
         Better::Lower,
         Quantity::Time,
         TRIALS,

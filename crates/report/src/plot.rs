@@ -37,7 +37,7 @@ pub struct LegendItem {
     pub name: String,
     /// `#rrggbb`, from [`PALETTE`] or the reference grey only.
     pub colour: String,
-    /// `line`, `bar` or `ref` (dashed).
+    /// `line`, `dot`, `bar` or `ref` (dashed).
     pub mark: &'static str,
 }
 
@@ -516,7 +516,25 @@ pub fn line_plot(
     bands: &[Band],
     refs: &[RefLine],
 ) -> Result<Plot, ReportError> {
-    lines(axes, series, bands, refs, false)
+    lines(axes, series, bands, refs, Marks::Line)
+}
+
+/// Points of y against x, one dot per point and one colour per series,
+/// not joined (every trial of a search, where a line through them would
+/// invent an order); axes and bounds as [`line_plot`]'s.
+pub fn scatter_plot(axes: &Axes, series: &[Series], refs: &[RefLine]) -> Result<Plot, ReportError> {
+    lines(axes, series, &[], refs, Marks::Dots)
+}
+
+/// How [`lines`] draws its series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marks {
+    /// Joined points.
+    Line,
+    /// Joined points over a percentile axis.
+    Ladder,
+    /// Points alone.
+    Dots,
 }
 
 /// A line plot without bands or references (the history page).
@@ -529,8 +547,9 @@ fn lines(
     series: &[Series],
     bands: &[Band],
     refs: &[RefLine],
-    ladder: bool,
+    marks: Marks,
 ) -> Result<Plot, ReportError> {
+    let ladder = marks == Marks::Ladder;
     let (series, left_out) = prepared(series);
     // Bands of drawn, unthinned series only, within what a plot takes.
     let bands: Vec<Band> = series
@@ -623,9 +642,14 @@ fn lines(
                         .map_err(perr)?;
                 }
                 for (s, c) in series.iter().zip(&cols) {
-                    chart
-                        .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                        .map_err(perr)?;
+                    if marks != Marks::Dots {
+                        chart
+                            .draw_series(LineSeries::new(
+                                s.points.iter().copied(),
+                                c.stroke_width(2),
+                            ))
+                            .map_err(perr)?;
+                    }
                     chart
                         .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
                         .map_err(perr)?;
@@ -665,7 +689,7 @@ fn lines(
         .map(|(name, c)| LegendItem {
             name,
             colour: hex(*c),
-            mark: "line",
+            mark: if marks == Marks::Dots { "dot" } else { "line" },
         })
         .collect();
     legend.extend(ref_legend(&refs));
@@ -704,7 +728,7 @@ pub fn ladder_plot(title: &str, y: &str, series: &[Series]) -> Result<Plot, Repo
         &s,
         &[],
         &[],
-        true,
+        Marks::Ladder,
     )?;
     p.left_out.series += series.len().saturating_sub(MAX_SERIES);
     Ok(p)

@@ -84,7 +84,7 @@ pub struct OfferArgs {
     /// Sink receive path (af-packet: kernel receive timestamps).
     #[arg(long, value_enum, default_value = "af-packet")]
     pub rx: EngineArg,
-    /// CPUs for the roles: GEN,SINK,DUT (any may be empty).
+    /// CPUs for the roles: GEN,SINK,DUT (any may be empty: `,,` pins none); default: the generator alone.
     #[arg(long, value_parser = RoleCpus::parse)]
     pub cpus: Option<RoleCpus>,
     /// Seed of the Poisson schedule.
@@ -176,10 +176,10 @@ pub struct CrosscheckArgs {
     /// Highest rate tried: pps.
     #[arg(long, default_value = "2M")]
     pub max_rate: String,
-    /// Search resolution, % of the maximum rate.
+    /// The NDR goal's width, % ((upper − lower) / upper of MLRsearch's bounds).
     #[arg(long, default_value_t = 1.0)]
     pub resolution_pct: f64,
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 200)]
     pub max_trials: usize,
     /// Frame size with FCS.
     #[arg(long, default_value = "64", value_parser = pace::parse_sizes)]
@@ -666,7 +666,7 @@ fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
     Ok(Offer {
         dut: o.dut.clone(),
         trial,
-        cpus: o.cpus.clone().unwrap_or_default(),
+        cpus: o.cpus.clone().unwrap_or_else(RoleCpus::for_host),
         bias: !o.no_bias,
     })
 }

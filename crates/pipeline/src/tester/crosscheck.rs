@@ -5,10 +5,16 @@
 //! alone first in each, so a slow stretch of the host touches every point
 //! alike); each point is the median of its rounds with a 95% interval,
 //! told device- or tester-bound with a verdict ([`rfc2544::cross_point`]).
+//!
+//! Each NDR is MLRsearch's ([`rfc2544::mlr_search`]) with one goal
+//! ([`ndr_goal`]): zero loss, exceed ratio 0.5, so a host pause in one
+//! trial of a load does not decide the point, and a trial the tester or
+//! the host spoiled is repeated, never read as the forwarder's loss.
 
 use super::dut::{DutSpec, FwdWork, Impair};
+use super::mlrsearch::{Goal, DEFAULT_GOAL};
 use super::pace::Rate;
-use super::rfc2544::{self, CrossPoint, SearchResult, SearchSpec};
+use super::rfc2544::{self, CrossPoint, SearchResult};
 use super::trial::Offer;
 use super::{interrupted, Bench};
 use crate::netns::RxMethod;
@@ -65,7 +71,9 @@ pub struct Spec {
     pub delays: Delays,
     /// Highest rate tried.
     pub max_rate: Rate,
+    /// The NDR goal's width, % ([`ndr_goal`]).
     pub resolution_pct: f64,
+    /// Trials at most per search (troubled ones included).
     pub max_trials: usize,
     /// Rounds: NDR searches per point and for the tester alone.
     pub repeat: u32,
@@ -135,27 +143,49 @@ fn forwarder(f: Fwd, d: f64) -> DutSpec {
     }
 }
 
+/// The cross-check's MLRsearch goal: zero loss with RFC 9971's exceed
+/// ratio 0.5, final trials of the offer's duration (`--duration-s`), a
+/// duration sum of four of them, `--resolution-pct` as the width, and
+/// initial trials of 0.1 s (or the final length when shorter).
+pub fn ndr_goal(final_s: f64, resolution_pct: f64) -> Goal {
+    Goal {
+        loss_ratio: 0.0,
+        final_s,
+        sum_s: 4.0 * final_s,
+        width: resolution_pct / 100.0,
+        initial_s: DEFAULT_GOAL.initial_s.min(final_s),
+        ..DEFAULT_GOAL
+    }
+}
+
 /// Runs the rounds into `rec` (one `crosscheck` record per point).
 pub fn run(s: &Spec, rec: &mut Recorder) -> Result<Report, PipelineError> {
     let f = s.fwd()?;
     let trial = &s.offer.trial;
     let cpus = &s.offer.cpus;
     let delays = &s.delays.0;
-    let search_spec = SearchSpec {
-        trial: trial.clone(),
-        max_pps: s.max_rate.pps(trial.sizes.mean()),
-        resolution_pct: s.resolution_pct,
-        pdr_loss_pct: None,
-        max_trials: s.max_trials,
-        ladder_steps: 0,
-    };
-    let search = |b: &mut Bench, rec: &mut Recorder, what: &str| {
-        rfc2544::search(b, &search_spec, "ndr", 0.0, 0.0, |t| {
-            rec.progress(&format!(
-                "crosscheck {what}: {:.0} pps → loss {:.4}%",
-                t.offered_pps, t.loss_pct
-            ));
-        })
+    let goal = ndr_goal(trial.duration.as_secs_f64(), s.resolution_pct);
+    goal.validate().map_err(PipelineError::Config)?;
+    let max_pps = s.max_rate.pps(trial.sizes.mean());
+    let search = |b: &mut Bench, rec: &mut Recorder, what: &str| -> std::io::Result<SearchResult> {
+        let (_, mut r) = rfc2544::mlr_search(
+            b,
+            trial,
+            &[goal],
+            max_pps,
+            rfc2544::MLR_BUDGET_S,
+            s.max_trials,
+            |t, trouble| {
+                rec.progress(&format!(
+                    "crosscheck {what}: {:.0} pps for {:.2} s → loss {:.4}%{}",
+                    t.offered_pps,
+                    t.duration_s,
+                    t.loss_pct,
+                    trouble.map_or(String::new(), |w| format!(" (not counted: {w})"))
+                ));
+            },
+        )?;
+        Ok(r.remove(0))
     };
     // Rounds over the delays (the tester alone first in each), so that a
     // slow stretch of the host touches every point alike.
@@ -257,6 +287,11 @@ fn record(
         .param("size", &s.offer.trial.sizes.name)
         .param("rx", f.rx.name())
         .param("repeat", s.repeat)
+        .param("method", "mlr")
+        .param(
+            "goal",
+            ndr_goal(s.offer.trial.duration.as_secs_f64(), s.resolution_pct).code(),
+        )
         .metric("base_ticks", p.base_ticks)
         .metric(
             "measured_ticks",
@@ -395,6 +430,17 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn the_ndr_goal_is_mlrsearchs_zero_loss_default_at_the_trial_length() {
+        use crate::tester::mlrsearch::DEFAULT_GOALS;
+        // 1 s trials, 1% width: the default NDR goal.
+        assert_eq!(ndr_goal(1.0, 1.0), DEFAULT_GOALS[0]);
+        let g = ndr_goal(0.05, 2.0);
+        assert_eq!((g.final_s, g.sum_s, g.initial_s), (0.05, 0.2, 0.05));
+        assert_eq!((g.loss_ratio, g.exceed_ratio, g.width), (0.0, 0.5, 0.02));
+        assert!(g.validate().is_ok());
     }
 
     fn point(delay_ns: f64, measured: f64) -> (CrossPoint, Estimate) {

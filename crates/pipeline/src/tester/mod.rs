@@ -32,6 +32,7 @@ use commbench_core::delay::{spin_until, GuardBounds, WakeGuard};
 use commbench_core::placement::CpuList;
 use commbench_core::record::Record;
 use commbench_core::rusage::Usage;
+use commbench_core::stall::{StallMonitor, StallWindow};
 use commbench_core::stats::{LatencyHistogram, Summary};
 use dut::{DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
 pub use error::SpecError;
@@ -181,6 +182,33 @@ impl RoleCpus {
             dut: one(p.get(2))?,
         })
     }
+    /// The placement when none is given, from the CPUs this process may
+    /// run on: the generator alone on the first, the sink and the device
+    /// on the others (one each from three CPUs up); with one CPU, none.
+    /// Sharing a CPU with the forwarder or the sink is where the
+    /// generator's schedule lag came from on two vCPUs (lag p99 0.3-11 ms
+    /// unpinned against 25-30 µs alone, docs/pipeline.md).
+    pub fn for_host() -> RoleCpus {
+        Self::for_cpus(commbench_core::placement::current_affinity().cpus())
+    }
+
+    /// [`Self::for_host`] over the CPUs `cpus`.
+    pub fn for_cpus(cpus: &[usize]) -> RoleCpus {
+        match cpus {
+            [] | [_] => RoleCpus::default(),
+            [g, o] => RoleCpus {
+                gen: Some(*g),
+                sink: Some(*o),
+                dut: Some(*o),
+            },
+            [g, s, d, ..] => RoleCpus {
+                gen: Some(*g),
+                sink: Some(*s),
+                dut: Some(*d),
+            },
+        }
+    }
+
     pub fn describe(&self) -> String {
         let f = |c: Option<usize>| c.map_or("-".to_owned(), |c| c.to_string());
         format!(
@@ -221,6 +249,10 @@ pub struct Bench {
     running: RunningDut,
     trial_no: u16,
     pub cpus: RoleCpus,
+    /// The host's scheduling delay and steal, a window per trial: a trial
+    /// the host stalled is the host's, not the device's (None: switched
+    /// off with [`NO_STALL_MONITOR_ENV`]).
+    stalls: Option<StallMonitor>,
 }
 
 impl Bench {
@@ -243,6 +275,7 @@ impl Bench {
             running: RunningDut::Nothing,
             trial_no: 0,
             cpus,
+            stalls: stall_monitor(),
         };
         match dut {
             DutSpec::Ifaces(a, c) => {
@@ -465,6 +498,10 @@ impl Bench {
         let gen_done_at = AtomicU64::new(0);
         let fwd0 = self.fwd_snapshot();
         let host0 = netns::softnet_drops();
+        // A new window: what the host did between trials is not this one's.
+        if let Some(m) = &mut self.stalls {
+            let _ = m.take_window();
+        }
         let deadline = Instant::now()
             + spec.duration * 3
             + spec.drain
@@ -535,13 +572,43 @@ impl Bench {
             (Some(a), Some(b)) => Some(b.0.saturating_sub(a.0)),
             _ => None,
         };
+        let stall = self
+            .stalls
+            .as_mut()
+            .filter(|m| m.running())
+            .map(|m| m.take_window());
         let dut_ok = self.check_dut();
         let mut r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
         r.host_backlog_drops = host_backlog_drops;
+        r.set_stall(stall);
         r.loss_where = r.loss_where();
         dut_ok?;
         Ok(r)
     }
+}
+
+/// The stall monitor's sleep: a wake-up every millisecond, so a pause of
+/// the host's longer than a millisecond shows as one late wake-up.
+pub const STALL_STEP: Duration = Duration::from_millis(1);
+
+/// Set to `0` in the environment, the tester runs no stall monitor: the
+/// way to check that its wake-ups cost the generator nothing on a small
+/// host (trials then have no `host_stall_ms`, and a host stall is not
+/// told from the device's loss).
+pub const NO_STALL_MONITOR_ENV: &str = "COMMBENCH_STALL_MONITOR";
+
+/// The bench's stall monitor, unless [`NO_STALL_MONITOR_ENV`] is `0`.
+fn stall_monitor() -> Option<StallMonitor> {
+    if std::env::var(NO_STALL_MONITOR_ENV).is_ok_and(|v| v.trim() == "0") {
+        return None;
+    }
+    // Real-time, so its lateness is the host's stall, not the wait for a
+    // CPU the roles' own busy threads hold (a normal thread waited 3-4 ms
+    // on two CPUs with the forwarder busy).
+    Some(StallMonitor::start_realtime(
+        STALL_STEP,
+        commbench_core::stall::DEFAULT_THRESHOLD,
+    ))
 }
 
 /// The device of the suite's black-box step: commbench's forwarder with
@@ -554,7 +621,7 @@ pub const SUITE_DUT: &str = "l2fwd:delay:2000";
 /// default, MLRsearch's NDR on it ([`SUITE_GOAL`]).
 pub fn suite_blackbox(quick: bool, rec: &mut commbench_core::Recorder) -> io::Result<()> {
     let dut = DutSpec::parse(SUITE_DUT).map_err(io::Error::other)?;
-    let mut b = Bench::new(&dut, RoleCpus::default())?;
+    let mut b = Bench::new(&dut, RoleCpus::for_host())?;
     let trial = TrialSpec {
         rate: Rate::Pps(50_000.0),
         duration: Duration::from_millis(200),
@@ -575,14 +642,22 @@ pub fn suite_blackbox(quick: bool, rec: &mut commbench_core::Recorder) -> io::Re
         max_trials: rfc2544::MLR_MAX_TRIALS,
         ladder_steps: 0,
     };
-    let (_, r) = rfc2544::mlr_search(&mut b, &s.trial, &[SUITE_GOAL], s.max_pps, 20.0, |t, w| {
-        rec.progress(&format!(
-            "pipeline black-box NDR (MLRsearch): {:.0} pps → loss {:.4}%{}",
-            t.offered_pps,
-            t.loss_pct,
-            w.map_or(String::new(), |w| format!(" (not counted: {w})"))
-        ))
-    })?;
+    let (_, r) = rfc2544::mlr_search(
+        &mut b,
+        &s.trial,
+        &[SUITE_GOAL],
+        s.max_pps,
+        20.0,
+        s.max_trials,
+        |t, w| {
+            rec.progress(&format!(
+                "pipeline black-box NDR (MLRsearch): {:.0} pps → loss {:.4}%{}",
+                t.offered_pps,
+                t.loss_pct,
+                w.map_or(String::new(), |w| format!(" (not counted: {w})"))
+            ))
+        },
+    )?;
     for r in &r {
         rec.push(rfc2544::search_record(r, &s, &dut.name(), "64"));
     }
@@ -1046,6 +1121,12 @@ pub struct TrialResult {
     /// Frames the host's per-CPU input queues dropped during the trial
     /// (host-wide: see [`netns::softnet_drops`]).
     pub host_backlog_drops: Option<u64>,
+    /// The host's longest scheduling delay during the trial, ms: the stall
+    /// monitor's latest wake-up beyond its 1 ms sleep (None: no monitor).
+    pub host_stall_ms: Option<f64>,
+    /// CPU time the hypervisor gave to others during the trial (all CPUs,
+    /// /proc/stat steal), ms (None: not reported).
+    pub steal_ms: Option<f64>,
     /// Where the lost frames were lost, as far as the counters tell:
     /// see [`TrialResult::loss_where`].
     pub loss_where: String,
@@ -1146,6 +1227,8 @@ impl TrialResult {
             probes: g.probes,
             sink_drops,
             host_backlog_drops: None,
+            host_stall_ms: None,
+            steal_ms: None,
             loss_where: String::new(),
             latency: a.latency.summary(),
             latency_recorded_pct: if arrivals_total > 0 {
@@ -1180,6 +1263,12 @@ impl TrialResult {
             partial: g.stopped_early || interrupted(),
             cpus: b.cpus.describe(),
         }
+    }
+
+    /// Takes the stall monitor's window of the trial.
+    fn set_stall(&mut self, w: Option<StallWindow>) {
+        self.host_stall_ms = w.map(|w| w.worst_ms);
+        self.steal_ms = w.and_then(|w| w.steal_ms);
     }
 
     /// Names the hop that lost the most of the lost frames, from the
@@ -1242,6 +1331,8 @@ impl TrialResult {
             .metric("stale", self.stale)
             .metric("sink_drops", self.sink_drops)
             .metric("host_backlog_drops", self.host_backlog_drops)
+            .metric("host_stall_ms", self.host_stall_ms)
+            .metric("steal_ms", self.steal_ms)
             .metric("loss_where", &self.loss_where)
             .metric("latency_p50_ns", l.p50)
             .metric("latency_p90_ns", l.p90)

@@ -236,22 +236,25 @@ fn loss_ratio(t: &TrialResult) -> f64 {
 }
 
 /// MLRsearch on the bench: one search for all `goals` between
-/// [`MLR_MIN_PPS`] and `max_pps` in `budget_s` of wall time, every trial `trial` at the load and
-/// duration the controller asks for; one [`SearchResult`] per goal. `log`
-/// sees every trial with its trouble (None: it counted).
+/// [`MLR_MIN_PPS`] and `max_pps` in `budget_s` of wall time and at most
+/// `max_trials` trials, every trial `trial` at the load and duration the
+/// controller asks for; one [`SearchResult`] per goal. `log` sees every
+/// trial with its trouble (None: it counted).
+#[allow(clippy::too_many_arguments)] // the search's bounds, spelled out
 pub fn mlr_search(
     b: &mut Bench,
     trial: &TrialSpec,
     goals: &[Goal],
     max_pps: f64,
     budget_s: f64,
+    max_trials: usize,
     mut log: impl FnMut(&TrialResult, Option<&str>),
 ) -> io::Result<(SearchOutcome, Vec<SearchResult>)> {
     let spec = mlr::Spec {
         goals: goals.to_vec(),
         min_pps: MLR_MIN_PPS.min(max_pps),
         max_pps,
-        max_trials: MLR_MAX_TRIALS,
+        max_trials,
         trouble_repeats: mlr::TROUBLE_REPEATS,
         budget_s,
     };
@@ -871,12 +874,24 @@ fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
                 return format!("{name} not measured");
             }
             let e = Estimate::from_samples(&x);
+            // One sample has no interval and no spread: "-", never NaN
+            // or a zero-width interval.
+            let (lo, hi) = if e.n >= 2 {
+                (e.lo, e.hi)
+            } else {
+                (f64::NAN, f64::NAN)
+            };
+            let cv = cv_pct(&x);
             format!(
-                "{name} {:.0} pps [{:.0}, {:.0}], CV {:.1}%",
-                e.median,
-                e.lo,
-                e.hi,
-                cv_pct(&x)
+                "{name} {} pps [{}, {}], CV {}",
+                or_dash(e.median, 0),
+                or_dash(lo, 0),
+                or_dash(hi, 0),
+                if cv.is_finite() {
+                    format!("{cv:.1}%")
+                } else {
+                    "-".to_owned()
+                }
             )
         };
         let lower = of.iter().filter_map(|g| g.lower_pps).collect();
@@ -889,6 +904,16 @@ fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
         ));
     }
     s
+}
+
+/// `x` with `decimals`, or "-" when it is not a number (an interval or a
+/// CV that too few samples cannot give).
+fn or_dash(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.decimals$}")
+    } else {
+        "-".to_owned()
+    }
 }
 
 /// The back-to-back table: one line per frame size.
@@ -1381,6 +1406,7 @@ fn mlr_runs(
             &goals,
             ss.max_pps,
             MLR_BUDGET_S,
+            MLR_MAX_TRIALS,
             |t, trouble| {
                 rec.progress(&format!(
                     "mlrsearch {} B: {:.0} pps for {:.2} s → loss {:.4}%{}",
@@ -1636,6 +1662,25 @@ mod tests {
             t.contains("64 B: MLRsearch, 20 trials (0 not counted"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn the_repeats_line_printed_nan_for_an_interval_of_one_sample() {
+        // Two searches, one measured: one sample has no interval and no
+        // CV; the line said "[100000, 100000], CV NaN%".
+        let rows: Vec<(String, SearchResult)> = vec![
+            ("64".into(), mlr_result(Some(100e3), "")),
+            (
+                "64".into(),
+                mlr_result(None, "not measured: the host was busy"),
+            ),
+        ];
+        let t = table(&rows);
+        assert!(!t.contains("NaN") && !t.contains("nan"), "{t}");
+        assert!(t.contains("lower bound 100000 pps [-, -], CV -;"), "{t}");
+        assert_eq!(or_dash(f64::NAN, 0), "-");
+        assert_eq!(or_dash(f64::INFINITY, 1), "-");
+        assert_eq!(or_dash(1.25, 1), "1.2");
     }
 
     #[test]

@@ -159,6 +159,12 @@ fn exact_counts_with_no_device_a_bridge_and_af_xdp_paths() {
         assert_eq!(r.sent, 2000, "{dut:?} {r:?}");
         check(&r, &expected(&none, 2000, 4));
         assert_eq!(r.received, 2000, "{dut:?}");
+        // The stall monitor watched the trial, and its record says so.
+        let w = r.host_stall_ms.expect("a stall window per trial");
+        assert!(w.is_finite() && w >= 0.0, "{w}");
+        let x = r.record("trial");
+        assert!(x.metric_f64("host_stall_ms").is_some(), "{x:?}");
+        assert!(x.metrics.contains_key("steal_ms"), "{x:?}");
     }
 }
 
@@ -309,6 +315,20 @@ fn a_failed_af_xdp_sink_was_hidden_behind_no_probe_frame() {
 
 /// commbench's forwarder with 20 µs of busy-wait per frame: it cannot
 /// pass more than 50 kpps whatever the machine.
+#[test]
+fn the_default_placement_gives_the_generator_a_cpu_of_its_own() {
+    let d = RoleCpus::for_cpus(&[0, 1]);
+    assert_eq!((d.gen, d.sink, d.dut), (Some(0), Some(1), Some(1)));
+    let d = RoleCpus::for_cpus(&[2, 5, 7, 9]);
+    assert_eq!((d.gen, d.sink, d.dut), (Some(2), Some(5), Some(7)));
+    let d = RoleCpus::for_cpus(&[3]);
+    assert_eq!((d.gen, d.sink, d.dut), (None, None, None));
+    assert_eq!(RoleCpus::for_cpus(&[0, 1]).describe(), "gen 0 sink 1 dut 1");
+    // `,,` pins none (the placement before the default).
+    let n = RoleCpus::parse(",,").unwrap();
+    assert_eq!((n.gen, n.sink, n.dut), (None, None, None));
+}
+
 fn slow_forwarder() -> DutSpec {
     DutSpec::L2fwd {
         work: FwdWork::Delay(20_000),

@@ -22,7 +22,8 @@
 //! By kind, around one frame: `frame` works out what every declared
 //! figure shares (its records, what varies among them, the axes in words,
 //! the reference lines, the finished figure with its numbers), `bar`,
-//! `line` and `ladder` draw one kind each, `guessed` the plots a lab did
+//! `line`, `scatter` and `ladder` draw one kind each (a scatter whose
+//! records hold nothing to draw is shown with a sentence saying why), `guessed` the plots a lab did
 //! not declare, and `words` says numbers and names as captions do.
 
 mod bar;
@@ -30,6 +31,7 @@ mod frame;
 mod guessed;
 mod ladder;
 mod line;
+mod scatter;
 #[cfg(test)]
 mod tests;
 mod words;
@@ -141,6 +143,7 @@ pub fn declared_figures(
     for spec in specs.iter().filter(|s| s.lab == lab) {
         let fig = match spec.kind {
             FigureKind::Line => line::line_figure(spec, records, &meta)?,
+            FigureKind::Scatter => scatter::scatter_figure(spec, records, &meta)?,
             FigureKind::Bar => bar::bar_figure(spec, records, &[spec.y], false, &meta)?,
             FigureKind::Stacked(parts) => bar::bar_figure(spec, records, parts, true, &meta)?,
             FigureKind::Ladder(qs) => ladder::ladder_figure(spec, records, qs, &meta)?,

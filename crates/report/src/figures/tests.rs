@@ -427,3 +427,70 @@ fn a_series_keeps_its_colour_across_figures() {
     let d = crate::plot::colours(&["x".into(), "x".into()]);
     assert_ne!(d[0], d[1], "two series never share a colour");
 }
+
+/// A scatter draws every record as a dot, two at one load included, with
+/// no median and no line; a scatter with nothing to draw says why.
+#[test]
+fn a_scatter_draws_every_trial_and_says_why_when_it_has_nothing() {
+    let lab = crate::testutil::TestLab(Vec::new());
+    let s = FigureSpec {
+        y: "loss_pct",
+        series: &["dut", "size"],
+        y_label: "loss ratio",
+        ..spec(
+            FigureKind::Scatter,
+            "pipeline",
+            "rfc2544-trial",
+            "offered_pps",
+        )
+    };
+    let r = |dut: &str, pps: f64, loss: f64| {
+        Record::new("pipeline", "rfc2544-trial")
+            .param("dut", dut)
+            .param("size", "64")
+            .param("offered_pps", pps)
+            .metric("loss_pct", loss)
+    };
+    // Two trials at 100 kpps (one lost frames in a host pause), one each
+    // at 50 and 200 kpps, and one of another device alone.
+    let recs = [
+        r("l2fwd", 100e3, 0.0),
+        r("l2fwd", 100e3, 0.4),
+        r("l2fwd", 50e3, 0.0),
+        r("l2fwd", 200e3, 38.0),
+        r("bridge", 80e3, 0.0),
+    ];
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    assert_eq!(f.data.rows.len(), 5, "one row per trial, no median");
+    assert_eq!(f.svg.matches("<circle").count(), 5, "one dot per trial");
+    let joined = FigureSpec {
+        kind: FigureKind::Line,
+        ..s
+    };
+    let l = &declared_figures("pipeline", &refs, &[joined], &[&lab]).unwrap()[0];
+    assert_eq!(
+        l.svg.matches("<polyline").count(),
+        f.svg.matches("<polyline").count() + 1,
+        "dots are not joined (the line joins l2fwd's medians)"
+    );
+    assert!(f.legend.iter().all(|l| l.mark == "dot"), "{:?}", f.legend);
+    assert!(f.computed.contains("All dots: size 64."), "{}", f.computed);
+    assert!(f.computed.contains("l2fwd: 4 trials"), "{}", f.computed);
+    assert!(f.computed.contains("bridge: 1 trial at"), "{}", f.computed);
+    // Records with nothing to draw: no chart, a sentence why.
+    let empty = [Record::new("pipeline", "rfc2544-trial").param("dut", "l2fwd")];
+    let refs: Vec<&Record> = empty.iter().collect();
+    let f = &declared_figures("pipeline", &refs, &[s], &[&lab]).unwrap()[0];
+    assert!(f.svg.is_empty());
+    assert!(
+        f.computed
+            .starts_with("Nothing to draw: none of the 1 rfc2544-trial records"),
+        "{}",
+        f.computed
+    );
+    // No records of the test at all: no figure.
+    assert!(declared_figures("pipeline", &[], &[s], &[&lab])
+        .unwrap()
+        .is_empty());
+}

@@ -71,7 +71,7 @@ pub struct Measured {
 /// The trouble in a tester trial, if any: the generator fell behind its
 /// schedule, sent nothing, or stopped early; frames were lost in the sink's
 /// ring or the host's per-CPU input queue (the tester's and the host's
-/// hops, not the device's).
+/// hops, not the device's), or while the host stalled ([`host_stall`]).
 pub fn trouble_of(t: &TrialResult) -> Option<String> {
     if t.behind_schedule {
         return Some(format!(
@@ -95,6 +95,46 @@ pub fn trouble_of(t: &TrialResult) -> Option<String> {
     match t.host_backlog_drops {
         Some(n) if t.lost > 0 && n > 0 => Some(format!(
             "the host's input queues dropped {n} frames (net.core.netdev_max_backlog)"
+        )),
+        _ => host_stall(
+            t.lost,
+            t.offered_pps,
+            t.host_stall_ms,
+            t.steal_ms,
+            t.lag_bound_ns,
+        ),
+    }
+}
+
+/// A lossy trial during which the host stalled: the stall monitor's worst
+/// wake-up was later than the generator's lag bound (every thread of the
+/// tester and the device could have been off its CPU that long), or the
+/// hypervisor stole CPU time — and the stall can explain the loss: no
+/// more frames were lost than were offered during it (`offered_pps` ×
+/// the stall). Its loss may then be the host's, so it is not the device's
+/// fail. A device that lost more than the stall can explain lost them
+/// itself (on a loaded two-vCPU host the real-time monitor saw ~1 ms in
+/// most trials; a forwarder above its capacity loses thousands of frames
+/// in them). A trial without loss counts whatever the host did: a stall
+/// can only lose frames, never pass a load the device cannot.
+pub fn host_stall(
+    lost: u64,
+    offered_pps: f64,
+    stall_ms: Option<f64>,
+    steal_ms: Option<f64>,
+    lag_bound_ns: u64,
+) -> Option<String> {
+    let explains = |ms: f64| lost as f64 <= offered_pps * ms / 1e3;
+    if lost == 0 {
+        return None;
+    }
+    match (stall_ms, steal_ms) {
+        (Some(w), _) if w * 1e6 > lag_bound_ns as f64 && explains(w) => Some(format!(
+            "the host stalled for {w:.2} ms (the stall monitor's latest wake-up; the lag bound is {:.0} µs)",
+            lag_bound_ns as f64 / 1e3
+        )),
+        (_, Some(s)) if s > 0.0 && explains(s) => Some(format!(
+            "the hypervisor stole {s:.0} ms of CPU time during the trial"
         )),
         _ => None,
     }
@@ -807,5 +847,30 @@ mod tests {
         assert_eq!(t[0].sum_s, t[0].final_s);
         // No coarse targets when the initial trial is the final one.
         assert_eq!(targets(&rfc2544_goal(1.0, 0.01)).len(), 1);
+    }
+
+    #[test]
+    fn a_lossy_trial_the_host_stalled_is_the_hosts_not_the_devices() {
+        // 2 ms without a wake-up at 100 kpps (200 frames offered in it),
+        // 100 µs lag bound, 150 frames lost: the host's.
+        let t = host_stall(150, 1e5, Some(2.0), Some(0.0), 100_000).unwrap();
+        assert!(
+            t.contains("stalled for 2.00 ms") && t.contains("100 µs"),
+            "{t}"
+        );
+        // Steal with loss it explains: the hypervisor's.
+        let t = host_stall(5, 1e5, Some(0.05), Some(10.0), 100_000).unwrap();
+        assert!(t.contains("stole 10 ms"), "{t}");
+        // More lost than the stall can explain: the device's.
+        assert_eq!(
+            host_stall(13_000, 15e4, Some(1.0), Some(10.0), 100_000),
+            None
+        );
+        // The same host without loss: the trial counts (a stall cannot
+        // pass a load the device cannot forward).
+        assert_eq!(host_stall(0, 1e5, Some(2.0), Some(10.0), 100_000), None);
+        // Loss on a quiet host, or without a monitor: the device's.
+        assert_eq!(host_stall(5, 1e5, Some(0.05), Some(0.0), 100_000), None);
+        assert_eq!(host_stall(5, 1e5, None, None, 100_000), None);
     }
 }
