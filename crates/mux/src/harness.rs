@@ -825,9 +825,9 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
     let mut skipped = Vec::new();
     for &e in &cfg.engines {
         if e == EngineKind::IoUring && cfg.remote.is_none() {
-            if let Err(why) = crate::engine::uring::probe() {
+            if let Some(why) = e.unavailable_here() {
                 rec.progress(&format!("mux: io-uring skipped: {why}"));
-                skipped.push((e.as_str().to_owned(), why.to_string()));
+                skipped.push((e.as_str().to_owned(), why));
                 continue;
             }
         }

@@ -13,18 +13,7 @@ use commbench_mux::server::{self, ServeConfig};
 use commbench_mux::Protocol;
 
 fn engines() -> Vec<EngineKind> {
-    EngineKind::ALL
-        .into_iter()
-        .filter(|e| {
-            if *e == EngineKind::IoUring {
-                if let Err(why) = commbench_mux::engine::uring::probe() {
-                    eprintln!("io-uring not tested here: {why}");
-                    return false;
-                }
-            }
-            true
-        })
-        .collect()
+    EngineKind::runnable_here(|e, why| eprintln!("{} not tested here: {why}", e.as_str()))
 }
 
 fn echo(engine: EngineKind, lookup: Lookup, conns: usize, rounds: u64, size: usize) {

@@ -24,18 +24,7 @@ const BUF: usize = 16 << 10;
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
 
 fn engines() -> Vec<EngineKind> {
-    EngineKind::ALL
-        .into_iter()
-        .filter(|e| {
-            if *e == EngineKind::IoUring {
-                if let Err(why) = commbench_mux::engine::uring::probe() {
-                    eprintln!("io-uring not tested here: {why}");
-                    return false;
-                }
-            }
-            true
-        })
-        .collect()
+    EngineKind::runnable_here(|e, why| eprintln!("{} not tested here: {why}", e.as_str()))
 }
 
 #[test]

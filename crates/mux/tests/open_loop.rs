@@ -19,18 +19,7 @@ use commbench_mux::server::{self, ServeConfig};
 use commbench_mux::{MuxError, Protocol};
 
 fn engines() -> Vec<EngineKind> {
-    EngineKind::ALL
-        .into_iter()
-        .filter(|e| {
-            if *e == EngineKind::IoUring {
-                if let Err(why) = commbench_mux::engine::uring::probe() {
-                    eprintln!("io-uring not tested here: {why}");
-                    return false;
-                }
-            }
-            true
-        })
-        .collect()
+    EngineKind::runnable_here(|e, why| eprintln!("{} not tested here: {why}", e.as_str()))
 }
 
 fn load_cfg(port: u16, conns: usize, protocol: Protocol, open: OpenConfig) -> LoadConfig {

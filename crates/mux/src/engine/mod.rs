@@ -58,6 +58,30 @@ impl EngineKind {
         EngineKind::EpollEt,
         EngineKind::IoUring,
     ];
+
+    /// Why this engine cannot run on this kernel (io_uring missing or
+    /// restricted), or `None` when it can.
+    pub fn unavailable_here(self) -> Option<String> {
+        match self {
+            EngineKind::IoUring => uring::probe().err().map(|e| e.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Every engine this kernel can run; `skipped` hears of each other one
+    /// and why.
+    pub fn runnable_here(mut skipped: impl FnMut(EngineKind, &str)) -> Vec<EngineKind> {
+        EngineKind::ALL
+            .into_iter()
+            .filter(|&e| match e.unavailable_here() {
+                Some(why) => {
+                    skipped(e, &why);
+                    false
+                }
+                None => true,
+            })
+            .collect()
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Poll => "poll",
