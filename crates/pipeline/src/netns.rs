@@ -959,6 +959,37 @@ pub fn netns_record(
         .param("xdp_mode", r.xdp_mode.as_deref().unwrap_or("-"))
 }
 
+/// For tests (root): a namespace of the test's own holding one veth pair,
+/// both ends down, deleted when dropped (also when the test fails).
+#[cfg(test)]
+pub(crate) struct TestVeth {
+    pub ns: String,
+}
+
+#[cfg(test)]
+impl TestVeth {
+    pub(crate) fn new(ns: String, a: &str, b: &str) -> TestVeth {
+        ip_cmd(&["netns", "add", &ns]).unwrap();
+        let t = TestVeth { ns };
+        ip_cmd(&[
+            "-n", &t.ns, "link", "add", a, "type", "veth", "peer", "name", b,
+        ])
+        .unwrap();
+        t
+    }
+
+    pub(crate) fn up(&self, link: &str) {
+        ip_cmd(&["-n", &self.ns, "link", "set", link, "up"]).unwrap();
+    }
+}
+
+#[cfg(test)]
+impl Drop for TestVeth {
+    fn drop(&mut self) {
+        let _ = ip_cmd(&["netns", "del", &self.ns]);
+    }
+}
+
 #[cfg(test)]
 mod softnet_tests {
     #[test]
@@ -1009,21 +1040,10 @@ mod tests {
             return;
         }
         // Not NS_PREFIX: the other tests check that no `cbpl-<pid>-` is left.
-        let ns = format!("cbxr-{}", std::process::id());
-        ip(&["netns", "add", &ns]).unwrap();
-        struct Del(String);
-        impl Drop for Del {
-            fn drop(&mut self) {
-                let _ = ip(&["netns", "del", &self.0]);
-            }
-        }
-        let _del = Del(ns.clone());
-        ip(&[
-            "-n", &ns, "link", "add", "cbxra", "type", "veth", "peer", "name", "cbxrb",
-        ])
-        .unwrap();
-        ip(&["-n", &ns, "link", "set", "cbxra", "up"]).unwrap();
-        ip(&["-n", &ns, "link", "set", "cbxrb", "up"]).unwrap();
+        let veth = TestVeth::new(format!("cbxr-{}", std::process::id()), "cbxra", "cbxrb");
+        veth.up("cbxra");
+        veth.up("cbxrb");
+        let ns = veth.ns.clone();
         let ns2 = ns.clone();
         std::thread::spawn(move || {
             enter(&ns2).unwrap();
@@ -1049,20 +1069,9 @@ mod tests {
             return;
         }
         // Not NS_PREFIX: the other tests check that no `cbpl-<pid>-` is left.
-        let ns = format!("cbst-{}", std::process::id());
-        ip(&["netns", "add", &ns]).unwrap();
-        struct Del(String);
-        impl Drop for Del {
-            fn drop(&mut self) {
-                let _ = ip(&["netns", "del", &self.0]);
-            }
-        }
-        let _del = Del(ns.clone());
-        ip(&[
-            "-n", &ns, "link", "add", "cbst0", "type", "veth", "peer", "name", "cbst1",
-        ])
-        .unwrap();
-        ip(&["-n", &ns, "link", "set", "cbst0", "up"]).unwrap();
+        let veth = TestVeth::new(format!("cbst-{}", std::process::id()), "cbst0", "cbst1");
+        veth.up("cbst0");
+        let ns = veth.ns.clone();
         let ns2 = ns.clone();
         let (gen, checks) = std::thread::spawn(move || {
             enter(&ns2).unwrap();

@@ -175,21 +175,10 @@ fn exact_counts_through_real_interfaces() {
     }
     // A veth pair in a namespace of the test's own: the generator sends on
     // one end, the sink listens on the other (`ifaces:A,B` with A ↔ B).
-    let ns = format!("cbif-{}", std::process::id());
-    netns::ip_cmd(&["netns", "add", &ns]).unwrap();
-    struct Del(String);
-    impl Drop for Del {
-        fn drop(&mut self) {
-            let _ = netns::ip_cmd(&["netns", "del", &self.0]);
-        }
-    }
-    let _del = Del(ns.clone());
-    netns::ip_cmd(&[
-        "-n", &ns, "link", "add", "cbifa", "type", "veth", "peer", "name", "cbifb",
-    ])
-    .unwrap();
-    netns::ip_cmd(&["-n", &ns, "link", "set", "cbifa", "up"]).unwrap();
-    netns::ip_cmd(&["-n", &ns, "link", "set", "cbifb", "up"]).unwrap();
+    let veth = netns::TestVeth::new(format!("cbif-{}", std::process::id()), "cbifa", "cbifb");
+    veth.up("cbifa");
+    veth.up("cbifb");
+    let ns = veth.ns.clone();
     let ns2 = ns.clone();
     let r = std::thread::spawn(move || {
         netns::enter(&ns2).unwrap();
@@ -210,21 +199,10 @@ fn a_deleted_interface_under_dut_ifaces_was_not_named() {
     // An interface deleted during a trial ended it with a bare "Network is
     // down (os error 100)"; the error now names the interface and its role,
     // during a trial and in the next one.
-    let ns = format!("cbdel-{}", std::process::id());
-    netns::ip_cmd(&["netns", "add", &ns]).unwrap();
-    struct Del(String);
-    impl Drop for Del {
-        fn drop(&mut self) {
-            let _ = netns::ip_cmd(&["netns", "del", &self.0]);
-        }
-    }
-    let _del = Del(ns.clone());
-    netns::ip_cmd(&[
-        "-n", &ns, "link", "add", "cbdla", "type", "veth", "peer", "name", "cbdlb",
-    ])
-    .unwrap();
-    netns::ip_cmd(&["-n", &ns, "link", "set", "cbdla", "up"]).unwrap();
-    netns::ip_cmd(&["-n", &ns, "link", "set", "cbdlb", "up"]).unwrap();
+    let veth = netns::TestVeth::new(format!("cbdel-{}", std::process::id()), "cbdla", "cbdlb");
+    veth.up("cbdla");
+    veth.up("cbdlb");
+    let ns = veth.ns.clone();
     let ns2 = ns.clone();
     let ended = Arc::new(AtomicBool::new(false));
     let ended2 = ended.clone();
@@ -278,21 +256,10 @@ fn a_failed_af_xdp_sink_was_hidden_behind_no_probe_frame() {
     // device in 5 s" (the generator's error, after probing a sink that
     // was gone). Now the sink's error is the trial's, naming the queue.
     // Here another receiver holds the sink's queue for good.
-    let ns = format!("cbxs-{}", std::process::id());
-    netns::ip_cmd(&["netns", "add", &ns]).unwrap();
-    struct Del(String);
-    impl Drop for Del {
-        fn drop(&mut self) {
-            let _ = netns::ip_cmd(&["netns", "del", &self.0]);
-        }
-    }
-    let _del = Del(ns.clone());
-    netns::ip_cmd(&[
-        "-n", &ns, "link", "add", "cbxsa", "type", "veth", "peer", "name", "cbxsb",
-    ])
-    .unwrap();
-    netns::ip_cmd(&["-n", &ns, "link", "set", "cbxsa", "up"]).unwrap();
-    netns::ip_cmd(&["-n", &ns, "link", "set", "cbxsb", "up"]).unwrap();
+    let veth = netns::TestVeth::new(format!("cbxs-{}", std::process::id()), "cbxsa", "cbxsb");
+    veth.up("cbxsa");
+    veth.up("cbxsb");
+    let ns = veth.ns.clone();
     let ns2 = ns.clone();
     let e = std::thread::spawn(move || {
         netns::enter(&ns2).unwrap();
