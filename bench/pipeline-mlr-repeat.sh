@@ -18,7 +18,9 @@
 # before/after.
 # Usage: bench/pipeline-mlr-repeat.sh [RUNS] [DEVICE...]
 #   default: 10 l2fwd:delay:5000 l2fwd:delay:1000 bridge
-#   env: COMPARE (0), CROSSCHECK (1), EXTRA (more options for every run)
+#   env: COMPARE (0), CROSSCHECK (1), EXTRA (more options for every run),
+#        LOCK (a file: each run holds `flock LOCK` while it measures, so
+#        other work on the host can take turns between runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10}
@@ -29,20 +31,25 @@ DEVICES=("$@")
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'command: bash bench/pipeline-mlr-repeat.sh'; [ $# -eq 0 ] || printf ' %q' "$RUNS" "$@"; echo
 tgt=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p commbench
+locked=()
+[ -n "${LOCK:-}" ] && locked=(flock "$LOCK")
+"${locked[@]}" cargo build --release -q -p commbench
 bin="$tgt/release/commbench"
 out=$(mktemp)
 pred=$(mktemp)
-trap 'rm -f "$out" "$pred"' EXIT
+t0f=$(mktemp)
+trap 'rm -f "$out" "$pred" "$t0f"' EXIT
 methods=(mlr)
 [ "${COMPARE:-0}" = 1 ] && methods+=(rfc2544)
 for method in "${methods[@]}"; do
   for dut in "${DEVICES[@]}"; do
     for i in $(seq 1 "$RUNS"); do
-      t0=$(date +%s.%N)
+      # The wall time starts once the lock is held (t0 written by the
+      # locked shell), so a wait for the lock is not counted as search time.
       # shellcheck disable=SC2086
-      json=$("$bin" pipeline rfc2544 --dut "$dut" --sizes 64 --search "$method" ${EXTRA:-} --format json 2>/dev/null || true)
+      json=$("${locked[@]}" sh -c 'date +%s.%N > "$0"; exec "$@"' "$t0f" "$bin" pipeline rfc2544 --dut "$dut" --sizes 64 --search "$method" ${EXTRA:-} --format json 2>/dev/null || true)
       t1=$(date +%s.%N)
+      t0=$(cat "$t0f")
       printf '%s' "$json" | python3 -c '
 import json, sys
 method, dut, run, wall = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[5]) - float(sys.argv[4])
@@ -72,7 +79,7 @@ if [ "${CROSSCHECK:-1}" = 1 ]; then
       l2fwd:delay:*)
         ns=${dut#l2fwd:delay:}
         ns=${ns%%,*}
-        "$bin" pipeline crosscheck --delays "$ns" --size 64 --format json 2>/dev/null |
+        "${locked[@]}" "$bin" pipeline crosscheck --delays "$ns" --size 64 --format json 2>/dev/null |
           python3 -c '
 import json, sys
 for r in json.load(sys.stdin)["records"]:

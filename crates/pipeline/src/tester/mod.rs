@@ -253,6 +253,10 @@ pub struct Bench {
     /// the host stalled is the host's, not the device's (None: switched
     /// off with [`NO_STALL_MONITOR_ENV`]).
     stalls: Option<StallMonitor>,
+    /// The CPU the device's (or, with no device, the sink's) receive
+    /// processing was steered to, away from the generator's CPU
+    /// ([`netns::steer_receive`]); None when it was not.
+    pub rx_steer: Option<usize>,
 }
 
 impl Bench {
@@ -276,6 +280,7 @@ impl Bench {
             trial_no: 0,
             cpus,
             stalls: stall_monitor(),
+            rx_steer: None,
         };
         match dut {
             DutSpec::Ifaces(a, c) => {
@@ -288,6 +293,7 @@ impl Bench {
             DutSpec::None => {
                 let lab = netns::Topology::setup_pair()?;
                 b.set_ends(&lab);
+                b.steer_away_from_generator(&lab.sink_ns, &lab.sink_if, b.cpus.sink);
                 b.topo = Some(lab);
                 return Ok(b);
             }
@@ -295,6 +301,7 @@ impl Bench {
         }
         let lab = netns::Topology::setup()?;
         b.set_ends(&lab);
+        b.steer_away_from_generator(&lab.fwd_ns, &lab.fwd_in, b.cpus.dut);
         let (fwd_ns, fwd_in, fwd_out) =
             (lab.fwd_ns.clone(), lab.fwd_in.clone(), lab.fwd_out.clone());
         b.topo = Some(lab);
@@ -405,6 +412,30 @@ impl Bench {
             DutSpec::None | DutSpec::Ifaces(..) => {}
         }
         Ok(b)
+    }
+
+    /// Steers the receive processing of the interface the generator sends
+    /// to (`iface` in `ns`) onto `cpu`, when the generator has a CPU of
+    /// its own and `cpu` is another: the receiving side's softirq work is
+    /// then the device's (as a NIC's interrupts are the device's), not the
+    /// generator's. Best effort: a kernel without RPS leaves it unsteered,
+    /// and the records say so (no "rx on" in `cpus`).
+    fn steer_away_from_generator(&mut self, ns: &str, iface: &str, cpu: Option<usize>) {
+        let (Some(g), Some(c)) = (self.cpus.gen, cpu) else {
+            return;
+        };
+        if g != c && netns::steer_receive(ns, iface, c).is_ok() {
+            self.rx_steer = Some(c);
+        }
+    }
+
+    /// The placement as the records name it: the roles' CPUs and where the
+    /// device's receive was steered.
+    pub fn placement(&self) -> String {
+        match self.rx_steer {
+            Some(c) => format!("{}, rx on {c}", self.cpus.describe()),
+            None => self.cpus.describe(),
+        }
     }
 
     fn set_ends(&mut self, lab: &netns::Topology) {
@@ -1261,7 +1292,7 @@ impl TrialResult {
             fwd_ticks_tx: ft,
             per_flow,
             partial: g.stopped_early || interrupted(),
-            cpus: b.cpus.describe(),
+            cpus: b.placement(),
         }
     }
 

@@ -296,6 +296,43 @@ fn the_default_placement_gives_the_generator_a_cpu_of_its_own() {
     assert_eq!((n.gen, n.sink, n.dut), (None, None, None));
 }
 
+/// The kernel's RPS mask as a number ("00000000,00000002" -> 2).
+fn mask_value(s: &str) -> u128 {
+    u128::from_str_radix(&s.replace(',', ""), 16).unwrap()
+}
+
+#[test]
+fn the_devices_receive_is_steered_off_the_generators_cpu() {
+    if !root() {
+        return;
+    }
+    let cpus = commbench_core::placement::current_affinity()
+        .cpus()
+        .to_vec();
+    if cpus.len() < 2 {
+        eprintln!("skipped: steering needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let b = Bench::new(&DutSpec::Bridge, RoleCpus::for_cpus(&cpus)).unwrap();
+    let dut = b.cpus.dut.unwrap();
+    assert_eq!(b.rx_steer, Some(dut));
+    let t = b.topo.as_ref().unwrap();
+    let m = netns::receive_steering(&t.fwd_ns, &t.fwd_in).unwrap();
+    assert_eq!(mask_value(&m), 1u128 << dut, "{m}");
+    assert!(
+        b.placement().ends_with(&format!(", rx on {dut}")),
+        "{}",
+        b.placement()
+    );
+    // Nothing to steer the generator away from when nothing is pinned.
+    let n = Bench::new(&DutSpec::None, RoleCpus::parse(",,").unwrap()).unwrap();
+    assert_eq!(n.rx_steer, None);
+    let t = n.topo.as_ref().unwrap();
+    let m = netns::receive_steering(&t.sink_ns, &t.sink_if).unwrap();
+    assert_eq!(mask_value(&m), 0, "{m}");
+    assert_eq!(n.placement(), "gen - sink - dut -");
+}
+
 fn slow_forwarder() -> DutSpec {
     DutSpec::L2fwd {
         work: FwdWork::Delay(20_000),
