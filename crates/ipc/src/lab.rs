@@ -11,6 +11,7 @@ use commbench_core::lab::answer::{is, median, ns, of, rate, ratio_between};
 use commbench_core::lab::{
     Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
+use commbench_core::placement::CpuList;
 use commbench_core::{Record, Recorder};
 
 /// The ipc lab.
@@ -158,12 +159,15 @@ impl Lab for IpcLab {
             max: 15,
             target_rel_half_width: 0.02,
         };
+        let (server_cpus, client_cpus) = suite_placement();
         let reqres: Vec<IpcConfig> = TransportKind::ALL
             .iter()
             .map(|&t| IpcConfig {
                 transport: t,
                 size: 128,
                 count,
+                server_cpus: server_cpus.clone(),
+                client_cpus: client_cpus.clone(),
                 ..IpcConfig::default()
             })
             .collect();
@@ -185,6 +189,8 @@ impl Lab for IpcLab {
                 size: 64 << 10,
                 count: count / 5,
                 latency: false,
+                server_cpus: server_cpus.clone(),
+                client_cpus: client_cpus.clone(),
                 ..IpcConfig::default()
             })
             .collect();
@@ -244,5 +250,43 @@ impl Lab for IpcLab {
             a.push_str(&format!("; CPU per message {} vs {}", ns(c1), ns(c2)));
         }
         Some(a)
+    }
+}
+
+/// The suite's placement: the server on the last CPU this process may use,
+/// the client on the first, each pinned (none with one CPU). Left to the
+/// scheduler, the two ends of a kernel path shared a CPU in one suite
+/// (pipe 277k msg/s) and sat on two in the next (31k: a cross-CPU wake-up
+/// per message on a VM), a 6x swing between two runs of one binary that
+/// no within-run repeat shows; shm's co-location likewise followed the
+/// load of the moment. Pinned, every run measures the same path: a server
+/// and its client on separate cores.
+fn suite_placement() -> (Option<CpuList>, Option<CpuList>) {
+    suite_placement_over(commbench_core::placement::current_affinity().cpus())
+}
+
+fn suite_placement_over(cpus: &[usize]) -> (Option<CpuList>, Option<CpuList>) {
+    match cpus {
+        [first, .., last] => (
+            Some(CpuList::from_cpus(vec![*last])),
+            Some(CpuList::from_cpus(vec![*first])),
+        ),
+        _ => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suite_pins_server_and_client_to_cpus_of_their_own() {
+        let (s, c) = suite_placement_over(&[0, 1]);
+        assert_eq!((s.unwrap().cpus(), c.unwrap().cpus()), (&[1][..], &[0][..]));
+        let (s, c) = suite_placement_over(&[2, 5, 7]);
+        assert_eq!((s.unwrap().cpus(), c.unwrap().cpus()), (&[7][..], &[2][..]));
+        // One CPU: nothing to separate, nothing pinned.
+        let (s, c) = suite_placement_over(&[3]);
+        assert!(s.is_none() && c.is_none());
     }
 }
