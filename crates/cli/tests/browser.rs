@@ -177,7 +177,7 @@ fn chromium_or_skip() -> Option<PathBuf> {
             std::env::var("CI").as_deref() != Ok("true"),
             "no chromium on PATH under CI=true: .ci/run installs Debian's chromium"
         );
-        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        commbench_core::testing::skip("chromium", "no chromium on PATH (apt-get install chromium)");
     }
     bin
 }
