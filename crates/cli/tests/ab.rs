@@ -353,7 +353,7 @@ fn ab_duet_runs_both_sides_at_once_on_two_cpus() {
         })
         .unwrap_or_default();
     if !(online.contains(&0) && online.contains(&1)) {
-        eprintln!("SKIPPED: a duet needs CPUs 0 and 1 online");
+        commbench_core::testing::skip("CPUs 0 and 1", "a duet needs CPUs 0 and 1 online");
         return;
     }
     let text = ab_aa_budget(&["--duet", "--duet-cpus", "0,1"]);

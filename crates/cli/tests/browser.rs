@@ -37,7 +37,8 @@ const CHECK: &str = r##"
 <script>
 window.addEventListener('load', () => {
   const out = { figures: [], not_drawn: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth,
-                axes: [], legend_overlaps: [], broken_links: [], links: 0, narrow_cells: [], cells: 0, caption_numbers: [], numbers_checked: 0 };
+                axes: [], legend_overlaps: [], broken_links: [], links: 0, narrow_cells: [], cells: 0, caption_numbers: [], numbers_checked: 0,
+                legends: [], two_line_names: [], more: [], left_out: [] };
   // Open every collapsed block so that its tables are laid out too.
   for (const d of document.querySelectorAll('details')) d.open = true;
   const boxes = (els) => [...els].map(e => e.getBoundingClientRect()).filter(r => r.width > 0 || r.height > 0);
@@ -58,10 +59,21 @@ window.addEventListener('load', () => {
     if (!x || !texts.includes(x) || !/\(.+\)/.test(y) || !texts.includes(y)) out.axes.push({ title, x, y });
     // Legends: beside the plot, never over a mark.
     const markBoxes = boxes([...marks].filter(m => !(m.tagName === 'rect' && m.getAttribute('width') === svg.getAttribute('width'))));
-    for (const li of f.querySelectorAll('ul.legend li')) {
+    const lis = [...f.querySelectorAll('ul.legend li')];
+    out.legends.push({ title, entries: lis.length });
+    for (const li of lis) {
       const r = li.getBoundingClientRect();
       if (markBoxes.some(m => meets(r, m))) out.legend_overlaps.push({ title, legend: li.textContent });
+      // A name that wraps is a legend a reader cannot scan.
+      const cs = getComputedStyle(li);
+      const line = parseFloat(cs.lineHeight) || 1.25 * parseFloat(cs.fontSize);
+      if (r.height > 1.6 * line) out.two_line_names.push({ title, name: li.textContent });
     }
+    // A line drawn as dots says, on screen, what would measure a curve.
+    const more = f.querySelector('figcaption .more');
+    if (more) out.more.push({ title, shown: more.getBoundingClientRect().height > 0, text: more.textContent });
+    const left = f.querySelector('figcaption .left-out');
+    if (left) out.left_out.push({ title, text: left.textContent });
     // Caption numbers: each is in the figure's numbers (a value, a
     // parameter, a count) or, followed by ×, a ratio of two drawn values.
     const computed = (f.querySelector('figcaption .computed') || {}).textContent || '';
@@ -165,7 +177,7 @@ fn chromium_or_skip() -> Option<PathBuf> {
             std::env::var("CI").as_deref() != Ok("true"),
             "no chromium on PATH under CI=true: .ci/run installs Debian's chromium"
         );
-        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        commbench_core::testing::skip("chromium", "no chromium on PATH (apt-get install chromium)");
     }
     bin
 }
@@ -519,6 +531,145 @@ fn two_run_report_shows_the_verdict_column_on_screen_at_1400_px() {
     assert!(
         !changes.contains(&"x".repeat(100)),
         "the shared parameter is shown in the table"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Loads a page with `script` appended in Chromium and returns what the
+/// script wrote into `data-check`.
+fn check_page(bin: &Path, dir: &Path, page: &Path, script: &str) -> Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let checked = dir.join("checked.html");
+    std::fs::write(
+        &checked,
+        html.replace("</body>", &format!("{script}</body>")),
+    )
+    .unwrap();
+    let url = format!("file://{}", checked.display());
+    let dom = run_chromium(bin, &["--dump-dom"], &url, &dir.join("dom.html"));
+    let attr = dom
+        .split("data-check=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the check script did not run; dom starts: {}",
+                &dom[..dom.len().min(400)]
+            )
+        });
+    let json = attr
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap()
+}
+
+/// The stored quick suite as a JSON Lines file from `host`, with mux's
+/// open-loop records at two offered rates (the suite's hockey stick).
+fn quick_suite_from(host: &str, dir: &Path) -> PathBuf {
+    let text = include_str!("data/quick-suite.jsonl");
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut r: Value = serde_json::from_str(line).unwrap();
+        if let Some(env) = r.get_mut("environment").and_then(Value::as_object_mut) {
+            env.insert("hostname".into(), Value::from(host));
+        }
+        lines.push(r.to_string());
+    }
+    for rate in [2000.0, 8000.0] {
+        for (engine, p99) in [("poll", 90_000.0), ("epoll-lt", 60_000.0)] {
+            lines.push(
+                serde_json::json!({"schema_version": 1, "lab": "mux", "test": "open",
+                    "params": {"engine": engine, "lookup": "index", "conns": 1000, "protocol": "http1", "rate": rate},
+                    "metrics": {"corrected_p99_ns": p99 * rate / 2000.0, "rt_per_s": rate}})
+                .to_string(),
+            );
+        }
+    }
+    let p = dir.join(format!("{host}.jsonl"));
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    p
+}
+
+/// Issue 34: "a 12-entry legend of two-line names with '12 series not
+/// drawn'" and "the C10K 'hockey stick' from two points". Two overlaid
+/// quick suites name up to sixteen series a figure: every legend holds at
+/// most eight names of one line each (more are panels), nothing says
+/// "series past the first", and the hockey stick of two offered rates is
+/// dots with the command for a curve on screen.
+#[test]
+fn overlaid_suites_in_headless_chromium_have_short_legends_in_panels_and_two_rates_as_dots() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cbtest-legends-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (
+        quick_suite_from("alpha", &dir),
+        quick_suite_from("beta", &dir),
+    );
+    let page = dir.join("report.html");
+    util::cb()
+        .args(["--no-store", "report"])
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success();
+    let v = check_page(&bin, &dir, &page, CHECK);
+    let legends = v["legends"].as_array().unwrap();
+    assert!(legends.len() >= 20, "{v}");
+    for l in legends {
+        assert!(
+            l["entries"].as_u64().unwrap() <= 8,
+            "a legend of more than eight: {l}"
+        );
+    }
+    assert!(
+        legends
+            .iter()
+            .any(|l| l["title"].as_str().unwrap().contains("(panel 2 of")),
+        "sixteen series are drawn as panels: {legends:?}"
+    );
+    assert_eq!(
+        v["two_line_names"],
+        serde_json::json!([]),
+        "{}",
+        v["two_line_names"]
+    );
+    assert_eq!(
+        v["legend_overlaps"],
+        serde_json::json!([]),
+        "{}",
+        v["legend_overlaps"]
+    );
+    for l in v["left_out"].as_array().unwrap() {
+        assert!(!l["text"].as_str().unwrap().contains("series past"), "{l}");
+    }
+    let more = v["more"].as_array().unwrap();
+    let stick = more
+        .iter()
+        .find(|m| m["title"].as_str().unwrap().contains("hockey stick"))
+        .unwrap_or_else(|| panic!("the hockey stick says how to measure a curve: {more:?}"));
+    assert_eq!(stick["shown"], true, "{stick}");
+    assert!(
+        stick["text"].as_str().unwrap().contains("--rate-sweep"),
+        "{stick}"
+    );
+    for f in v["figures"].as_array().unwrap() {
+        assert!(
+            f["marks"].as_u64().unwrap() > 4,
+            "figure without marks: {f}"
+        );
+    }
+    assert_eq!(
+        v["caption_numbers"],
+        serde_json::json!([]),
+        "{}",
+        v["caption_numbers"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

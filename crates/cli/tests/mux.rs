@@ -109,7 +109,10 @@ fn more_connections_than_descriptors_is_a_usage_error_saying_the_limit() {
         if out.status.code() == Some(127)
             || String::from_utf8_lossy(&out.stderr).contains("setpriv:")
         {
-            eprintln!("setpriv unavailable; skipped");
+            commbench_core::testing::skip(
+                "setpriv",
+                "drops root to test a limit a user cannot raise (util-linux)",
+            );
             return;
         }
         assert_eq!(out.status.code(), Some(2), "{out:?}");
@@ -340,12 +343,14 @@ impl Drop for Netns {
 
 #[test]
 fn serve_and_load_split_across_two_network_namespaces() {
-    if !is_root() {
-        eprintln!("skipped: needs root to create network namespaces");
+    if !commbench_core::testing::root_or_skip("creates network namespaces") {
         return;
     }
     let Some(ns) = Netns::new() else {
-        eprintln!("skipped: could not create namespaces and a veth pair here");
+        commbench_core::testing::skip(
+            "network namespaces",
+            "could not create namespaces and a veth pair here",
+        );
         return;
     };
     let dir = std::env::temp_dir().join(format!("cbmux-split-{}", std::process::id()));
@@ -411,8 +416,7 @@ fn serve_and_load_split_across_two_network_namespaces() {
 
 #[test]
 fn netns_flag_runs_in_a_private_namespace() {
-    if !is_root() {
-        eprintln!("skipped: --netns needs root");
+    if !commbench_core::testing::root_or_skip("--netns creates a network namespace") {
         return;
     }
     cb().args([
@@ -756,7 +760,7 @@ fn serve_out_of_descriptors_sheds_connections_and_keeps_its_control_channel() {
                     engine == "io-uring" && e.contains("io_uring"),
                     "{engine}: {st:?} {e}"
                 );
-                eprintln!("io-uring unavailable here: {e}");
+                commbench_core::testing::skip_part("io-uring", "io_uring", e.trim());
                 break;
             }
             assert!(Instant::now() < deadline, "server never listened");
@@ -1011,7 +1015,7 @@ fn httpd_dirs() -> Vec<String> {
 #[test]
 fn httpd_measures_lighttpd_poll_and_epoll_and_leaves_nothing_behind() {
     if !std::path::Path::new("/usr/sbin/lighttpd").exists() {
-        eprintln!("skipped: lighttpd is not installed (apt-get install -y lighttpd)");
+        commbench_core::testing::skip("lighttpd", "not installed (apt-get install -y lighttpd)");
         return;
     }
     let out = cb()
@@ -1072,7 +1076,7 @@ fn httpd_with_nginx_left_its_temp_folder_on_sigint() {
     // start; they were not registered for signal cleanup, so Ctrl-C left
     // the run's dir behind (only `commbench clean` removed it).
     if !std::path::Path::new("/usr/sbin/nginx").exists() {
-        eprintln!("skipped: nginx is not installed (apt-get install -y nginx)");
+        commbench_core::testing::skip("nginx", "not installed (apt-get install -y nginx)");
         return;
     }
     let mut child = std::process::Command::new(bin_path())

@@ -312,7 +312,7 @@ fn extract_from_a_fifo_without_writer_says_it_waits_and_stops_on_ctrl_c() {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipped: mkfifo unavailable");
+        commbench_core::testing::skip("mkfifo", "coreutils' mkfifo did not run");
         return;
     }
     let child = std::process::Command::new(bin_path())
@@ -512,7 +512,11 @@ fn gen_refuses_a_terminal_stdout_and_writes_to_a_pipe() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_script {
-        eprintln!("SKIPPED (pty part): `script` (util-linux) not installed");
+        commbench_core::testing::skip_part(
+            "on a terminal",
+            "script",
+            "`script` (util-linux) is not installed",
+        );
         return;
     }
     for extra in [&[][..], &["-o", "-"], &["-o", "/dev/stdout"]] {

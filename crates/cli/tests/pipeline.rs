@@ -284,11 +284,8 @@ fn io_on_a_missing_interface_is_a_run_error_naming_it() {
 }
 
 #[test]
-#[allow(unsafe_code)]
 fn netns_run_through_the_binary_counts_every_frame() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: pipeline netns needs root");
+    if !commbench_core::testing::root_or_skip("pipeline netns creates network namespaces") {
         return;
     }
     for rx in ["af-packet", "af-xdp"] {
@@ -310,9 +307,7 @@ fn netns_run_through_the_binary_counts_every_frame() {
 #[test]
 #[allow(unsafe_code)]
 fn ctrl_c_during_netns_removes_the_namespaces() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: pipeline netns needs root");
+    if !commbench_core::testing::root_or_skip("pipeline netns creates network namespaces") {
         return;
     }
     let child = std::process::Command::new(bin_path())
@@ -394,11 +389,8 @@ impl Drop for DownPeer {
 /// exited 0 with partial: true. Now it fails at once, exit 1, saying why:
 /// no carrier (veth whose peer is down), down, not found.
 #[test]
-#[allow(unsafe_code)]
 fn io_gen_on_a_down_link_fails_early_with_the_reason() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (creates a network namespace and a veth pair)");
+    if !commbench_core::testing::root_or_skip("creates a network namespace and a veth pair") {
         return;
     }
     let Some(lab) = DownPeer::new() else {
@@ -442,14 +434,8 @@ fn io_gen_on_a_down_link_fails_early_with_the_reason() {
     drop(lab);
 }
 
-#[allow(unsafe_code)]
 fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: the black-box tester needs root");
-        return false;
-    }
-    true
+    commbench_core::testing::root_or_skip("the black-box tester creates namespaces and veths")
 }
 
 #[test]

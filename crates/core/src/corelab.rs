@@ -277,6 +277,7 @@ impl Lab for CoreLab {
                 x_label: "requested delay (ns)",
                 y_label: "",
                 reference: None,
+                more_x: "",
             },
             FigureSpec {
                 kind: FigureKind::Bar,
@@ -291,6 +292,7 @@ impl Lab for CoreLab {
                 x_label: "requested delay (ns)",
                 y_label: "",
                 reference: None,
+                more_x: "",
             },
             FigureSpec {
                 kind: FigureKind::Bar,
@@ -305,6 +307,7 @@ impl Lab for CoreLab {
                 x_label: "clock read method",
                 y_label: "",
                 reference: None,
+                more_x: "",
             },
         ]
     }

@@ -57,6 +57,11 @@ pub struct FigureSpec {
     /// Reference lines computed from the figure's records (a link's
     /// budget, a peer's figure) when the caption refers to them.
     pub reference: Option<References>,
+    /// For a line: a command that measures it at more x values (three or
+    /// more make a curve: `commbench ipc reqres --sessions 1,2,4,8`). The
+    /// report cites it when the records hold fewer than three, and draws
+    /// dots instead of a line; empty: it says only how many it needs.
+    pub more_x: &'static str,
 }
 
 /// Computes a figure's reference lines from the records it draws.

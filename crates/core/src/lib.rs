@@ -24,6 +24,7 @@ pub mod sched;
 pub mod stall;
 pub mod stats;
 pub mod sys;
+pub mod testing;
 pub mod timer;
 
 pub use record::{Format, Record, Recorder};

@@ -399,7 +399,7 @@ mod tests {
         let pid = child.id();
         let mut s = TreeSampler::new(pid);
         if !s.available() {
-            eprintln!("SKIPPED: this kernel has no schedstats");
+            crate::testing::skip("schedstats", "this kernel has no /proc/<pid>/schedstat");
             child.wait().unwrap();
             return;
         }

@@ -246,7 +246,7 @@ mod tests {
             ])
             .status();
         if status.is_err() {
-            eprintln!("skipped: no sh");
+            crate::testing::skip("sh", "no sh to stop and continue this process");
             return;
         }
         std::thread::sleep(Duration::from_millis(20));

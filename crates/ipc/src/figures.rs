@@ -20,6 +20,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "transport",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -34,6 +35,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "transport",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -48,6 +50,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "transport",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Ladder(&[
@@ -68,6 +71,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "",
             y_label: "round trip",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -82,6 +86,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "transport",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -96,6 +101,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "sessions",
             y_label: "",
             reference: None,
+            more_x: "commbench ipc reqres --transport all --sessions 1,2,4,8",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -110,6 +116,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "sessions",
             y_label: "",
             reference: None,
+            more_x: "commbench ipc reqres --transport all --sessions 1,2,4,8",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -124,6 +131,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "sessions",
             y_label: "",
             reference: None,
+            more_x: "commbench ipc reqres --transport all --sessions 1,2,4,8",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -138,6 +146,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "message size (B)",
             y_label: "",
             reference: None,
+            more_x: "for s in 64 1K 16K; do commbench ipc reqres --transport all --size $s --format jsonl -o size-$s.jsonl; done; cat size-*.jsonl > sizes.jsonl; commbench report sizes.jsonl",
         },
     ]
 }

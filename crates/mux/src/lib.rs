@@ -85,6 +85,7 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             x_label: "active connections",
             y_label: "",
             reference: None,
+            more_x: "for a in 10 100 1000; do commbench mux --engine all --conns 1000 --active $a --format jsonl -o active-$a.jsonl; done; cat active-*.jsonl > active.jsonl; commbench report active.jsonl",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -99,6 +100,7 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             x_label: "engine",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -113,6 +115,7 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             x_label: "rounds per connection",
             y_label: "",
             reference: None,
+            more_x: "commbench mux --reproduce-seed --quick --format jsonl -o seed.jsonl; commbench report seed.jsonl",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -127,6 +130,7 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             x_label: "rounds per connection",
             y_label: "",
             reference: None,
+            more_x: "commbench mux --reproduce-seed --quick --format jsonl -o seed.jsonl; commbench report seed.jsonl",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -141,6 +145,7 @@ pub fn figures() -> Vec<commbench_core::figure::FigureSpec> {
             x_label: "offered rate (requests/s)",
             y_label: "",
             reference: None,
+            more_x: "commbench mux --engine poll,epoll-lt --protocol http1 --active 100 --rate-sweep 1000:16000:1000 --slo p99=2ms",
         },
     ]
 }

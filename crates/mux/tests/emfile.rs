@@ -86,9 +86,11 @@ fn a_server_out_of_descriptors_sheds_new_connections_and_keeps_serving() {
     // SAFETY: setrlimit with a live struct; lowers both limits for this process.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
     for e in EngineKind::ALL {
-        if e == EngineKind::IoUring && commbench_mux::engine::uring::probe().is_err() {
-            eprintln!("io-uring not tested here");
-            continue;
+        if e == EngineKind::IoUring {
+            if let Err(why) = commbench_mux::engine::uring::probe() {
+                commbench_core::testing::skip_part("io-uring", "io_uring", why);
+                continue;
+            }
         }
         let srv = server::start(&ServeConfig {
             engine: e,

@@ -24,7 +24,9 @@ const BUF: usize = 16 << 10;
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
 
 fn engines() -> Vec<EngineKind> {
-    EngineKind::runnable_here(|e, why| eprintln!("{} not tested here: {why}", e.as_str()))
+    EngineKind::runnable_here(|e, why| {
+        commbench_core::testing::skip_part(e.as_str(), "io_uring", why)
+    })
 }
 
 #[test]

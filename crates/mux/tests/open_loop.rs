@@ -19,7 +19,9 @@ use commbench_mux::server::{self, ServeConfig};
 use commbench_mux::{MuxError, Protocol};
 
 fn engines() -> Vec<EngineKind> {
-    EngineKind::runnable_here(|e, why| eprintln!("{} not tested here: {why}", e.as_str()))
+    EngineKind::runnable_here(|e, why| {
+        commbench_core::testing::skip_part(e.as_str(), "io_uring", why)
+    })
 }
 
 fn load_cfg(port: u16, conns: usize, protocol: Protocol, open: OpenConfig) -> LoadConfig {

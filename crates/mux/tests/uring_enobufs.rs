@@ -14,7 +14,7 @@ use commbench_mux::Protocol;
 
 fn uring_or_skip() -> bool {
     if let Err(why) = commbench_mux::engine::uring::probe() {
-        eprintln!("io-uring not tested here: {why}");
+        commbench_core::testing::skip("io_uring", why);
         return false;
     }
     true

@@ -21,6 +21,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "controller variant",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -35,6 +36,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "controller variant",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -49,6 +51,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "cbench mode",
             y_label: "",
             reference: None,
+            more_x: "",
         },
     ]
 }

@@ -47,8 +47,9 @@ fn against_osken(of13: bool) {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!("os-ken is not installed but CI=true: .ci/run must create /opt/commbench-venv with `pip install os-ken`");
         }
-        eprintln!(
-            "SKIPPED {name}: os-ken not installed (run .ci/run, or set COMMBENCH_OSKEN_PYTHON)"
+        commbench_core::testing::skip(
+            "os-ken",
+            format!("{name}: not installed (run .ci/run, or set COMMBENCH_OSKEN_PYTHON)"),
         );
         return;
     };

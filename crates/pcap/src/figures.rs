@@ -20,6 +20,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "page cache",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Stacked(&["user_s_median", "sys_s_median"]),
@@ -34,6 +35,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "page cache",
             y_label: "CPU time",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -48,6 +50,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "threads",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -62,6 +65,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "threads",
             y_label: "",
             reference: None,
+            more_x: "",
         },
     ]
 }

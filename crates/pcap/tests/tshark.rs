@@ -589,7 +589,7 @@ fn require_tshark() -> bool {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("tshark is not installed; .ci/run must install it");
     }
-    eprintln!("SKIPPED: tshark not installed");
+    commbench_core::testing::skip("tshark", "not installed (apt-get install tshark)");
     false
 }
 

@@ -60,6 +60,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "mode",
             y_label: "TSC ticks per packet",
             reference: Some(link_budgets),
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -74,6 +75,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "hash input",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -88,6 +90,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "tx bulk (packets)",
             y_label: "",
             reference: None,
+            more_x: "commbench pipeline run --sweep tx-bulk=1,2,4,8,16,32",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -102,6 +105,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "RSS queues",
             y_label: "",
             reference: None,
+            more_x: "commbench pipeline run --sweep queues=1..4",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -116,6 +120,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "injected delay per packet (ns)",
             y_label: "",
             reference: None,
+            more_x: "commbench pipeline run --sweep delay=0,10,50,100,500",
         },
         FigureSpec {
             kind: FigureKind::Bar,
@@ -130,6 +135,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "frame size (B)",
             y_label: "",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -144,6 +150,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "offered load (% of the maximum rate)",
             y_label: "",
             reference: None,
+            more_x: "sudo commbench pipeline rfc2544 --ladder 10",
         },
         FigureSpec {
             kind: FigureKind::Scatter,
@@ -158,6 +165,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "offered load (pps)",
             y_label: "loss ratio",
             reference: None,
+            more_x: "",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -172,6 +180,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "offered load (% of the NDR)",
             y_label: "",
             reference: None,
+            more_x: "sudo commbench pipeline rfc2544 --latency-ladder 5",
         },
         FigureSpec {
             kind: FigureKind::Line,
@@ -186,6 +195,7 @@ pub fn figures() -> Vec<FigureSpec> {
             x_label: "injected delay per packet (ns)",
             y_label: "",
             reference: None,
+            more_x: "sudo commbench pipeline crosscheck --delays 0,50,100,500,1000",
         },
     ]
 }

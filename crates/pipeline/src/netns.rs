@@ -1090,8 +1090,7 @@ mod tests {
 
     #[test]
     fn netns_gen_fwd_sink_delivers_exact_counts_and_cleans_up() {
-        if !is_root() {
-            eprintln!("skipped: netns test needs root");
+        if !commbench_core::testing::root_or_skip("creates network namespaces and veths") {
             return;
         }
         for tx in [TxMethod::Sendmmsg, TxMethod::TxRing, TxMethod::AfXdp] {
@@ -1101,8 +1100,7 @@ mod tests {
 
     #[test]
     fn af_xdp_receive_behind_our_redirect_program_counts_every_frame() {
-        if !is_root() {
-            eprintln!("skipped: netns test needs root");
+        if !commbench_core::testing::root_or_skip("creates network namespaces and veths") {
             return;
         }
         let r = exact_run(TxMethod::Sendmmsg, RxMethod::AfXdp);
@@ -1119,8 +1117,7 @@ mod tests {
         // failed with EBUSY while that was pending, hidden behind the
         // generator's "no probe frame came through the device in 5 s".
         // Receivers opened one after the other, at once, on one queue.
-        if !is_root() {
-            eprintln!("skipped: netns test needs root");
+        if !commbench_core::testing::root_or_skip("creates network namespaces and veths") {
             return;
         }
         // Not NS_PREFIX: the other tests check that no `cbpl-<pid>-` is left.
@@ -1148,8 +1145,7 @@ mod tests {
         // Ok with nothing sent. Now it stops after TX_STALL with an error
         // saying the link is down. The link check itself: no carrier,
         // down, not found.
-        if !is_root() {
-            eprintln!("skipped: netns test needs root");
+        if !commbench_core::testing::root_or_skip("creates network namespaces and veths") {
             return;
         }
         // Not NS_PREFIX: the other tests check that no `cbpl-<pid>-` is left.
@@ -1222,8 +1218,7 @@ mod tests {
 
     #[test]
     fn clean_removes_a_dead_runs_namespace_only() {
-        if !is_root() {
-            eprintln!("skipped: clean test needs root");
+        if !commbench_core::testing::root_or_skip("creates a network namespace to clean") {
             return;
         }
         // A pid above pid_max cannot be alive.

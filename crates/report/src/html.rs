@@ -880,6 +880,7 @@ mod tests {
             x_label: "",
             y_label: "",
             reference: None,
+            more_x: "",
         };
         let lab = SpecLab(vec![spec]);
         let runs = [

@@ -42,12 +42,62 @@ pub struct LegendItem {
 }
 
 /// A figure's title and axis labels (words with the unit; the plot adds
-/// "log scale" when it chooses one).
+/// "log scale" when it chooses one), and the range its axes must at least
+/// span (panels of one figure drawn on the same axes).
 #[derive(Debug, Clone, Copy)]
 pub struct Axes<'a> {
     pub title: &'a str,
     pub x: &'a str,
     pub y: &'a str,
+    pub span: Span,
+}
+
+impl<'a> Axes<'a> {
+    /// Axes spanning what their data span.
+    pub fn new(title: &'a str, x: &'a str, y: &'a str) -> Axes<'a> {
+        Axes {
+            title,
+            x,
+            y,
+            span: Span::default(),
+        }
+    }
+}
+
+/// The lowest and highest value along each axis: what a plot drew (its
+/// [`Plot::extent`]), or what its axes must at least reach ([`Axes::span`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Span {
+    pub x: Option<(f64, f64)>,
+    pub y: Option<(f64, f64)>,
+}
+
+impl Span {
+    /// The smallest span holding both.
+    pub fn union(self, other: Span) -> Span {
+        let join = |a: Option<(f64, f64)>, b: Option<(f64, f64)>| match (a, b) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+            (a, b) => a.or(b),
+        };
+        Span {
+            x: join(self.x, other.x),
+            y: join(self.y, other.y),
+        }
+    }
+}
+
+/// The lowest and highest finite value, if any.
+fn extent_of(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    vals.filter(|v| v.is_finite())
+        .fold(None, |acc, v| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
+}
+
+/// The ends of a span as values for [`bounds`].
+fn ends(span: Option<(f64, f64)>) -> impl Iterator<Item = f64> {
+    span.into_iter().flat_map(|(lo, hi)| [lo, hi])
 }
 
 const W: u32 = 760;
@@ -159,17 +209,37 @@ pub fn plottable(v: f64) -> bool {
     v.is_finite() && v.abs() <= MAX_ABS && (v == 0.0 || v.abs() >= MIN_ABS)
 }
 
-/// What a figure left out to stay drawable and bounded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a figure left out to stay drawable and bounded. Series and
+/// categories are kept by name, so that the caption says which.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeftOut {
     /// Values that are not [`plottable`].
     pub out_of_range: usize,
-    /// Series past [`MAX_SERIES`].
-    pub series: usize,
+    /// The names of the series past [`MAX_SERIES`].
+    pub series: Vec<String>,
     /// Points not drawn when a series was thinned to [`MAX_POINTS`].
     pub points: usize,
-    /// Categories past [`MAX_CATEGORIES`].
-    pub categories: usize,
+    /// The names of the categories past [`MAX_CATEGORIES`].
+    pub categories: Vec<String>,
+}
+
+/// Names a caption lists before it counts the rest (a file of ten
+/// thousand series must not make a caption of them).
+const LISTED: usize = 40;
+
+/// Names as a caption lists them, in order: the first [`LISTED`], then
+/// how many more.
+fn listed(names: &[String]) -> String {
+    let mut s = names
+        .iter()
+        .take(LISTED)
+        .map(|n| format!("“{n}”"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > LISTED {
+        s.push_str(&format!(" and {} more", names.len() - LISTED));
+    }
+    s
 }
 
 impl LeftOut {
@@ -183,16 +253,18 @@ impl LeftOut {
                 if self.out_of_range == 1 { "" } else { "s" }
             ));
         }
-        if self.series > 0 {
+        if !self.series.is_empty() {
             parts.push(format!(
-                "{} series past the first {MAX_SERIES}",
-                self.series
+                "{} series past the first {MAX_SERIES} ({})",
+                self.series.len(),
+                listed(&self.series)
             ));
         }
-        if self.categories > 0 {
+        if !self.categories.is_empty() {
             parts.push(format!(
-                "{} categories past the first {MAX_CATEGORIES}",
-                self.categories
+                "{} categories past the first {MAX_CATEGORIES} ({})",
+                self.categories.len(),
+                listed(&self.categories)
             ));
         }
         if self.points > 0 {
@@ -205,7 +277,7 @@ impl LeftOut {
             String::new()
         } else {
             format!(
-                " Not drawn: {}; the table below has every record.",
+                " Not drawn: {}; their records are in the lab's table of records below.",
                 parts.join("; ")
             )
         }
@@ -217,6 +289,9 @@ impl LeftOut {
 pub struct Plot {
     pub svg: String,
     pub left_out: LeftOut,
+    /// The values drawn, from lowest to highest along each axis (x: none
+    /// for bars); [`Axes::span`] of a panel drawn beside this one.
+    pub extent: Span,
     pub legend: Vec<LegendItem>,
     /// Whether the y axis is on a log scale.
     pub y_log: bool,
@@ -230,7 +305,11 @@ pub struct Plot {
 /// points (thinned evenly, first and last kept).
 fn prepared(series: &[Series]) -> (Vec<Series>, LeftOut) {
     let mut left = LeftOut {
-        series: series.len().saturating_sub(MAX_SERIES),
+        series: series
+            .iter()
+            .skip(MAX_SERIES)
+            .map(|s| s.name.clone())
+            .collect(),
         ..LeftOut::default()
     };
     let out = series
@@ -539,7 +618,7 @@ enum Marks {
 
 /// A line plot without bands or references (the history page).
 pub fn line_svg(title: &str, x: &str, y: &str, series: &[Series]) -> Result<Plot, ReportError> {
-    line_plot(&Axes { title, x, y }, series, &[], &[])
+    line_plot(&Axes::new(title, x, y), series, &[], &[])
 }
 
 fn lines(
@@ -571,7 +650,8 @@ fn lines(
         })
         .collect();
     let refs: Vec<RefLine> = refs.iter().filter(|r| plottable(r.y)).cloned().collect();
-    let (xlo, xhi) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let (xlo, xhi) = bounds(xs().chain(ends(axes.span.x)));
     let ys = || {
         series
             .iter()
@@ -579,7 +659,11 @@ fn lines(
             .chain(bands.iter().flatten().flat_map(|&(_, lo, hi)| [lo, hi]))
             .chain(refs.iter().map(|r| r.y))
     };
-    let (ylo, yhi) = bounds(ys());
+    let extent = Span {
+        x: extent_of(xs()),
+        y: extent_of(ys()),
+    };
+    let (ylo, yhi) = bounds(ys().chain(ends(axes.span.y)));
     let x_log = (ladder || wants_log(xlo, xhi)) && log_fits(xlo, xhi);
     let y_log = (ladder || wants_log(ylo, yhi)) && log_fits(ylo, yhi);
     let (ylo, yhi) = if y_log {
@@ -642,7 +726,7 @@ fn lines(
                         .map_err(perr)?;
                 }
                 for (s, c) in series.iter().zip(&cols) {
-                    if marks != Marks::Dots {
+                    if marks != Marks::Dots && s.points.len() > 1 {
                         chart
                             .draw_series(LineSeries::new(
                                 s.points.iter().copied(),
@@ -696,6 +780,7 @@ fn lines(
     checked(buf).map(|svg| Plot {
         svg,
         left_out,
+        extent,
         legend,
         y_log,
         x_desc,
@@ -705,8 +790,13 @@ fn lines(
 
 /// A percentile ladder: x = 1/(1−q) on a log axis labelled by percentile
 /// (p50, p90, p99, p99.9, p99.99), y on a log axis — the tail made
-/// visible. Points are (q, value).
-pub fn ladder_plot(title: &str, y: &str, series: &[Series]) -> Result<Plot, ReportError> {
+/// visible. Points are (q, value); the y axis reaches at least `y_span`.
+pub fn ladder_plot(
+    title: &str,
+    y: &str,
+    series: &[Series],
+    y_span: Option<(f64, f64)>,
+) -> Result<Plot, ReportError> {
     let s: Vec<Series> = series
         .iter()
         .take(MAX_SERIES)
@@ -719,24 +809,18 @@ pub fn ladder_plot(title: &str, y: &str, series: &[Series]) -> Result<Plot, Repo
                 .collect(),
         })
         .collect();
-    let mut p = lines(
-        &Axes {
-            title,
-            x: "percentile (log scale of 1/(1−q))",
-            y,
-        },
-        &s,
-        &[],
-        &[],
-        Marks::Ladder,
-    )?;
-    p.left_out.series += series.len().saturating_sub(MAX_SERIES);
+    let mut axes = Axes::new(title, "percentile (log scale of 1/(1−q))", y);
+    axes.span.y = y_span;
+    let mut p = lines(&axes, &s, &[], &[], Marks::Ladder)?;
+    p.left_out
+        .series
+        .extend(series.iter().skip(MAX_SERIES).map(|s| s.name.clone()));
     Ok(p)
 }
 
 /// [`ladder_plot`] with the y axis in nanoseconds.
 pub fn ladder_svg(title: &str, series: &[Series]) -> Result<Plot, ReportError> {
-    ladder_plot(title, "latency (ns)", series)
+    ladder_plot(title, "latency (ns)", series, None)
 }
 
 /// Bars over categories: `values[s][c]` is series `s` at category `c`
@@ -752,11 +836,7 @@ pub fn bar_svg(
     stacked: bool,
 ) -> Result<Plot, ReportError> {
     bar_plot(
-        &Axes {
-            title,
-            x: "category",
-            y: y_desc,
-        },
+        &Axes::new(title, "category", y_desc),
         cats,
         series,
         stacked,
@@ -780,8 +860,12 @@ pub fn bar_plot(
     refs: &[RefLine],
 ) -> Result<Plot, ReportError> {
     let mut left_out = LeftOut {
-        series: series.len().saturating_sub(MAX_SERIES),
-        categories: cats.len().saturating_sub(MAX_CATEGORIES),
+        series: series
+            .iter()
+            .skip(MAX_SERIES)
+            .map(|(n, _)| n.clone())
+            .collect(),
+        categories: cats.iter().skip(MAX_CATEGORIES).cloned().collect(),
         ..LeftOut::default()
     };
     let cats = &cats[..cats.len().min(MAX_CATEGORIES)];
@@ -822,7 +906,12 @@ pub fn bar_plot(
             .flat_map(|(_, v)| v.iter().flatten().copied())
             .collect()
     };
-    let (lo, hi) = bounds(tops.iter().copied().chain(refs.iter().map(|r| r.y)));
+    let drawn = || tops.iter().copied().chain(refs.iter().map(|r| r.y));
+    let extent = Span {
+        x: None,
+        y: extent_of(drawn()),
+    };
+    let (lo, hi) = bounds(drawn().chain(ends(axes.span.y)));
     // Stacked parts only add up on a linear axis: on a log one each
     // segment's height is a ratio of sums, and the parts read wrong (the
     // pipeline's ticks were drawn so). The numbers under the figure give
@@ -977,6 +1066,7 @@ pub fn bar_plot(
     checked(buf).map(|svg| Plot {
         svg,
         left_out,
+        extent,
         legend,
         y_log: log,
         x_desc: axes.x.to_owned(),
@@ -1118,9 +1208,10 @@ mod tests {
     }
 
     /// One figure draws at most MAX_SERIES series of MAX_POINTS points,
-    /// whatever it is given, and says what it left out.
+    /// whatever it is given, and says what it left out, naming the series
+    /// (issue 34: "12 series not drawn" said neither which nor where).
     #[test]
-    fn a_figure_is_bounded_in_series_and_points() {
+    fn a_figure_is_bounded_in_series_and_points_and_names_the_series_left_out() {
         let series: Vec<Series> = (0..40)
             .map(|i| Series {
                 name: format!("s{i}"),
@@ -1130,17 +1221,32 @@ mod tests {
             })
             .collect();
         let p = within_30s(move || line_svg("t", "x", "y", &series).unwrap());
-        assert_eq!(p.left_out.series, 40 - MAX_SERIES);
+        assert_eq!(p.left_out.series.len(), 40 - MAX_SERIES);
+        assert_eq!(p.left_out.series[0], "s12");
         assert_eq!(p.left_out.points, MAX_SERIES * (10_000 - MAX_POINTS));
         assert!(p.svg.len() < 4 << 20, "{} bytes", p.svg.len());
         let note = p.left_out.note();
-        assert!(note.contains("28 series past the first 12"), "{note}");
+        assert!(
+            note.contains("28 series past the first 12 (“s12”, “s13”,"),
+            "{note}"
+        );
+        assert!(note.contains("“s39”)"), "{note}");
+        assert!(note.contains("lab's table of records below"), "{note}");
         let cats: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
-        let bars = vec![("s".to_owned(), vec![Some(1.0); 100]); 30];
+        let bars: Vec<(String, Vec<Option<f64>>)> = (0..30)
+            .map(|i| (format!("b{i}"), vec![Some(1.0); 100]))
+            .collect();
         let p = bar_svg("t", "y", &cats, &bars, false).unwrap();
         assert_eq!(
-            (p.left_out.categories, p.left_out.series),
+            (p.left_out.categories.len(), p.left_out.series.len()),
             (100 - MAX_CATEGORIES, 30 - MAX_SERIES)
+        );
+        assert_eq!(
+            (
+                p.left_out.categories[0].as_str(),
+                p.left_out.series[0].as_str()
+            ),
+            ("c24", "b12")
         );
     }
 

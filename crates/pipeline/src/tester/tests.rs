@@ -9,12 +9,7 @@ use super::*;
 use std::collections::HashSet;
 
 fn root() -> bool {
-    if netns::is_root() {
-        true
-    } else {
-        eprintln!("skipped: the tester needs root (namespaces, veths)");
-        false
-    }
+    commbench_core::testing::root_or_skip("the tester creates namespaces and veths")
 }
 
 fn spec(frames_per_s: f64, ms: u64, flows: u16) -> TrialSpec {

@@ -4,9 +4,10 @@
 //! carries as an error bar; stacked, one bar per category (and series,
 //! named in the category), with the declared metrics as its parts.
 //!
-//! Invariants: only the first [`MAX_CATEGORIES`] categories and
-//! [`MAX_SERIES`] series are drawn and the others are counted as left
-//! out; a bar that is the median of several records (overlaid runs) gets
+//! Invariants: a figure of more series than a legend holds is drawn as
+//! panels (`panels`); within one, only the first [`MAX_CATEGORIES`]
+//! categories and [`MAX_SERIES`] series are drawn and the others are
+//! named as left out; a bar that is the median of several records (overlaid runs) gets
 //! no error bar; a stack's total is the sum of its drawn parts, each
 //! counted from zero.
 
@@ -16,8 +17,6 @@ use super::words::{x_words, Entry, SHOWN_SERIES, SHOWN_VALUES};
 use super::{DataCell, DataTable, Figure, Meta, RUN_PARAM};
 use crate::plot::{self, MAX_CATEGORIES, MAX_SERIES};
 use crate::ReportError;
-use commbench_core::figure::FigureSpec;
-use commbench_core::record::Record;
 use std::collections::HashMap;
 
 /// Where a sample goes: its category, its series (a stack's part) and
@@ -39,10 +38,10 @@ struct Sample {
 struct Bars {
     categories: Vec<String>,
     series: Vec<String>,
-    /// How many categories and series the records named beyond the
-    /// drawable ones.
-    more_categories: usize,
-    more_series: usize,
+    /// The categories and series the records named beyond the drawable
+    /// ones.
+    more_categories: Vec<String>,
+    more_series: Vec<String>,
     metrics: usize,
     /// The samples of the drawn cells only.
     cells: HashMap<Cell, Vec<Sample>>,
@@ -96,12 +95,11 @@ impl Bars {
         if categories.is_empty() || series.is_empty() {
             return None;
         }
-        let (all_categories, all_series) = (categories.len(), series.len());
-        categories.truncate(MAX_CATEGORIES);
-        series.truncate(MAX_SERIES);
+        let more_categories = categories.split_off(categories.len().min(MAX_CATEGORIES));
+        let more_series = series.split_off(series.len().min(MAX_SERIES));
         Some(Bars {
-            more_categories: all_categories - categories.len(),
-            more_series: all_series - series.len(),
+            more_categories,
+            more_series,
             categories,
             series,
             metrics: metrics.len(),
@@ -163,14 +161,12 @@ impl Bars {
 /// Grouped bars (`metrics` is the figure's one y) or stacked bars
 /// (`metrics` are the parts).
 pub(super) fn bar_figure(
-    spec: &FigureSpec,
-    records: &[&Record],
+    frame: &Frame,
     metrics: &[&str],
     stacked: bool,
     meta: Meta,
 ) -> Result<Option<Figure>, ReportError> {
-    let frame = Frame::new(spec, records);
-    let Some(bars) = Bars::collect(&frame, metrics, stacked, meta) else {
+    let Some(bars) = Bars::collect(frame, metrics, stacked, meta) else {
         return Ok(None);
     };
     let series = bars.medians();
@@ -184,16 +180,20 @@ pub(super) fn bar_figure(
         if stacked { &[] } else { &errors },
         &labels.refs,
     )?;
-    plot.left_out.categories += bars.more_categories;
-    plot.left_out.series += bars.more_series;
+    plot.left_out
+        .categories
+        .extend(bars.more_categories.iter().cloned());
+    plot.left_out
+        .series
+        .extend(bars.more_series.iter().cloned());
     // The caption, from the values drawn.
     let mut sentences: Vec<String> = frame.fixed_sentence("bars").into_iter().collect();
     let data = if stacked {
-        stacked_numbers(&frame, metrics, &bars, &series, &labels, &mut sentences)
+        stacked_numbers(frame, metrics, &bars, &series, &labels, &mut sentences)
     } else {
-        grouped_numbers(&frame, &bars, &series, &errors, &labels, &mut sentences)
+        grouped_numbers(frame, &bars, &series, &errors, &labels, &mut sentences)
     };
-    Ok(Some(labels.finish(spec, plot, sentences, data)))
+    Ok(Some(labels.finish(frame, plot, sentences, data)))
 }
 
 /// A stacked figure's numbers (each part and each total) and its

@@ -10,9 +10,10 @@
 //! worked out here once, so a bar and a line of the same records are
 //! labelled alike.
 
+use super::panels::{PanelOf, PANEL_SENTENCE};
 use super::words::value;
 use super::{DataCell, DataTable, Figure, Meta, RUN_PARAM};
-use crate::plot::{Axes, Plot, RefLine};
+use crate::plot::{Axes, Plot, RefLine, Span};
 use commbench_core::figure::FigureSpec;
 use commbench_core::record::Record;
 use serde_json::Value;
@@ -28,6 +29,10 @@ pub(super) struct Frame<'a> {
     pub(super) vary: Vec<&'static str>,
     /// The others, with their one value (`size 128`).
     pub(super) fixed: Vec<String>,
+    /// Which panel of the figure this is, when it is drawn as several.
+    pub(super) panel: Option<PanelOf>,
+    /// The range the axes reach at least: the figure's other panels'.
+    pub(super) span: Span,
 }
 
 impl<'a> Frame<'a> {
@@ -43,6 +48,35 @@ impl<'a> Frame<'a> {
             mine,
             vary,
             fixed,
+            panel: None,
+            span: Span::default(),
+        }
+    }
+
+    /// The frame of one panel of this figure: `records` (some of this
+    /// frame's), their series named by what varies among them.
+    pub(super) fn panel(&self, records: Vec<&'a Record>, at: PanelOf) -> Frame<'a> {
+        let (vary, fixed) = split_series(self.spec.series, &records);
+        Frame {
+            spec: self.spec,
+            mine: records,
+            vary,
+            fixed,
+            panel: Some(at),
+            span: self.span,
+        }
+    }
+
+    /// This frame with axes reaching at least `span`.
+    pub(super) fn within(self, span: Span) -> Frame<'a> {
+        Frame { span, ..self }
+    }
+
+    /// The figure's title, with the panel's place when it is one.
+    pub(super) fn title(&self) -> String {
+        match &self.panel {
+            Some(p) => p.title(self.spec.title),
+            None => self.spec.title.to_owned(),
         }
     }
 
@@ -94,7 +128,8 @@ impl<'a> Frame<'a> {
             })
             .collect();
         Labels {
-            title: spec.title,
+            title: self.title(),
+            span: self.span,
             unit: unit_of(meta, test, metric),
             x,
             y: axis_of(meta, test, metric, spec.y_label),
@@ -106,7 +141,8 @@ impl<'a> Frame<'a> {
 /// A figure's axes in words, the unit of its values, and its reference
 /// lines.
 pub(super) struct Labels {
-    title: &'static str,
+    title: String,
+    span: Span,
     pub(super) unit: &'static str,
     pub(super) x: String,
     pub(super) y: String,
@@ -116,9 +152,10 @@ pub(super) struct Labels {
 impl Labels {
     pub(super) fn axes(&self) -> Axes<'_> {
         Axes {
-            title: self.title,
+            title: &self.title,
             x: &self.x,
             y: &self.y,
+            span: self.span,
         }
     }
 
@@ -126,13 +163,13 @@ impl Labels {
     /// and rows of the numbers).
     pub(super) fn finish(
         &self,
-        spec: &FigureSpec,
+        frame: &Frame,
         plot: Plot,
         mut sentences: Vec<String>,
         mut data: DataTable,
     ) -> Figure {
         push_refs(&mut sentences, &mut data, &self.refs, self.unit);
-        finish(spec, plot, sentences, data)
+        finish(frame, plot, sentences, data)
     }
 }
 
@@ -157,17 +194,23 @@ fn push_refs(sentences: &mut Vec<String>, data: &mut DataTable, refs: &[RefLine]
     }
 }
 
-/// A declared figure from its plot, caption sentences and numbers.
+/// A declared figure from its plot, caption sentences and numbers; a
+/// panel's caption says it is one.
 pub(super) fn finish(
-    spec: &FigureSpec,
+    frame: &Frame,
     plot: Plot,
-    sentences: Vec<String>,
+    mut sentences: Vec<String>,
     data: DataTable,
 ) -> Figure {
+    if frame.panel.is_some() {
+        sentences.push(PANEL_SENTENCE.to_owned());
+    }
     Figure {
-        title: spec.title.to_owned(),
-        caption: spec.caption.to_owned(),
+        title: frame.title(),
+        caption: frame.spec.caption.to_owned(),
         computed: sentences.join(" "),
+        more_x: String::new(),
+        extent: plot.extent,
         left_out: plot.left_out.note(),
         legend: plot.legend,
         svg: plot.svg,

@@ -11,19 +11,16 @@ use super::words::{more_series, quantile_name, ratio, value, SHOWN_SERIES};
 use super::{DataCell, Figure, Meta};
 use crate::plot::{ladder_plot, Series};
 use crate::ReportError;
-use commbench_core::figure::FigureSpec;
-use commbench_core::record::Record;
 
 /// One percentile ladder per series (the median of each quantile over
 /// repeats).
 pub(super) fn ladder_figure(
-    spec: &FigureSpec,
-    records: &[&Record],
+    frame: &Frame,
     qs: &[(f64, &str)],
     meta: Meta,
 ) -> Result<Option<Figure>, ReportError> {
-    let frame = Frame::new(spec, records);
-    let series = ladders(&frame, qs);
+    let spec = frame.spec;
+    let series = ladders(frame, qs);
     if series.is_empty() {
         return Ok(None);
     }
@@ -40,7 +37,7 @@ pub(super) fn ladder_figure(
             spec.y_label
         },
     );
-    let plot = ladder_plot(spec.title, &y_label, &series)?;
+    let plot = ladder_plot(&frame.title(), &y_label, &series, frame.span.y)?;
     let mut data = frame.table(vec!["series".into(), "percentile".into(), y_label.clone()]);
     let mut sentences: Vec<String> = frame.fixed_sentence("lines").into_iter().collect();
     for (i, s) in series.iter().enumerate() {
@@ -67,7 +64,7 @@ pub(super) fn ladder_figure(
     }
     sentences.extend(more_series(series.len()));
     sentences.push("Percentiles of one run's histogram each: no interval.".into());
-    Ok(Some(finish(spec, plot, sentences, data)))
+    Ok(Some(finish(frame, plot, sentences, data)))
 }
 
 /// The series in first-seen order, each with the median of every

@@ -2,18 +2,23 @@
 //! series, each point the median of the records at that x, with a band
 //! where every point of the series is one record carrying an interval.
 //!
-//! Invariants: a series needs two points to be drawn; -0.0 and 0.0 are
-//! one x; a point that is the median of several records (overlaid runs)
-//! has no interval, so its series gets no band.
+//! Invariants: a curve needs [`CURVE_X`] distinct x values: with fewer
+//! (the suite's two offered rates made a "hockey stick" of two points)
+//! the medians are drawn as dots, not joined, and the caption says so and
+//! what would measure more (the figure's `more_x`); every series with a
+//! point is drawn, one of a single point as a dot; -0.0 and 0.0 are one
+//! x; a point that is the median of several records (overlaid runs) has
+//! no interval, so its series gets no band.
 
 use super::frame::{interval_cell, median_of, num, Frame, Spread};
 use super::words::{interval_sentence, more_series, ratio, value, x_words, SHOWN_SERIES};
 use super::{DataCell, Figure, Meta};
-use crate::plot::{line_plot, Band, Series};
+use crate::plot::{line_plot, scatter_plot, si, Band, Series};
 use crate::ReportError;
-use commbench_core::figure::FigureSpec;
-use commbench_core::record::Record;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// Distinct x values a line needs to be drawn as a curve.
+pub(crate) const CURVE_X: usize = 3;
 
 /// A point of a series: its name and its x (as bits, -0.0 folded into
 /// 0.0).
@@ -104,21 +109,54 @@ fn bands(series: &[Series], ones: &HashMap<PointKey, Spread>) -> (Vec<Band>, Vec
     (bands, repeats)
 }
 
-pub(super) fn line_figure(
-    spec: &FigureSpec,
-    records: &[&Record],
-    meta: Meta,
-) -> Result<Option<Figure>, ReportError> {
-    let frame = Frame::new(spec, records);
-    let (points, ones) = collect(&frame);
-    let series = group_series(points.into_iter().map(|p| (p.series, p.x, median_of(p.ys))));
+/// The distinct x values of the series, lowest first.
+fn distinct_x(series: &[Series]) -> Vec<f64> {
+    let mut seen = HashSet::new();
+    let mut xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter(|x| seen.insert((x + 0.0).to_bits()))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs
+}
+
+/// The sentence of a line drawn as dots: why, and the x values it has.
+fn dots_sentence(xs: &[f64], x_label: &str) -> String {
+    let have = match xs {
+        [one] => format!("one ({})", si(one)),
+        [a, b] => format!("two ({} and {})", si(a), si(b)),
+        _ => format!("{}", xs.len()),
+    };
+    format!(
+        "Dots, not lines: a curve needs at least three values of {x_label}, and these records have {have}."
+    )
+}
+
+pub(super) fn line_figure(frame: &Frame, meta: Meta) -> Result<Option<Figure>, ReportError> {
+    let spec = frame.spec;
+    let (points, ones) = collect(frame);
+    let series = group_series(
+        points.into_iter().map(|p| (p.series, p.x, median_of(p.ys))),
+        1,
+    );
     if series.is_empty() {
         return Ok(None);
     }
-    let (bands, repeats) = bands(&series, &ones);
+    let xs = distinct_x(&series);
+    let curve = xs.len() >= CURVE_X;
+    let (bands, repeats) = if curve {
+        bands(&series, &ones)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let labels = frame.labels(meta, spec.y);
     let unit = labels.unit;
-    let plot = line_plot(&labels.axes(), &series, &bands, &labels.refs)?;
+    let plot = if curve {
+        line_plot(&labels.axes(), &series, &bands, &labels.refs)?
+    } else {
+        scatter_plot(&labels.axes(), &series, &labels.refs)?
+    };
     let mut data = frame.table(vec![
         "series".into(),
         labels.x.clone(),
@@ -126,7 +164,10 @@ pub(super) fn line_figure(
         "95% interval".into(),
         "runs".into(),
     ]);
-    let mut sentences: Vec<String> = frame.fixed_sentence("lines").into_iter().collect();
+    let mut sentences: Vec<String> = frame
+        .fixed_sentence(if curve { "lines" } else { "dots" })
+        .into_iter()
+        .collect();
     let xw = |x: f64| x_words(&labels.x, &crate::plot::si(&x));
     for (i, s) in series.iter().enumerate() {
         for &(x, y) in &s.points {
@@ -143,7 +184,10 @@ pub(super) fn line_figure(
                 DataCell::text(runs),
             ]);
         }
-        if i < SHOWN_SERIES {
+        if i < SHOWN_SERIES && s.points.len() == 1 {
+            let (x, y) = s.points[0];
+            sentences.push(format!("{}: {} at {}.", s.name, value(y, unit), xw(x)));
+        } else if i < SHOWN_SERIES {
             let (x0, y0) = s.points[0];
             let (x1, y1) = s.points[s.points.len() - 1];
             let r = if y0 > 0.0 && y1 > 0.0 {
@@ -163,14 +207,38 @@ pub(super) fn line_figure(
     }
     sentences.extend(more_series(series.len()));
     let total: usize = series.iter().map(|s| s.points.len()).sum();
-    let drawn: usize = bands.iter().map(Vec::len).sum();
-    sentences.push(interval_sentence(drawn, total, &repeats, "Bands"));
-    Ok(Some(labels.finish(spec, plot, sentences, data)))
+    if curve {
+        let drawn: usize = bands.iter().map(Vec::len).sum();
+        sentences.push(interval_sentence(drawn, total, &repeats, "Bands"));
+    } else {
+        sentences.push(dots_sentence(&xs, &labels.x));
+        let with = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(move |p| (s, p.0)))
+            .filter(|(s, x)| {
+                ones.get(&PointKey::new(s.name.clone(), *x))
+                    .is_some_and(|o| o.interval.is_some())
+            })
+            .count();
+        sentences.push(if with == 0 {
+            interval_sentence(0, total, &[], "Error bars")
+        } else {
+            "The dots carry no error bars; the 95% intervals are in the numbers below.".to_owned()
+        });
+    }
+    let mut fig = labels.finish(frame, plot, sentences, data);
+    if !curve {
+        fig.more_x = spec.more_x.to_owned();
+    }
+    Ok(Some(fig))
 }
 
 /// (series name, x, y) points as series in first-seen order, each sorted
-/// by x; series of fewer than two points are dropped.
-pub(super) fn group_series(points: impl Iterator<Item = (String, f64, f64)>) -> Vec<Series> {
+/// by x; series of fewer than `min_points` points are dropped.
+pub(super) fn group_series(
+    points: impl Iterator<Item = (String, f64, f64)>,
+    min_points: usize,
+) -> Vec<Series> {
     let mut series: Vec<Series> = Vec::new();
     let mut ix: HashMap<String, usize> = HashMap::new();
     for (name, x, y) in points {
@@ -185,7 +253,7 @@ pub(super) fn group_series(points: impl Iterator<Item = (String, f64, f64)>) -> 
             }
         }
     }
-    series.retain(|s| s.points.len() >= 2);
+    series.retain(|s| s.points.len() >= min_points);
     for s in &mut series {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }

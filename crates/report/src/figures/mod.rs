@@ -11,32 +11,37 @@
 //! error bar or a band, and a caption that says when records carry none;
 //! every number a caption quotes is computed from the values drawn, which
 //! the figure also carries as its [`DataTable`]; a figure is drawn only
-//! when its records fill it (a line series needs two points, a ladder
-//! three quantiles); a lab that declares figures never gets a guessed
-//! line; overlaid runs are told apart by [`RUN_PARAM`], which prefixes
-//! their series names. Records are grouped in one pass through hash maps
-//! (linear in the records, whatever a file holds), and what a figure
-//! leaves out to stay drawable (values out of range, series, categories
-//! and points past the bounds of [`crate::plot`]) is said in its caption.
+//! when its records fill it (a ladder needs three quantiles; a line with
+//! fewer than three x values is drawn as dots and says what would measure
+//! more); a figure of more series than a legend holds is drawn as panels
+//! on the same axes, never by dropping series; a lab that declares figures
+//! never gets a guessed line; overlaid runs are told apart by
+//! [`RUN_PARAM`], which prefixes their series names. Records are grouped
+//! in one pass through hash maps (linear in the records, whatever a file
+//! holds), and what a figure still leaves out to stay drawable (values out
+//! of range, points past the bounds of [`crate::plot`]) is said, by name
+//! where it is a series or a category, in its caption.
 //!
 //! By kind, around one frame: `frame` works out what every declared
 //! figure shares (its records, what varies among them, the axes in words,
-//! the reference lines, the finished figure with its numbers), `bar`,
-//! `line`, `scatter` and `ladder` draw one kind each (a scatter whose
-//! records hold nothing to draw is shown with a sentence saying why), `guessed` the plots a lab did
-//! not declare, and `words` says numbers and names as captions do.
+//! the reference lines, the finished figure with its numbers), `panels`
+//! splits one that a legend cannot hold, `bar`, `line`, `scatter` and
+//! `ladder` draw one kind each (a scatter whose records hold nothing to
+//! draw is shown with a sentence saying why), `guessed` the plots a lab
+//! did not declare, and `words` says numbers and names as captions do.
 
 mod bar;
 mod frame;
 mod guessed;
 mod ladder;
 mod line;
+mod panels;
 mod scatter;
 #[cfg(test)]
 mod tests;
 mod words;
 
-use crate::plot::{LegendItem, Plot};
+use crate::plot::{LegendItem, Plot, Span};
 use crate::ReportError;
 use commbench_core::figure::{FigureKind, FigureSpec};
 use commbench_core::lab::{Lab, MetricSpec};
@@ -90,6 +95,12 @@ pub struct Figure {
     pub computed: String,
     /// What the figure left out to stay drawable ("" when nothing).
     pub left_out: String,
+    /// A command that measures a line at more x values, when the records
+    /// hold too few for a curve and it is drawn as dots ("" otherwise).
+    pub more_x: String,
+    /// What the plot spans (the axes of the panels beside it).
+    #[serde(skip)]
+    pub extent: Span,
     /// Set beside the plot, never over it.
     pub legend: Vec<LegendItem>,
     /// The axis labels as drawn.
@@ -107,6 +118,8 @@ impl Figure {
             caption,
             computed: String::new(),
             left_out: plot.left_out.note(),
+            more_x: String::new(),
+            extent: plot.extent,
             legend: plot.legend,
             svg: plot.svg,
             x_label: plot.x_desc,
@@ -141,19 +154,27 @@ pub fn declared_figures(
     let meta = metric_lookup(labs, lab);
     let mut figs = Vec::new();
     for spec in specs.iter().filter(|s| s.lab == lab) {
-        let fig = match spec.kind {
-            FigureKind::Line => line::line_figure(spec, records, &meta)?,
-            FigureKind::Scatter => scatter::scatter_figure(spec, records, &meta)?,
-            FigureKind::Bar => bar::bar_figure(spec, records, &[spec.y], false, &meta)?,
-            FigureKind::Stacked(parts) => bar::bar_figure(spec, records, parts, true, &meta)?,
-            FigureKind::Ladder(qs) => ladder::ladder_figure(spec, records, qs, &meta)?,
-        };
-        match fig {
-            Some(f) => figs.push(f),
-            None => figs.extend(not_drawn(spec, records)),
+        let whole = frame::Frame::new(spec, records);
+        let draw = |f: &frame::Frame| draw_kind(f, &meta);
+        let drawn = panels::draw_declared(&whole, &draw, &|recs| not_drawn(spec, recs))?;
+        if drawn.is_empty() {
+            figs.extend(not_drawn(spec, records));
+        } else {
+            figs.extend(drawn);
         }
     }
     Ok(figs)
+}
+
+/// One declared figure, or one panel of it, by its kind.
+fn draw_kind(frame: &frame::Frame, meta: Meta) -> Result<Option<Figure>, ReportError> {
+    match frame.spec.kind {
+        FigureKind::Line => line::line_figure(frame, meta),
+        FigureKind::Scatter => scatter::scatter_figure(frame, meta),
+        FigureKind::Bar => bar::bar_figure(frame, &[frame.spec.y], false, meta),
+        FigureKind::Stacked(parts) => bar::bar_figure(frame, parts, true, meta),
+        FigureKind::Ladder(qs) => ladder::ladder_figure(frame, qs, meta),
+    }
 }
 
 /// In place of a declared figure whose test has records but nothing to
@@ -195,6 +216,8 @@ fn not_drawn(spec: &FigureSpec, records: &[&Record]) -> Option<Figure> {
         caption: spec.caption.to_owned(),
         computed: why,
         left_out: String::new(),
+        more_x: String::new(),
+        extent: Span::default(),
         legend: Vec::new(),
         x_label: String::new(),
         y_label: String::new(),
@@ -215,11 +238,11 @@ pub fn figures_for_lab(
     // A lab that declares figures gets those only: no line guessed
     // through its categories.
     let declared = !figs.is_empty() || specs.iter().any(|s| s.lab == lab);
-    let naming = guessed::Naming::of(records);
     if !declared {
         let meta = metric_lookup(labs, lab);
+        let naming = guessed::Naming::of(records);
         figs.extend(guessed::guessed_line(lab, records, &naming, &meta)?);
     }
-    figs.extend(guessed::latency_ladders(lab, records, &naming)?);
+    figs.extend(guessed::latency_ladders(lab, records)?);
     Ok(figs)
 }

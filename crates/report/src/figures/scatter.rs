@@ -13,8 +13,6 @@ use super::words::{more_series, value, x_words, SHOWN_SERIES};
 use super::{DataCell, DataTable, Figure, Meta};
 use crate::plot::{scatter_plot, Plot, Series};
 use crate::ReportError;
-use commbench_core::figure::FigureSpec;
-use commbench_core::record::Record;
 use std::collections::HashMap;
 
 /// The dots by series, in first-seen order; and how many records had no
@@ -47,22 +45,16 @@ fn collect(frame: &Frame) -> (Vec<Series>, usize) {
     (series, missing)
 }
 
-pub(super) fn scatter_figure(
-    spec: &FigureSpec,
-    records: &[&Record],
-    meta: Meta,
-) -> Result<Option<Figure>, ReportError> {
-    let frame = Frame::new(spec, records);
+pub(super) fn scatter_figure(frame: &Frame, meta: Meta) -> Result<Option<Figure>, ReportError> {
+    let spec = frame.spec;
     if frame.mine.is_empty() {
         return Ok(None);
     }
-    let (series, missing) = collect(&frame);
+    let (series, missing) = collect(frame);
     let labels = frame.labels(meta, spec.y);
     let unit = labels.unit;
     if series.is_empty() {
-        return Ok(Some(nothing_to_draw(
-            spec, &frame, missing, &labels.x, &labels.y,
-        )));
+        return Ok(Some(nothing_to_draw(frame, missing, &labels.x, &labels.y)));
     }
     let plot = scatter_plot(&labels.axes(), &series, &labels.refs)?;
     let mut data = frame.table(vec!["series".into(), labels.x.clone(), labels.y.clone()]);
@@ -112,12 +104,12 @@ pub(super) fn scatter_figure(
             labels.y
         ));
     }
-    Ok(Some(labels.finish(spec, plot, sentences, data)))
+    Ok(Some(labels.finish(frame, plot, sentences, data)))
 }
 
 /// A figure whose records hold nothing to draw: no plot, and a sentence
 /// saying why in its place.
-fn nothing_to_draw(spec: &FigureSpec, frame: &Frame, missing: usize, x: &str, y: &str) -> Figure {
+fn nothing_to_draw(frame: &Frame, missing: usize, x: &str, y: &str) -> Figure {
     let why = format!(
         "Nothing to draw: none of the {missing} {} records has both a {x} and a {y} (a search that measured nothing writes no loss).",
         frame.test()
@@ -125,6 +117,7 @@ fn nothing_to_draw(spec: &FigureSpec, frame: &Frame, missing: usize, x: &str, y:
     let plot = Plot {
         svg: String::new(),
         left_out: Default::default(),
+        extent: Default::default(),
         legend: Vec::new(),
         y_log: false,
         x_desc: x.to_owned(),
@@ -135,5 +128,5 @@ fn nothing_to_draw(spec: &FigureSpec, frame: &Frame, missing: usize, x: &str, y:
         columns: Vec::new(),
         rows: Vec::new(),
     };
-    finish(spec, plot, vec![why], data)
+    finish(frame, plot, vec![why], data)
 }

@@ -19,6 +19,7 @@ fn declared_figures_replace_the_guessed_plot() {
         x_label: "",
         y_label: "",
         reference: None,
+        more_x: "",
     };
     let recs: Vec<Record> = (1..=4)
         .map(|s| rec("reqres", s, 1000.0 * s as f64))
@@ -55,6 +56,7 @@ fn bars_of_repeated_runs_carry_error_bars_and_say_so() {
         x_label: "",
         y_label: "",
         reference: None,
+        more_x: "",
     };
     let with = |t: &str, v: f64, iv: Option<(f64, f64)>| {
         let mut r = Record::new("ipc", "reqres")
@@ -109,6 +111,7 @@ fn categorical_x_draws_bars_and_stacked_parts_add_up() {
         x_label: "",
         y_label: "",
         reference: None,
+        more_x: "",
     };
     let recs: Vec<Record> = ["shm", "uds", "shm"]
         .iter()
@@ -170,6 +173,7 @@ fn spec(kind: FigureKind, lab: &'static str, test: &'static str, x: &'static str
         x_label: "",
         y_label: "",
         reference: None,
+        more_x: "",
     }
 }
 
@@ -338,6 +342,7 @@ fn reference_lines_are_drawn_named_and_listed() {
     let s = FigureSpec {
         y: "ticks_total",
         reference: Some(budget),
+        more_x: "",
         ..spec(FigureKind::Bar, "pipeline", "run", "mode")
     };
     let recs = [Record::new("pipeline", "run")
@@ -392,8 +397,10 @@ fn lines_with_intervals_get_bands_and_series_named_by_what_varies() {
     };
     let recs = [
         r("rtc", 1, 10.0),
+        r("rtc", 8, 15.0),
         r("rtc", 32, 20.0),
         r("pipeline", 1, 5.0),
+        r("pipeline", 8, 5.5),
         r("pipeline", 32, 6.0),
     ];
     let refs: Vec<&Record> = recs.iter().collect();
@@ -493,4 +500,284 @@ fn a_scatter_draws_every_trial_and_says_why_when_it_has_nothing() {
     assert!(declared_figures("pipeline", &[], &[s], &[&lab])
         .unwrap()
         .is_empty());
+}
+
+/// The texts an SVG draws, in order.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>')
+                .map(|(_, rest)| rest.split('<').next().unwrap_or("").trim().to_owned())
+        })
+        .collect()
+}
+
+/// The open-loop records of the mux suite: two engines at the offered
+/// rates given.
+fn open_loop(rates: &[f64]) -> Vec<Record> {
+    let mut recs = Vec::new();
+    for rate in rates {
+        for (engine, base) in [("poll", 50e3), ("epoll-lt", 40e3)] {
+            recs.push(
+                Record::new("mux", "open")
+                    .param("engine", engine)
+                    .param("conns", 1000)
+                    .param("rate", *rate)
+                    .metric("corrected_p99_ns", base * rate / 1000.0),
+            );
+        }
+    }
+    recs
+}
+
+fn hockey_stick() -> FigureSpec {
+    FigureSpec {
+        y: "corrected_p99_ns",
+        series: &["engine", "conns"],
+        x_label: "offered rate (requests/s)",
+        more_x: "commbench mux --rate-sweep 1000:16000:1000",
+        ..spec(FigureKind::Line, "mux", "open", "rate")
+    }
+}
+
+/// Issue 34: the C10K "hockey stick" was a line through two offered
+/// rates. Two x values make dots, not a curve, with a sentence saying a
+/// curve needs three and the command that measures more; three make the
+/// line again.
+#[test]
+fn a_hockey_stick_from_two_offered_rates_is_dots_that_say_a_curve_needs_three() {
+    let two = open_loop(&[2000.0, 8000.0]);
+    let refs: Vec<&Record> = two.iter().collect();
+    let f = &declared_figures("mux", &refs, &[hockey_stick()], &[]).unwrap()[0];
+    assert!(f.legend.iter().all(|l| l.mark == "dot"), "{:?}", f.legend);
+    assert_eq!(f.svg.matches("<circle").count(), 4, "one dot per point");
+    assert!(
+        f.computed.contains(
+            "Dots, not lines: a curve needs at least three values of offered rate (requests/s), \
+             and these records have two (2k and 8k)."
+        ),
+        "{}",
+        f.computed
+    );
+    assert!(
+        f.computed.contains("All dots: conns 1000."),
+        "{}",
+        f.computed
+    );
+    assert_eq!(f.more_x, "commbench mux --rate-sweep 1000:16000:1000");
+    assert_eq!(f.data.rows.len(), 4, "every point in the numbers");
+
+    let three = open_loop(&[2000.0, 8000.0, 16000.0]);
+    let refs3: Vec<&Record> = three.iter().collect();
+    let l = &declared_figures("mux", &refs3, &[hockey_stick()], &[]).unwrap()[0];
+    assert!(l.legend.iter().all(|l| l.mark == "line"), "{:?}", l.legend);
+    assert!(!l.computed.contains("Dots"), "{}", l.computed);
+    assert!(l.more_x.is_empty());
+    // A line in a series' colour: one per engine in the line, none
+    // among the dots.
+    let joined = |f: &Figure| {
+        f.legend
+            .iter()
+            .map(|l| {
+                f.svg
+                    .split("<polyline")
+                    .skip(1)
+                    .filter(|p| {
+                        p.to_lowercase()
+                            .contains(&format!("stroke=\"{}\"", l.colour))
+                    })
+                    .count()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(joined(f), [0, 0], "the dots are not joined");
+    assert_eq!(joined(l), [1, 1], "one line per engine");
+
+    // One offered rate: a dot per engine, not "nothing to draw".
+    let one = open_loop(&[2000.0]);
+    let refs1: Vec<&Record> = one.iter().collect();
+    let d = &declared_figures("mux", &refs1, &[hockey_stick()], &[]).unwrap()[0];
+    assert_eq!(d.svg.matches("<circle").count(), 2);
+    assert!(
+        d.computed.contains("these records have one (2k)"),
+        "{}",
+        d.computed
+    );
+}
+
+/// A line series measured at one x only used to vanish from a line
+/// figure (a series needed two points); it is drawn as a dot and listed.
+#[test]
+fn a_line_series_of_one_point_is_drawn_not_dropped() {
+    let mut recs = open_loop(&[2000.0, 8000.0, 16000.0]);
+    recs.push(
+        Record::new("mux", "open")
+            .param("engine", "io-uring")
+            .param("conns", 1000)
+            .param("rate", 8000.0)
+            .metric("corrected_p99_ns", 30e3),
+    );
+    let refs: Vec<&Record> = recs.iter().collect();
+    let f = &declared_figures("mux", &refs, &[hockey_stick()], &[]).unwrap()[0];
+    let names: Vec<&str> = f.legend.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["poll", "epoll-lt", "io-uring"]);
+    assert!(
+        f.computed
+            .contains("io-uring: 30.0k at offered rate 8k requests/s."),
+        "{}",
+        f.computed
+    );
+    assert_eq!(f.data.rows.len(), 7);
+}
+
+/// The mux echo records of two overlaid runs: four engines × two lookups
+/// × two runs at three round counts (sixteen series).
+fn two_runs_of_mux() -> Vec<Record> {
+    let mut recs = Vec::new();
+    for run in ["host-a 2026-11-26T10:00", "host-a 2026-11-27T09:00"] {
+        for (e, engine) in ["poll", "epoll-lt", "epoll-et", "io-uring"]
+            .iter()
+            .enumerate()
+        {
+            for (l, lookup) in ["scan", "index"].iter().enumerate() {
+                for rounds in [10, 50, 100] {
+                    recs.push(
+                        Record::new("mux", "echo")
+                            .param("engine", *engine)
+                            .param("lookup", *lookup)
+                            .param("conns", 1000)
+                            .param("rounds", rounds)
+                            .param(RUN_PARAM, run)
+                            .metric(
+                                "server_cpu_us_per_rt",
+                                5.0 + e as f64 + l as f64 * 0.5 + f64::from(rounds) / 100.0,
+                            ),
+                    );
+                }
+            }
+        }
+    }
+    recs
+}
+
+/// Issue 34: a twelve-entry legend of two-line names and "12 series not
+/// drawn". Sixteen series are drawn as two panels of eight on the same
+/// axes, split by the parameter needing the fewest panels; every series
+/// is in a legend and every point in a panel's numbers; nothing is left
+/// out.
+#[test]
+fn sixteen_series_are_panels_on_the_same_axes_not_twelve_and_series_not_drawn() {
+    let s = FigureSpec {
+        y: "server_cpu_us_per_rt",
+        series: &["engine", "lookup", "conns"],
+        title: "mux: server CPU per round trip vs rounds",
+        ..spec(FigureKind::Line, "mux", "echo", "rounds")
+    };
+    let recs = two_runs_of_mux();
+    let refs: Vec<&Record> = recs.iter().collect();
+    let figs = declared_figures("mux", &refs, &[s], &[]).unwrap();
+    let titles: Vec<&str> = figs.iter().map(|f| f.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "mux: server CPU per round trip vs rounds — lookup scan (panel 1 of 2)",
+            "mux: server CPU per round trip vs rounds — lookup index (panel 2 of 2)"
+        ]
+    );
+    let mut names = Vec::new();
+    for f in &figs {
+        assert!(f.left_out.is_empty(), "{}", f.left_out);
+        assert!(f.legend.len() <= panels::PANEL_SERIES, "{:?}", f.legend);
+        assert!(f.computed.contains("lookup s") || f.computed.contains("lookup i"));
+        assert!(f.computed.contains("conns 1000."), "{}", f.computed);
+        assert!(f.computed.contains("Drawn as panels"), "{}", f.computed);
+        names.extend(f.legend.iter().map(|l| l.name.clone()));
+    }
+    assert_eq!(names.len(), 16, "{names:?}");
+    // Named by what varies within the panel: the run and the engine, not
+    // the lookup the panel is of, nor the fixed connection count.
+    assert_eq!(names[0], "host-a 2026-11-26T10:00: poll");
+    assert!(names
+        .iter()
+        .all(|n| !n.contains("scan") && !n.contains("conns")));
+    let rows: usize = figs.iter().map(|f| f.data.rows.len()).sum();
+    assert_eq!(rows, 48, "every point in a panel's numbers");
+    // The same axes: every tick and axis label is the same in both panels.
+    let ticks = |f: &Figure| {
+        svg_texts(&f.svg)
+            .into_iter()
+            .filter(|t| !t.starts_with("mux:"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ticks(&figs[0]), ticks(&figs[1]));
+    assert_eq!(figs[0].y_label, figs[1].y_label);
+}
+
+/// Issue 34's twelve-entry legend was the latency ladders: one line per
+/// record and summary, named by every parameter that varies anywhere in
+/// the lab, the first twelve drawn. Every ladder is drawn now, in panels
+/// of at most eight split by summary and by what varies, named by what
+/// varies within the panel, with its numbers.
+#[test]
+fn latency_ladders_are_panels_with_short_names_and_never_series_not_drawn() {
+    let ladder = |base: f64| serde_json::json!({"p50": base, "p90": base * 2.0, "p99": base * 5.0, "p999": base * 9.0, "p9999": base * 20.0});
+    let mut recs = Vec::new();
+    for rate in [2000, 4000, 8000] {
+        for engine in ["poll", "epoll-lt", "epoll-et", "io-uring"] {
+            for lookup in ["scan", "index"] {
+                recs.push(
+                    Record::new("mux", "open")
+                        .param("engine", engine)
+                        .param("lookup", lookup)
+                        .param("conns", 1000)
+                        .param("rate", rate)
+                        .metric("corrected_ns", ladder(f64::from(rate)))
+                        .metric("raw_ns", ladder(f64::from(rate) / 2.0)),
+                );
+            }
+        }
+    }
+    // Other records of the lab, whose parameters must not name a ladder.
+    recs.push(
+        Record::new("mux", "echo")
+            .param("engine", "poll")
+            .param("rounds", 10)
+            .metric("server_cpu_us_per_rt", 5.0),
+    );
+    let refs: Vec<&Record> = recs.iter().collect();
+    let figs = figures_for_lab("mux", &refs, &[], &[]).unwrap();
+    let ladders: Vec<&Figure> = figs
+        .iter()
+        .filter(|f| f.title.starts_with("mux: latency percentiles"))
+        .collect();
+    assert_eq!(
+        ladders.len(),
+        6,
+        "{:?}",
+        figs.iter().map(|f| &f.title).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        ladders[0].title,
+        "mux: latency percentiles — corrected ns, rate 2000 (panel 1 of 6)"
+    );
+    let mut drawn = 0;
+    for f in &ladders {
+        assert!(f.left_out.is_empty(), "{}", f.left_out);
+        assert_eq!(f.legend.len(), 8, "{:?}", f.legend);
+        for l in &f.legend {
+            // engine and lookup only: short enough for one line.
+            assert!(l.name.len() <= 20, "{}", l.name);
+            assert!(
+                !l.name.contains("conns") && !l.name.contains("rounds"),
+                "{}",
+                l.name
+            );
+        }
+        assert!(f.computed.contains("conns 1000"), "{}", f.computed);
+        assert_eq!(f.data.rows.len(), 8);
+        drawn += f.legend.len();
+    }
+    assert_eq!(drawn, 48, "every ladder of every record drawn");
+    assert_eq!(ladders[0].legend[0].name, "poll, scan");
 }

@@ -172,8 +172,9 @@ pub(super) fn interval_sentence(
 /// numbers table.
 pub(super) const SHOWN_SERIES: usize = 4;
 
-/// The sentence for the series past [`SHOWN_SERIES`], if any.
+/// The sentence for the series past [`SHOWN_SERIES`], if any. It counts
+/// none: every number a caption quotes is one the figure draws, and the
+/// legend names them all.
 pub(super) fn more_series(count: usize) -> Option<String> {
-    (count > SHOWN_SERIES)
-        .then(|| format!("{} more series in the numbers below.", count - SHOWN_SERIES))
+    (count > SHOWN_SERIES).then(|| "The other series' values are in the numbers below.".to_owned())
 }
