@@ -305,7 +305,10 @@ fn the_devices_receive_is_steered_off_the_generators_cpu() {
         .cpus()
         .to_vec();
     if cpus.len() < 2 {
-        eprintln!("skipped: steering needs two CPUs, this process may use {cpus:?}");
+        commbench_core::testing::skip(
+            "two CPUs",
+            format_args!("steering needs two; this process may use {cpus:?}"),
+        );
         return;
     }
     let b = Bench::new(&DutSpec::Bridge, RoleCpus::for_cpus(&cpus)).unwrap();
