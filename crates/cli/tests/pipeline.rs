@@ -597,13 +597,15 @@ fn mlrsearch_with_a_generator_off_schedule_says_not_measured_instead_of_0() {
     if !root() {
         return;
     }
-    // A lag bound of 0 puts every trial behind schedule: nothing counts,
-    // every goal says why, and the table says it in words.
+    // A lag bound of 0 puts every trial behind schedule, and the device
+    // drops one frame in 50: a late trial that lost frames may have lost
+    // them to its lateness, so nothing counts, every goal says why, and
+    // the table says it in words.
     let args = [
         "pipeline",
         "rfc2544",
         "--dut",
-        "l2fwd:delay:20000",
+        "l2fwd:delay:20000,drop=50",
         "--max-rate",
         "4k",
         "--goal",
@@ -636,6 +638,47 @@ fn mlrsearch_with_a_generator_off_schedule_says_not_measured_instead_of_0() {
     let out = cb().args(args).output().unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("not measured"), "{table}");
+}
+
+#[test]
+fn mlrsearch_counts_a_late_trial_that_lost_nothing_and_offered_its_load() {
+    if !root() {
+        return;
+    }
+    // Every trial behind a lag bound of 0, none losing a frame at 4 kpps
+    // through a 50 kpps forwarder: lateness bunches frames, it cannot make
+    // a load easier, so the trials count and the search measures.
+    let v = json(&[
+        "pipeline",
+        "rfc2544",
+        "--dut",
+        "l2fwd:delay:20000",
+        "--max-rate",
+        "4k",
+        "--goal",
+        "loss=0,final=0.1s,sum=0.2s,width=10%,initial=0.1s",
+        "--lag-bound-us",
+        "0",
+        "--drain-ms",
+        "50",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    let ndr = recs
+        .iter()
+        .find(|r| r["test"] == "rfc2544-ndr")
+        .expect("ndr");
+    assert_eq!(ndr["metrics"]["rate_pps"], 4000.0, "{ndr}");
+    let trials: Vec<_> = recs
+        .iter()
+        .filter(|r| r["test"] == "rfc2544-trial")
+        .collect();
+    assert!(!trials.is_empty());
+    for t in trials {
+        let m = &t["metrics"];
+        assert_eq!(m["behind_schedule"], true, "{t}");
+        assert_eq!(m["counted"], true, "{t}");
+    }
 }
 
 #[test]
