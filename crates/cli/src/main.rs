@@ -48,6 +48,8 @@ enum Command {
     Ab(Box<cmd::ab::AbArgs>),
     /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
     Compare(cmd::compare::CompareArgs),
+    /// Add the segment files of one run split over processes or hosts (`mux load --segment`) into its records.
+    Merge(cmd::merge::MergeArgs),
     /// Runs kept in the results store and the trend of each test's headline metric; baselines.
     History(cmd::history::HistoryArgs),
     /// Render result files into one self-contained HTML page with SVG plots.
@@ -96,6 +98,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(a) => cmd::compare::run(&a),
         Command::Report(a) => cmd::report::run(&a),
         Command::History(a) => cmd::history::run(&a),
+        Command::Merge(a) => cmd::merge::run(&a),
         Command::Ipc(a) => cmd::ipc::run(&a),
         Command::ReqresLoop(a) => cmd::ipc::run_reqres_loop(&a),
         Command::DataChannelWrite(a) => cmd::ipc::run_data_channel_write(&a),

@@ -1171,3 +1171,113 @@ fn echoes_byte(c: &mut std::net::TcpStream, byte: u8) -> bool {
         }
     }
 }
+
+/// Issue 36: one open-loop run split into three segments, run as local
+/// processes against one server, each starting on the same instant;
+/// `merge` adds them into one record whose counts are exactly the sums of
+/// the segments' and whose parameters are the whole run's. A missing and
+/// a duplicated segment are refused, naming which.
+#[test]
+fn three_segments_against_one_server_merge_into_the_exact_sums() {
+    let dir = crate::util::fresh_dir("segments");
+    let port = free_port();
+    let ctl = free_port();
+    let _server = KillOnDrop(
+        std::process::Command::new(bin_path())
+            .args(["mux", "serve", "--engine", "epoll-lt", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--control")
+            .arg(format!("127.0.0.1:{ctl}"))
+            .env(TOKEN_ENV, TOKEN)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(ctl);
+    // Far enough ahead for three processes to start and connect on a
+    // busy machine; a segment ready after it fails the run (exit 1).
+    let start_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 8000;
+    let kids: Vec<_> = (0..3)
+        .map(|i| {
+            std::process::Command::new(bin_path())
+                .args(["mux", "load", "--target"])
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--control")
+                .arg(format!("127.0.0.1:{ctl}"))
+                .args(["--conns", "7", "--rate", "700", "--warmup", "0.2"])
+                .args(["--duration", "1", "--size", "64", "--timeout", "60"])
+                .arg("--segment")
+                .arg(format!("{i}/3"))
+                .arg("--start-at")
+                .arg(start_at.to_string())
+                .args(["--format", "json", "-o"])
+                .arg(dir.join(format!("seg{i}.json")))
+                .env(TOKEN_ENV, TOKEN)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        let out = k.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let seg = |i: usize| -> Value {
+        let s = std::fs::read_to_string(dir.join(format!("seg{i}.json"))).unwrap();
+        let v: Value = serde_json::from_str(&s).unwrap();
+        v["records"][0].clone()
+    };
+    let segs: Vec<Value> = (0..3).map(seg).collect();
+    // The --load-procs shares: 3, 2 and 2 connections.
+    let conns: Vec<u64> = segs
+        .iter()
+        .map(|s| s["params"]["conns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(conns, [3, 2, 2]);
+    let files: Vec<std::path::PathBuf> = (0..3)
+        .map(|i| dir.join(format!("seg{i}.json.hlog")))
+        .collect();
+    let out = cb()
+        .arg("merge")
+        .args(&files)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    crate::util::assert_valid(&v);
+    let merged = &v["records"][0];
+    assert_eq!(merged["params"]["conns"], 7);
+    assert_eq!(merged["params"]["rate"], 700.0);
+    assert_eq!(merged["params"]["segments"], 3);
+    let m = &merged["metrics"];
+    for k in ["scheduled", "completed", "held", "round_trips", "connected"] {
+        let sum: u64 = segs.iter().map(|s| s["metrics"][k].as_u64().unwrap()).sum();
+        assert_eq!(m[k].as_u64(), Some(sum), "{k}");
+    }
+    for h in ["corrected_ns", "raw_ns", "lag_ns"] {
+        let sum: u64 = segs
+            .iter()
+            .map(|s| s["metrics"][h]["n"].as_u64().unwrap())
+            .sum();
+        assert_eq!(m[h]["n"].as_u64(), Some(sum), "{h}");
+    }
+    assert!(m["completed"].as_u64().unwrap() > 0);
+    cb().arg("merge")
+        .arg(&files[0])
+        .arg(&files[2])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("segment 1/3 missing"));
+    cb().arg("merge")
+        .args(&files)
+        .arg(&files[1])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("segment 1/3 given twice"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

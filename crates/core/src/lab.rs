@@ -243,6 +243,17 @@ pub trait Lab: Sync {
         Vec::new()
     }
 
+    /// Adds the segments of one run (`--segment` files, already checked
+    /// to belong together by [`crate::segment::check_together`]) into
+    /// the run's records; None when this lab writes no segments.
+    fn merge_segments(
+        &self,
+        segments: &[crate::segment::Segment],
+    ) -> Option<Result<Vec<Record>, crate::segment::SegmentError>> {
+        let _ = segments;
+        None
+    }
+
     /// Whether a record is one of this lab's.
     fn owns(&self, r: &Record) -> bool {
         self.record_labs().contains(&r.lab.as_str())

@@ -21,6 +21,7 @@ pub mod placement;
 pub mod record;
 pub mod rusage;
 pub mod sched;
+pub mod segment;
 pub mod stall;
 pub mod stats;
 pub mod sys;

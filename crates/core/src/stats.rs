@@ -253,6 +253,31 @@ impl LatencyHistogram {
             .map(|v| (v.value_iterated_to(), v.count_at_value()))
             .collect()
     }
+    /// The histogram in HdrHistogram's compressed V2 encoding (what the
+    /// interval log format carries, base64-encoded), for a segment file.
+    pub fn hdr(&self) -> &Histogram<u64> {
+        &self.h
+    }
+    /// A histogram decoded from a file, made auto-resizing like every
+    /// other so that adding to it never drops a value. Values it cannot
+    /// hold are an error, never dropped.
+    pub fn from_hdr(h: &Histogram<u64>) -> Result<Self, String> {
+        let mut out = Self::new();
+        out.h
+            .add(h)
+            .map_err(|e| format!("histogram out of range: {e:?}"))?;
+        Ok(out)
+    }
+    /// Adds another histogram's counts; an error when a count would
+    /// overflow or a value is out of range (a file, never our own).
+    pub fn try_merge(&mut self, other: &LatencyHistogram) -> Result<(), String> {
+        if self.h.len().checked_add(other.h.len()).is_none() {
+            return Err("histogram counts overflow".into());
+        }
+        self.h
+            .add(&other.h)
+            .map_err(|e| format!("histograms do not add: {e:?}"))
+    }
     /// Adds another histogram's counts.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         let _ = self.h.add(&other.h);

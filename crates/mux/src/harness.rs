@@ -522,6 +522,10 @@ pub struct ConfigResult {
     /// Open-loop figures (None: closed loop, one request in flight).
     #[serde(flatten)]
     pub open: Option<OpenResult>,
+    /// Each run's open-loop histograms and counts, kept for a segment
+    /// file (`--segment`); empty otherwise.
+    #[serde(skip)]
+    pub open_runs: Vec<crate::open::OpenOut>,
 }
 
 /// What an open-loop (or windowed) configuration measured over its repeats.
@@ -556,11 +560,22 @@ pub struct OpenResult {
 fn open_result(cfg: &MuxConfig, runs: &[RunOne]) -> Option<OpenResult> {
     let outs: Vec<&crate::open::OpenOut> =
         runs.iter().filter_map(|r| r.rounds.open.as_ref()).collect();
+    let achieved = outs.iter().filter_map(|o| o.achieved_rate()).collect();
+    open_figures(cfg, &outs, achieved)
+}
+
+/// The open-loop figures of runs (repeats, or segments added by `merge`)
+/// whose achieved rates are given.
+pub(crate) fn open_figures(
+    cfg: &MuxConfig,
+    outs: &[&crate::open::OpenOut],
+    achieved: Vec<f64>,
+) -> Option<OpenResult> {
     if outs.is_empty() {
         return None;
     }
     let mut all = crate::open::OpenOut::default();
-    for o in &outs {
+    for o in outs {
         all.corrected.merge(&o.corrected);
         all.raw.merge(&o.raw);
         all.lag.merge(&o.lag);
@@ -570,7 +585,7 @@ fn open_result(cfg: &MuxConfig, runs: &[RunOne]) -> Option<OpenResult> {
         all.http.merge(&o.http);
     }
     let rate_asked = cfg.open.rate;
-    let rate_achieved = finite_median(outs.iter().filter_map(|o| o.achieved_rate()).collect());
+    let rate_achieved = finite_median(achieved);
     let lag = all.lag.summary();
     let bound_ns = cfg.open.max_lag.as_nanos() as f64;
     let generator_limited = rate_asked.is_some() && lag.n > 0 && lag.p99 > bound_ns;
@@ -616,7 +631,7 @@ fn open_result(cfg: &MuxConfig, runs: &[RunOne]) -> Option<OpenResult> {
 
 /// The open-loop figures every repeat carries as top-level metrics (so
 /// that repeats give them intervals).
-fn push_flat(x: &mut Record, c: &Summary, w: &Summary, l: &Summary) {
+pub(crate) fn push_flat(x: &mut Record, c: &Summary, w: &Summary, l: &Summary) {
     x.push_metric("corrected_p50_ns", c.p50);
     x.push_metric("corrected_p99_ns", c.p99);
     x.push_metric("corrected_p999_ns", c.p999);
@@ -793,6 +808,10 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
             || runs.iter().any(|r| r.runnable_max as usize > cpus)
             || (cfg.clients == ClientsKind::Threads && cfg.active() > cpus),
         open: open_result(cfg, runs),
+        open_runs: match cfg.segment {
+            Some(_) => runs.iter().filter_map(|r| r.rounds.open.clone()).collect(),
+            None => Vec::new(),
+        },
     }
 }
 
@@ -944,6 +963,9 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
     if cfg.extra_work_ns > 0 {
         rec.push_param("extra_work_ns", cfg.extra_work_ns);
     }
+    if let Some(s) = &cfg.segment {
+        rec.push_param("segment", format!("{}/{}", s.index, s.count));
+    }
     if cfg.open.rate.is_some() || cfg.open.in_flight > 1 || cfg.protocol == crate::Protocol::Http1 {
         rec.push_param("rate", cfg.open.rate);
         rec.push_param(
@@ -998,8 +1020,13 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
 
 /// A configuration's status word: what it could not do, or ok.
 pub fn status(r: &ConfigResult) -> &'static str {
-    let o = r.open.as_ref();
-    if r.partial {
+    status_of(r.partial, r.open.as_ref())
+}
+
+/// The status word of a run that was `partial` or not, with its open-loop
+/// figures.
+pub(crate) fn status_of(partial: bool, o: Option<&OpenResult>) -> &'static str {
+    if partial {
         "partial"
     } else if o.is_some_and(|o| o.generator_limited) {
         "generator-limited"

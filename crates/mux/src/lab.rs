@@ -393,6 +393,13 @@ impl Lab for MuxLab {
         }
         Ok(out)
     }
+    fn merge_segments(
+        &self,
+        segments: &[commbench_core::segment::Segment],
+    ) -> Option<Result<Vec<Record>, commbench_core::segment::SegmentError>> {
+        Some(crate::segment::merge(segments))
+    }
+
     fn clean_leftovers(&self, dry_run: bool) -> Vec<commbench_core::lab::Leftover> {
         crate::httpd::clean_leftovers(dry_run)
     }

@@ -22,7 +22,9 @@
 //! closed loop), [`sweep`] (`--rate-sweep` against a latency objective),
 //! [`http1`] (the HTTP/1.1 request, response reader and fixed-response
 //! server filter), [`httpd`] (lighttpd, nginx and our engines as HTTP
-//! servers under the same load), `net` (socket calls).
+//! servers under the same load), [`segment`] (one share of a run split
+//! over hosts, its segment file, and `commbench merge`), `net` (socket
+//! calls).
 
 mod child;
 pub mod engine;
@@ -39,6 +41,7 @@ pub mod procs;
 pub mod protocol;
 pub mod remote;
 pub mod seed;
+pub mod segment;
 pub mod server;
 pub mod sweep;
 pub mod token;
@@ -202,6 +205,10 @@ pub struct MuxConfig {
     /// busy-waits this many ns per read that carried data
     /// (`ServeConfig::extra_work_ns`).
     pub extra_work_ns: u64,
+    /// This run is one segment of a run split over processes or hosts
+    /// (`mux load --segment I/N --start-at MS`); `conns`, `active` and the
+    /// rate above are already its share ([`segment::apply`]).
+    pub segment: Option<segment::SegmentSpec>,
 }
 
 /// A server started by someone else (`commbench mux serve` on another host).
@@ -244,6 +251,7 @@ impl Default for MuxConfig {
             open: open::OpenConfig::closed(1),
             http: http1::HttpRequest::default(),
             extra_work_ns: 0,
+            segment: None,
         }
     }
 }

@@ -88,6 +88,10 @@ pub struct OpenConfig {
     /// its own phase and seed and the processes interleave instead of
     /// sending in step. None: this process is the whole load.
     pub split: Option<Split>,
+    /// A segment of a run over several processes or hosts (`--segment`,
+    /// `--start-at`): the schedule's start, ns since the Unix epoch, on
+    /// which every segment starts. None: a moment after the threads start.
+    pub start_at_unix_ns: Option<u64>,
 }
 
 /// This process's place in a load split over processes.
@@ -133,6 +137,7 @@ impl OpenConfig {
             duration: Duration::ZERO,
             max_lag: Duration::from_millis(1),
             split: None,
+            start_at_unix_ns: None,
         }
     }
 
@@ -379,7 +384,22 @@ pub fn run(cfg: &LoadConfig, open: &OpenConfig, fds: &[RawFd]) -> Result<Rounds>
     let tsc = clock::tsc();
     // Every thread starts on one common tick, far enough ahead for the
     // threads to be running.
-    let lead = Duration::from_millis(20);
+    let lead = match open.start_at_unix_ns {
+        Some(at) => {
+            // The shared instant, reached on this host's clock; a segment
+            // that is ready only after it would run a schedule others
+            // began without it.
+            let now = clock::realtime_ns();
+            if at < now + 1_000_000 {
+                return Err(MuxError::Load(format!(
+                    "--start-at passed {:.0} ms before this segment was ready to send: give every segment a later --start-at (connecting took longer than the time left)",
+                    (now + 1_000_000 - at) as f64 / 1e6
+                )));
+            }
+            Duration::from_nanos(at - now)
+        }
+        None => Duration::from_millis(20),
+    };
     let start = clock::rdtsc() + tsc.ns_to_ticks(lead.as_nanos() as f64);
     let (period, measure_from, end) = match open.rate {
         Some(rate) => {
@@ -455,7 +475,11 @@ pub fn run(cfg: &LoadConfig, open: &OpenConfig, fds: &[RawFd]) -> Result<Rounds>
     });
     let mut rounds = Rounds {
         round_trips: 0,
-        wall_s: t0.elapsed().as_secs_f64(),
+        // A segment's wait for its start instant is no part of the run.
+        wall_s: t0
+            .elapsed()
+            .saturating_sub(lead.saturating_sub(Duration::from_millis(20)))
+            .as_secs_f64(),
         latency: LatencyHistogram::new(),
         usage: commbench_core::rusage::Usage::process().since(&u0),
         waits: 0,
@@ -1137,6 +1161,7 @@ mod tests {
             duration: Duration::from_secs(1),
             max_lag: Duration::from_millis(1),
             split: None,
+            start_at_unix_ns: None,
         };
         assert!(ok.validate(10).is_ok());
         let e = OpenConfig {

@@ -192,7 +192,7 @@ fn open_args(cmd: &mut Command, cfg: &MuxConfig, active: usize, first_active: us
     let o = &cfg.open;
     cmd.args(["--in-flight", &o.in_flight.to_string()]);
     if let Some(rate) = o.rate {
-        let share = rate * active as f64 / cfg.active().max(1) as f64;
+        let share = rate_share(rate, active, cfg.active());
         cmd.args(["--rate", &share.to_string()])
             .args(["--arrivals", o.arrivals.as_str()])
             .args(["--warmup", &o.warmup.as_secs_f64().to_string()])
@@ -236,6 +236,42 @@ fn split(total: usize, parts: usize, i: usize) -> usize {
     total / parts + usize::from(i < total % parts)
 }
 
+/// One part's share of a load split over processes (`--load-procs`) or
+/// segments (`--segment`): its connections, its active ones, and the
+/// index of its first active connection among all parts' (so each
+/// connection keeps the phase and seed it has in one process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    pub conns: usize,
+    pub active: usize,
+    pub first_active: usize,
+}
+
+/// The shares of `conns` connections, `active` of them active, over
+/// `parts` parts.
+pub fn shares(conns: usize, active: usize, parts: usize) -> Vec<Share> {
+    let mut first_active = 0;
+    (0..parts)
+        .map(|i| {
+            let conns = split(conns, parts, i);
+            let active = split(active, parts, i).max(1).min(conns);
+            let s = Share {
+                conns,
+                active,
+                first_active,
+            };
+            first_active += active;
+            s
+        })
+        .collect()
+}
+
+/// A part's share of `rate` (requests/s over `active_total` connections):
+/// in proportion to its active connections.
+pub fn rate_share(rate: f64, active: usize, active_total: usize) -> f64 {
+    rate * active as f64 / active_total.max(1) as f64
+}
+
 impl Workers {
     /// Starts the workers and waits until each has connected.
     pub fn start(cfg: &MuxConfig, target: SocketAddr) -> Result<Workers> {
@@ -246,10 +282,12 @@ impl Workers {
         };
         let p = cfg.load_procs;
         let mut workers = Vec::with_capacity(p);
-        let mut first_active = 0;
-        for i in 0..p {
-            let conns = split(cfg.conns, p, i);
-            let active = split(cfg.active(), p, i).max(1).min(conns);
+        for (i, share) in shares(cfg.conns, cfg.active(), p).into_iter().enumerate() {
+            let Share {
+                conns,
+                active,
+                first_active,
+            } = share;
             let mut cmd = Command::new(&exe);
             cmd.args(["mux", "load", "--worker", "--control", "none", "--target"])
                 .arg(target.to_string())
@@ -267,7 +305,6 @@ impl Workers {
                 cmd.arg("--cpus").arg(format!("client={c}"));
             }
             open_args(&mut cmd, cfg, active, first_active);
-            first_active += active;
             let p = crate::child::spawn_piped(&mut cmd, &format!("load worker {i}"))?;
             workers.push(Worker {
                 child: p.child,

@@ -474,6 +474,7 @@ mod tests {
             uring_deferred: None,
             oversubscribed: false,
             open: None,
+            open_runs: Vec::new(),
         }
     }
 

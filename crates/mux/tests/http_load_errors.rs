@@ -185,6 +185,7 @@ fn a_silent_server_held_a_short_run_for_the_whole_timeout() {
         duration: Duration::from_millis(300),
         max_lag: Duration::from_millis(1),
         split: None,
+        start_at_unix_ns: None,
     };
     // --timeout 300 s: the wait after the schedule is bounded by the
     // schedule's own length, and the unanswered requests are counted.

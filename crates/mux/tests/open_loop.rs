@@ -67,6 +67,7 @@ fn rate(rate: f64, warmup_ms: u64, duration_ms: u64) -> OpenConfig {
         duration: Duration::from_millis(duration_ms),
         max_lag: Duration::from_millis(1),
         split: None,
+        start_at_unix_ns: None,
     }
 }
 

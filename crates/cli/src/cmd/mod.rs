@@ -7,6 +7,7 @@ pub mod delay;
 pub mod env;
 pub mod history;
 pub mod ipc;
+pub mod merge;
 pub mod mux;
 pub mod openflow;
 pub mod pcap;

@@ -12,6 +12,7 @@ use commbench_mux::token::TOKEN_ENV;
 use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, Token};
 use std::net::SocketAddr;
 use std::time::Duration;
+mod segment;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -317,6 +318,8 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub load: LoadOpts,
     #[command(flatten)]
+    pub segment: segment::SegmentArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     /// Internal: one worker process of a --load-procs run.
     #[arg(long, hide = true)]
@@ -417,7 +420,7 @@ fn open_config(o: &LoadOpts) -> Result<commbench_mux::open::OpenConfig> {
         warmup: secs("--warmup", o.warmup, true)?,
         duration: secs("--duration", o.duration, false)?,
         max_lag: Duration::from_secs_f64(o.max_lag_us / 1e6),
-        split: None,
+        ..commbench_mux::open::OpenConfig::closed(o.in_flight)
     })
 }
 
@@ -455,15 +458,17 @@ fn http_request(o: &LoadOpts) -> Result<commbench_mux::http1::HttpRequest> {
 fn emit(out: &OutputArgs, report: Result<commbench_mux::MuxReport>, rec: &Recorder) -> Result<()> {
     let report = match report {
         Ok(r) => r,
-        Err(e) => {
-            crate::store::keep(
-                rec.records(),
-                &commbench_core::env::Fingerprint::collect().to_value(),
-            );
-            return Err(e);
-        }
+        Err(e) => return Err(kept(rec, e)),
     };
     out.emit_or_show(rec.records(), || commbench_mux::summary_table(&report))
+}
+
+/// Keeps what a failed run measured in the results store, then hands on
+/// its error.
+fn kept(rec: &Recorder, e: anyhow::Error) -> anyhow::Error {
+    let env = commbench_core::env::Fingerprint::collect().to_value();
+    crate::store::keep(rec.records(), &env);
+    e
 }
 
 /// The server process a local run starts (its stderr is the parent's).
@@ -471,8 +476,7 @@ pub fn is_harness_child(a: &MuxArgs) -> bool {
     match &a.cmd {
         Some(MuxCmd::Serve(s)) => s.control.as_deref() == Some("stdio"),
         Some(MuxCmd::Load(l)) => l.worker,
-        Some(MuxCmd::Httpd(_)) => false,
-        None => false,
+        Some(MuxCmd::Httpd(_)) | None => false,
     }
 }
 
@@ -506,13 +510,7 @@ pub fn run(a: &MuxArgs) -> Result<()> {
         crate::progress::finish();
         let points = match points {
             Ok(p) => p,
-            Err(e) => {
-                crate::store::keep(
-                    rec.records(),
-                    &commbench_core::env::Fingerprint::collect().to_value(),
-                );
-                return Err(e);
-            }
+            Err(e) => return Err(kept(&rec, e)),
         };
         let lines = seed::verdict(&points, plan.conns);
         rec.push(seed::verdict_record(&lines, &plan));
@@ -559,13 +557,7 @@ fn run_or_sweep(cfg: &MuxConfig, o: &LoadOpts, out: &OutputArgs, rec: &mut Recor
     crate::progress::finish();
     let (reports, lines) = match res {
         Ok(x) => x,
-        Err(e) => {
-            crate::store::keep(
-                rec.records(),
-                &commbench_core::env::Fingerprint::collect().to_value(),
-            );
-            return Err(e);
-        }
+        Err(e) => return Err(kept(rec, e)),
     };
     out.emit_or_show(rec.records(), || {
         let mut text = String::new();
@@ -743,6 +735,9 @@ fn load(l: &LoadArgs) -> Result<()> {
     }
     cfg.remote = Some(r);
     let mut rec = crate::progress::recorder();
+    if segment::apply(&mut cfg, &l.segment, l.load.rate_sweep.is_some())? {
+        return segment::run(&cfg, &l.segment, &l.output, &mut rec);
+    }
     run_or_sweep(&cfg, &l.load, &l.output, &mut rec)
 }
 
@@ -810,13 +805,7 @@ fn httpd(h: &HttpdArgs) -> Result<()> {
     crate::progress::finish();
     let report = match res {
         Ok(r) => r,
-        Err(e) => {
-            crate::store::keep(
-                rec.records(),
-                &commbench_core::env::Fingerprint::collect().to_value(),
-            );
-            return Err(e);
-        }
+        Err(e) => return Err(kept(&rec, e)),
     };
     let lines = httpd::verdict(rec.records());
     if !lines.is_empty() || !report.skipped.is_empty() {
