@@ -105,6 +105,10 @@ fn kind(path: &str) -> Option<Kind> {
         | "pipeline crosscheck" => Elsewhere("tests/pipeline.rs (root, namespaces it creates)"),
         "env" | "clean" | "compare" | "history" | "report" | "completions" | "man" => NotMeasuring,
         "suite" => Elsewhere("tests/suite.rs and tests/history.rs"),
+        // Adds the segment files of a run; it needs those files first.
+        "merge" => {
+            Elsewhere("tests/mux.rs three_segments_against_one_server_merge_into_the_exact_sums")
+        }
         // Its own options end at `--`: a --format appended after the
         // command would go to the trials.
         "ab" => Elsewhere("tests/ab.rs ab_keeps_its_verdicts_in_the_store"),
