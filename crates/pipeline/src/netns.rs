@@ -318,18 +318,7 @@ pub fn steer_receive(ns: &str, iface: &str, cpu: usize) -> io::Result<()> {
     let script = format!("echo {} > {path}", cpu_mask_hex(cpu));
     // `ip netns exec` mounts the namespace's own /sys, where the
     // interface's queues are.
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, "sh", "-c", &script])
-        .output()
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot run 'ip netns exec': {e}")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!(
-            "cannot steer {iface}'s receive to CPU {cpu} ({path}): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
+    ip(&["netns", "exec", ns, "sh", "-c", &script])
 }
 
 /// The CPU mask of one CPU as the kernel's `rps_cpus` reads it: hex, in
