@@ -15,9 +15,11 @@
 //! Lines the last JSON-valued ones are objects; in Parquet they are UTF8
 //! JSON text (DuckDB's `json` functions read them).
 
-use crate::{parse_utc, Filter, RunMeta, Store, StoreError};
+use crate::part::{check_record, check_started, input, row_from_json, shown, Budget};
+pub use crate::part::{parse_rfc3339_utc, ImportLimits, Row};
+use crate::{Filter, RunMeta, Store, StoreError};
 use commbench_core::record::Record;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -60,13 +62,6 @@ pub struct ImportSummary {
     pub runs_added: usize,
     pub runs_skipped: usize,
     pub records_added: usize,
-}
-
-/// One exported row: a record with the run it belongs to.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub run: RunMeta,
-    pub record: Record,
 }
 
 fn invalid(msg: String) -> StoreError {
@@ -209,22 +204,6 @@ fn write_jsonl(file: std::fs::File, rows: &[Row]) -> std::io::Result<()> {
     w.flush()
 }
 
-/// The text columns of a Parquet row, in schema order after
-/// `started_unix` (an INT64).
-#[cfg(feature = "parquet")]
-const TEXT_COLUMNS: [&str; 10] = [
-    "run_id",
-    "started_utc",
-    "git_sha",
-    "build_profile",
-    "command_line",
-    "environment",
-    "test",
-    "params",
-    "metrics",
-    "match_key",
-];
-
 #[cfg(feature = "parquet")]
 fn write_parquet(file: std::fs::File, rows: &[Row], path: &Path) -> Result<(), StoreError> {
     use parquet::basic::Compression;
@@ -235,7 +214,7 @@ fn write_parquet(file: std::fs::File, rows: &[Row], path: &Path) -> Result<(), S
     use std::sync::Arc;
     let perr = |e: parquet::errors::ParquetError| invalid(format!("{}: {e}", path.display()));
     let mut schema = String::from("message history {\n  required int64 started_unix;\n");
-    for c in TEXT_COLUMNS {
+    for c in crate::part::TEXT_COLUMNS {
         schema.push_str(&format!("  required binary {c} (UTF8);\n"));
     }
     schema.push('}');
@@ -267,7 +246,7 @@ fn write_parquet(file: std::fs::File, rows: &[Row], path: &Path) -> Result<(), S
             .map_err(perr)?;
         cw.close().map_err(perr)?;
     }
-    for c in TEXT_COLUMNS {
+    for c in crate::part::TEXT_COLUMNS {
         let mut cw = rg.next_column().map_err(perr)?.ok_or_else(missing)?;
         let v: Vec<ByteArray> = rows
             .iter()
@@ -290,165 +269,14 @@ fn write_parquet(_: std::fs::File, _: &[Row], _: &Path) -> Result<(), StoreError
     ))
 }
 
-/// Bounds on what one import reads: a hostile or mistaken file (a
-/// gigabyte line, `/dev/zero`, millions of metric keys) is refused before
-/// it costs more memory or time than these allow. `history` raises them
-/// with `--import-max-bytes`, `--import-max-line-bytes`,
-/// `--import-max-record-bytes` and `--import-max-metrics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImportLimits {
-    /// All files of one import together, in bytes as stored on disk.
-    pub max_bytes: u64,
-    /// One line of a file.
-    pub max_line_bytes: usize,
-    /// One record as JSON (parameters, metrics and environment).
-    pub max_record_bytes: usize,
-    /// Parameters and metrics of one record, nested values counted each.
-    pub max_metrics: usize,
-}
-
-impl Default for ImportLimits {
-    fn default() -> Self {
-        ImportLimits {
-            max_bytes: 256 << 20,
-            max_line_bytes: 4 << 20,
-            max_record_bytes: 4 << 20,
-            max_metrics: 10_000,
-        }
-    }
-}
-
 /// Most folders an import walks into (nesting).
 const MAX_DEPTH: usize = 64;
-
-fn input(msg: String) -> StoreError {
-    StoreError::Input(msg)
-}
-
-/// A value from an input file, for a message: control characters escaped
-/// and at most 60 characters.
-fn shown(s: &str) -> String {
-    let cut: String = s.chars().take(60).collect();
-    let more = if cut.len() < s.len() { "…" } else { "" };
-    format!("{}{more}", commbench_core::record::escape_control(&cut))
-}
 
 fn shown_path(p: &Path) -> String {
     shown(&p.display().to_string())
 }
 
-/// The earliest and latest start time an import takes (1970 to 2100).
-const UTC_RANGE: std::ops::Range<i64> = 0..4_102_444_800;
-
-/// Seconds since the epoch of an RFC 3339 UTC time
-/// (`2026-11-24T10:52:06Z`, with an optional fraction, `Z` or `+00:00`)
-/// between 1970 and 2100; `None` otherwise.
-pub fn parse_rfc3339_utc(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| {
-        b.get(r.clone())
-            .is_some_and(|x| x.iter().all(u8::is_ascii_digit))
-    };
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && matches!(b.get(10), Some(b'T' | b't'))
-        && digits(11..13)
-        && b.get(13) == Some(&b':')
-        && digits(14..16)
-        && b.get(16) == Some(&b':')
-        && digits(17..19);
-    if !shape {
-        return None;
-    }
-    let mut rest = &s[19..];
-    if let Some(f) = rest.strip_prefix('.') {
-        let n = f.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 || n > 9 {
-            return None;
-        }
-        rest = &f[n..];
-    }
-    if !matches!(rest, "Z" | "z" | "+00:00" | "-00:00") {
-        return None;
-    }
-    let (y, m, d): (i64, u32, u32) = (
-        s[0..4].parse().ok()?,
-        s[5..7].parse().ok()?,
-        s[8..10].parse().ok()?,
-    );
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&m) || d == 0 || d > days_in[m as usize - 1] {
-        return None;
-    }
-    let t = parse_utc(&s[..19])?;
-    UTC_RANGE.contains(&t).then_some(t)
-}
-
-fn check_started(at: &str, utc: &str) -> Result<i64, StoreError> {
-    parse_rfc3339_utc(utc).ok_or_else(|| {
-        input(format!(
-            "{at}: started_utc '{}' is not an RFC 3339 UTC time between 1970 and 2100 (like 2026-11-24T10:52:06.123Z)",
-            shown(utc)
-        ))
-    })
-}
-
-fn check_record(r: &Record, env: &Value, at: &str, lim: &ImportLimits) -> Result<(), StoreError> {
-    let n = commbench_core::record::count_leaves(
-        r.params.values().chain(r.metrics.values()),
-        lim.max_metrics,
-    );
-    if n > lim.max_metrics {
-        return Err(input(format!(
-            "{at}: a record with more than {} parameters and metrics (--import-max-metrics raises the bound)",
-            lim.max_metrics
-        )));
-    }
-    let bytes = commbench_core::record::json_len(r) + commbench_core::record::json_len(env);
-    if bytes > lim.max_record_bytes {
-        return Err(input(format!(
-            "{at}: a record of {bytes} bytes, more than {} (--import-max-record-bytes raises the bound)",
-            lim.max_record_bytes
-        )));
-    }
-    Ok(())
-}
-
-/// What an import has read so far, against its bounds.
-struct Budget {
-    lim: ImportLimits,
-    used: u64,
-}
-
-/// Bytes a decoded Parquet row is counted for besides its text: what the
-/// smallest export row takes as JSON Lines (names, quotes, times).
-#[cfg(feature = "parquet")]
-const MIN_ROW_BYTES: u64 = 64;
-
 impl Budget {
-    /// Bytes the import may still read (or decode).
-    #[cfg(feature = "parquet")]
-    fn left(&self) -> u64 {
-        self.lim.max_bytes.saturating_sub(self.used)
-    }
-
     /// The text of a regular file, within what is left of the import's
     /// bytes; anything but a regular file is refused before it is read.
     fn read(&mut self, path: &Path) -> Result<String, StoreError> {
@@ -473,34 +301,22 @@ impl Budget {
             .map_err(io)?;
         let m = f.metadata().map_err(io)?;
         regular(path, &m.file_type())?;
-        self.count(path, m.len())?;
+        self.count(&at, m.len())?;
         Ok(f)
-    }
-
-    fn count(&mut self, path: &Path, n: u64) -> Result<(), StoreError> {
-        if n > self.lim.max_bytes.saturating_sub(self.used) {
-            return Err(input(format!(
-                "{}: the import is larger than {} bytes (--import-max-bytes raises the bound)",
-                shown_path(path),
-                self.lim.max_bytes
-            )));
-        }
-        self.used += n;
-        Ok(())
     }
 
     fn read_bytes(&mut self, path: &Path) -> Result<Vec<u8>, StoreError> {
         use std::io::Read;
         let f = self.open(path)?;
         let len = f.metadata().map_or(0, |m| m.len());
-        let left = self.lim.max_bytes.saturating_sub(self.used);
+        let left = self.left();
         let mut buf = Vec::with_capacity(len as usize);
         // The file may grow while it is read: never past the bound.
         f.take(left + len + 1)
             .read_to_end(&mut buf)
             .map_err(|e| input(format!("{}: {e}", shown_path(path))))?;
         if buf.len() as u64 > len {
-            self.count(path, buf.len() as u64 - len)?;
+            self.count(&shown_path(path), buf.len() as u64 - len)?;
         }
         Ok(buf)
     }
@@ -548,90 +364,8 @@ fn partitions(path: &Path) -> (Option<String>, Option<String>) {
     (lab, host)
 }
 
-/// A JSON field of an export row: a value, or (Parquet keeps JSON as
-/// text) text holding one. Missing or unparsable is refused, as a result
-/// file's line is: storing `{}` instead would lose the record silently.
-fn json_value(v: &Value, k: &str, at: &str) -> Result<Value, StoreError> {
-    match v.get(k) {
-        Some(Value::String(t)) => serde_json::from_str(t).map_err(|e| {
-            input(format!(
-                "{at}: '{k}' is not JSON ({e}); the file is damaged or not a commbench export"
-            ))
-        }),
-        Some(x) => Ok(x.clone()),
-        None => Err(input(format!(
-            "{at}: no '{k}' field; the file is damaged or not a commbench export"
-        ))),
-    }
-}
-
-fn json_object(v: &Value, k: &str, at: &str) -> Result<Map<String, Value>, StoreError> {
-    match json_value(v, k, at)? {
-        Value::Object(m) => Ok(m),
-        _ => Err(input(format!("{at}: '{k}' is not a JSON object"))),
-    }
-}
-
-/// A row of an export file, given the partition values of its folder.
-fn row_from_json(
-    v: &Value,
-    lab: &str,
-    host: &str,
-    at: &str,
-    lim: &ImportLimits,
-) -> Result<Row, StoreError> {
-    let s = |k: &str| -> Result<String, StoreError> {
-        v.get(k)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| input(format!("{at}: no text field '{k}'")))
-    };
-    let run_id = s("run_id")?;
-    if run_id.is_empty() || run_id.len() > 64 || !run_id.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(input(format!(
-            "{at}: run_id '{}' is not hex",
-            shown(&run_id)
-        )));
-    }
-    let command_line = match json_value(v, "command_line", at)? {
-        Value::Array(a) => a
-            .iter()
-            .map(|x| x.as_str().unwrap_or_default().to_owned())
-            .collect(),
-        _ => return Err(input(format!("{at}: 'command_line' is not a JSON array"))),
-    };
-    let mut record = Record::new(lab, &s("test")?);
-    record.params = json_object(v, "params", at)?;
-    record.metrics = json_object(v, "metrics", at)?;
-    let started_utc = s("started_utc")?;
-    let parsed = check_started(at, &started_utc)?;
-    let started_unix = v
-        .get("started_unix")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| input(format!("{at}: no integer 'started_unix'")))?;
-    if started_unix != parsed {
-        return Err(input(format!(
-            "{at}: started_unix {started_unix} is not started_utc {}",
-            shown(&started_utc)
-        )));
-    }
-    let environment = json_value(v, "environment", at)?;
-    check_record(&record, &environment, at, lim)?;
-    Ok(Row {
-        run: RunMeta {
-            run_id: run_id.to_ascii_lowercase(),
-            started_utc,
-            started_unix,
-            host: host.to_owned(),
-            git_sha: s("git_sha")?,
-            build_profile: s("build_profile")?,
-            command_line,
-            environment,
-        },
-        record,
-    })
-}
-
+/// The rows of a Parquet export part, its size counted against the
+/// import's bytes before it is read.
 #[cfg(feature = "parquet")]
 fn read_parquet(
     path: &Path,
@@ -639,86 +373,8 @@ fn read_parquet(
     host: &str,
     budget: &mut Budget,
 ) -> Result<Vec<Row>, StoreError> {
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    use parquet::record::Field;
-    let at = shown_path(path);
-    let perr = |e: parquet::errors::ParquetError| input(format!("{at}: {e}"));
-    let reader = SerializedFileReader::new(budget.open(path)?).map_err(perr)?;
-    // The file's bytes bound nothing: a dictionary repeats one row for
-    // free (192 KB held 1M rows) and a compressed page inflates (a 19.7 MB
-    // file held a 400 MB cell). Bounded before decoding by what the footer
-    // declares (rows, and the column chunks' decoded size), then row by
-    // row by what was decoded, against what is left of the import's bytes.
-    let md = reader.metadata();
-    let declared_rows: u64 = md
-        .row_groups()
-        .iter()
-        .map(|g| g.num_rows().max(0) as u64)
-        .sum();
-    let declared_bytes: u64 = md
-        .row_groups()
-        .iter()
-        .flat_map(|g| g.columns())
-        .map(|c| c.uncompressed_size().max(0) as u64)
-        .sum();
-    let decoded_bound = |what: String| {
-        input(format!(
-            "{at}: {what}, more than the {} bytes an import reads (--import-max-bytes raises the bound)",
-            budget.lim.max_bytes
-        ))
-    };
-    if declared_rows.saturating_mul(MIN_ROW_BYTES) > budget.left() {
-        return Err(decoded_bound(format!("{declared_rows} rows")));
-    }
-    if declared_bytes > budget.left() {
-        return Err(decoded_bound(format!(
-            "{declared_bytes} bytes once decompressed"
-        )));
-    }
-    let mut out = Vec::new();
-    for (i, row) in reader.get_row_iter(None).map_err(perr)?.enumerate() {
-        let row = row.map_err(perr)?;
-        let row_at = format!("{at} row {}", i + 1);
-        if i as u64 >= declared_rows {
-            return Err(input(format!(
-                "{row_at}: more rows than the file's footer declares ({declared_rows}); the file is damaged"
-            )));
-        }
-        let mut m = Map::new();
-        let mut decoded = MIN_ROW_BYTES;
-        for (name, field) in row.get_column_iter() {
-            let v = match field {
-                Field::Str(s) => {
-                    if s.len() > budget.lim.max_record_bytes {
-                        return Err(input(format!(
-                            "{row_at}: '{}' holds {} bytes, more than {} in a record (--import-max-record-bytes raises the bound)",
-                            shown(name),
-                            s.len(),
-                            budget.lim.max_record_bytes
-                        )));
-                    }
-                    decoded += s.len() as u64;
-                    Value::from(s.clone())
-                }
-                Field::Long(x) => Value::from(*x),
-                Field::Int(x) => Value::from(*x),
-                _ => Value::Null,
-            };
-            m.insert(name.clone(), v);
-        }
-        if decoded > budget.left() {
-            return Err(decoded_bound(format!("{} rows decode to more", i + 1)));
-        }
-        budget.used += decoded;
-        out.push(row_from_json(
-            &Value::Object(m),
-            lab,
-            host,
-            &row_at,
-            &budget.lim,
-        )?);
-    }
-    Ok(out)
+    let data = budget.read_bytes(path)?;
+    crate::part::read_parquet(data.into(), &shown_path(path), lab, host, budget)
 }
 
 #[cfg(not(feature = "parquet"))]

@@ -1,5 +1,8 @@
 use super::*;
+use crate::db::{io_error, sql_error, SQLITE_MAGIC};
+use rusqlite::Connection;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 
 /// A store path in a fresh directory that is removed when the guard drops
 /// (named so that `commbench clean` finds it after a SIGKILL).
@@ -871,7 +874,15 @@ mod hostile_parquet {
         let d = dir.join("lab=ipc/host=h");
         std::fs::create_dir_all(&d).unwrap();
         let path = d.join("part-0.parquet");
-        let cols: Vec<(&str, String)> = COLUMNS
+        let bytes = part_bytes(rows, |c| cell(c).map(String::into_bytes));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// The bytes of such a part, a column's cell given as bytes (UTF-8 or
+    /// not).
+    fn part_bytes(rows: usize, cell: impl Fn(&str) -> Option<Vec<u8>>) -> Vec<u8> {
+        let cols: Vec<(&str, Vec<u8>)> = COLUMNS
             .iter()
             .filter_map(|c| cell(c).map(|v| (*c, v)))
             .collect();
@@ -884,8 +895,8 @@ mod hostile_parquet {
         let props = WriterProperties::builder()
             .set_compression(parquet::basic::Compression::SNAPPY)
             .build();
-        let f = std::fs::File::create(&path).unwrap();
-        let mut w = SerializedFileWriter::new(f, Arc::new(schema), Arc::new(props)).unwrap();
+        let mut out = Vec::new();
+        let mut w = SerializedFileWriter::new(&mut out, Arc::new(schema), Arc::new(props)).unwrap();
         let mut rg = w.next_row_group().unwrap();
         let mut cw = rg.next_column().unwrap().unwrap();
         cw.typed::<Int64Type>()
@@ -894,7 +905,7 @@ mod hostile_parquet {
         cw.close().unwrap();
         for (_, v) in &cols {
             let mut cw = rg.next_column().unwrap().unwrap();
-            let one = ByteArray::from(v.clone().into_bytes());
+            let one = ByteArray::from(v.clone());
             cw.typed::<ByteArrayType>()
                 .write_batch(&vec![one; rows], None, None)
                 .unwrap();
@@ -902,7 +913,7 @@ mod hostile_parquet {
         }
         rg.close().unwrap();
         w.close().unwrap();
-        path
+        out
     }
 
     fn cell(c: &str) -> Option<String> {
@@ -1017,5 +1028,231 @@ mod hostile_parquet {
             part(&t, 1, |c| if c == col { v.clone() } else { cell(c) });
             refused(&t, &d, want);
         }
+    }
+
+    /// Found by the `store_parquet` fuzz target: the parquet crate's error
+    /// for a text cell that is not UTF-8 lists the cell's bytes, and the
+    /// import printed it whole.
+    #[test]
+    fn a_parquet_error_message_held_the_whole_cell() {
+        let mut bad = vec![0xff; 100_000];
+        bad.extend_from_slice(b"\x1b[31m");
+        let data = part_bytes(1, |c| match c {
+            "metrics" => Some(bad.clone()),
+            _ => cell(c).map(String::into_bytes),
+        });
+        let lim = ImportLimits::default();
+        let err = crate::part::parquet_rows(data, "p.parquet", "ipc", "h", &lim)
+            .expect_err("must be refused");
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::Input(_)), "{err:?}");
+        assert!(msg.starts_with("p.parquet row 1: "), "{msg}");
+        assert!(msg.len() < 1_000, "a message of {} bytes", msg.len());
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
+    }
+
+    fn rows_of(data: Vec<u8>) -> Result<Vec<crate::part::Row>, StoreError> {
+        crate::part::parquet_rows(data, "p.parquet", "ipc", "h", &ImportLimits::default())
+    }
+
+    /// Where the footer puts column `name`'s first page.
+    fn chunk_start(data: &[u8], name: &str) -> i64 {
+        let md = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(data.to_vec()))
+            .unwrap();
+        let c = md
+            .row_group(0)
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)
+            .unwrap();
+        c.dictionary_page_offset().unwrap_or(c.data_page_offset())
+    }
+
+    /// A part of `rows` rows laid out by `props`, its columns optional or
+    /// required, `cell(column, row)` its text (None: null).
+    fn part_layout(
+        props: WriterProperties,
+        optional: bool,
+        rows: usize,
+        cell: impl Fn(&str, usize) -> Option<String>,
+    ) -> Vec<u8> {
+        let rep = if optional { "optional" } else { "required" };
+        let mut schema = format!("message history {{\n  {rep} int64 started_unix;\n");
+        for c in COLUMNS {
+            schema.push_str(&format!("  {rep} binary {c} (UTF8);\n"));
+        }
+        schema.push('}');
+        let schema = parquet::schema::parser::parse_message_type(&schema).unwrap();
+        let mut out = Vec::new();
+        let mut w = SerializedFileWriter::new(&mut out, Arc::new(schema), Arc::new(props)).unwrap();
+        let mut rg = w.next_row_group().unwrap();
+        let mut cw = rg.next_column().unwrap().unwrap();
+        let defs = optional.then(|| vec![1i16; rows]);
+        cw.typed::<Int64Type>()
+            .write_batch(&vec![1_767_225_600; rows], defs.as_deref(), None)
+            .unwrap();
+        cw.close().unwrap();
+        for c in COLUMNS {
+            let cells: Vec<Option<String>> = (0..rows).map(|r| cell(c, r)).collect();
+            let values: Vec<ByteArray> = cells
+                .iter()
+                .flatten()
+                .map(|v| ByteArray::from(v.clone().into_bytes()))
+                .collect();
+            let defs: Option<Vec<i16>> =
+                optional.then(|| cells.iter().map(|v| i16::from(v.is_some())).collect());
+            let mut cw = rg.next_column().unwrap().unwrap();
+            cw.typed::<ByteArrayType>()
+                .write_batch(&values, defs.as_deref(), None)
+                .unwrap();
+            cw.close().unwrap();
+        }
+        rg.close().unwrap();
+        w.close().unwrap();
+        out
+    }
+
+    /// The pages are decoded here, not by the parquet crate: every layout
+    /// a writer may choose for an export's columns reads back as written.
+    #[test]
+    fn parts_in_every_layout_a_writer_may_choose_read_back() {
+        use parquet::basic::Compression;
+        use parquet::file::properties::WriterVersion;
+        let base = || WriterProperties::builder().set_compression(Compression::SNAPPY);
+        let layouts = [
+            ("dictionary, snappy", base().build()),
+            ("plain", base().set_dictionary_enabled(false).build()),
+            (
+                "v2 pages",
+                base()
+                    .set_writer_version(WriterVersion::PARQUET_2_0)
+                    .build(),
+            ),
+            (
+                "uncompressed",
+                base().set_compression(Compression::UNCOMPRESSED).build(),
+            ),
+            (
+                "pages of 7 rows, plain after the dictionary",
+                base()
+                    .set_data_page_row_count_limit(7)
+                    .set_write_batch_size(7)
+                    .set_dictionary_page_size_limit(64)
+                    .build(),
+            ),
+        ];
+        let text = |c: &str, r: usize| {
+            Some(match c {
+                "test" => format!("t{r}"),
+                "params" => format!(r#"{{"i":{r}}}"#),
+                _ => cell(c).unwrap(),
+            })
+        };
+        for (name, props) in layouts {
+            for optional in [false, true] {
+                let data = part_layout(props.clone(), optional, 40, text);
+                let rows = rows_of(data).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(rows.len(), 40, "{name}");
+                for (r, row) in rows.iter().enumerate() {
+                    assert_eq!(row.record.test, format!("t{r}"), "{name}");
+                    assert_eq!(row.record.params["i"], r, "{name}");
+                    assert_eq!(row.run.started_unix, 1_767_225_600, "{name}");
+                }
+            }
+            // A null where a text is needed is refused, naming it.
+            let data = part_layout(props, true, 5, |c, r| {
+                if c == "git_sha" && r == 3 {
+                    None
+                } else {
+                    text(c, r)
+                }
+            });
+            let err = rows_of(data).expect_err(name).to_string();
+            assert!(
+                err.contains("row 4: no text field 'git_sha'"),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    /// Found by the `store_parquet` fuzz target: a footer giving a column
+    /// chunk a negative offset made the parquet crate assert (a panic, and
+    /// the release build aborts on one) instead of refusing the file.
+    #[test]
+    fn a_negative_column_offset_in_the_footer_panicked() {
+        let mut data = part_bytes(1, |c| cell(c).map(String::into_bytes));
+        // The footer's first dictionary_page_offset (field 11 after field
+        // 9, an i64: 0x26) is 4, right after the magic (zigzag 0x08):
+        // zigzag 0x07 is -4, the same length.
+        let footer_len =
+            u32::from_le_bytes(data[data.len() - 8..data.len() - 4].try_into().unwrap());
+        let footer = data.len() - 8 - footer_len as usize;
+        let at = footer
+            + data[footer..]
+                .windows(2)
+                .position(|w| w == [0x26, 0x08])
+                .unwrap();
+        data[at + 1] = 0x07;
+        assert_eq!(chunk_start(&data, "started_unix"), -4);
+        let err = rows_of(data).expect_err("must be refused").to_string();
+        assert!(
+            err.contains("column 'started_unix' declares bytes at -4"),
+            "{err}"
+        );
+    }
+
+    /// Found by the `store_parquet` fuzz target: a dictionary page
+    /// declaring more values than it holds made the parquet crate's
+    /// decoder index past the page and panic.
+    #[test]
+    fn a_dictionary_page_declaring_more_values_than_it_holds_panicked() {
+        let mut data = part_bytes(1, |c| cell(c).map(String::into_bytes));
+        // The metrics chunk's dictionary page header: its dictionary
+        // header (field 7, a struct, after field 3: 0x4c) declares 1 value
+        // (zigzag 0x02), PLAIN (0): 2 values instead.
+        let start = chunk_start(&data, "metrics") as usize;
+        let at = start
+            + data[start..]
+                .windows(5)
+                .position(|w| w == [0x4c, 0x15, 0x02, 0x15, 0x00])
+                .unwrap();
+        data[at + 2] = 0x04;
+        let err = rows_of(data).expect_err("must be refused").to_string();
+        assert!(err.contains("column 'metrics'"), "{err}");
+        assert!(
+            err.contains("page 1: fewer than the 2 values declared"),
+            "{err}"
+        );
+    }
+
+    /// A page header declaring more decoded bytes than its column chunk
+    /// does (the chunk's size is what the import counts against its
+    /// bound) was allocated whole before decompressing, up to 2 GiB a
+    /// page; the pages are now held to their chunk's size first.
+    #[test]
+    fn a_page_header_declaring_more_than_its_chunk_was_allocated() {
+        // One 2 MB cell: its dictionary page declares 2 MB in a 4-byte
+        // varint, rewritten to 128 MiB - 1 in the same 4 bytes.
+        let big = format!(r#"{{"m":"{}"}}"#, "a".repeat(2 << 20));
+        let mut data = part_bytes(1, |c| match c {
+            "metrics" => Some(big.clone().into_bytes()),
+            _ => cell(c).map(String::into_bytes),
+        });
+        let start = chunk_start(&data, "metrics") as usize;
+        // type DICTIONARY_PAGE (0x15 0x04), uncompressed_page_size (0x15 …).
+        assert_eq!(data[start..start + 3], [0x15, 0x04, 0x15]);
+        let v = &mut data[start + 3..start + 7];
+        assert!(
+            v[..3].iter().all(|b| b & 0x80 != 0) && v[3] & 0x80 == 0,
+            "{v:?}"
+        );
+        v.copy_from_slice(&[0xfe, 0xff, 0xff, 0x7f]);
+        let err = rows_of(data).expect_err("must be refused").to_string();
+        assert!(err.contains("column 'metrics'"), "{err}");
+        assert!(
+            err.contains("134217727 bytes once decoded, more than the"),
+            "{err}"
+        );
     }
 }
