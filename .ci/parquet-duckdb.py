@@ -8,7 +8,9 @@ column types per file and per Hive partition:
   its order, each with the type docs/pcap.md promises;
 - `history --export parquet`: per lab=…/host=… partition, as many rows as
   the JSON Lines export of the same store, each column with the type
-  docs/history.md promises, metrics readable as JSON.
+  docs/history.md promises, metrics readable as JSON;
+- the other way: parts DuckDB writes from that export (Snappy and
+  Zstandard) import into an empty store with every record.
 
 Usage: parquet-duckdb.py COMMBENCH_BINARY. Exits 1 with what differed.
 """
@@ -146,6 +148,18 @@ def history(binary, tmp, con):
         f"SELECT count(*) FROM {rel} WHERE lab = 'timer' AND test = 'tsc' AND CAST(json_extract(metrics, '$.hz') AS DOUBLE) > 0"
     ).fetchone()[0]
     check(hz == 2, f"history export: {hz} timer/tsc rows with a TSC rate (two timer runs)")
+    total = con.execute(f"SELECT count(*) FROM {rel}").fetchone()[0]
+    for codec in ("snappy", "zstd"):
+        out = tmp / f"duckdb-{codec}"
+        con.execute(
+            f"COPY (SELECT * FROM {rel}) TO '{out}' "
+            f"(FORMAT PARQUET, PARTITION_BY (lab, host), COMPRESSION {codec})"
+        )
+        env2 = dict(os.environ, COMMBENCH_STORE=str(tmp / f"store-{codec}.db"))
+        got = run(binary, "history", "--import", str(out), env=env2)
+        m = re.search(r"\((\d+) records\)", got.stderr + got.stdout)
+        n = int(m.group(1)) if m else None
+        check(n == total, f"history import of DuckDB's {codec} parts: {n} records (want {total})")
 
 
 def main():

@@ -396,7 +396,7 @@ pub(crate) fn read_parquet(
             let spec = pages::Spec {
                 int64: c.int64,
                 optional: c.optional,
-                snappy: chunk.snappy,
+                codec: chunk.codec,
                 decoded: chunk.decoded,
                 rows,
             };

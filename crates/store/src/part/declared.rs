@@ -82,18 +82,28 @@ pub(super) fn columns(schema: &SchemaDescriptor, at: &str) -> Result<Vec<Column>
     Ok(out)
 }
 
-/// Where a column chunk lies in the file, and whether it is
-/// Snappy-compressed, once its offsets and sizes are checked.
+/// How a column chunk's pages are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Codec {
+    None,
+    Snappy,
+    Zstd,
+}
+
+/// Where a column chunk lies in the file, and how its pages are
+/// compressed, once its offsets and sizes are checked.
 pub(super) struct Chunk {
     pub range: std::ops::Range<usize>,
-    pub snappy: bool,
+    pub codec: Codec,
     /// What its pages decode to, at most (headers included).
     pub decoded: u64,
 }
 
 /// Column `c`'s chunk in row group `rg`, refused when it lies outside a
 /// file of `file_len` bytes, at negative offsets or sizes, or compressed
-/// other than with Snappy (what the export writes) or not at all.
+/// other than with Snappy (what the export writes), Zstandard (what other
+/// writers often choose: Polars by default, DuckDB and pyarrow when asked)
+/// or not at all.
 pub(super) fn chunk(
     rg: &RowGroupMetaData,
     c: &Column,
@@ -123,12 +133,13 @@ pub(super) fn chunk(
             ),
         ));
     };
-    let snappy = match m.compression() {
-        Compression::SNAPPY => true,
-        Compression::UNCOMPRESSED => false,
+    let codec = match m.compression() {
+        Compression::SNAPPY => Codec::Snappy,
+        Compression::ZSTD(_) => Codec::Zstd,
+        Compression::UNCOMPRESSED => Codec::None,
         other => {
             return Err(input(format!(
-                "{at}: column '{}' is compressed with {}; an import reads Snappy (what the export writes) or uncompressed parts",
+                "{at}: column '{}' is compressed with {}; an import reads Snappy (what the export writes), Zstandard or uncompressed parts: rewrite it with one of those",
                 c.name,
                 shown(&other.to_string())
             )))
@@ -136,7 +147,7 @@ pub(super) fn chunk(
     };
     Ok(Chunk {
         range,
-        snappy,
+        codec,
         decoded: m.uncompressed_size() as u64,
     })
 }

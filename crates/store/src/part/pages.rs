@@ -5,14 +5,14 @@
 //! panic), and allocate what a header declares before decompressing.
 //!
 //! Only what an export holds is read: data pages (v1 and v2) and one
-//! dictionary page, Snappy-compressed or not, values PLAIN or
+//! dictionary page, compressed with Snappy or Zstandard or not, values PLAIN or
 //! dictionary-indexed (RLE/bit-packed hybrid), one optional definition
 //! level. Invariants: every size a header declares is checked against the
 //! bytes present and against the chunk's declared decoded size (which the
 //! import counts against its bound) before anything is allocated; a page
 //! gives at most as many values as its row group has rows left.
 
-use super::declared::damaged;
+use super::declared::{damaged, Codec};
 use crate::StoreError;
 use bytes::Bytes;
 
@@ -34,7 +34,7 @@ pub(super) struct Spec {
     pub int64: bool,
     /// One definition level (nulls allowed), or none.
     pub optional: bool,
-    pub snappy: bool,
+    pub codec: Codec,
     /// What the chunk declares its pages decode to.
     pub decoded: u64,
     /// Rows of its row group: it holds exactly one value (or null) for each.
@@ -94,7 +94,7 @@ pub(super) fn decode(bytes: Bytes, spec: &Spec, at: &str) -> Result<Decoded, Sto
                 if !matches!(h.encoding, PLAIN | PLAIN_DICTIONARY) {
                     return Err(bad(format!("a dictionary of encoding {}", h.encoding)));
                 }
-                let data = inflate(body, size, spec.snappy).map_err(bad)?;
+                let data = inflate(body, size, spec.codec).map_err(bad)?;
                 let n = count(h.num_values).map_err(bad)?;
                 plain(&data, n, spec.int64, &mut out.values).map_err(bad)?;
                 dictionary = Some(n);
@@ -121,13 +121,13 @@ pub(super) fn decode(bytes: Bytes, spec: &Spec, at: &str) -> Result<Decoded, Sto
                     let levels = body.slice(..def_len);
                     let rest = body.slice(def_len..);
                     let values = if v2.is_compressed {
-                        inflate(rest, size - def_len, spec.snappy).map_err(bad)?
+                        inflate(rest, size - def_len, spec.codec).map_err(bad)?
                     } else {
                         rest
                     };
                     (levels, values)
                 } else {
-                    let data = inflate(body, size, spec.snappy).map_err(bad)?;
+                    let data = inflate(body, size, spec.codec).map_err(bad)?;
                     if !spec.optional {
                         (Bytes::new(), data)
                     } else {
@@ -179,7 +179,7 @@ pub(super) fn decode(bytes: Bytes, spec: &Spec, at: &str) -> Result<Decoded, Sto
                             )));
                         }
                     }
-                    e => return Err(bad(format!("values of encoding {e}"))),
+                    e => return Err(unread_encoding(&format!("{at} page {page}"), e)),
                 }
                 match present {
                     None => out.rows.extend(index),
@@ -211,6 +211,23 @@ pub(super) fn decode(bytes: Bytes, spec: &Spec, at: &str) -> Result<Decoded, Sto
     Ok(out)
 }
 
+/// A data page's values in an encoding the import does not decode: said
+/// as what it is, not as damage (DuckDB writes the delta encodings with
+/// `PARQUET_VERSION v2`).
+fn unread_encoding(at: &str, e: i32) -> StoreError {
+    let name = match e {
+        4 => "BIT_PACKED",
+        5 => "DELTA_BINARY_PACKED",
+        6 => "DELTA_LENGTH_BYTE_ARRAY",
+        7 => "DELTA_BYTE_ARRAY",
+        9 => "BYTE_STREAM_SPLIT",
+        _ => return damaged(at, format!("values of encoding {e}")),
+    };
+    crate::part::input(format!(
+        "{at}: values in the {name} encoding; an import reads PLAIN and dictionary-encoded values (what the export, DuckDB with its default PARQUET_VERSION v1 and pyarrow write): rewrite the file with those"
+    ))
+}
+
 /// A value count a header declares.
 fn count(n: i32) -> Result<usize, String> {
     usize::try_from(n).map_err(|_| format!("{n} values"))
@@ -218,16 +235,28 @@ fn count(n: i32) -> Result<usize, String> {
 
 /// A page's body decoded to the `size` bytes its header declares (already
 /// checked against the chunk's bound).
-fn inflate(body: Bytes, size: usize, snappy: bool) -> Result<Bytes, String> {
-    if !snappy {
-        return if body.len() == size {
-            Ok(body)
-        } else {
-            Err(format!(
+fn inflate(body: Bytes, size: usize, codec: Codec) -> Result<Bytes, String> {
+    match codec {
+        Codec::None if body.len() == size => return Ok(body),
+        Codec::None => {
+            return Err(format!(
                 "{} bytes stored uncompressed, not {size}",
                 body.len()
             ))
-        };
+        }
+        Codec::Zstd => {
+            // Decompressed into `size` bytes at most: a frame that holds
+            // more is refused, not grown into.
+            let out = zstd::bulk::decompress(&body, size).map_err(|e| format!("Zstandard: {e}"))?;
+            if out.len() != size {
+                return Err(format!(
+                    "Zstandard data of {} bytes, not the {size} declared",
+                    out.len()
+                ));
+            }
+            return Ok(out.into());
+        }
+        Codec::Snappy => {}
     }
     let n = snap::raw::decompress_len(&body).map_err(|e| format!("Snappy: {e}"))?;
     if n != size {
