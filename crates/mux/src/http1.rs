@@ -500,9 +500,20 @@ pub const DEFAULT_RESPONSE_BODY: usize = 13;
 /// Largest fixed response body.
 pub const MAX_RESPONSE_BODY: usize = 16 << 20;
 
-/// What the server answers a request it refuses, before it closes.
+/// What the server answers a request it refuses, before it closes (the
+/// refusals with a more exact status have their own below).
 pub const BAD_REQUEST: &[u8] =
     b"HTTP/1.1 400 Bad Request\r\nServer: commbench\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// A request body over [`SERVER_MAX_BODY`] (RFC 9110 §15.5.14).
+pub const CONTENT_TOO_LARGE: &[u8] =
+    b"HTTP/1.1 413 Content Too Large\r\nServer: commbench\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// A request header over [`SERVER_MAX_HEADER`] (RFC 6585 §5).
+pub const HEADER_TOO_LARGE: &[u8] =
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nServer: commbench\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// A request with a transfer coding the server does not decode (RFC 9112
+/// §6.1: 501).
+pub const NOT_IMPLEMENTED: &[u8] =
+    b"HTTP/1.1 501 Not Implemented\r\nServer: commbench\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 /// Sets the fixed response's body size (once per process, before serving).
 pub fn set_response_body(size: usize) {
@@ -540,7 +551,15 @@ pub fn closing_response() -> &'static [u8] {
 /// The longest single answer the server makes (one round's output may
 /// pass its bound by this much).
 pub fn max_answer_len() -> usize {
-    closing_response().len().max(BAD_REQUEST.len())
+    [
+        BAD_REQUEST,
+        CONTENT_TOO_LARGE,
+        HEADER_TOO_LARGE,
+        NOT_IMPLEMENTED,
+    ]
+    .iter()
+    .map(|a| a.len())
+    .fold(closing_response().len(), usize::max)
 }
 
 /// Most bytes of one request header the server keeps.
@@ -573,6 +592,20 @@ pub enum RequestError {
     Malformed(httparse::Error),
 }
 
+impl RequestError {
+    /// The answer the server sends before it closes: 413 for a body too
+    /// large, 431 for a header too large, 501 for a chunked body, 400 for
+    /// the rest.
+    pub fn answer(&self) -> &'static [u8] {
+        match self {
+            RequestError::BodyTooLarge => CONTENT_TOO_LARGE,
+            RequestError::HeaderTooLarge => HEADER_TOO_LARGE,
+            RequestError::Chunked => NOT_IMPLEMENTED,
+            _ => BAD_REQUEST,
+        }
+    }
+}
+
 /// The server's per-connection request splitter: answers every complete
 /// request with the fixed response.
 ///
@@ -588,7 +621,8 @@ pub enum RequestError {
 /// request that asks to close (HTTP/1.0 without `Connection: keep-alive`,
 /// or `Connection: close`) gets the response with `Connection: close`; a
 /// request the server refuses (malformed, conflicting or non-numeric
-/// Content-Length, chunked, too large) gets [`BAD_REQUEST`]. Input after
+/// Content-Length, chunked, too large) gets its refusal
+/// ([`RequestError::answer`]: 400, 413, 431 or 501). Input after
 /// that answer is dropped unparsed; the engine closes the connection once
 /// the output is sent.
 #[derive(Debug, Clone, Default)]
@@ -608,8 +642,9 @@ impl ServerFilter {
     /// `out` until `out` holds `max_out` bytes or more, and holds the rest
     /// of the input for [`ServerFilter::resume`]. While input is held, new
     /// input is only appended to it (the engine should not have read it).
-    /// A refused request is an error, with [`BAD_REQUEST`] appended to
-    /// `out` after the responses before it: send `out`, then close.
+    /// A refused request is an error, with its refusal (400, 413, 431,
+    /// 501) appended to `out` after the responses before it: send `out`,
+    /// then close.
     pub fn feed(
         &mut self,
         input: &[u8],
@@ -660,7 +695,7 @@ impl ServerFilter {
 
     /// Parses requests until the input ends, `out` reaches `max_out` or
     /// the connection's last answer is made; returns the input bytes
-    /// used. A refused request: [`BAD_REQUEST`] into `out`, the state
+    /// used. A refused request: its answer ([`RequestError::answer`]) into `out`, the state
     /// dropped, the error returned.
     fn parse(
         &mut self,
@@ -668,8 +703,8 @@ impl ServerFilter {
         out: &mut Vec<u8>,
         max_out: usize,
     ) -> Result<usize, RequestError> {
-        self.parse_requests(input, out, max_out).inspect_err(|_| {
-            out.extend_from_slice(BAD_REQUEST);
+        self.parse_requests(input, out, max_out).inspect_err(|e| {
+            out.extend_from_slice(e.answer());
             self.done = true;
             self.buf = Vec::new();
             self.held = Vec::new();

@@ -49,6 +49,14 @@ pub fn accept(listener: RawFd) -> io::Result<RawFd> {
     }
 }
 
+/// Ends the sending direction (a FIN after what is queued); receiving
+/// goes on. Errors are ignored: the connection is closed next anyway.
+pub fn shutdown_write(fd: RawFd) {
+    // SAFETY: shutdown(2) on a descriptor this process owns; it touches no
+    // memory of ours.
+    let _ = unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+}
+
 /// close(2) of a descriptor the caller owns and forgets afterwards.
 #[inline]
 pub fn close(fd: RawFd) {

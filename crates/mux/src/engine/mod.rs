@@ -269,6 +269,9 @@ pub struct Conn {
     pub filter: Filter,
     /// HTTP/1.1 request state.
     pub http: crate::http1::ServerFilter,
+    /// After the connection's last answer was sent: bytes read and
+    /// dropped since its FIN ([`linger`]); `None` before.
+    pub lingering: Option<u64>,
 }
 
 impl Conn {
@@ -353,6 +356,7 @@ impl Conns {
         c.pending_off = 0;
         c.filter = Filter::default();
         c.http = Default::default();
+        c.lingering = None;
         self.free.push(slot);
         self.live -= 1;
     }
@@ -462,7 +466,7 @@ fn echo_step(
     }
     if c.closes_after_output() {
         // Its last answer is sent.
-        return Next::Close;
+        return linger(c, buf, stats);
     }
     // Responses made per round: one read buffer (plus one response).
     let max_out = buf.len();
@@ -519,10 +523,50 @@ fn echo_step(
             }
         }
         if c.closes_after_output() {
-            return Next::Close;
+            return linger(c, buf, stats);
         }
         if !drain && !c.holds_input() {
             return Next::Read;
+        }
+    }
+}
+
+/// Most bytes a lingering connection reads and drops before it is closed
+/// regardless (the peer keeps sending after the answer that ended it).
+pub const LINGER_MAX_BYTES: u64 = 1 << 20;
+
+/// A connection whose last answer (a refusal, or the response to a request
+/// that asked to close) was written: closed only once the peer closes too
+/// (or fails, or sends more than [`LINGER_MAX_BYTES`]), reading and
+/// dropping what it still sends — nginx's lingering close. Closing at once
+/// with unread input makes the kernel send a reset instead of a FIN and
+/// drop what is still queued to send, so a client still sending lost the
+/// answer (and a pipelining client the responses before it). The first
+/// call sends the FIN after the answer (`shutdown(SHUT_WR)`).
+pub fn linger(c: &mut Conn, buf: &mut [u8], stats: &mut LoopStats) -> Next {
+    let mut dropped = match c.lingering {
+        Some(n) => n,
+        None => {
+            net::shutdown_write(c.fd);
+            stats.syscalls += 1;
+            0
+        }
+    };
+    c.lingering = Some(dropped);
+    loop {
+        stats.syscalls += 1;
+        match net::read(c.fd, buf) {
+            Ok(0) => return Next::Close,
+            Ok(n) => {
+                dropped = dropped.saturating_add(n as u64);
+                c.lingering = Some(dropped);
+                if dropped > LINGER_MAX_BYTES {
+                    return Next::Close;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Next::Close,
         }
     }
 }

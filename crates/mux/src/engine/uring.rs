@@ -459,7 +459,7 @@ impl Loop<'_, '_> {
         // nothing more until they are answered; after the last answer,
         // nothing more at all.
         let conn = &self.conns.slots[slot];
-        let held = conn.holds_input() || conn.closes_after_output();
+        let held = conn.holds_input() || (conn.closes_after_output() && conn.lingering.is_none());
         if io.recv_armed || io.starved {
             if io.recv_armed && eng.multishot && (io.backlog.len() >= limit || held) {
                 return self.cancel_recv(eng, slot, st);
@@ -536,6 +536,15 @@ impl Loop<'_, '_> {
             };
             if self.ios[slot].closing {
                 self.pool.put(bid);
+            } else if let Some(dropped) = self.conns.slots[slot].lingering {
+                // After its last answer and FIN: read and dropped until the
+                // peer closes (`super::linger`).
+                self.pool.put(bid);
+                let dropped = dropped.saturating_add(len as u64);
+                self.conns.slots[slot].lingering = Some(dropped);
+                if dropped > super::LINGER_MAX_BYTES {
+                    self.start_close(eng, slot, st)?;
+                }
             } else if self.ctx.protocol != Protocol::Raw {
                 self.scratch.clear();
                 // Responses stop at one buffer of output queued in all.
@@ -567,11 +576,11 @@ impl Loop<'_, '_> {
                     self.scratch = out;
                     r?;
                 } else if last {
-                    // Input after the last answer: dropped; closed now if
-                    // that answer is already sent.
+                    // Input after the last answer: dropped; lingering now
+                    // if that answer is already sent.
                     let io = &self.ios[slot];
                     if io.cur.is_none() && io.backlog.is_empty() && !io.sending {
-                        self.start_close(eng, slot, st)?;
+                        self.begin_linger(slot, st);
                     }
                 } else {
                     self.answer_held(eng, slot, st)?;
@@ -676,13 +685,26 @@ impl Loop<'_, '_> {
         if resend {
             self.send(eng, slot, st)?;
         } else if self.conns.slots[slot].closes_after_output() {
-            // Its last answer (a 400, or the response to a request that
-            // asked to close) is sent.
-            self.start_close(eng, slot, st)?;
+            // Its last answer (a refusal, or the response to a request
+            // that asked to close) is sent: closed once the peer closes.
+            self.begin_linger(slot, st);
         } else {
             self.answer_held(eng, slot, st)?;
         }
         self.settle(eng, slot, st)
+    }
+
+    /// Its last answer sent: the FIN follows it, and the connection reads
+    /// and drops what the peer still sends until the peer closes (as
+    /// [`super::linger`] does for the readiness engines; `settle` arms the
+    /// receive again).
+    fn begin_linger(&mut self, slot: usize, st: &mut LoopStats) {
+        let conn = &mut self.conns.slots[slot];
+        if conn.lingering.is_none() {
+            net::shutdown_write(conn.fd);
+            st.syscalls += 1;
+            conn.lingering = Some(0);
+        }
     }
 
     /// With nothing left to send: answers requests held unparsed (at most
