@@ -6,7 +6,9 @@
 #          median TSC ticks per packet (ticks_total); the frames' writing by
 #          the generator (the NIC's DMA) is timed apart, as in the C loop
 #   split  the same with --timing split (four reads per burst): rx/work/tx
-#   C      bench/pipeline-baseline/rtc.c, the same loop in plain C (gcc -O2)
+#   C      bench/pipeline-baseline/rtc.c, the same loop in plain C (gcc -O3
+#          -march=native; bench/pipeline-rtc-compare.sh sets it against ours
+#          built for the same instruction set)
 #   dpdk   dpdk-testpmd macswap between two net_null vdevs (package dpdk-dev),
 #          its own "CPU cycles/packet" (includes preempted time), if installed
 #   rss    commbench pipeline rss: byte-table Toeplitz ticks per IPv4 4-tuple,
@@ -31,7 +33,7 @@ OUT=${OUT:-/tmp/pipeline-compare}
 mkdir -p "$OUT"
 cargo build --release -q -p commbench
 CB=$PWD/target/release/commbench
-gcc -O2 -march=native -o "$OUT/rtc-c" bench/pipeline-baseline/rtc.c
+gcc -O3 -march=native -o "$OUT/rtc-c" bench/pipeline-baseline/rtc.c
 gcc -O2 -o "$OUT/afp-gen" bench/pipeline-baseline/afp_gen.c
 NS=cbcmp-$$
 ROOT=0

@@ -205,6 +205,12 @@ impl Generator {
         }
     }
 
+    /// Whether [`Generator::classify`] does anything (software RSS).
+    #[inline(always)]
+    pub fn classifies(&self) -> bool {
+        self.rss_at == RssAt::Cpu
+    }
+
     /// The rx path's part with [`RssAt::Cpu`]: parse the frame, compute the
     /// Toeplitz hash, pick the queue, count it there (software RSS). A
     /// no-op with [`RssAt::Nic`].
