@@ -22,7 +22,7 @@ CC=${3:-auto}
 OUT=${OUT:-/tmp/openflow-compare}
 mkdir -p "$OUT"
 cargo build --release -q -p commbench
-gcc -O2 -Wall -o "$OUT/c_controller" bench/openflow/c_controller.c
+gcc -O2 -march=native -Wall -Wextra -o "$OUT/c_controller" bench/openflow/c_controller.c
 if [ -z "${CBENCH_SRC:-}" ]; then
   CBENCH_SRC=$OUT/src/oflops
   [ -d "$CBENCH_SRC" ] || git clone -q --depth 1 https://github.com/mininet/oflops "$CBENCH_SRC"

@@ -869,12 +869,33 @@ impl FlowModTemplate {
     /// Write the exact-match flow_mod answering `pi` into `out[..80]`.
     #[inline]
     pub fn write(&self, out: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
+        let o = &mut out[..FLOW_MOD_TEMPLATE_LEN];
+        o.copy_from_slice(&self.bytes);
+        Self::patch(o, xid, pi);
+    }
+
+    /// Append the exact-match flow_mod answering `pi` to `out`: the
+    /// template is copied to the end of `out` and patched there. Building
+    /// it in a local buffer and copying that cost ~9 ns per flow_mod, the
+    /// controller's largest user-space cost: the copy's 16-byte loads
+    /// read back bytes the patch had just stored 1, 2 and 4 at a time,
+    /// which store-to-load forwarding cannot serve, so every load waited
+    /// for the stores to reach the cache.
+    #[inline(always)]
+    pub fn append(&self, out: &mut Vec<u8>, xid: u32, pi: &PacketInView<&[u8]>) {
+        let s = out.len();
+        out.extend_from_slice(&self.bytes);
+        Self::patch(&mut out[s..], xid, pi);
+    }
+
+    /// Patch a copy of the template (`o[..80]`) for `pi`.
+    #[inline(always)]
+    fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
         use field::matching as f;
         // The match's fields, from the start of the message.
         const M: usize = field::flow_mod::MATCH.start;
         let shift = |r: core::ops::Range<usize>| M + r.start..M + r.end;
-        let o = &mut out[..FLOW_MOD_TEMPLATE_LEN];
-        o.copy_from_slice(&self.bytes);
+        let o = &mut o[..FLOW_MOD_TEMPLATE_LEN];
         put32(o, common_field::XID, xid);
         let in_port = pi.in_port();
         put16(o, M + f::IN_PORT, in_port);
