@@ -38,6 +38,6 @@ gcc -O2 -D_GNU_SOURCE -I"$OFSRC/include" -I"$CBENCH_SRC" -I"$OUT" -o "$OUT/cbenc
   "$CBENCH_SRC/msgbuf.c" -lm -lpthread
 echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES $CC"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
-python3 bench/openflow/compare.py "$OUT/cbench" "$OUT/c_controller" "$PWD/target/release/commbench" \
+python3 bench/openflow/compare.py "$OUT/cbench" "$OUT/c_controller" "${CARGO_TARGET_DIR:-$PWD/target}/release/commbench" \
   --repeat "$REPEAT" --switches "$SWITCHES" --cc "$CC"
 echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES $CC"
