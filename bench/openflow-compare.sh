@@ -22,7 +22,7 @@ CC=${3:-auto}
 OUT=${OUT:-/tmp/openflow-compare}
 mkdir -p "$OUT"
 cargo build --release -q -p commbench
-gcc -O2 -Wall -o "$OUT/c_controller" bench/openflow/c_controller.c
+gcc -O2 -march=native -Wall -Wextra -o "$OUT/c_controller" bench/openflow/c_controller.c
 if [ -z "${CBENCH_SRC:-}" ]; then
   CBENCH_SRC=$OUT/src/oflops
   [ -d "$CBENCH_SRC" ] || git clone -q --depth 1 https://github.com/mininet/oflops "$CBENCH_SRC"
@@ -38,6 +38,6 @@ gcc -O2 -D_GNU_SOURCE -I"$OFSRC/include" -I"$CBENCH_SRC" -I"$OUT" -o "$OUT/cbenc
   "$CBENCH_SRC/msgbuf.c" -lm -lpthread
 echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES $CC"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
-python3 bench/openflow/compare.py "$OUT/cbench" "$OUT/c_controller" "$PWD/target/release/commbench" \
+python3 bench/openflow/compare.py "$OUT/cbench" "$OUT/c_controller" "${CARGO_TARGET_DIR:-$PWD/target}/release/commbench" \
   --repeat "$REPEAT" --switches "$SWITCHES" --cc "$CC"
 echo "command: bench/openflow-compare.sh $REPEAT $SWITCHES $CC"

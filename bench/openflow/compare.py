@@ -113,8 +113,10 @@ def run_gen(kind, args, port):
     # Whole-process CPU for both generators (ours: all threads, not only
     # the workers its 'emulator:' line counts).
     gen_user, gen_sys = last
-    ok = "RESULT" in text and responses > 0
-    return responses, gen_user, gen_sys, ok, time.time() - t0, text
+    m = re.search(r"RESULT: .* min/max/avg/stdev = [\d.]+/[\d.]+/([\d.]+)/", text)
+    ok = m is not None and responses > 0
+    rate = float(m.group(1)) if m else 0.0
+    return responses, gen_user, gen_sys, ok, rate, text
 
 
 def one(gen, ctl, args):
@@ -123,7 +125,7 @@ def one(gen, ctl, args):
     port = free_port()
     c = start_controller(ctl, args, port)
     c0 = cpu_of(c.pid)
-    responses, gu, gs, ok, wall, text = run_gen(gen, args, port)
+    responses, gu, gs, ok, rate, text = run_gen(gen, args, port)
     c1 = cpu_of(c.pid)
     c.send_signal(signal.SIGTERM)
     try:
@@ -138,7 +140,7 @@ def one(gen, ctl, args):
     return {
         "gen_ns": (gu + gs) * 1e9 / n, "gen_user_ns": gu * 1e9 / n, "gen_sys_ns": gs * 1e9 / n,
         "ctl_ns": (cu + cs) * 1e9 / n, "ctl_user_ns": cu * 1e9 / n, "ctl_sys_ns": cs * 1e9 / n,
-        "rate": n / wall,
+        "rate": rate,
     }
 
 
@@ -193,6 +195,9 @@ def run(args, kernel_cc, tcp):
             x = one(p[0], p[1], args)
             if x:
                 res[p].append(x)
+                print(f"  round {r + 1} {p[0]} -> {p[1]}: controller {x['ctl_ns']:.1f} ns/response "
+                      f"(user {x['ctl_user_ns']:.1f} + sys {x['ctl_sys_ns']:.1f}), generator {x['gen_ns']:.1f}, "
+                      f"{x['rate'] / 1e6:.2f} M responses/s", flush=True)
     print(f"load after {os.getloadavg()[0]:.1f}")
     name = {"cbench": "real cbench", "commbench": "commbench", "c": "C controller"}
     med = lambda v, k: statistics.median([x[k] for x in v]) if v else float("nan")
@@ -210,6 +215,13 @@ def run(args, kernel_cc, tcp):
         print(f"| {name[p[0]]} -> {name[p[1]] if p[1] != 'commbench' else 'commbench controller'} | "
               f"{med(v,'gen_ns'):.1f} ({med(v,'gen_user_ns'):.1f}+{med(v,'gen_sys_ns'):.1f}) [{rng(v,'gen_ns')}] | {ci(v,'gen_ns')} | "
               f"{med(v,'ctl_ns'):.1f} ({med(v,'ctl_user_ns'):.1f}+{med(v,'ctl_sys_ns'):.1f}) [{rng(v,'ctl_ns')}] | {ci(v,'ctl_ns')} | {len(v)} |")
+    print()
+    print("responses per second (the generator's RESULT line: the average over the kept windows; "
+          "median [95% interval], M/s):")
+    for p in pairs:
+        v = [x["rate"] / 1e6 for x in res[p]]
+        print(f"  {name[p[0]]} -> {name[p[1]] if p[1] != 'commbench' else 'commbench controller'}: "
+              f"{fmt_median(median_ci(v), 2) if v else '-'}")
     print()
     print("ratios of CPU per response: Hodges-Lehmann estimate [95% interval] over the interleaved repeats "
           "(ratio of the medians in parentheses); total, then user and sys apart")

@@ -393,3 +393,75 @@ proptest! {
         prop_assert_eq!(Repr::parse(&r.to_bytes()).unwrap(), r);
     }
 }
+
+/// A frame for the template-vs-encoder check: random bytes with the
+/// ethertype, VLAN tag, IPv4 header length, fragment offset and protocol
+/// steered to the cases the exact match distinguishes.
+fn steered_frame(
+    mut f: Vec<u8>,
+    ty: usize,
+    inner: usize,
+    proto: usize,
+    unfragmented: bool,
+) -> Vec<u8> {
+    const TYPES: [u16; 4] = [0x0800, 0x0806, 0x8100, 0x88cc];
+    let mut off = 12;
+    if f.len() >= off + 2 {
+        f[off..off + 2].copy_from_slice(&TYPES[ty].to_be_bytes());
+    }
+    if TYPES[ty] == 0x8100 && f.len() >= 18 {
+        f[16..18].copy_from_slice(&TYPES[inner % 2].to_be_bytes());
+        off = 16;
+    }
+    let l3 = off + 2;
+    if f.len() >= l3 + 20 && be16(&f, off) == 0x0800 {
+        f[l3] = 0x40 | (5 + (f[l3] & 1)); // IHL 5 or 6
+        f[l3 + 9] = [1u8, 6, 17, 255, f[l3 + 9]][proto];
+        if unfragmented {
+            f[l3 + 6] &= 0xe0;
+            f[l3 + 7] = 0;
+        }
+    }
+    f
+}
+
+proptest! {
+    /// The template path (`append`, the controller's hot loop) writes
+    /// exactly the flow_mod the general encoder builds for the same
+    /// packet_in: xid, exact match, buffer_id and output in_port+1.
+    #[test]
+    fn template_append_equals_general_encoder(
+        frame in proptest::collection::vec(any::<u8>(), 0..90),
+        ty in 0usize..4,
+        inner in 0usize..2,
+        proto in 0usize..5,
+        unfragmented in any::<bool>(),
+        xid in any::<u32>(),
+        buffer_id in any::<u32>(),
+        in_port in any::<u16>(),
+        before in proptest::collection::vec(any::<u8>(), 0..100),
+    ) {
+        let frame = steered_frame(frame, ty, inner, proto, unfragmented);
+        let pi = Repr::new(
+            xid,
+            Message::PacketIn(PacketIn {
+                buffer_id,
+                total_len: frame.len() as u16,
+                in_port,
+                reason: 0,
+                data: frame.clone(),
+            }),
+        )
+        .to_bytes();
+        let view = PacketInView::new_checked(&pi[..]).unwrap();
+        let mut out = before.clone();
+        FlowModTemplate::new(0, 0, 0x8000).append(&mut out, view.xid(), &view);
+        let mut fm = sample_flow_mod();
+        fm.match_ = Match::exact(in_port, &FlowKey::extract(&frame).unwrap_or_default());
+        fm.buffer_id = buffer_id;
+        fm.actions = vec![Action::Output { port: in_port.wrapping_add(1), max_len: 0 }];
+        let general = Repr::new(xid, Message::FlowMod(fm)).to_bytes();
+        prop_assert_eq!(&out[..before.len()], &before[..]);
+        prop_assert_eq!(&out[before.len()..], &general[..]);
+    }
+}
