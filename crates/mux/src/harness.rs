@@ -375,7 +375,7 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
     };
     let rounds = conn.rounds(&lcfg)?;
     if let Some(why) = rounds.open.as_ref().and_then(|o| o.tls.none_completed()) {
-        return Err(MuxError::Load(format!("the server at {target}: {why}")));
+        return Err(MuxError::Unavailable(why));
     }
     // Failed requests were counted, not fatal; past a share the run is
     // partial, kept only when asked.
