@@ -42,6 +42,13 @@ fi
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'command: bash bench/mux-http-compare.sh'; [ $# -eq 0 ] || printf ' %q' "$@"; echo
 echo "peers: $(nginx -v 2>&1), $(lighttpd -v 2>&1 | head -1), $(wrk -v 2>&1 | head -1), $(h2load --version 2>&1 | head -1)"
-tgt=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p commbench
-exec python3 bench/mux/http_compare.py --commbench "$tgt/release/commbench" "$@"
+# MUX_HTTP_COMMBENCH=PATH: measure that commbench binary instead of
+# building this checkout's release build.
+if [ -n "${MUX_HTTP_COMMBENCH:-}" ]; then
+  cb=$MUX_HTTP_COMMBENCH
+else
+  tgt=${CARGO_TARGET_DIR:-target}
+  cargo build --release -q -p commbench
+  cb=$tgt/release/commbench
+fi
+exec python3 bench/mux/http_compare.py --commbench "$cb" "$@"
