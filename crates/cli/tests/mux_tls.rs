@@ -77,6 +77,7 @@ fn tls_of(out: &std::process::Output) -> Value {
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_valid(&v);
+    assert!(v["records"][0]["params"]["tls"].is_string(), "{v}");
     let m = &v["records"][0]["metrics"];
     assert!(m["client_user_us_per_rt"].is_number(), "{m}");
     m["tls"].clone()
@@ -103,7 +104,10 @@ fn a_generated_certificate_is_refused_without_insecure_and_trusted_through_cacer
         assert_eq!(t["handshakes"], 3, "{t}");
         assert_eq!(t["alpn"], "http/1.1", "{t}");
     }
-    let t = tls_of(&load(port, &["--insecure", "--conn-per-request"]));
+    let out = load(port, &["--insecure", "--conn-per-request"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["records"][0]["params"]["conn_per_request"], true, "{v}");
+    let t = tls_of(&out);
     assert_eq!(t["handshakes"], 12, "{t}");
     assert!(t["resumed"].as_u64().unwrap() >= 9, "{t}");
     assert_eq!(t["handshake_ns"]["n"], 12, "{t}");

@@ -1000,6 +1000,14 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
     if cfg.protocol == crate::Protocol::Http1 {
         rec.push_param("method", &cfg.http.method);
         rec.push_param("path", &cfg.http.path);
+        // Only when set: records of plain keep-alive runs keep their
+        // parameters (and so still match older ones in compare).
+        if let Some(t) = &cfg.tls {
+            rec.push_param("tls", t.spec.version.as_str());
+        }
+        if cfg.http.close {
+            rec.push_param("conn_per_request", true);
+        }
     }
     let ser = serde_json::to_value(r).unwrap_or_default();
     if let serde_json::Value::Object(m) = ser {
