@@ -23,8 +23,9 @@
 //! [`http1`] (the HTTP/1.1 request, response reader and fixed-response
 //! server filter), [`httpd`] (lighttpd, nginx and our engines as HTTP
 //! servers under the same load), [`segment`] (one share of a run split
-//! over hosts, its segment file, and `commbench merge`), `net` (socket
-//! calls).
+//! over hosts, its segment file, and `commbench merge`), [`tls`] (HTTPS
+//! with rustls on both sides: client and server configs, certificates,
+//! what a run's handshakes did), `net` (socket calls).
 
 mod child;
 pub mod engine;
