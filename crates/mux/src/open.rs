@@ -653,6 +653,9 @@ impl Loop<'_> {
                 self.issue(&ep, c, i as usize, &mut scratch, &mut st, Some(due))?;
                 now = clock::rdtsc();
             }
+            // Requests of connections given up (a session that could not
+            // be made) are finished too.
+            outstanding -= std::mem::take(&mut st.dropped);
             if heap.is_empty() && outstanding == 0 {
                 break;
             }
@@ -723,7 +726,7 @@ impl Loop<'_> {
                     self.flush(&ep, c, i, &mut st)?;
                 }
                 if bits & (sys::IN | sys::ERR) != 0 {
-                    let done = if c.tls.is_some() {
+                    let done = if cfg.tls.is_some() {
                         self.receive_tls(&ep, c, i, &mut rbuf, &mut pbuf, &mut st)?
                     } else {
                         self.receive(&ep, c, i, &mut rbuf, &mut st)?
@@ -787,23 +790,8 @@ impl Loop<'_> {
         st: &mut LoopStats,
         due: Option<u64>,
     ) -> Result<()> {
-        if let (Some(tls), None, false) = (&self.cfg.tls, &c.tls, c.dead) {
-            // A new socket: its session starts with the request due first.
-            let Some(&(from, measured)) = c.backlog.front() else {
-                return Ok(());
-            };
-            match tls.connect() {
-                Ok(mut s) => {
-                    // Bounded by the window: at most in_flight requests.
-                    s.set_buffer_limit(None);
-                    c.tls = Some(Box::new(TlsConn { s, from, measured }));
-                }
-                Err(e) => {
-                    st.out.tls.failure(&e.to_string());
-                    self.give_up(ep, c, st);
-                    return Ok(());
-                }
-            }
+        if !self.start_tls(ep, c, st) {
+            return Ok(());
         }
         while c.flight.len() < self.open.in_flight {
             let Some((intended, measured)) = c.backlog.pop_front() else {
@@ -854,7 +842,7 @@ impl Loop<'_> {
 
     /// Writes what it can of the connection's output.
     fn flush(&self, ep: &Epoll, c: &mut OConn, token: usize, st: &mut LoopStats) -> Result<()> {
-        if c.tls.is_some() {
+        if self.cfg.tls.is_some() {
             return self.flush_tls(ep, c, token, st).map(|_| ());
         }
         while c.out_off < c.out.len() {
@@ -1002,6 +990,38 @@ impl Loop<'_> {
         }
     }
 
+    /// HTTPS: starts the session of a new socket with the request due
+    /// first (its intended time is where the handshake's latency counts
+    /// from); nothing to do without TLS, with a session, or with nothing
+    /// to send. `false`: the session could not be made and the
+    /// connection was given up (its requests in `st.dropped`).
+    fn start_tls(&self, ep: &Epoll, c: &mut OConn, st: &mut LoopStats) -> bool {
+        let (Some(tls), None, false) = (&self.cfg.tls, &c.tls, c.dead) else {
+            return true;
+        };
+        let first = c
+            .flight
+            .front()
+            .map(|r| (r.intended, r.measured))
+            .or_else(|| c.backlog.front().copied());
+        let Some((from, measured)) = first else {
+            return true;
+        };
+        match tls.connect() {
+            Ok(mut s) => {
+                // Bounded by the window: at most in_flight requests.
+                s.set_buffer_limit(None);
+                c.tls = Some(Box::new(TlsConn { s, from, measured }));
+                true
+            }
+            Err(e) => {
+                st.out.tls.failure(&e.to_string());
+                st.dropped += self.give_up(ep, c, st);
+                false
+            }
+        }
+    }
+
     /// HTTPS: writes the connection's requests into its session (rustls
     /// keeps them until the handshake ends) and what the session has to
     /// send into the socket. Requests count as written when everything is
@@ -1014,6 +1034,11 @@ impl Loop<'_> {
         token: usize,
         st: &mut LoopStats,
     ) -> Result<Fed> {
+        // A socket made again in the middle of sending: its session
+        // starts with the oldest request it carries.
+        if !self.start_tls(ep, c, st) {
+            return Ok(Fed::Replaced);
+        }
         let Some(t) = c.tls.as_mut() else {
             return Ok(Fed::Same);
         };
@@ -1345,6 +1370,9 @@ fn connect_now(
 #[derive(Default)]
 struct LoopStats {
     out: OpenOut,
+    /// HTTPS: requests of connections given up since the loop last
+    /// counted them out of `outstanding`.
+    dropped: usize,
     completed_all: u64,
     waits: u64,
     events: u64,
