@@ -346,3 +346,61 @@ fn nginx_over_tls_13_with_a_generated_certificate() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_socket_made_again_while_sending_carried_the_requests_in_plaintext() {
+    use std::io::Read;
+    use std::sync::{Arc as SArc, Mutex};
+    // A peer that resets the first connection as soon as it is accepted
+    // (the load side's first write fails and the socket is made again in
+    // the middle of sending a window of requests), then notes the first
+    // byte every later connection sends (a TLS handshake record starts
+    // with 0x16; plaintext HTTP with 'G') and closes it.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let firsts = SArc::new(Mutex::new(Vec::new()));
+    let seen = firsts.clone();
+    std::thread::spawn(move || {
+        for (n, s) in l.incoming().enumerate() {
+            let Ok(mut s) = s else { return };
+            if n == 0 {
+                // SO_LINGER 0: close sends a reset.
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+                let lg = libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                };
+                // SAFETY: lg is a live linger of the stated size; fd is open.
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::setsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_LINGER,
+                        (&lg as *const libc::linger).cast(),
+                        std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                    )
+                };
+                continue;
+            }
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut b = [0u8; 1];
+            if s.read_exact(&mut b).is_ok() {
+                seen.lock().unwrap().push(b[0]);
+            }
+        }
+    });
+    let mut cfg = load_cfg(port, 1, 8, insecure(TlsVersion::Any));
+    cfg.open = OpenConfig::closed(4);
+    cfg.timeout = Duration::from_secs(20);
+    let c = load::connect_all(&cfg).unwrap();
+    // The peer answers no handshake: the run ends in an error or with
+    // every handshake failed; what matters is what went on the wire.
+    let _ = load::run_rounds(&cfg, &c.fds);
+    let firsts = firsts.lock().unwrap().clone();
+    assert!(!firsts.is_empty(), "no connection was made again");
+    assert!(
+        firsts.iter().all(|&b| b == 0x16),
+        "a socket made again sent plaintext: first bytes {firsts:?}"
+    );
+}
