@@ -11,8 +11,16 @@
 #   bash bench/mux-http-compare.sh [--conns 1000,10000] [--servers nginx,lighttpd]
 #                                  [--repeat 3] [--requests 200000] [--seconds 5] [--rate 20000]
 #                                  [--peers wrk,h2load] [--no-rate]
+#   bash bench/mux-http-compare.sh --tls [--conns 1000] [--repeat 6] [--requests 200000]
+#                                  [--seconds 5] [--rate 10000] [--close-conns 50]
+#                                  [--close-requests 20000]
 #
-# Needs: cargo; nginx, lighttpd, wrk, nghttp2-client (h2load) from Debian —
+# --tls: nginx over HTTPS (TLS 1.3, a certificate generated for the run)
+# under `commbench mux load --tls` and wrk (https URL), interleaved:
+# keep-alive, a connection per request (Connection: close), and ours at a
+# fixed rate (bench/mux/http_compare.py's docstring says what is measured).
+#
+# Needs: cargo, openssl; nginx, lighttpd, wrk, nghttp2-client (h2load) from Debian —
 # installed here when missing (apt-get, root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +42,13 @@ fi
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'command: bash bench/mux-http-compare.sh'; [ $# -eq 0 ] || printf ' %q' "$@"; echo
 echo "peers: $(nginx -v 2>&1), $(lighttpd -v 2>&1 | head -1), $(wrk -v 2>&1 | head -1), $(h2load --version 2>&1 | head -1)"
-tgt=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p commbench
-exec python3 bench/mux/http_compare.py --commbench "$tgt/release/commbench" "$@"
+# MUX_HTTP_COMMBENCH=PATH: measure that commbench binary instead of
+# building this checkout's release build.
+if [ -n "${MUX_HTTP_COMMBENCH:-}" ]; then
+  cb=$MUX_HTTP_COMMBENCH
+else
+  tgt=${CARGO_TARGET_DIR:-target}
+  cargo build --release -q -p commbench
+  cb=$tgt/release/commbench
+fi
+exec python3 bench/mux/http_compare.py --commbench "$cb" "$@"

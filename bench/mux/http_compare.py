@@ -17,6 +17,16 @@ Servers are pinned to --server-cpu, generators to --client-cpu. Medians
 with 95% intervals and ratios (Hodges-Lehmann, Moses) from bench/stats.py.
 Servers are stopped and their temp dirs removed at the end, on error and
 on Ctrl-C.
+
+With --tls: nginx over HTTPS (TLS 1.3, a P-256 certificate generated for
+the run, session tickets on), `commbench mux load --tls --insecure` (the
+chain unchecked, as wrk's SSL_VERIFY_NONE) against `wrk` on the https URL, interleaved: keep-alive closed loop at --conns
+(requests/s, requests per generator CPU-second, p99), a connection per
+request (`--conn-per-request` against wrk's `-H "Connection: close"`:
+handshakes per generator CPU-second, and the share nginx resumed from its
+$ssl_session_reused log), and ours alone at --rate on keep-alive
+(achieved rate, corrected percentiles, handshake latency, CPU per request
+split into user and system).
 """
 import argparse
 import json
@@ -46,7 +56,7 @@ def free_port():
 
 
 class Server:
-    def __init__(self, kind, conns, cpu):
+    def __init__(self, kind, conns, cpu, tls=None, reuse_log=False):
         self.kind = kind
         self.dir = tempfile.mkdtemp(prefix="mux-http-compare-")
         os.makedirs(f"{self.dir}/www")
@@ -56,17 +66,28 @@ class Server:
         self.port = free_port()
         fds = conns * 2 + 256
         d = self.dir
+        self.scheme = "https" if tls else "http"
+        listen = f"127.0.0.1:{self.port} backlog=4096"
+        extra = ""
+        if tls:
+            listen += " ssl"
+            extra = (f"ssl_certificate {tls}/cert.pem; ssl_certificate_key {tls}/key.pem; "
+                     "ssl_protocols TLSv1.3; ")
+        log = "access_log off;"
+        if reuse_log:
+            # One letter per request: r (resumed) or . (a full handshake).
+            log = f"log_format reuse '$ssl_session_reused'; access_log {d}/reuse.log reuse buffer=64k;"
         if kind == "nginx":
             conf = f"{d}/nginx.conf"
             with open(conf, "w") as f:
                 f.write(f"""daemon off; master_process off; worker_processes 1;
 worker_rlimit_nofile {fds}; error_log {d}/error.log warn; pid {d}/nginx.pid;
 events {{ worker_connections {conns * 2 + 64}; use epoll; multi_accept on; }}
-http {{ access_log off; keepalive_requests 100000000; keepalive_timeout 3600s;
+http {{ {log} keepalive_requests 100000000; keepalive_timeout 3600s;
   client_header_timeout 3600s; client_body_temp_path {d}/tmp/b; proxy_temp_path {d}/tmp/p;
   fastcgi_temp_path {d}/tmp/f; uwsgi_temp_path {d}/tmp/u; scgi_temp_path {d}/tmp/s;
   types {{ text/plain txt; }}
-  server {{ listen 127.0.0.1:{self.port} backlog=4096; root {d}/www; }} }}
+  server {{ listen {listen}; {extra}root {d}/www; }} }}
 """)
             cmd = ["nginx", "-p", d, "-c", conf]
         else:
@@ -103,7 +124,17 @@ mimetype.assign = ( ".txt" => "text/plain" )
                 time.sleep(0.02)
 
     def url(self):
-        return f"http://127.0.0.1:{self.port}/index.txt"
+        return f"{self.scheme}://127.0.0.1:{self.port}/index.txt"
+
+    def resumed_share(self):
+        """Of the requests nginx logged, the share on resumed sessions
+        (after it stopped, the log flushed)."""
+        try:
+            with open(f"{self.dir}/reuse.log") as f:
+                v = [l.strip() for l in f if l.strip()]
+        except OSError:
+            return None
+        return sum(1 for x in v if x == "r") / len(v) if v else None
 
     def stop(self):
         if self.p.poll() is None:
@@ -114,6 +145,19 @@ mimetype.assign = ( ".txt" => "text/plain" )
                 self.p.kill()
                 self.p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop_keep(self):
+        """Stops the server (its log flushed) and returns the resumed share."""
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        share = self.resumed_share()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return share
 
 
 def run_timed(cmd, cpu, timeout):
@@ -190,6 +234,166 @@ def h2load_rate(srv, conns, rate, seconds, cpu):
     return {"p99_us": lat[int(0.99 * (len(lat) - 1))] if lat else float("nan")}
 
 
+def make_cert():
+    """A P-256 certificate for localhost and 127.0.0.1 (what `mux serve
+    --tls` generates), in a temp dir."""
+    d = tempfile.mkdtemp(prefix="mux-https-cert-")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f"{d}/key.pem",
+                    "-out", f"{d}/cert.pem", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return d
+
+
+def ours_tls(cb, srv, conns, cpu, rounds=None, rate=None, seconds=5, close=False):
+    cmd = [cb, "mux", "load", "--target", f"127.0.0.1:{srv.port}", "--control", "none",
+           "--protocol", "http1", "--path", "/index.txt", "--tls", "--tls-version", "1.3",
+           # As wrk (SSL_VERIFY_NONE): the chain is not checked, the
+           # handshake's signatures are.
+           "--insecure", "--conns", str(conns), "--format", "json"]
+    if close:
+        cmd.append("--conn-per-request")
+    if rate:
+        cmd += ["--rate", str(rate), "--warmup", "1", "--duration", str(seconds)]
+    else:
+        cmd += ["--rounds", str(rounds)]
+    out, _, cpu_s = run_timed(cmd, cpu, 600)
+    m = json.loads(out)["records"][0]["metrics"]
+    n = m["round_trips"]
+    t = m["tls"]
+    r = {"rps": m["rt_per_s"], "req_per_cpu_s": n / cpu_s, "p99_us": m["raw_ns"]["p99"] / 1e3,
+         "handshakes": t["handshakes"], "resumed": t["resumed"], "failed": t["failed"],
+         "version": t["version"], "cipher": t["cipher"],
+         "user_us": m["client_user_us_per_rt"], "sys_us": m["client_sys_us_per_rt"]}
+    if rate:
+        c = m["corrected_ns"]
+        h = t["handshake_ns"]
+        r.update({"achieved": m.get("rate_achieved"), "status": m["status"],
+                  "corr_p50_us": c["p50"] / 1e3, "corr_p99_us": c["p99"] / 1e3,
+                  "corr_p999_us": c["p999"] / 1e3, "cpu_us": m["client_cpu_us_per_rt"],
+                  "hs_p50_us": h["p50"] / 1e3 if h["n"] else None,
+                  "hs_p99_us": h["p99"] / 1e3 if h["n"] else None})
+    return r
+
+
+def wrk_tls(srv, conns, seconds, cpu, close=False):
+    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency", "--timeout", "30s"]
+    if close:
+        cmd += ["-H", "Connection: close"]
+    out, _, cpu_s = run_timed(cmd + [srv.url()], cpu, seconds + 120)
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    p99 = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)] if m else float("nan")
+    errs = re.search(r"Socket errors: (.*)", out)
+    return {"rps": rps, "req_per_cpu_s": n / cpu_s, "p99_us": p99,
+            "errors": errs.group(1) if errs else None}
+
+
+def tls_main(a):
+    """The --tls comparison (see the module's docstring)."""
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk: not installed (apt-get install -y wrk)")
+    cert = make_cert()
+    conns = int(a.conns.split(",")[0])
+    close_conns = a.close_conns
+    rounds = max(1, a.requests // conns)
+    close_rounds = max(1, a.close_requests // close_conns)
+    results = {}
+    live = []
+
+    def cleanup(*_):
+        for s in live:
+            s.stop()
+        shutil.rmtree(cert, ignore_errors=True)
+        sys.exit(130)
+    signal.signal(signal.SIGINT, cleanup)
+    signal.signal(signal.SIGTERM, cleanup)
+
+    def one(mode, g, fn):
+        srv = Server("nginx", max(conns, close_conns), a.server_cpu, tls=cert,
+                     reuse_log=(mode == "close"))
+        live.append(srv)
+        try:
+            r = fn(srv)
+        finally:
+            share = srv.stop_keep()
+            live.remove(srv)
+        if mode == "close":
+            r["nginx_resumed_share"] = share
+        results.setdefault((mode, g), []).append(r)
+        print(f"{mode} {g}: {r}", flush=True)
+
+    try:
+        for rep in range(a.repeat):
+            order = ["ours", "wrk"] if rep % 2 == 0 else ["wrk", "ours"]
+            for g in order:
+                if g == "ours":
+                    one("keepalive", g, lambda s: ours_tls(a.commbench, s, conns, a.client_cpu,
+                                                           rounds=rounds))
+                else:
+                    one("keepalive", g, lambda s: wrk_tls(s, conns, a.seconds, a.client_cpu))
+            for g in order:
+                if g == "ours":
+                    one("close", g, lambda s: ours_tls(a.commbench, s, close_conns, a.client_cpu,
+                                                       rounds=close_rounds, close=True))
+                else:
+                    one("close", g, lambda s: wrk_tls(s, close_conns, a.seconds, a.client_cpu,
+                                                      close=True))
+            if not a.no_rate:
+                one("rate", "ours", lambda s: ours_tls(a.commbench, s, conns, a.client_cpu,
+                                                       rate=a.rate, seconds=a.seconds))
+    finally:
+        for s in live:
+            s.stop()
+        shutil.rmtree(cert, ignore_errors=True)
+
+    def med(key, field, fmt="{:.4g}"):
+        xs = [r[field] for r in results.get(key, []) if isinstance(r.get(field), (int, float))]
+        if not xs:
+            return "-"
+        m, lo, hi = median_ci(xs)
+        if lo is None:
+            return f"{fmt.format(m)} (n={len(xs)}: {fmt.format(min(xs))}-{fmt.format(max(xs))})"
+        return f"{fmt.format(m)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+    print()
+    print(f"nginx over TLS 1.3, {a.repeat} interleaved repeats; medians [95% interval]")
+    print("| mode | conns | generator | req/s | req per generator CPU-s | p99 µs | nginx resumed share |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for mode, n in (("keepalive", conns), ("close", close_conns)):
+        for g in ("ours", "wrk"):
+            key = (mode, g)
+            if key in results:
+                print(f"| {mode} | {n} | {g} | {med(key, 'rps')} | {med(key, 'req_per_cpu_s')} | "
+                      f"{med(key, 'p99_us')} | {med(key, 'nginx_resumed_share', '{:.2f}') if mode == 'close' else '-'} |")
+    for mode in ("keepalive", "close"):
+        ours = [r["req_per_cpu_s"] for r in results.get((mode, "ours"), [])]
+        other = [r["req_per_cpu_s"] for r in results.get((mode, "wrk"), [])]
+        if ours and other:
+            print(f"{mode}: requests per generator CPU-s, ours / wrk = {fmt_ratio(ratio_ci(other, ours))}")
+        ours = [r["rps"] for r in results.get((mode, "ours"), [])]
+        other = [r["rps"] for r in results.get((mode, "wrk"), [])]
+        if ours and other:
+            print(f"{mode}: requests/s, ours / wrk = {fmt_ratio(ratio_ci(other, ours))}")
+    for mode in ("keepalive", "close"):
+        key = (mode, "ours")
+        if key in results:
+            r0 = results[key][0]
+            print(f"ours {mode}: {r0['version']} {r0['cipher']}; handshakes per run {med(key, 'handshakes')}, "
+                  f"resumed {med(key, 'resumed')}, failed {med(key, 'failed')}; CPU per request user "
+                  f"{med(key, 'user_us', '{:.2f}')} µs, sys {med(key, 'sys_us', '{:.2f}')} µs")
+    key = ("rate", "ours")
+    if key in results:
+        st = ",".join(sorted({r["status"] for r in results[key]}))
+        print(f"ours at {a.rate} req/s keep-alive, {conns} conns: achieved {med(key, 'achieved')}, corrected p50 "
+              f"{med(key, 'corr_p50_us')} µs, p99 {med(key, 'corr_p99_us')} µs, p99.9 {med(key, 'corr_p999_us')} µs; "
+              f"handshake p50 {med(key, 'hs_p50_us')} µs p99 {med(key, 'hs_p99_us')} µs (warm-up: none measured "
+              f"unless a connection reconnected); CPU per request {med(key, 'cpu_us', '{:.2f}')} µs "
+              f"(user {med(key, 'user_us', '{:.2f}')}, sys {med(key, 'sys_us', '{:.2f}')}); status {st}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commbench", required=True)
@@ -205,7 +409,15 @@ def main():
                     help="the other generators to run (a subset of wrk,h2load)")
     ap.add_argument("--no-rate", action="store_true",
                     help="skip the fixed-rate runs (closed loop only)")
+    ap.add_argument("--tls", action="store_true",
+                    help="HTTPS: nginx over TLS 1.3, ours against wrk (see the docstring)")
+    ap.add_argument("--close-conns", type=int, default=50,
+                    help="--tls: connections of the connection-per-request runs")
+    ap.add_argument("--close-requests", type=int, default=20000,
+                    help="--tls: requests of our connection-per-request runs")
     a = ap.parse_args()
+    if a.tls:
+        return tls_main(a)
     servers = [s for s in a.servers.split(",") if shutil.which(s) or os.path.exists(f"/usr/sbin/{s}")]
     for s in a.servers.split(","):
         if s not in servers:

@@ -16,6 +16,7 @@ mod fuzz_args;
 mod history;
 mod ipc;
 mod mux;
+mod mux_tls;
 mod openflow;
 mod pcap;
 mod pipeline;

@@ -374,6 +374,9 @@ pub fn run_one(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup) -> Result<Ru
         s_accepted
     };
     let rounds = conn.rounds(&lcfg)?;
+    if let Some(why) = rounds.open.as_ref().and_then(|o| o.tls.none_completed()) {
+        return Err(MuxError::Unavailable(why));
+    }
     // Failed requests were counted, not fatal; past a share the run is
     // partial, kept only when asked.
     if let Some(why) = rounds
@@ -510,6 +513,10 @@ pub struct ConfigResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub too_short: Option<String>,
     pub client_cpu_us_per_rt: f64,
+    /// The load process's CPU per round trip (request) split into user
+    /// and system time (what TLS costs shows in user time).
+    pub client_user_us_per_rt: Option<f64>,
+    pub client_sys_us_per_rt: Option<f64>,
     pub events_per_wait: Option<f64>,
     pub waits_per_rt: Option<f64>,
     pub syscalls_per_rt: Option<f64>,
@@ -554,6 +561,9 @@ pub struct OpenResult {
     pub rate_short: bool,
     /// What the marks above mean for this run (null: nothing to say).
     pub note: Option<String>,
+    /// HTTPS handshakes: full and resumed, failures, what was negotiated,
+    /// handshake latency from the intended start (null without --tls).
+    pub tls: Option<crate::tls::TlsResult>,
 }
 
 /// Folds the open-loop parts of a configuration's runs.
@@ -583,6 +593,7 @@ pub(crate) fn open_figures(
         all.scheduled += o.scheduled;
         all.completed += o.completed;
         all.http.merge(&o.http);
+        all.tls.merge(&o.tls);
     }
     let rate_asked = cfg.open.rate;
     let rate_achieved = finite_median(achieved);
@@ -626,6 +637,7 @@ pub(crate) fn open_figures(
         generator_limited,
         rate_short,
         note,
+        tls: cfg.tls.is_some().then(|| all.tls.result()),
     })
 }
 
@@ -789,6 +801,8 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
         too_short,
         server_cpu_us_per_rt_total: srv_total,
         client_cpu_us_per_rt: client,
+        client_user_us_per_rt: per_rt(&|r| Some(r.rounds.usage.user_s * 1e6)),
+        client_sys_us_per_rt: per_rt(&|r| Some(r.rounds.usage.sys_s * 1e6)),
         events_per_wait,
         waits_per_rt: waits,
         syscalls_per_rt: syscalls,
@@ -986,6 +1000,14 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
     if cfg.protocol == crate::Protocol::Http1 {
         rec.push_param("method", &cfg.http.method);
         rec.push_param("path", &cfg.http.path);
+        // Only when set: records of plain keep-alive runs keep their
+        // parameters (and so still match older ones in compare).
+        if let Some(t) = &cfg.tls {
+            rec.push_param("tls", t.spec.version.as_str());
+        }
+        if cfg.http.close {
+            rec.push_param("conn_per_request", true);
+        }
     }
     let ser = serde_json::to_value(r).unwrap_or_default();
     if let serde_json::Value::Object(m) = ser {
@@ -1200,6 +1222,11 @@ fn open_table(report: &MuxReport) -> String {
     let mut out = String::new();
     out.push_str(&aligned(&rows));
     out.push_str("latencies in µs; corr = from the intended send time (coordinated omission corrected), raw = from the write\n");
+    for r in &report.results {
+        if let Some(t) = r.open.as_ref().and_then(|o| o.tls.as_ref()) {
+            out.push_str(&tls_line(r, t));
+        }
+    }
     for n in notes {
         out.push_str(&format!("note: {n}\n"));
     }
@@ -1208,6 +1235,43 @@ fn open_table(report: &MuxReport) -> String {
         out.push_str(&format!("{e}: skipped: {why}\n"));
     }
     out
+}
+
+/// The TLS line under the open-loop table: what was negotiated, the
+/// handshakes, their latency from the intended start, and the load side's
+/// CPU per request split into user and system time.
+fn tls_line(r: &ConfigResult, t: &crate::tls::TlsResult) -> String {
+    let h = &t.handshake_ns;
+    let us = |x: f64| fmt_opt(Some(x / 1e3), 1);
+    let mut s = format!(
+        "TLS: {} {} (ALPN {}): {} handshakes ({} full, {} resumed), {} failed",
+        t.version.as_deref().unwrap_or("-"),
+        t.cipher.as_deref().unwrap_or("-"),
+        t.alpn.as_deref().unwrap_or("-"),
+        t.handshakes,
+        t.full,
+        t.resumed,
+        t.failed
+    );
+    if let Some(e) = &t.first_error {
+        s.push_str(&format!(" (first: {e})"));
+    }
+    if h.n > 0 {
+        s.push_str(&format!(
+            "; handshake from the intended start p50 {} p90 {} p99 {} p99.9 {} p99.99 {} µs",
+            us(h.p50),
+            us(h.p90),
+            us(h.p99),
+            us(h.p999),
+            us(h.p9999)
+        ));
+    }
+    s.push_str(&format!(
+        "; load CPU per request: user {} µs, sys {} µs\n",
+        fmt_opt(r.client_user_us_per_rt, 2),
+        fmt_opt(r.client_sys_us_per_rt, 2)
+    ));
+    s
 }
 
 /// Rows as aligned columns: the first two and the last left-aligned (names

@@ -34,6 +34,9 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     pub max_header: usize,
     pub max_body: u64,
+    /// Ask the server to close after each response (`--conn-per-request`):
+    /// a new connection, and with TLS a new handshake, per request.
+    pub close: bool,
 }
 
 impl Default for HttpRequest {
@@ -46,6 +49,7 @@ impl Default for HttpRequest {
             body: Vec::new(),
             max_header: DEFAULT_MAX_HEADER,
             max_body: DEFAULT_MAX_BODY,
+            close: false,
         }
     }
 }
@@ -112,6 +116,9 @@ impl HttpRequest {
         };
         for (n, v) in &self.headers {
             let _ = write!(h, "{n}: {v}\r\n");
+        }
+        if self.close && !has("connection") {
+            h.push_str("Connection: close\r\n");
         }
         if !self.body.is_empty() && !has("content-length") {
             let _ = write!(h, "Content-Length: {}\r\n", self.body.len());

@@ -567,6 +567,7 @@ fn measure(cfg: &HttpdConfig, kind: ServerKind, conns: usize, active: usize) -> 
             path: "/index.txt".into(),
             ..Default::default()
         },
+        tls: None,
     };
     let c = load::connect_all(&lcfg)?;
     if c.fds.len() < conns {

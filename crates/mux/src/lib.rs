@@ -23,8 +23,9 @@
 //! [`http1`] (the HTTP/1.1 request, response reader and fixed-response
 //! server filter), [`httpd`] (lighttpd, nginx and our engines as HTTP
 //! servers under the same load), [`segment`] (one share of a run split
-//! over hosts, its segment file, and `commbench merge`), `net` (socket
-//! calls).
+//! over hosts, its segment file, and `commbench merge`), [`tls`] (HTTPS
+//! with rustls on both sides: client and server configs, certificates,
+//! what a run's handshakes did), `net` (socket calls).
 
 mod child;
 pub mod engine;
@@ -44,6 +45,7 @@ pub mod seed;
 pub mod segment;
 pub mod server;
 pub mod sweep;
+pub mod tls;
 pub mod token;
 
 use std::net::SocketAddr;
@@ -209,6 +211,9 @@ pub struct MuxConfig {
     /// (`mux load --segment I/N --start-at MS`); `conns`, `active` and the
     /// rate above are already its share ([`segment::apply`]).
     pub segment: Option<segment::SegmentSpec>,
+    /// HTTPS (`mux load --tls`): the load process's shared client config
+    /// (one session cache for every connection).
+    pub tls: Option<std::sync::Arc<tls::ClientTls>>,
 }
 
 /// A server started by someone else (`commbench mux serve` on another host).
@@ -252,6 +257,7 @@ impl Default for MuxConfig {
             http: http1::HttpRequest::default(),
             extra_work_ns: 0,
             segment: None,
+            tls: None,
         }
     }
 }
@@ -286,6 +292,7 @@ impl MuxConfig {
             connect_window: self.connect_window,
             open: self.open.clone(),
             http: self.http.clone(),
+            tls: self.tls.clone(),
         })
     }
 
@@ -356,6 +363,14 @@ impl MuxConfig {
             self.open.rate.is_some() || self.open.in_flight > 1 || self.protocol == Protocol::Http1;
         if open_loop && self.clients == ClientsKind::Threads {
             return bad("--rate, --in-flight and --protocol http1 run on the event-loop client: use --clients loop".into());
+        }
+        if self.tls.is_some() {
+            if self.protocol != Protocol::Http1 {
+                return bad("--tls needs --protocol http1".into());
+            }
+            if self.load_procs > 1 {
+                return bad("--tls runs in one load process (its session cache is shared by every connection): use --load-threads instead of --load-procs".into());
+            }
         }
         if self.timeout.is_zero() {
             return bad("--timeout must be positive".into());

@@ -73,6 +73,8 @@ pub struct LoadConfig {
     pub open: OpenConfig,
     /// The request of `--protocol http1`.
     pub http: HttpRequest,
+    /// HTTPS: the client config every connection shares.
+    pub tls: Option<std::sync::Arc<crate::tls::ClientTls>>,
 }
 
 impl LoadConfig {

@@ -267,6 +267,8 @@ pub struct OpenOut {
     pub last_send: u64,
     /// HTTP status classes and errors (empty for echo protocols).
     pub http: http1::Counts,
+    /// HTTPS handshakes (empty without `--tls`).
+    pub tls: crate::tls::TlsOut,
 }
 
 impl OpenOut {
@@ -299,6 +301,7 @@ impl OpenOut {
         }
         self.measured_s = self.measured_s.max(o.measured_s);
         self.http.merge(&o.http);
+        self.tls.merge(&o.tls);
     }
 }
 
@@ -345,6 +348,31 @@ struct OConn {
     ended: bool,
     /// Times this connection broke since its last response (HTTP).
     broken_in_row: u32,
+    /// HTTPS: the session on this socket; None until the first request
+    /// sent on the socket starts it (so a handshake starts when a request
+    /// is due, and its latency counts from that request's intended time).
+    tls: Option<Box<TlsConn>>,
+    /// HTTPS: its handshake failed (a certificate, version or ALPN
+    /// refusal, which another attempt would meet again): the connection
+    /// takes no more requests.
+    dead: bool,
+}
+
+/// One HTTPS session of a connection.
+struct TlsConn {
+    s: rustls::ClientConnection,
+    /// The intended send time of the first request it carries (ticks).
+    from: u64,
+    /// That request is in the measured window.
+    measured: bool,
+}
+
+/// Whether a connection is still the one the caller was handling, or was
+/// replaced by a new one (reconnect) or given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fed {
+    Same,
+    Replaced,
 }
 
 /// A connection that breaks this many times in a row without one
@@ -560,6 +588,8 @@ impl Loop<'_> {
                     want_out: false,
                     ended: false,
                     broken_in_row: 0,
+                    tls: None,
+                    dead: false,
                 }
             })
             .collect();
@@ -577,6 +607,12 @@ impl Loop<'_> {
         let min_sleep = tsc.ns_to_ticks(MIN_SLEEP_NS);
         let mut events = sys::new_events(1024);
         let mut rbuf = vec![0u8; 64 * 1024];
+        // HTTPS: plaintext taken out of rustls (rbuf holds the ciphertext).
+        let mut pbuf = if cfg.tls.is_some() {
+            vec![0u8; 32 * 1024]
+        } else {
+            Vec::new()
+        };
         let mut scratch = Vec::new();
         let mut st = LoopStats::default();
         let mut outstanding: usize = 0;
@@ -598,6 +634,10 @@ impl Loop<'_> {
                 }
                 heap.pop();
                 let c = &mut conns[i as usize];
+                if c.dead {
+                    // Its handshake failed: it takes no more requests.
+                    continue;
+                }
                 let measured = due >= self.measure_from;
                 if measured {
                     st.out.scheduled += 1;
@@ -613,6 +653,9 @@ impl Loop<'_> {
                 self.issue(&ep, c, i as usize, &mut scratch, &mut st, Some(due))?;
                 now = clock::rdtsc();
             }
+            // Requests of connections given up (a session that could not
+            // be made) are finished too.
+            outstanding -= std::mem::take(&mut st.dropped);
             if heap.is_empty() && outstanding == 0 {
                 break;
             }
@@ -683,7 +726,11 @@ impl Loop<'_> {
                     self.flush(&ep, c, i, &mut st)?;
                 }
                 if bits & (sys::IN | sys::ERR) != 0 {
-                    let done = self.receive(&ep, c, i, &mut rbuf, &mut st)?;
+                    let done = if cfg.tls.is_some() {
+                        self.receive_tls(&ep, c, i, &mut rbuf, &mut pbuf, &mut st)?
+                    } else {
+                        self.receive(&ep, c, i, &mut rbuf, &mut st)?
+                    };
                     outstanding -= done;
                     if closed {
                         outstanding += self.refill(c, &mut st);
@@ -714,6 +761,9 @@ impl Loop<'_> {
     /// connection's count lasts; returns how many were queued.
     fn refill(&self, c: &mut OConn, st: &mut LoopStats) -> usize {
         let mut n = 0;
+        if c.dead {
+            return 0;
+        }
         while c.flight.len() + c.backlog.len() < self.open.in_flight
             && c.seq_sent + (c.backlog.len() as u64) < self.cfg.rounds
         {
@@ -740,6 +790,9 @@ impl Loop<'_> {
         st: &mut LoopStats,
         due: Option<u64>,
     ) -> Result<()> {
+        if !self.start_tls(ep, c, st) {
+            return Ok(());
+        }
         while c.flight.len() < self.open.in_flight {
             let Some((intended, measured)) = c.backlog.pop_front() else {
                 break;
@@ -789,6 +842,9 @@ impl Loop<'_> {
 
     /// Writes what it can of the connection's output.
     fn flush(&self, ep: &Epoll, c: &mut OConn, token: usize, st: &mut LoopStats) -> Result<()> {
+        if self.cfg.tls.is_some() {
+            return self.flush_tls(ep, c, token, st).map(|_| ());
+        }
         while c.out_off < c.out.len() {
             match net::write(c.fd, &c.out[c.out_off..]) {
                 Ok(n) => {
@@ -869,6 +925,7 @@ impl Loop<'_> {
         c.queued = 0;
         c.want_out = false;
         c.reader = Reader::Http(Box::new(ResponseReader::new(self.cfg.http.limits())));
+        c.tls = None;
         st.out.http.reconnects += 1;
         ep.add(c.fd, token as u64, sys::IN)
             .map_err(|e| MuxError::io("epoll_ctl".into(), e))
@@ -883,7 +940,6 @@ impl Loop<'_> {
         rbuf: &mut [u8],
         st: &mut LoopStats,
     ) -> Result<usize> {
-        let cfg = self.cfg;
         let mut done = 0;
         // A read that did not fill the buffer took all the socket held: a
         // second read would only say EAGAIN (level-triggered epoll reports
@@ -928,106 +984,354 @@ impl Loop<'_> {
                 }
             };
             let now = clock::rdtsc();
-            let mut input = &rbuf[..n];
-            let mut closing = false;
-            while !input.is_empty() {
-                if c.flight.is_empty() {
-                    if let Reader::Http(_) = c.reader {
-                        st.out.http.errors += 1;
-                        self.reconnect(ep, c, token, st, "bytes with no request outstanding")?;
-                        return Ok(done);
-                    }
-                    return Err(MuxError::Corrupt(format!(
-                        "connection {}: {} bytes arrived with no request outstanding",
-                        c.idx,
-                        input.len()
-                    )));
-                }
-                let complete = match &mut c.reader {
-                    Reader::Echo { recvd } => {
-                        let want = cfg.size - *recvd;
-                        let take = want.min(input.len());
-                        let mut scratch = Vec::new();
-                        let sent = request_bytes(
-                            cfg.protocol,
-                            self.pattern,
-                            &mut scratch,
-                            None,
-                            c.idx,
-                            c.seq_done,
-                        );
-                        if let Some(at) =
-                            protocol::mismatch(cfg.protocol, sent, *recvd, &input[..take])
-                        {
-                            return Err(MuxError::Corrupt(format!(
-                                "connection {} request {}: the answer differs from the bytes sent at byte {at} (--protocol {} expects them back)",
-                                c.idx,
-                                c.seq_done + 1,
-                                cfg.protocol.as_str()
-                            )));
-                        }
-                        *recvd += take;
-                        input = &input[take..];
-                        if *recvd == cfg.size {
-                            *recvd = 0;
-                            true
-                        } else {
-                            false
-                        }
-                    }
-                    Reader::Http(r) => match r.feed(input) {
-                        Ok((used, resp)) => {
-                            input = &input[used..];
-                            match resp {
-                                Some(status) => {
-                                    st.out.http.count(status);
-                                    if r.closes_after() {
-                                        // What follows on this connection
-                                        // is not an answer.
-                                        input = &[];
-                                        closing = true;
-                                    }
-                                    true
-                                }
-                                None => false,
-                            }
-                        }
-                        Err(e) => {
-                            st.out.http.errors += 1;
-                            let why = format!("response {}: {e}", c.seq_done + 1);
-                            self.reconnect(ep, c, token, st, &why)?;
-                            return Ok(done);
-                        }
-                    },
-                };
-                if complete {
-                    let Some(r) = c.flight.pop_front() else {
-                        break;
-                    };
-                    c.seq_done += 1;
-                    c.broken_in_row = 0;
-                    done += 1;
-                    st.completed_all += 1;
-                    if r.measured {
-                        let tsc = clock::tsc();
-                        // A response cannot complete before its request
-                        // was written; if the write time was not seen
-                        // (written in the same call), use now.
-                        let written = if r.written == 0 { now } else { r.written };
-                        let (cor, raw) = latencies(r.intended, written, now);
-                        st.out.corrected.record_ns(tsc.ticks_to_ns(cor) as u64);
-                        st.out.raw.record_ns(tsc.ticks_to_ns(raw) as u64);
-                    }
-                }
-            }
-            if closing {
-                // The server said it closes: not a failure, a new
-                // connection for the rest (nginx's keepalive_requests).
-                c.broken_in_row = 0;
-                self.reconnect(ep, c, token, st, "the server closed it (Connection: close)")?;
+            if self.consume(ep, c, token, &rbuf[..n], now, st, &mut done)? == Fed::Replaced {
                 return Ok(done);
             }
         }
+    }
+
+    /// HTTPS: starts the session of a new socket with the request due
+    /// first (its intended time is where the handshake's latency counts
+    /// from); nothing to do without TLS, with a session, or with nothing
+    /// to send. `false`: the session could not be made and the
+    /// connection was given up (its requests in `st.dropped`).
+    fn start_tls(&self, ep: &Epoll, c: &mut OConn, st: &mut LoopStats) -> bool {
+        let (Some(tls), None, false) = (&self.cfg.tls, &c.tls, c.dead) else {
+            return true;
+        };
+        let first = c
+            .flight
+            .front()
+            .map(|r| (r.intended, r.measured))
+            .or_else(|| c.backlog.front().copied());
+        let Some((from, measured)) = first else {
+            return true;
+        };
+        match tls.connect() {
+            Ok(mut s) => {
+                // Bounded by the window: at most in_flight requests.
+                s.set_buffer_limit(None);
+                c.tls = Some(Box::new(TlsConn { s, from, measured }));
+                true
+            }
+            Err(e) => {
+                st.out.tls.failure(&e.to_string());
+                st.dropped += self.give_up(ep, c, st);
+                false
+            }
+        }
+    }
+
+    /// HTTPS: writes the connection's requests into its session (rustls
+    /// keeps them until the handshake ends) and what the session has to
+    /// send into the socket. Requests count as written when everything is
+    /// out after the handshake. `Fed::Replaced`: the socket failed and a
+    /// new connection took its place.
+    fn flush_tls(
+        &self,
+        ep: &Epoll,
+        c: &mut OConn,
+        token: usize,
+        st: &mut LoopStats,
+    ) -> Result<Fed> {
+        // A socket made again in the middle of sending: its session
+        // starts with the oldest request it carries.
+        if !self.start_tls(ep, c, st) {
+            return Ok(Fed::Replaced);
+        }
+        let Some(t) = c.tls.as_mut() else {
+            return Ok(Fed::Same);
+        };
+        if c.out_off < c.out.len() {
+            // No buffer limit (set at the start): rustls takes it all.
+            let n = io::Write::write(&mut t.s.writer(), &c.out[c.out_off..]).unwrap_or(0);
+            c.out_off += n;
+        }
+        let mut failed = None;
+        while t.s.wants_write() {
+            match t.s.write_tls(&mut crate::tls::FdIo(c.fd)) {
+                Ok(n) => st.bytes += n as u64,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            if t.s.is_handshaking() {
+                st.out
+                    .tls
+                    .failure(&format!("sending the handshake failed: {e}"));
+            }
+            st.out.http.resets += 1;
+            self.reconnect(ep, c, token, st, &format!("sending failed: {e}"))?;
+            return Ok(Fed::Replaced);
+        }
+        let pending = t.s.wants_write();
+        if !pending && !t.s.is_handshaking() {
+            let now = clock::rdtsc();
+            for r in c.flight.iter_mut().rev() {
+                if r.written != 0 {
+                    break;
+                }
+                r.written = now;
+            }
+        }
+        crate::load::arm_out(ep, c.fd, token, pending, &mut c.want_out)?;
+        Ok(Fed::Same)
+    }
+
+    /// HTTPS: a handshake failed in a way another attempt would meet
+    /// again (certificate, version, ALPN): the connection's requests fail
+    /// and it takes no more. Returns how many requests it dropped.
+    fn give_up(&self, ep: &Epoll, c: &mut OConn, st: &mut LoopStats) -> usize {
+        let n = c.flight.len() + c.backlog.len();
+        st.out.http.errors += n as u64;
+        c.flight.clear();
+        c.backlog.clear();
+        c.ended = true;
+        c.dead = true;
+        c.tls = None;
+        let _ = ep.delete(c.fd);
+        n
+    }
+
+    /// HTTPS: reads the socket into the session, completes the handshake
+    /// (counted, its latency from the intended start), sends what it
+    /// answers, and takes the responses out of the plaintext. Returns the
+    /// requests finished (answered, or dropped with a failed handshake).
+    fn receive_tls(
+        &self,
+        ep: &Epoll,
+        c: &mut OConn,
+        token: usize,
+        rbuf: &mut [u8],
+        pbuf: &mut [u8],
+        st: &mut LoopStats,
+    ) -> Result<usize> {
+        let mut done = 0;
+        // As the plain path: a read that did not fill the buffer took all
+        // the socket held.
+        let mut drained = false;
+        while !drained {
+            let n = match net::read(c.fd, rbuf) {
+                Ok(0) => {
+                    let hs = c.tls.as_ref().is_some_and(|t| t.s.is_handshaking());
+                    if !hs && c.flight.is_empty() && c.backlog.is_empty() && c.ended {
+                        return Ok(done);
+                    }
+                    if hs {
+                        st.out
+                            .tls
+                            .failure("the server closed the connection during the handshake");
+                    }
+                    let what = format!(
+                        "closed by the server with {} requests outstanding",
+                        c.flight.len() + c.backlog.len()
+                    );
+                    st.out.http.resets += 1;
+                    self.reconnect(ep, c, token, st, &what)?;
+                    return Ok(done);
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(done),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if c.tls.as_ref().is_some_and(|t| t.s.is_handshaking()) {
+                        st.out
+                            .tls
+                            .failure(&format!("receiving the handshake failed: {e}"));
+                    }
+                    st.out.http.resets += 1;
+                    self.reconnect(ep, c, token, st, &format!("receiving failed: {e}"))?;
+                    return Ok(done);
+                }
+            };
+            drained = n < rbuf.len();
+            let mut cipher = &rbuf[..n];
+            while !cipher.is_empty() {
+                let Some(t) = c.tls.as_mut() else {
+                    // Bytes before any request: nothing asked for them.
+                    st.out.http.errors += 1;
+                    self.reconnect(ep, c, token, st, "bytes with no request outstanding")?;
+                    return Ok(done);
+                };
+                let hs = t.s.is_handshaking();
+                let res =
+                    t.s.read_tls(&mut cipher)
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| t.s.process_new_packets().map_err(|e| e.to_string()));
+                if let Err(e) = res {
+                    // Send the alert rustls prepared, then give up (a
+                    // handshake refused) or start over (a broken session).
+                    let _ = t.s.write_tls(&mut crate::tls::FdIo(c.fd));
+                    if hs {
+                        st.out.tls.failure(&e);
+                        return Ok(done + self.give_up(ep, c, st));
+                    }
+                    st.out.http.errors += 1;
+                    self.reconnect(ep, c, token, st, &format!("TLS: {e}"))?;
+                    return Ok(done);
+                }
+                if hs && !t.s.is_handshaking() {
+                    let now = clock::rdtsc();
+                    st.out.tls.completed(&t.s);
+                    if t.measured {
+                        let ns = clock::tsc().ticks_to_ns(now.saturating_sub(t.from));
+                        st.out.tls.handshake.record_ns(ns as u64);
+                    }
+                }
+                // The handshake's answer, and the requests it held back.
+                if self.flush_tls(ep, c, token, st)? == Fed::Replaced {
+                    return Ok(done);
+                }
+                loop {
+                    let Some(t) = c.tls.as_mut() else {
+                        return Ok(done);
+                    };
+                    let m = match io::Read::read(&mut t.s.reader(), pbuf) {
+                        Ok(0) => {
+                            // close_notify: the server ends the session.
+                            if c.flight.is_empty() && c.backlog.is_empty() && c.ended {
+                                return Ok(done);
+                            }
+                            st.out.http.resets += 1;
+                            self.reconnect(ep, c, token, st, "the server ended the TLS session")?;
+                            return Ok(done);
+                        }
+                        Ok(m) => m,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => {
+                            st.out.http.errors += 1;
+                            self.reconnect(ep, c, token, st, &format!("TLS: {e}"))?;
+                            return Ok(done);
+                        }
+                    };
+                    let now = clock::rdtsc();
+                    if self.consume(ep, c, token, &pbuf[..m], now, st, &mut done)? == Fed::Replaced
+                    {
+                        return Ok(done);
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Takes a read's bytes apart into responses (or echoes), completes
+    /// their requests and records their latencies; `done` counts them.
+    #[allow(clippy::too_many_arguments)]
+    fn consume(
+        &self,
+        ep: &Epoll,
+        c: &mut OConn,
+        token: usize,
+        mut input: &[u8],
+        now: u64,
+        st: &mut LoopStats,
+        done: &mut usize,
+    ) -> Result<Fed> {
+        let cfg = self.cfg;
+        let mut closing = false;
+        while !input.is_empty() {
+            if c.flight.is_empty() {
+                if let Reader::Http(_) = c.reader {
+                    st.out.http.errors += 1;
+                    self.reconnect(ep, c, token, st, "bytes with no request outstanding")?;
+                    return Ok(Fed::Replaced);
+                }
+                return Err(MuxError::Corrupt(format!(
+                    "connection {}: {} bytes arrived with no request outstanding",
+                    c.idx,
+                    input.len()
+                )));
+            }
+            let complete = match &mut c.reader {
+                Reader::Echo { recvd } => {
+                    let want = cfg.size - *recvd;
+                    let take = want.min(input.len());
+                    let mut scratch = Vec::new();
+                    let sent = request_bytes(
+                        cfg.protocol,
+                        self.pattern,
+                        &mut scratch,
+                        None,
+                        c.idx,
+                        c.seq_done,
+                    );
+                    if let Some(at) = protocol::mismatch(cfg.protocol, sent, *recvd, &input[..take])
+                    {
+                        return Err(MuxError::Corrupt(format!(
+                            "connection {} request {}: the answer differs from the bytes sent at byte {at} (--protocol {} expects them back)",
+                            c.idx,
+                            c.seq_done + 1,
+                            cfg.protocol.as_str()
+                        )));
+                    }
+                    *recvd += take;
+                    input = &input[take..];
+                    if *recvd == cfg.size {
+                        *recvd = 0;
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Reader::Http(r) => match r.feed(input) {
+                    Ok((used, resp)) => {
+                        input = &input[used..];
+                        match resp {
+                            Some(status) => {
+                                st.out.http.count(status);
+                                if r.closes_after() {
+                                    // What follows on this connection
+                                    // is not an answer.
+                                    input = &[];
+                                    closing = true;
+                                }
+                                true
+                            }
+                            None => false,
+                        }
+                    }
+                    Err(e) => {
+                        st.out.http.errors += 1;
+                        let why = format!("response {}: {e}", c.seq_done + 1);
+                        self.reconnect(ep, c, token, st, &why)?;
+                        return Ok(Fed::Replaced);
+                    }
+                },
+            };
+            if complete {
+                let Some(r) = c.flight.pop_front() else {
+                    break;
+                };
+                c.seq_done += 1;
+                c.broken_in_row = 0;
+                *done += 1;
+                st.completed_all += 1;
+                if r.measured {
+                    let tsc = clock::tsc();
+                    // A response cannot complete before its request
+                    // was written; if the write time was not seen
+                    // (written in the same call), use now.
+                    let written = if r.written == 0 { now } else { r.written };
+                    let (cor, raw) = latencies(r.intended, written, now);
+                    st.out.corrected.record_ns(tsc.ticks_to_ns(cor) as u64);
+                    st.out.raw.record_ns(tsc.ticks_to_ns(raw) as u64);
+                }
+            }
+        }
+        if closing {
+            // The server said it closes: not a failure, a new
+            // connection for the rest (nginx's keepalive_requests).
+            c.broken_in_row = 0;
+            self.reconnect(ep, c, token, st, "the server closed it (Connection: close)")?;
+            return Ok(Fed::Replaced);
+        }
+        Ok(Fed::Same)
     }
 }
 
@@ -1066,6 +1370,9 @@ fn connect_now(
 #[derive(Default)]
 struct LoopStats {
     out: OpenOut,
+    /// HTTPS: requests of connections given up since the loop last
+    /// counted them out of `outstanding`.
+    dropped: usize,
     completed_all: u64,
     waits: u64,
     events: u64,

@@ -105,6 +105,8 @@ impl WorkerOpen {
             first_send: self.first_send,
             last_send: self.last_send,
             http: self.http,
+            // --tls runs in one process (MuxConfig::validate).
+            tls: Default::default(),
         }
     }
 }

@@ -460,6 +460,8 @@ mod tests {
             server_cpu_us_per_rt: Some(cpu),
             server_cpu_us_per_rt_total: Some(cpu),
             client_cpu_us_per_rt: 1.0,
+            client_user_us_per_rt: None,
+            client_sys_us_per_rt: None,
             events_per_wait: None,
             waits_per_rt: None,
             syscalls_per_rt: None,

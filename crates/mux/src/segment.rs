@@ -214,6 +214,8 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
             first_send: 0,
             last_send: 0,
             http: serde_json::from_value(Value::Object(http)).unwrap_or_default(),
+            // Handshakes stay in each segment's own records.
+            tls: Default::default(),
         });
     }
     let sum = |k: &str| -> std::result::Result<u64, SegmentError> {
@@ -277,6 +279,8 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
         "syscalls_per_rt",
         "scan_steps_per_rt",
         "uring_deferred",
+        "client_user_us_per_rt",
+        "client_sys_us_per_rt",
     ] {
         rec.push_metric(k, Value::Null);
     }

@@ -57,6 +57,9 @@ pub struct ServeConfig {
     /// carried data, before echoing it — a known extra cost per round trip
     /// for checking that a comparison finds a change of a known size.
     pub extra_work_ns: u64,
+    /// HTTPS (`--tls`, with `--protocol http1`): every connection speaks
+    /// TLS with this config.
+    pub tls: Option<crate::tls::ServerTls>,
 }
 
 /// The server's answer to `STATS`.
@@ -137,6 +140,17 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
     }
     // Fail early and clearly when io_uring is not available.
     let mut deferred = None;
+    // --tls where it cannot run is the user's to fix (before the probe).
+    if cfg.tls.is_some() {
+        if cfg.protocol != crate::Protocol::Http1 {
+            return Err(MuxError::usage("--tls needs --protocol http1".into()));
+        }
+        if cfg.engine == EngineKind::IoUring {
+            return Err(MuxError::usage(
+                "--tls runs on the readiness engines (poll, epoll-lt, epoll-et): the io_uring engine sends from its shared receive-buffer ring, which a TLS session's own buffers do not fit; give --engine poll, epoll-lt or epoll-et".into(),
+            ));
+        }
+    }
     if cfg.engine == EngineKind::IoUring {
         engine::uring::probe().map_err(|e| MuxError::Unavailable(e.to_string()))?;
     }
@@ -170,6 +184,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
                 };
                 let _ = tx.send(Ok(eng_deferred(&*eng)));
                 let ctx = LoopCtx {
+                    tls: c.tls.as_ref().map(|t| t.config.clone()),
                     listener: &l,
                     lookup: c.lookup,
                     protocol: c.protocol,

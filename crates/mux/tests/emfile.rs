@@ -102,6 +102,7 @@ fn a_server_out_of_descriptors_sheds_new_connections_and_keeps_serving() {
             max_conns: 1000,
             cpus: None,
             extra_work_ns: 0,
+            tls: None,
         })
         .unwrap();
         let mut kept: Vec<TcpStream> = (0..4).map(|_| connect(socket(), srv.port)).collect();

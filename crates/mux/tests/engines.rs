@@ -41,6 +41,7 @@ fn echo_with(
         max_conns: conns,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     })
     .unwrap();
     let cfg = LoadConfig {
@@ -58,6 +59,7 @@ fn echo_with(
         connect_window: load::CONNECT_WINDOW,
         open: commbench_mux::open::OpenConfig::closed(1),
         http: Default::default(),
+        tls: None,
     };
     let mut c = load::connect_all(&cfg).unwrap();
     assert_eq!(c.fds.len(), conns, "{:?}", c.first_error);
@@ -130,6 +132,7 @@ fn injected_io_uring_failure_is_a_clear_error() {
         max_conns: 10,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     });
     std::env::remove_var("COMMBENCH_MUX_FAIL_URING");
     let e = r.err().expect("io_uring start must fail").to_string();
@@ -149,6 +152,7 @@ fn several_server_threads_share_the_port() {
         max_conns: 300,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     })
     .unwrap();
     let cfg = LoadConfig {
@@ -166,6 +170,7 @@ fn several_server_threads_share_the_port() {
         connect_window: load::CONNECT_WINDOW,
         open: commbench_mux::open::OpenConfig::closed(1),
         http: Default::default(),
+        tls: None,
     };
     let c = load::connect_all(&cfg).unwrap();
     let r = load::run_rounds(&cfg, &c.fds).unwrap();
@@ -189,6 +194,7 @@ fn thread_per_connection_clients_echo_too() {
         max_conns: 200,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     })
     .unwrap();
     let cfg = LoadConfig {
@@ -206,6 +212,7 @@ fn thread_per_connection_clients_echo_too() {
         connect_window: load::CONNECT_WINDOW,
         open: commbench_mux::open::OpenConfig::closed(1),
         http: Default::default(),
+        tls: None,
     };
     let c = load::connect_all(&cfg).unwrap();
     let r = load::run_rounds(&cfg, &c.fds).unwrap();
@@ -267,6 +274,7 @@ fn max_conns_caps_connections_in_every_engine() {
             max_conns: 5,
             cpus: None,
             extra_work_ns: 0,
+            tls: None,
         })
         .unwrap();
         let mut first = probe(srv.port, 5);
@@ -318,6 +326,7 @@ fn extra_work_holds_every_echo_on_every_engine() {
             max_conns: 4,
             cpus: None,
             extra_work_ns: 200_000,
+            tls: None,
         })
         .unwrap();
         let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();

@@ -128,6 +128,7 @@ fn load_cfg(port: u16, conns: usize, open: OpenConfig) -> LoadConfig {
         connect_window: load::CONNECT_WINDOW,
         open,
         http: Default::default(),
+        tls: None,
     }
 }
 

@@ -49,6 +49,7 @@ fn pipelined_requests_from_a_client_that_never_reads_took_unbounded_memory() {
             max_conns: 16,
             cpus: None,
             extra_work_ns: 0,
+            tls: None,
         })
         .unwrap();
         let mut hog = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();

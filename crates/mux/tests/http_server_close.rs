@@ -37,6 +37,7 @@ fn serve(engine: EngineKind) -> Server {
         max_conns: 16,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     })
     .unwrap()
 }

@@ -40,6 +40,7 @@ fn load_cfg(port: u16, conns: usize, protocol: Protocol, open: OpenConfig) -> Lo
         connect_window: load::CONNECT_WINDOW,
         open,
         http: Default::default(),
+        tls: None,
     }
 }
 
@@ -54,6 +55,7 @@ fn serve(engine: EngineKind, protocol: Protocol, conns: usize) -> server::Server
         max_conns: conns,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     })
     .unwrap()
 }

@@ -32,6 +32,7 @@ fn start(max_conns: usize, buf: usize) -> server::Server {
         max_conns,
         cpus: None,
         extra_work_ns: 0,
+        tls: None,
     })
     .unwrap()
 }

@@ -13,6 +13,7 @@ use commbench_mux::{seed, ClientsKind, EngineKind, Lookup, MuxConfig, Protocol, 
 use std::net::SocketAddr;
 use std::time::Duration;
 mod segment;
+mod tls;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -296,6 +297,8 @@ pub struct ServeArgs {
     /// Pin the loop threads (taskset syntax).
     #[arg(long)]
     pub cpus: Option<String>,
+    #[command(flatten)]
+    pub tls: tls::TlsServeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -319,6 +322,8 @@ pub struct LoadArgs {
     pub load: LoadOpts,
     #[command(flatten)]
     pub segment: segment::SegmentArgs,
+    #[command(flatten)]
+    pub tls: tls::TlsLoadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Internal: one worker process of a --load-procs run.
@@ -610,6 +615,7 @@ fn serve_config(s: &ServeArgs) -> Result<commbench_mux::ServeConfig> {
         max_conns: s.max_conns,
         cpus,
         extra_work_ns: s.extra_work_ns,
+        tls: tls::server(&s.tls, s.listen)?,
     })
 }
 
@@ -692,6 +698,7 @@ fn load_token(l: &LoadArgs) -> Result<Option<Token>> {
 
 fn load(l: &LoadArgs) -> Result<()> {
     let mut cfg = base_config(&l.load)?;
+    tls::apply_load(&l.tls, &mut cfg)?;
     if l.worker {
         if let (Some(first_conn), Some(active_total)) = (l.worker_first_conn, l.worker_active_total)
         {

@@ -32,7 +32,10 @@ impl EpollEngine {
 impl Engine for EpollEngine {
     fn serve(&mut self, ctx: &LoopCtx<'_>) -> io::Result<LoopStats> {
         let mut stats = LoopStats::default();
-        let mut conns = Conns::default();
+        let mut conns = Conns {
+            tls: ctx.tls.clone(),
+            ..Conns::default()
+        };
         let mut buf = vec![0u8; ctx.buf_size];
         let mut scratch = Vec::new();
         let mut events = sys::new_events(BATCH);

@@ -31,6 +31,7 @@
 
 pub mod epoll;
 pub mod poll;
+mod tls;
 pub mod uring;
 
 use std::io;
@@ -216,6 +217,8 @@ pub struct LoopCtx<'a> {
     /// TSC ticks to busy-wait per read that carried data (a calibration
     /// aid; 0: none).
     pub extra_work_ticks: u64,
+    /// HTTPS: every connection gets a TLS session with this config.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl LoopCtx<'_> {
@@ -272,6 +275,11 @@ pub struct Conn {
     /// After the connection's last answer was sent: bytes read and
     /// dropped since its FIN ([`linger`]); `None` before.
     pub lingering: Option<u64>,
+    /// HTTPS: the connection's TLS session (None on a TLS server: it
+    /// could not be made, and the connection is closed).
+    pub tls: Option<Box<rustls::ServerConnection>>,
+    /// The connection speaks TLS.
+    pub secure: bool,
 }
 
 impl Conn {
@@ -331,18 +339,32 @@ pub struct Conns {
     pub slots: Vec<Conn>,
     free: Vec<usize>,
     pub live: usize,
+    /// HTTPS: the config new connections' sessions are made with.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl Conns {
     /// Stores a new connection; returns its slot.
     pub fn insert(&mut self, fd: RawFd) -> usize {
         self.live += 1;
+        let tls = self.tls.as_ref().and_then(|cfg| {
+            let mut s = rustls::ServerConnection::new(cfg.clone()).ok()?;
+            // Bounded by the loop: a round's responses stop at one read
+            // buffer, and nothing is read while the session holds output.
+            s.set_buffer_limit(None);
+            Some(Box::new(s))
+        });
+        let secure = self.tls.is_some();
         if let Some(i) = self.free.pop() {
             self.slots[i].fd = fd;
+            self.slots[i].tls = tls;
+            self.slots[i].secure = secure;
             return i;
         }
         self.slots.push(Conn {
             fd,
+            tls,
+            secure,
             ..Default::default()
         });
         self.slots.len() - 1
@@ -357,6 +379,8 @@ impl Conns {
         c.filter = Filter::default();
         c.http = Default::default();
         c.lingering = None;
+        c.tls = None;
+        c.secure = false;
         self.free.push(slot);
         self.live -= 1;
     }
@@ -439,11 +463,16 @@ pub fn echo_ready(
     stats: &mut LoopStats,
 ) -> Next {
     let before = c.own_bytes() as u64;
-    let next = echo_step(c, buf, scratch, proto, drain, extra_work_ticks, stats);
+    let next = if c.secure {
+        tls::step(c, buf, scratch, drain, extra_work_ticks, stats)
+    } else {
+        echo_step(c, buf, scratch, proto, drain, extra_work_ticks, stats)
+    };
     if next == Next::Close {
         c.pending = Vec::new();
         c.pending_off = 0;
         c.http = Default::default();
+        c.tls = None;
     }
     stats.conn_bytes = (stats.conn_bytes + c.own_bytes() as u64).saturating_sub(before);
     next

@@ -38,7 +38,10 @@ fn pfd(fd: i32, events: i16) -> libc::pollfd {
 impl Engine for PollEngine {
     fn serve(&mut self, ctx: &LoopCtx<'_>) -> io::Result<LoopStats> {
         let mut stats = LoopStats::default();
-        let mut conns = Conns::default();
+        let mut conns = Conns {
+            tls: ctx.tls.clone(),
+            ..Conns::default()
+        };
         let mut buf = vec![0u8; ctx.buf_size];
         let mut scratch = Vec::new();
         let lfd = ctx.listener.as_raw_fd();

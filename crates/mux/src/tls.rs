@@ -1,0 +1,526 @@
+//! HTTPS for `--protocol http1`: rustls (ring provider, TLS 1.2 and 1.3,
+//! ALPN `http/1.1`) on both sides, sans-I/O inside the event loops that
+//! already drive the plain connections — the loop reads the socket into
+//! rustls (`read_tls`, `process_new_packets`), takes plaintext out of it,
+//! and writes what rustls has to send (`write_tls`) whenever the socket
+//! takes it. Nothing here blocks or owns a socket.
+//!
+//! The load side ([`ClientTls`]): one `ClientConfig` per process, so the
+//! in-memory session cache is shared by every connection and a reconnect
+//! resumes; the server's certificate is checked against the system's roots
+//! or `--cacert FILE`, or not at all with `--insecure` (signatures are
+//! still verified: only the chain and name are not). What a run's
+//! handshakes did ([`TlsOut`]): full and resumed, failures with the first
+//! reason, the negotiated version, cipher suite and ALPN, and the
+//! handshake latency from the intended start.
+//!
+//! The server side ([`server_config`]): a certificate generated at start
+//! (rcgen, self-signed for `localhost`, `127.0.0.1` and the listen address)
+//! or read from PEM files; a session cache for resumption.
+//!
+//! Invariants: bytes from a peer reach only rustls; every TLS failure is a
+//! counted, named error, never a panic.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use commbench_core::stats::{LatencyHistogram, Summary};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use crate::net;
+
+/// The one application protocol offered and accepted.
+pub const ALPN_HTTP11: &[u8] = b"http/1.1";
+
+/// Sessions the server remembers for resumption.
+const SERVER_SESSIONS: usize = 65_536;
+/// Sessions the load side remembers (rustls keys them by server name and
+/// keeps a few TLS 1.3 tickets per server).
+const CLIENT_SESSIONS: usize = 1024;
+
+/// Which TLS versions may be negotiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsVersion {
+    V12,
+    V13,
+    /// 1.3 or 1.2, whichever the peer prefers.
+    #[default]
+    Any,
+}
+
+impl TlsVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsVersion::V12 => "1.2",
+            TlsVersion::V13 => "1.3",
+            TlsVersion::Any => "any",
+        }
+    }
+    fn versions(self) -> &'static [&'static rustls::SupportedProtocolVersion] {
+        static V12: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS12];
+        static V13: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+        static ANY: [&rustls::SupportedProtocolVersion; 2] =
+            [&rustls::version::TLS13, &rustls::version::TLS12];
+        match self {
+            TlsVersion::V12 => &V12,
+            TlsVersion::V13 => &V13,
+            TlsVersion::Any => &ANY,
+        }
+    }
+}
+
+/// A TLS setting that cannot be used (a file missing or unreadable, a
+/// certificate or key that does not parse).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error("{0}: {1}")]
+    File(PathBuf, String),
+    #[error("TLS setup: {0}")]
+    Rustls(String),
+    #[error("no usable root certificate in the system's store ({0}): give --cacert FILE, or --insecure for a self-signed server")]
+    NoRoots(String),
+    #[error("--sni {0:?} is not a DNS name or IP address")]
+    Sni(String),
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The load side's TLS settings, as given.
+#[derive(Debug, Clone, Default)]
+pub struct ClientTlsSpec {
+    pub version: TlsVersion,
+    /// Server name sent and checked (None: the target's host).
+    pub sni: Option<String>,
+    /// Accept any certificate (signatures are still checked).
+    pub insecure: bool,
+    /// Trust the certificates in this PEM file instead of the system's.
+    pub cacert: Option<PathBuf>,
+}
+
+/// What every connection of a load process shares: one config (and so one
+/// session cache) and the server name.
+#[derive(Debug, Clone)]
+pub struct ClientTls {
+    pub config: Arc<rustls::ClientConfig>,
+    pub name: ServerName<'static>,
+    pub spec: ClientTlsSpec,
+}
+
+impl ClientTls {
+    /// Builds the shared config; `host` is the target's host (the SNI
+    /// unless `--sni` names another).
+    pub fn new(spec: &ClientTlsSpec, host: &str) -> Result<ClientTls, TlsSetupError> {
+        let sni = spec.sni.clone().unwrap_or_else(|| host.to_owned());
+        let name = ServerName::try_from(sni.clone()).map_err(|_| TlsSetupError::Sni(sni))?;
+        let builder = rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(spec.version.versions())
+            .map_err(|e| TlsSetupError::Rustls(e.to_string()))?;
+        let mut config = if spec.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider())))
+                .with_no_client_auth()
+        } else {
+            let mut roots = rustls::RootCertStore::empty();
+            match &spec.cacert {
+                Some(p) => {
+                    for c in read_certs(p)? {
+                        roots.add(c).map_err(|e| {
+                            TlsSetupError::File(p.clone(), format!("not a CA certificate: {e}"))
+                        })?;
+                    }
+                }
+                None => {
+                    let found = rustls_native_certs::load_native_certs();
+                    let (added, _) = roots.add_parsable_certificates(found.certs);
+                    if added == 0 {
+                        return Err(TlsSetupError::NoRoots(
+                            found
+                                .errors
+                                .first()
+                                .map(|e| e.to_string())
+                                .unwrap_or_else(|| "empty".into()),
+                        ));
+                    }
+                }
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        };
+        config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+        config.resumption = rustls::client::Resumption::in_memory_sessions(CLIENT_SESSIONS);
+        Ok(ClientTls {
+            config: Arc::new(config),
+            name,
+            spec: spec.clone(),
+        })
+    }
+
+    /// A new client session (its ClientHello is ready to be written).
+    pub fn connect(&self) -> Result<rustls::ClientConnection, rustls::Error> {
+        rustls::ClientConnection::new(self.config.clone(), self.name.clone())
+    }
+}
+
+/// Certificates of a PEM file (at least one).
+fn read_certs(p: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
+    let bad = |e: String| TlsSetupError::File(p.to_owned(), e);
+    let certs = CertificateDer::pem_file_iter(p)
+        .map_err(|e| bad(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("no PEM certificate in it".into()));
+    }
+    Ok(certs)
+}
+
+/// `--insecure`: any chain and name are accepted; the handshake's
+/// signatures are still verified with the certificate's key.
+#[derive(Debug)]
+struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Where the server's certificate comes from.
+#[derive(Debug, Clone, Default)]
+pub struct ServerTlsSpec {
+    pub version: TlsVersion,
+    /// PEM certificate chain and key (None: generate one at start).
+    pub cert_key: Option<(PathBuf, PathBuf)>,
+    /// Write the (generated or given) certificate here, PEM, for the load
+    /// side's `--cacert`.
+    pub cert_out: Option<PathBuf>,
+}
+
+/// The server's TLS setup and how to trust it.
+#[derive(Clone)]
+pub struct ServerTls {
+    pub config: Arc<rustls::ServerConfig>,
+    /// SHA-256 of the leaf certificate (DER), hex with colons.
+    pub fingerprint: String,
+    /// Whether the certificate was generated at start.
+    pub generated: bool,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("fingerprint", &self.fingerprint)
+            .field("generated", &self.generated)
+            .finish()
+    }
+}
+
+/// Builds the server's TLS config: the given certificate and key, or a
+/// self-signed one for `localhost`, `127.0.0.1` and `listen_ip`.
+pub fn server_config(spec: &ServerTlsSpec, listen_ip: &str) -> Result<ServerTls, TlsSetupError> {
+    let (chain, key, pem, generated) = match &spec.cert_key {
+        Some((cert, key)) => {
+            let chain = read_certs(cert)?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| TlsSetupError::File(key.clone(), format!("no usable key: {e}")))?;
+            let pem = std::fs::read_to_string(cert)
+                .map_err(|e| TlsSetupError::File(cert.clone(), e.to_string()))?;
+            (chain, key, pem, false)
+        }
+        None => {
+            let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+            if !names.iter().any(|n| n == listen_ip) && listen_ip != "0.0.0.0" {
+                names.push(listen_ip.to_owned());
+            }
+            let ck = rcgen::generate_simple_self_signed(names)
+                .map_err(|e| TlsSetupError::Rustls(format!("generating a certificate: {e}")))?;
+            let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der())
+                .map_err(|e| TlsSetupError::Rustls(e.to_string()))?;
+            (vec![ck.cert.der().clone()], key, ck.cert.pem(), true)
+        }
+    };
+    let fingerprint = fingerprint(&chain[0]);
+    if let Some(out) = &spec.cert_out {
+        std::fs::write(out, pem.as_bytes())
+            .map_err(|e| TlsSetupError::File(out.clone(), e.to_string()))?;
+    }
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(spec.version.versions())
+        .map_err(|e| TlsSetupError::Rustls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| TlsSetupError::Rustls(format!("certificate and key: {e}")))?;
+    config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+    config.session_storage = rustls::server::ServerSessionMemoryCache::new(SERVER_SESSIONS);
+    Ok(ServerTls {
+        config: Arc::new(config),
+        fingerprint,
+        generated,
+    })
+}
+
+/// A self-signed certificate and its key, both PEM, for `names` (DNS
+/// names or IP addresses): what `mux serve --tls` makes at start, for a
+/// server of another kind (nginx in the tests and benchmarks).
+pub fn generate_pem(names: Vec<String>) -> Result<(String, String), TlsSetupError> {
+    let ck = rcgen::generate_simple_self_signed(names)
+        .map_err(|e| TlsSetupError::Rustls(format!("generating a certificate: {e}")))?;
+    Ok((ck.cert.pem(), ck.key_pair.serialize_pem()))
+}
+
+/// SHA-256 of a certificate, hex bytes joined by colons (as `openssl x509
+/// -fingerprint -sha256` prints it).
+pub fn fingerprint(der: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, der)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// A socket as rustls's reader and writer (non-blocking: WouldBlock comes
+/// back as such).
+pub struct FdIo(pub RawFd);
+
+impl io::Read for FdIo {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        net::read(self.0, buf)
+    }
+}
+
+impl io::Write for FdIo {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        net::write(self.0, buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a load run's TLS handshakes did.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOut {
+    /// Handshakes completed without resumption (every one of the run,
+    /// warm-up included).
+    pub full: u64,
+    /// Handshakes that resumed a session.
+    pub resumed: u64,
+    /// Handshakes that failed (bad certificate, no common version or
+    /// cipher, wrong ALPN, alert, reset mid-handshake).
+    pub failed: u64,
+    /// The first failure's reason.
+    pub first_error: Option<String>,
+    /// Negotiated on the first completed handshake.
+    pub version: Option<String>,
+    pub cipher: Option<String>,
+    pub alpn: Option<String>,
+    /// Handshake latency from the intended send time of the first request
+    /// the connection carries to the handshake's end, for handshakes
+    /// started for requests of the measured window.
+    pub handshake: LatencyHistogram,
+}
+
+impl TlsOut {
+    pub fn merge(&mut self, o: &TlsOut) {
+        self.full += o.full;
+        self.resumed += o.resumed;
+        self.failed += o.failed;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+        if self.version.is_none() {
+            self.version.clone_from(&o.version);
+            self.cipher.clone_from(&o.cipher);
+            self.alpn.clone_from(&o.alpn);
+        }
+        self.handshake.merge(&o.handshake);
+    }
+
+    /// Counts a completed handshake and notes what it negotiated.
+    pub fn completed(&mut self, c: &rustls::ClientConnection) {
+        match c.handshake_kind() {
+            Some(rustls::HandshakeKind::Resumed) => self.resumed += 1,
+            _ => self.full += 1,
+        }
+        if self.version.is_none() {
+            self.version = c.protocol_version().map(version_name);
+            self.cipher = c
+                .negotiated_cipher_suite()
+                .map(|s| format!("{:?}", s.suite()));
+            self.alpn = Some(match c.alpn_protocol() {
+                Some(p) => String::from_utf8_lossy(p).into_owned(),
+                None => "none".into(),
+            });
+        }
+    }
+
+    /// Counts a failed handshake.
+    pub fn failure(&mut self, why: &str) {
+        self.failed += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(why.to_owned());
+        }
+    }
+
+    /// Why nothing was measured: every handshake failed (None: at least
+    /// one completed, or none was tried).
+    pub fn none_completed(&self) -> Option<String> {
+        if self.full + self.resumed > 0 || self.failed == 0 {
+            return None;
+        }
+        let why = self.first_error.as_deref().unwrap_or("unknown");
+        Some(format!(
+            "not measured, because every TLS handshake failed ({} of {}; first: {why}){}",
+            self.failed,
+            self.failed,
+            hint(why)
+        ))
+    }
+
+    pub fn result(&self) -> TlsResult {
+        TlsResult {
+            handshakes: self.full + self.resumed,
+            full: self.full,
+            resumed: self.resumed,
+            failed: self.failed,
+            first_error: self.first_error.clone(),
+            version: self.version.clone(),
+            cipher: self.cipher.clone(),
+            alpn: self.alpn.clone(),
+            handshake_ns: self.handshake.summary(),
+        }
+    }
+}
+
+/// What to do about a handshake failure, from its reason.
+fn hint(why: &str) -> &'static str {
+    if why.contains("certificate") || why.contains("UnknownIssuer") {
+        ": the server's certificate is not trusted here — give --cacert FILE (the certificate `mux serve --tls --cert-out FILE` wrote), or --insecure for a self-signed server"
+    } else if why.contains("version") || why.contains("ProtocolVersion") {
+        ": no TLS version both sides allow — check --tls-version"
+    } else if why.contains("ALPN") || why.contains("application protocol") {
+        ": the server does not speak http/1.1 over TLS (ALPN)"
+    } else {
+        ""
+    }
+}
+
+/// A rustls version as written in records (`TLSv1.3`).
+fn version_name(v: rustls::ProtocolVersion) -> String {
+    match v {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".into(),
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A run's TLS figures as records carry them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TlsResult {
+    pub handshakes: u64,
+    pub full: u64,
+    pub resumed: u64,
+    pub failed: u64,
+    pub first_error: Option<String>,
+    pub version: Option<String>,
+    pub cipher: Option<String>,
+    pub alpn: Option<String>,
+    /// Handshake latency from the intended start (see [`TlsOut::handshake`]).
+    pub handshake_ns: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_certificate_is_trusted_through_cacert_and_names_localhost() {
+        let dir = std::env::temp_dir().join(format!("cb-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("cert.pem");
+        let s = server_config(
+            &ServerTlsSpec {
+                cert_out: Some(out.clone()),
+                ..Default::default()
+            },
+            "127.0.0.1",
+        )
+        .unwrap();
+        assert!(s.generated);
+        assert_eq!(s.fingerprint.len(), 32 * 3 - 1);
+        let spec = ClientTlsSpec {
+            cacert: Some(out),
+            ..Default::default()
+        };
+        assert!(ClientTls::new(&spec, "localhost").is_ok());
+        let e = ClientTls::new(
+            &ClientTlsSpec {
+                cacert: Some(dir.join("missing.pem")),
+                ..Default::default()
+            },
+            "localhost",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("missing.pem"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn every_handshake_failing_says_not_measured_and_what_to_do() {
+        let mut t = TlsOut::default();
+        assert_eq!(t.none_completed(), None);
+        t.failure("invalid peer certificate: UnknownIssuer");
+        t.failure("invalid peer certificate: UnknownIssuer");
+        let why = t.none_completed().unwrap();
+        assert!(why.starts_with("not measured, because every TLS handshake failed (2 of 2"));
+        assert!(why.contains("--insecure"), "{why}");
+        t.resumed = 1;
+        assert_eq!(t.none_completed(), None);
+    }
+}
