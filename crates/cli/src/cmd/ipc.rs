@@ -390,7 +390,14 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
             // Which wait strategy the run used and why: on stderr, so the
             // seed's stdout stays one CSV line.
             if rep.transport == TransportKind::Shm {
-                eprintln!("# shm wait: {}: {}", rep.wait_strategy, rep.wait_why);
+                let per = |s: f64| s * 1e9 / rep.messages.max(1) as f64;
+                eprintln!(
+                    "# shm wait: {}: {}; CPU per message: server {:.0} ns, client {:.0} ns",
+                    rep.wait_strategy,
+                    rep.wait_why,
+                    per(rep.server_cpu_s),
+                    per(rep.client_cpu_s)
+                );
             }
             // The seed's CSV line is the output; the record goes to the store.
             keep_seed(&[rep.record(&[])]);
