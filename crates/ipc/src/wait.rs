@@ -43,9 +43,10 @@
 //! ns one way, a sleep/wake ~4 µs on one CPU and ~28 µs across the two.
 //! Beside one busy loop per CPU, the two ends pinned apart and spinning
 //! exchange messages whenever both hold their CPUs at once, and sleep
-//! only while one of them is descheduled; a fixed budget instead (5 µs,
-//! an earlier version) either burnt a slice per message or slept through
-//! a 64 KiB stream whose messages take ~5 µs to copy.
+//! only while one of them is descheduled; a fixed spin budget instead
+//! either burns a slice per message or sleeps through
+//! a 64 KiB stream whose messages take ~5 µs to copy (5,300 sleeps and
+//! wake-ups in 30,000 messages with a 5 µs budget).
 //!
 //! Every sleep has a timeout ([`SLEEP_SLICE`]) after which the caller checks
 //! whether the peer closed its end or its process died, so a killed client
