@@ -18,7 +18,7 @@ REPEAT=${1:-5}
 BUSY=${2:-$(nproc)}
 COUNT=${3:-20000}
 cargo build --release -q -p commbench
-CB=$PWD/target/release/commbench
+CB=${CARGO_TARGET_DIR:-$PWD/target}/release/commbench
 BENCH=$PWD/bench
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }

@@ -448,3 +448,96 @@ fn a_sessions_and_clients_sweep_records_every_point_with_cpu_and_context_switche
         assert!(m["cpu_ns_per_op"].as_f64().unwrap() > 0.0, "{m}");
     }
 }
+
+fn metrics_of(args: &[&str]) -> serde_json::Value {
+    let out = cb()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let r = v.get("records").and_then(|r| r.get(0)).unwrap_or(&v);
+    r["metrics"].clone()
+}
+
+#[test]
+fn a_shm_run_says_which_wait_strategy_it_used_and_why() {
+    for clients in ["mt", "mp"] {
+        let m = metrics_of(&[
+            "--no-store",
+            "ipc",
+            "reqres",
+            "--count",
+            "300",
+            "--clients",
+            clients,
+            "--format",
+            "json",
+        ]);
+        let strategy = m["wait_strategy"].as_str().unwrap();
+        assert!(
+            ["adaptive:spin", "adaptive:sleep", "adaptive:spin+sleep"].contains(&strategy),
+            "{m}"
+        );
+        let why = m["wait_why"].as_str().unwrap();
+        // The placement decision with its samples, then the waits' outcome.
+        assert!(why.contains("samples"), "{why}");
+        assert!(why.contains("waits"), "{why}");
+        // Counted on both ends (the mp client through the segment).
+        let waits = m["wait_waits"].as_u64().unwrap();
+        assert!(waits > 0, "{m}");
+        assert_eq!(
+            m["wait_spun"].as_u64().unwrap() + m["wait_slept"].as_u64().unwrap(),
+            waits,
+            "{m}"
+        );
+    }
+    let m = metrics_of(&[
+        "--no-store",
+        "ipc",
+        "stream",
+        "--wait",
+        "block",
+        "--count",
+        "300",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(m["wait_strategy"], "sleep", "{m}");
+    assert!(
+        m["wait_why"].as_str().unwrap().contains("--wait block"),
+        "{m}"
+    );
+    // Kernel transports have no wait strategy.
+    let m = metrics_of(&[
+        "--no-store",
+        "ipc",
+        "reqres",
+        "--transport",
+        "pipe",
+        "--count",
+        "50",
+        "--format",
+        "json",
+    ]);
+    assert!(m.get("wait_strategy").is_none(), "{m}");
+}
+
+#[test]
+fn seed_commands_say_their_wait_strategy_on_stderr_only() {
+    // A stream whose ring never fills may not wait at all ("no waits").
+    for cmd in ["reqres_loop", "data_channel_write"] {
+        cb().args(["--no-store", cmd, "mt", "1", "128", "200"])
+            .assert()
+            .success()
+            .stdout(predicate::str::is_match(r"^1,mt,[^\n]*\n$").unwrap())
+            .stderr(
+                predicate::str::is_match(
+                    r"# shm wait: adaptive(:spin|:sleep|:spin\+sleep)?: .*waits",
+                )
+                .unwrap(),
+            );
+    }
+}

@@ -39,6 +39,10 @@ pub(crate) struct RunResult {
     pub server_cpu_s: f64,
     pub client_cpu_s: f64,
     pub usage: rusage::RunUsage,
+    /// The placement chosen for the run.
+    pub plan: Plan,
+    /// How the shm endpoints waited.
+    pub wait: Option<crate::wait::WaitStats>,
 }
 
 /// A start gate: clients report ready, the main thread opens it (or aborts).
@@ -127,51 +131,126 @@ fn pin(cpus: &Option<CpuList>) -> Result<()> {
     Ok(())
 }
 
-/// Placement of one role of session `s`. Without an explicit `--cpus`,
-/// shm in `block` mode puts a session's server and client on the same CPU
-/// (session s on the s-th allowed CPU, round robin): a futex wake to a
-/// thread parked on the other, idle vCPU costs ~28 µs here against ~4 µs on
-/// the waker's own CPU, and futex wakes carry no "sync" hint that would
-/// let the scheduler co-locate them as it does for pipe wakes.
-pub(crate) fn placement_for(cfg: &IpcConfig, s: u32, server: bool) -> Option<CpuList> {
-    let explicit = if server {
-        &cfg.server_cpus
-    } else {
-        &cfg.client_cpus
-    };
-    if explicit.is_some() {
-        return explicit.clone();
-    }
-    if pairs_colocated(cfg) {
-        let allowed = commbench_core::placement::current_affinity();
-        let cpus = allowed.cpus();
-        if !cpus.is_empty() {
-            return Some(CpuList::from_cpus(vec![cpus[s as usize % cpus.len()]]));
-        }
-    }
-    None
+/// Where a run without `--cpus` puts its threads, decided once per run.
+#[derive(Debug, Clone)]
+pub(crate) enum Layout {
+    /// `--cpus` as given.
+    Asked,
+    /// Not pinned.
+    Free,
+    /// Each session's two ends on one CPU of the list (round robin).
+    Pair(CpuList),
+    /// Each session's server and client on different CPUs of the list.
+    Apart(CpuList),
 }
 
-/// Does this run co-locate each session's pair (see [`placement_for`])?
-/// `block` always; `adaptive` when the run has more threads than CPUs (it
-/// then never spins, so it is `block` in all but name: measured with 4
-/// sessions here, co-located ~210k msgs/s against ~60-95k unplaced), or
-/// when other work already takes the CPUs the run would need (one session
-/// beside two busy loops on 2 vCPUs, 3 interleaved rounds at 0 B, 128 B and
-/// 1 KiB, mt and mp: shm CPU per message 3.2-4.4 µs co-located against
-/// 3.6-7.5 µs unplaced, lower in all six cases).
-pub(crate) fn pairs_colocated(cfg: &IpcConfig) -> bool {
-    // Our own threads, or those plus what the machine already runs: with
-    // every core taken by other work, a pair on two CPUs pays a cross-CPU
-    // wake-up per message that a pair on one CPU does not.
-    let busy = commbench_core::rusage::runnable_threads().saturating_sub(1) as usize;
-    let oversubscribed = threads_of(cfg) > crate::wait::affinity_cpus()
-        || busy + threads_of(cfg) as usize > commbench_core::rusage::online_cpus();
-    cfg.transport == TransportKind::Shm
-        && (cfg.wait == crate::WaitPolicy::Block
-            || (cfg.wait == crate::WaitPolicy::Adaptive && oversubscribed))
-        && cfg.server_cpus.is_none()
-        && cfg.client_cpus.is_none()
+/// A run's placement and why it was chosen.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub layout: Layout,
+    pub why: String,
+}
+
+/// Load samples taken before a run to choose its placement, and their
+/// spacing: a majority of five over a millisecond, not one sample (one
+/// sample taken while other threads start up decided whole runs before).
+const PLAN_SAMPLES: u32 = 5;
+const PLAN_SAMPLE_GAP: Duration = Duration::from_micros(200);
+
+/// Choose the run's placement. `block` shares a CPU per session: a
+/// wake-up on the other, idle vCPU costs ~28 µs here against ~4 µs on the
+/// waker's own. `adaptive` shares a CPU per session when the run has more
+/// threads than CPUs (it then never spins; measured with 4 sessions here,
+/// co-located ~210k msgs/s against ~60-95k unplaced); when other work
+/// fills the machine it puts each session's server and client on
+/// different CPUs, where they spin while both hold their CPUs and sleep
+/// while one is descheduled (one session beside two busy loops on 2
+/// vCPUs: see docs/ipc.md; sharing a CPU there left it at a pipe's rate,
+/// since every message then costs a sleep and a wake-up); otherwise it
+/// leaves placement to the scheduler.
+pub(crate) fn plan(cfg: &IpcConfig) -> Plan {
+    let free = |why: &str| Plan {
+        layout: Layout::Free,
+        why: why.into(),
+    };
+    if cfg.server_cpus.is_some() || cfg.client_cpus.is_some() {
+        return Plan {
+            layout: Layout::Asked,
+            why: "placement as asked".into(),
+        };
+    }
+    if cfg.transport != TransportKind::Shm || cfg.wait == crate::WaitPolicy::Spin {
+        return free("placement left to the scheduler");
+    }
+    let allowed = commbench_core::placement::current_affinity();
+    let n = allowed.cpus().len().max(1) as u32;
+    let threads = threads_of(cfg);
+    if cfg.wait == crate::WaitPolicy::Block {
+        return Plan {
+            layout: Layout::Pair(allowed),
+            why: "each session's two ends on one CPU".into(),
+        };
+    }
+    if threads > n {
+        return Plan {
+            layout: Layout::Pair(allowed),
+            why: format!(
+                "{threads} threads on {n} CPUs: each session's two ends on one CPU, sleeping"
+            ),
+        };
+    }
+    let mut h = crate::wait::LoadHistory::default();
+    for i in 0..PLAN_SAMPLES {
+        if i > 0 {
+            std::thread::sleep(PLAN_SAMPLE_GAP);
+        }
+        h.push(crate::wait::machine_full(threads));
+    }
+    let seen = format!(
+        "runnable threads above the CPUs in {} of {} samples",
+        h.busy_samples(),
+        h.len()
+    );
+    if h.busy() && n >= 2 {
+        Plan {
+            layout: Layout::Apart(allowed),
+            why: format!("machine busy ({seen}): server and client on different CPUs"),
+        }
+    } else {
+        free(&format!("machine has room ({seen})"))
+    }
+}
+
+/// Placement of one role of session `s` under `plan`.
+pub(crate) fn placement_for(cfg: &IpcConfig, plan: &Plan, s: u32, server: bool) -> Option<CpuList> {
+    let one = |cpus: &[usize], i: usize| {
+        (!cpus.is_empty()).then(|| CpuList::from_cpus(vec![cpus[i % cpus.len()]]))
+    };
+    match &plan.layout {
+        Layout::Asked => {
+            if server {
+                cfg.server_cpus.clone()
+            } else {
+                cfg.client_cpus.clone()
+            }
+        }
+        Layout::Free => None,
+        Layout::Pair(allowed) => one(allowed.cpus(), s as usize),
+        Layout::Apart(allowed) => one(allowed.cpus(), 2 * s as usize + usize::from(!server)),
+    }
+}
+
+/// The placement a report shows for one role: as asked, "-", or the
+/// run's own choice ("pair:LIST", "apart:LIST").
+pub(crate) fn applied(plan: &Plan, asked: &Option<CpuList>) -> String {
+    match &plan.layout {
+        Layout::Pair(l) => format!("pair:{l}"),
+        Layout::Apart(l) => format!("apart:{l}"),
+        _ => asked
+            .as_ref()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "-".into()),
+    }
 }
 
 fn threads_of(cfg: &IpcConfig) -> u32 {
@@ -186,6 +265,7 @@ enum Done {
 
 fn spawn_servers(
     cfg: &IpcConfig,
+    plan: &Plan,
     eps: Vec<transport::Endpoint>,
     abort: &Arc<AtomicBool>,
     events: &mpsc::Sender<Done>,
@@ -193,7 +273,7 @@ fn spawn_servers(
     let mut v = Vec::with_capacity(eps.len());
     for (s, ep) in eps.into_iter().enumerate() {
         let spec = spec_for(cfg, s as u32);
-        let cpus = placement_for(cfg, s as u32, true);
+        let cpus = placement_for(cfg, plan, s as u32, true);
         let abort = abort.clone();
         let events = events.clone();
         let h = std::thread::Builder::new()
@@ -273,21 +353,31 @@ pub(crate) fn run_once(cfg: &IpcConfig) -> Result<RunResult> {
     // the first client's measured run while its server spins (it added
     // ~50 ms and the server's spinning to every run's time and CPU).
     let _ = clock::tsc();
+    let plan = plan(cfg);
     let meter = RunMeter::start();
     let opts = ListenOptions {
         sessions: cfg.sessions,
         ring_bytes: cfg.ring_bytes,
         wait: cfg.wait,
         threads: threads_of(cfg),
+        cpus: crate::wait::affinity_cpus(),
+        apart: matches!(plan.layout, Layout::Apart(_)),
     };
     let t = transport::listen(cfg.transport, &opts)?;
     match cfg.clients {
-        Clients::Mt => run_mt(cfg, t, meter),
-        Clients::Mp => run_mp(cfg, t, meter),
+        Clients::Mt => run_mt(cfg, plan, t, meter),
+        Clients::Mp => run_mp(cfg, plan, t, meter),
     }
 }
 
-fn finish(cfg: &IpcConfig, c: Collected, t0: u64, meter: RunMeter) -> Result<RunResult> {
+fn finish(
+    cfg: &IpcConfig,
+    plan: Plan,
+    t: &dyn transport::Transport,
+    c: Collected,
+    t0: u64,
+    meter: RunMeter,
+) -> Result<RunResult> {
     let elapsed_ns = clock::now_ns().saturating_sub(t0);
     if let Some(e) = c.err {
         return Err(e);
@@ -299,11 +389,14 @@ fn finish(cfg: &IpcConfig, c: Collected, t0: u64, meter: RunMeter) -> Result<Run
         server_cpu_s: c.server_cpu,
         client_cpu_s: c.client_cpu,
         usage: meter.finish_with_threads(total, threads_of(cfg) as u64),
+        plan,
+        wait: t.wait_stats(),
     })
 }
 
 fn run_mt(
     cfg: &IpcConfig,
+    plan: Plan,
     mut t: Box<dyn transport::Transport>,
     meter: RunMeter,
 ) -> Result<RunResult> {
@@ -314,7 +407,7 @@ fn run_mt(
     let mut handles = Vec::new();
     for s in 0..cfg.sessions {
         let spec = spec_for(cfg, s);
-        let cpus = placement_for(cfg, s, false);
+        let cpus = placement_for(cfg, &plan, s, false);
         let gate = gate.clone();
         let addr = t.client_address(s);
         let token = t.client_token();
@@ -348,7 +441,7 @@ fn run_mt(
         }
     };
     let t: Arc<dyn transport::Transport> = Arc::from(t);
-    handles.extend(spawn_servers(cfg, eps, &abort, &etx)?);
+    handles.extend(spawn_servers(cfg, &plan, eps, &abort, &etx)?);
     drop(etx);
     if !gate.wait_ready(cfg.sessions, crate::stream::ACCEPT_TIMEOUT) {
         gate.open(false);
@@ -361,7 +454,7 @@ fn run_mt(
     for h in handles {
         let _ = h.join();
     }
-    finish(cfg, c, t0, meter)
+    finish(cfg, plan, t.as_ref(), c, t0, meter)
 }
 
 /// Kills still-running children on early return.
@@ -378,6 +471,7 @@ impl Drop for Children {
 
 fn child_command(
     cfg: &IpcConfig,
+    plan: &Plan,
     kind: TransportKind,
     addr: &str,
     token: Option<&str>,
@@ -406,7 +500,7 @@ fn child_command(
     if spec.latency {
         c.arg("--latency");
     }
-    if let Some(cpus) = &placement_for(cfg, s, false) {
+    if let Some(cpus) = &placement_for(cfg, plan, s, false) {
         c.args(["--cpus", &cpus.to_string()]);
     }
     c.stdin(Stdio::piped())
@@ -417,6 +511,7 @@ fn child_command(
 
 fn run_mp(
     cfg: &IpcConfig,
+    plan: Plan,
     mut t: Box<dyn transport::Transport>,
     meter: RunMeter,
 ) -> Result<RunResult> {
@@ -427,6 +522,7 @@ fn run_mp(
     for s in 0..cfg.sessions {
         let mut cmd = child_command(
             cfg,
+            &plan,
             kind,
             &t.client_address(s),
             t.client_token().as_deref(),
@@ -442,7 +538,7 @@ fn run_mp(
     }
     let eps = t.accept_all()?;
     let t: Arc<dyn transport::Transport> = Arc::from(t);
-    let mut handles = spawn_servers(cfg, eps, &abort, &etx)?;
+    let mut handles = spawn_servers(cfg, &plan, eps, &abort, &etx)?;
     // Every child says "ready" once connected.
     let mut readers = Vec::new();
     for (s, c) in children.0.iter_mut().enumerate() {
@@ -514,5 +610,5 @@ fn run_mp(
     for h in handles {
         let _ = h.join();
     }
-    finish(cfg, c, t0, meter)
+    finish(cfg, plan, t.as_ref(), c, t0, meter)
 }

@@ -204,6 +204,14 @@ pub struct IpcReport {
     pub client_cpus: String,
     /// The server's busy-wait per request (ns; 0: none).
     pub extra_work_ns: u64,
+    /// How the shm endpoints waited: counts by outcome (None for the
+    /// kernel transports).
+    pub wait_stats: Option<wait::WaitStats>,
+    /// The wait strategy the run used, in a word ("spin", "sleep",
+    /// "spin+sleep"; "-" for the kernel transports).
+    pub wait_strategy: String,
+    /// Why: the placement decision and the waits' outcomes.
+    pub wait_why: String,
 }
 
 impl IpcReport {
@@ -244,6 +252,15 @@ impl IpcReport {
         if self.extra_work_ns > 0 {
             r.push_param("extra_work_ns", self.extra_work_ns);
         }
+        if self.transport == TransportKind::Shm {
+            r.push_metric("wait_strategy", self.wait_strategy.as_str());
+            r.push_metric("wait_why", self.wait_why.as_str());
+            if let Some(w) = &self.wait_stats {
+                r.push_metric("wait_waits", w.waits);
+                r.push_metric("wait_spun", w.spun);
+                r.push_metric("wait_slept", w.sleeps());
+            }
+        }
         for (k, v) in extra {
             r.push_param(k, v.clone());
         }
@@ -268,29 +285,55 @@ impl IpcReport {
 }
 
 /// The placement that identifies a test: the one asked for, "-" when the
-/// run chose it (`pair:LIST`).
+/// run chose it (`pair:LIST`, `apart:LIST`).
 fn identity_cpus(applied: &str) -> &str {
-    if applied.starts_with("pair:") {
+    if applied.starts_with("pair:") || applied.starts_with("apart:") {
         "-"
     } else {
         applied
     }
 }
 
-fn applied(cfg: &IpcConfig, c: &Option<CpuList>) -> String {
-    if bench::pairs_colocated(cfg) {
-        let allowed = commbench_core::placement::current_affinity();
-        return format!("pair:{allowed}");
+/// The strategy in a word and why, from the run's placement and its
+/// endpoints' wait counts.
+fn strategy(cfg: &IpcConfig, plan: &bench::Plan, w: Option<&wait::WaitStats>) -> (String, String) {
+    if cfg.transport != TransportKind::Shm {
+        return ("-".into(), String::new());
     }
-    c.as_ref()
-        .map(|c| c.to_string())
-        .unwrap_or_else(|| "-".into())
+    let Some(w) = w.filter(|w| w.waits > 0 || cfg.wait != WaitPolicy::Adaptive) else {
+        return (cfg.wait.as_str().into(), format!("{}; no waits", plan.why));
+    };
+    match cfg.wait {
+        WaitPolicy::Spin => (
+            "spin".into(),
+            "--wait spin: busy-polls, never sleeps".into(),
+        ),
+        WaitPolicy::Block => (
+            "sleep".into(),
+            format!("--wait block: sleeps at once; {}", plan.why),
+        ),
+        WaitPolicy::Adaptive => {
+            let share = w.spun as f64 / w.waits.max(1) as f64;
+            let word = if share >= 0.9 {
+                "spin"
+            } else if share <= 0.1 {
+                "sleep"
+            } else {
+                "spin+sleep"
+            };
+            (
+                format!("adaptive:{word}"),
+                format!("{}; {}", plan.why, w.describe()),
+            )
+        }
+    }
 }
 
 /// Run one configuration without recording it.
 pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
     cfg.validate()?;
     let r = bench::run_once(cfg)?;
+    let (wait_strategy, wait_why) = strategy(cfg, &r.plan, r.wait.as_ref());
     let messages = cfg.messages();
     let (_, msgs_per_s, gib_per_s) = compat::rates(messages, cfg.size, r.elapsed_ns);
     Ok(IpcReport {
@@ -309,9 +352,12 @@ pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
         server_cpu_s: r.server_cpu_s,
         client_cpu_s: r.client_cpu_s,
         usage: r.usage,
-        server_cpus: applied(cfg, &cfg.server_cpus),
-        client_cpus: applied(cfg, &cfg.client_cpus),
+        server_cpus: bench::applied(&r.plan, &cfg.server_cpus),
+        client_cpus: bench::applied(&r.plan, &cfg.client_cpus),
         extra_work_ns: cfg.extra_work_ns,
+        wait_stats: r.wait,
+        wait_strategy,
+        wait_why,
     })
 }
 

@@ -23,8 +23,7 @@ use std::sync::Arc;
 
 use crate::error::{IpcError, Result};
 use crate::frame::{Header, HEADER_LEN};
-use crate::wait::{self, Adapt, Awake, WaitPolicy, Waited};
-use std::sync::atomic::AtomicBool;
+use crate::wait::{self, Adapt, Awake, Beat, Parties, Presence, SharedStats, WaitPolicy, Waited};
 
 /// Bytes reserved for a ring's header (one page so the data is page aligned).
 pub const RING_HEADER_BYTES: usize = 4096;
@@ -57,10 +56,14 @@ pub struct RingHeader {
     head: Line<AtomicU64>,
     tail: Line<AtomicU64>,
     ctl: Line<Control>,
+    /// The producer's and the consumer's beats ([`crate::wait`]), each on
+    /// its own line: written only while its owner waits.
+    prod_beat: Line<Beat>,
+    cons_beat: Line<Beat>,
 }
 
 const _: () = assert!(std::mem::size_of::<RingHeader>() <= RING_HEADER_BYTES);
-const _: () = assert!(std::mem::size_of::<RingHeader>() == 384);
+const _: () = assert!(std::mem::size_of::<RingHeader>() == 640);
 
 /// Something that keeps the shared memory mapped (the segment).
 pub trait Backing: Send + Sync {}
@@ -74,6 +77,10 @@ pub struct RingRef {
     pub(crate) sleeping: *const AtomicU32,
     pub(crate) threads: u32,
     pub(crate) cpus: u32,
+    /// The run placed each session's two ends on different CPUs.
+    pub(crate) apart: bool,
+    /// The run's wait counters (segment header).
+    pub(crate) stats: *const SharedStats,
     pub(crate) policy: WaitPolicy,
     /// Doorbells for sleeping (absent in `spin` mode).
     pub(crate) bells: Option<Arc<crate::bell::RingBells>>,
@@ -105,7 +112,26 @@ impl RingRef {
             sleeping: unsafe { &*self.sleeping },
             threads: self.threads,
             cpus: self.cpus,
+            apart: self.apart,
         }
+    }
+
+    /// The producer's beat (written by the producer's thread).
+    pub(crate) fn prod_beat(&self) -> *const Beat {
+        &self.h().prod_beat.0
+    }
+
+    /// The consumer's beat (written by the consumer's thread).
+    pub(crate) fn cons_beat(&self) -> *const Beat {
+        &self.h().cons_beat.0
+    }
+
+    /// Add an endpoint half's wait counts to the run's.
+    #[allow(unsafe_code)]
+    fn flush_stats(&self, adapt: &mut Adapt) {
+        // SAFETY: points into the segment header held alive by `backing`.
+        unsafe { &*self.stats }.add(&adapt.stats);
+        adapt.stats = Default::default();
     }
 
     /// Initialise a fresh (zeroed) ring header.
@@ -117,7 +143,10 @@ impl RingRef {
         h.ctl.0.data_sleep.store(0, Ordering::Relaxed);
         h.ctl.0.space_sleep.store(0, Ordering::Relaxed);
         h.ctl.0.producer_pid.store(0, Ordering::Relaxed);
-        h.ctl.0.consumer_pid.store(0, Ordering::Release);
+        h.ctl.0.consumer_pid.store(0, Ordering::Relaxed);
+        h.prod_beat.0.reset();
+        h.cons_beat.0.reset();
+        std::sync::atomic::fence(Ordering::Release);
     }
 
     /// Mark the ring aborted (its client died) and wake both sides.
@@ -222,13 +251,14 @@ pub struct RingTx {
     cached_tail: u64,
     chunk: u64,
     adapt: Adapt,
-    /// Shared with the endpoint's other half: "we just woke our peer".
-    woke: Arc<AtomicBool>,
+    /// Shared with the endpoint's other half: our beats and "we just
+    /// woke our peer".
+    me: Arc<Presence>,
 }
 
 impl RingTx {
     /// Attach as the producer.
-    pub(crate) fn new(r: RingRef, woke: Arc<AtomicBool>) -> RingTx {
+    pub(crate) fn new(r: RingRef, me: Arc<Presence>) -> RingTx {
         let h = r.h();
         h.ctl
             .0
@@ -244,7 +274,7 @@ impl RingTx {
             cached_tail: tail,
             chunk,
             adapt: Adapt::default(),
-            woke,
+            me,
         }
     }
 
@@ -255,7 +285,7 @@ impl RingTx {
             h.head.0.store(self.head, Ordering::Release);
             self.published = self.head;
             if wait::notify(self.r.policy, &h.ctl.0.data_sleep, self.r.data_bell_w()) {
-                self.woke.store(true, Ordering::Relaxed);
+                self.me.woke.store(true, Ordering::Relaxed);
             }
         }
     }
@@ -273,18 +303,22 @@ impl RingTx {
                     let head = self.head;
                     let mut seen = self.cached_tail;
                     let r = &self.r;
-                    let woke = self.woke.swap(false, Ordering::Relaxed);
+                    let parties = Parties {
+                        awake: r.awake(),
+                        sleep_flag: &h.ctl.0.space_sleep,
+                        bell: r.space_bell_r(),
+                        peer: &h.cons_beat.0,
+                        me: &self.me,
+                    };
                     let w = wait::wait_for(
                         r.policy,
-                        &r.awake(),
+                        &parties,
                         &mut self.adapt,
-                        woke,
-                        &h.ctl.0.space_sleep,
-                        r.space_bell_r(),
                         || {
                             seen = h.tail.0.load(Ordering::Acquire);
                             head - seen < cap
                         },
+                        || h.tail.0.load(Ordering::Relaxed),
                         || r.peer_gone(CONSUMER_CLOSED, &h.ctl.0.consumer_pid),
                     );
                     self.cached_tail = seen;
@@ -322,6 +356,7 @@ impl RingTx {
 impl Drop for RingTx {
     fn drop(&mut self) {
         self.publish();
+        self.r.flush_stats(&mut self.adapt);
         self.r.close(PRODUCER_CLOSED);
     }
 }
@@ -334,13 +369,14 @@ pub struct RingRx {
     cached_head: u64,
     chunk: u64,
     adapt: Adapt,
-    /// Shared with the endpoint's other half: "we just woke our peer".
-    woke: Arc<AtomicBool>,
+    /// Shared with the endpoint's other half: our beats and "we just
+    /// woke our peer".
+    me: Arc<Presence>,
 }
 
 impl RingRx {
     /// Attach as the consumer.
-    pub(crate) fn new(r: RingRef, woke: Arc<AtomicBool>) -> RingRx {
+    pub(crate) fn new(r: RingRef, me: Arc<Presence>) -> RingRx {
         let h = r.h();
         h.ctl
             .0
@@ -356,7 +392,7 @@ impl RingRx {
             cached_head: head,
             chunk,
             adapt: Adapt::default(),
-            woke,
+            me,
         }
     }
 
@@ -367,7 +403,7 @@ impl RingRx {
             h.tail.0.store(self.tail, Ordering::Release);
             self.released = self.tail;
             if wait::notify(self.r.policy, &h.ctl.0.space_sleep, self.r.space_bell_w()) {
-                self.woke.store(true, Ordering::Relaxed);
+                self.me.woke.store(true, Ordering::Relaxed);
             }
         }
     }
@@ -384,18 +420,22 @@ impl RingRx {
                     let tail = self.tail;
                     let mut seen = self.cached_head;
                     let r = &self.r;
-                    let woke = self.woke.swap(false, Ordering::Relaxed);
+                    let parties = Parties {
+                        awake: r.awake(),
+                        sleep_flag: &h.ctl.0.data_sleep,
+                        bell: r.data_bell_r(),
+                        peer: &h.prod_beat.0,
+                        me: &self.me,
+                    };
                     let w = wait::wait_for(
                         r.policy,
-                        &r.awake(),
+                        &parties,
                         &mut self.adapt,
-                        woke,
-                        &h.ctl.0.data_sleep,
-                        r.data_bell_r(),
                         || {
                             seen = h.head.0.load(Ordering::Acquire);
                             seen != tail
                         },
+                        || h.head.0.load(Ordering::Relaxed),
                         || r.peer_gone(PRODUCER_CLOSED, &h.ctl.0.producer_pid),
                     );
                     self.cached_head = seen;
@@ -443,6 +483,7 @@ impl RingRx {
 impl Drop for RingRx {
     fn drop(&mut self) {
         self.release();
+        self.r.flush_stats(&mut self.adapt);
         self.r.close(CONSUMER_CLOSED);
     }
 }

@@ -21,7 +21,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::bell::{self, Bell, RingBells};
@@ -29,10 +29,10 @@ use crate::error::{IpcError, Result};
 use crate::frame::Header;
 use crate::ring::{Backing, RingRef, RingRx, RingTx, RING_HEADER_BYTES};
 use crate::transport::{Endpoint, ListenOptions, MsgRx, MsgTx, Transport, TransportKind};
-use crate::wait::{affinity_cpus, WaitPolicy};
+use crate::wait::{Presence, SharedStats, WaitPolicy, WaitStats};
 
 const MAGIC: u64 = 0x636f_6d6d_6970_6331; // "commipc1"
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const SEG_HEADER_BYTES: usize = 4096;
 /// Default ring size per direction.
 pub const DEFAULT_RING_BYTES: usize = 1 << 20;
@@ -49,7 +49,10 @@ struct SegHeader {
     owner_pid: AtomicU32,
     policy: AtomicU32,
     threads: AtomicU32,
+    cpus: AtomicU32,
+    apart: AtomicU32,
     sleeping: Line<AtomicU32>,
+    stats: Line<SharedStats>,
 }
 
 const _: () = assert!(std::mem::size_of::<SegHeader>() <= SEG_HEADER_BYTES);
@@ -199,7 +202,9 @@ fn ring_ref(view: &Arc<View>, index: usize, bells: Option<Arc<RingBells>>) -> Ri
         cap: ring_bytes as u64,
         sleeping: &h.sleeping.0 as *const AtomicU32,
         threads: h.threads.load(Ordering::Relaxed),
-        cpus: affinity_cpus(),
+        cpus: h.cpus.load(Ordering::Relaxed).max(1),
+        apart: h.apart.load(Ordering::Relaxed) != 0,
+        stats: &h.stats.0 as *const SharedStats,
         policy: WaitPolicy::from_code(h.policy.load(Ordering::Relaxed)).unwrap_or_default(),
         bells,
         _backing: backing,
@@ -292,6 +297,8 @@ impl ShmTransport {
         h.owner_pid.store(std::process::id(), Ordering::Relaxed);
         h.policy.store(opts.wait.code(), Ordering::Relaxed);
         h.threads.store(opts.threads.max(1), Ordering::Relaxed);
+        h.cpus.store(opts.cpus.max(1), Ordering::Relaxed);
+        h.apart.store(opts.apart as u32, Ordering::Relaxed);
         h.sleeping.0.store(0, Ordering::Relaxed);
         for i in 0..2 * opts.sessions as usize {
             ring_ref(&map, i, None).init();
@@ -390,19 +397,23 @@ impl Transport for ShmTransport {
     fn accept_all(&mut self) -> Result<Vec<Endpoint>> {
         Ok((0..self.sessions as usize)
             .map(|s| {
-                let woke = Arc::new(AtomicBool::new(false));
+                let req = ring_ref(&self.map, 2 * s, self.bells_of(2 * s));
+                let resp = ring_ref(&self.map, 2 * s + 1, self.bells_of(2 * s + 1));
+                // The server consumes requests and produces responses.
+                let me = Arc::new(Presence::new(
+                    [req.cons_beat(), resp.prod_beat()],
+                    self.map.clone(),
+                ));
                 Endpoint {
-                    tx: Box::new(ShmTx(RingTx::new(
-                        ring_ref(&self.map, 2 * s + 1, self.bells_of(2 * s + 1)),
-                        woke.clone(),
-                    ))),
-                    rx: Box::new(ShmRx(RingRx::new(
-                        ring_ref(&self.map, 2 * s, self.bells_of(2 * s)),
-                        woke,
-                    ))),
+                    tx: Box::new(ShmTx(RingTx::new(resp, me.clone()))),
+                    rx: Box::new(ShmRx(RingRx::new(req, me))),
                 }
             })
             .collect())
+    }
+
+    fn wait_stats(&self) -> Option<WaitStats> {
+        Some(self.map.header().stats.0.read())
     }
 
     fn abort_session(&self, session: u32) {
@@ -506,15 +517,15 @@ pub fn connect(address: &str, session: u32) -> Result<Endpoint> {
         ring_bytes,
         _maps: vec![hmap, rmap],
     });
-    let woke = Arc::new(AtomicBool::new(false));
+    let req = ring_ref(&map, 2 * s, req_bells);
+    let resp = ring_ref(&map, 2 * s + 1, resp_bells);
+    // The client produces requests and consumes responses.
+    let me = Arc::new(Presence::new(
+        [req.prod_beat(), resp.cons_beat()],
+        map.clone(),
+    ));
     Ok(Endpoint {
-        tx: Box::new(ShmTx(RingTx::new(
-            ring_ref(&map, 2 * s, req_bells),
-            woke.clone(),
-        ))),
-        rx: Box::new(ShmRx(RingRx::new(
-            ring_ref(&map, 2 * s + 1, resp_bells),
-            woke,
-        ))),
+        tx: Box::new(ShmTx(RingTx::new(req, me.clone()))),
+        rx: Box::new(ShmRx(RingRx::new(resp, me))),
     })
 }

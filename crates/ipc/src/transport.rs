@@ -54,6 +54,11 @@ pub trait Transport: Send + Sync {
     /// Server ends of every session, in session order. Waits (bounded) for
     /// the clients to connect where the transport needs it.
     fn accept_all(&mut self) -> Result<Vec<Endpoint>>;
+    /// How the run's endpoints waited (shm: counts summed over every
+    /// endpoint that has been dropped, clients' processes included).
+    fn wait_stats(&self) -> Option<crate::wait::WaitStats> {
+        None
+    }
     /// A session's client is known dead: make its server end fail promptly.
     fn abort_session(&self, session: u32);
     /// The run's secret a client must present (tcp), hex; None when the
@@ -80,6 +85,11 @@ pub struct ListenOptions {
     /// Threads the whole run uses (server and clients), for the adaptive
     /// policy's "is a core free for the peer" test.
     pub threads: u32,
+    /// CPUs the run may use (for the same test).
+    pub cpus: u32,
+    /// The run places each session's server and client on different CPUs
+    /// (the adaptive policy may then spin while it wakes its peer).
+    pub apart: bool,
 }
 
 /// The four transports.

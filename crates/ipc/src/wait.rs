@@ -1,64 +1,84 @@
 //! How a shm endpoint waits for its peer: `spin`, `block` or `adaptive`.
 //!
 //! * `spin` busy-polls the ring index (with a pause hint) and never sleeps.
-//!   Fastest when each thread owns a CPU (round trip p50 260 ns at 128 B
-//!   here); catastrophic when two spinners share one CPU (~82 round
-//!   trips/s), so it is never the default.
+//!   Fastest when each thread owns a CPU; catastrophic when two spinners
+//!   share one CPU (~82 round trips/s here), so it is never the default.
 //! * `block` sleeps at once. The peer rings the sleeper's doorbell
 //!   ([`crate::bell`]) only when it sees the sleeper's flag set (a Dekker
 //!   handshake: flag store, full fence, index re-check on the sleeper's side;
 //!   index store, full fence, flag load on the peer's side), so a run where
 //!   nobody sleeps makes no system calls. Without `--cpus`, each session's
-//!   two ends are placed on one CPU (round robin over the allowed CPUs): a
-//!   wake-up on the other, idle vCPU costs ~28 µs here against ~4 µs on the
-//!   waker's own.
-//! * `adaptive` (default) spins for at most [`ADAPTIVE_SPIN`], and only
-//!   while a core is free for the peer: the run's awake threads (threads
-//!   started minus sleepers, counted in the segment) fit in our affinity
-//!   mask, the machine's run queue (`procs_running`, sampled every 20 ms)
-//!   has no more runnable threads than CPUs. When our last notify had to
-//!   wake the peer, it is off-CPU for a wake-up latency, so the budget is
-//!   [`ADAPTIVE_SPIN_AFTER_WAKE`] instead: long enough to cover that wake,
-//!   so that the peer's answer finds us spinning and the next hand-off
-//!   needs no wake at all. (Not spinning then, as an earlier version did,
-//!   locks a ping-pong into sleep/wake on both sides for good: measured on
-//!   idle cores, 27.8 k msgs/s with p50 72 µs at 128 B — below the pipe's
-//!   28.9 k — against 5.1 M msgs/s for `spin`.) A spin that runs out backs
-//!   off exponentially (2, 4, ... 1024 waits without spinning). Otherwise it sleeps like `block`; and when the run
-//!   has more threads than CPUs it co-locates each session's pair as
-//!   `block` does.
+//!   two ends are placed on one CPU.
+//! * `adaptive` (default) spins only while the peer is on a CPU, the way
+//!   the kernel's optimistic spinning spins only while a lock's owner runs.
+//!   Every endpoint publishes a *beat* in the ring header: the TSC and its
+//!   CPU, stored every 64 spins while it waits, when it wakes, and an
+//!   "asleep" mark before it sleeps. A waiter reads its peer's beat every
+//!   64 spins and [`decide`]s from it:
+//!   - a beat fresher than [`PEER_FRESH`] from another CPU: the peer is
+//!     running → spin (up to [`MAX_SPIN`] in one wait);
+//!   - the same, from the CPU we run on: the peer was preempted by us →
+//!     sleep, since spinning would keep it off its CPU;
+//!   - an awake peer without a fresh beat (it works, or it lost its CPU):
+//!     spin for at most [`PEER_GRACE`] of no progress, then sleep — a peer
+//!     descheduled by other work costs one grace period per preemption,
+//!     not a time slice per message;
+//!   - an asleep peer: sleep, unless our own notify just woke it and it
+//!     has a CPU of its own to wake up on (the run's ends are placed on
+//!     different CPUs, or the machine's run queue has room): then spin
+//!     [`WAKE_SPIN`], long enough to cover a cross-CPU wake-up (~28 µs
+//!     here), so the ping-pong returns to spinning instead of waking on
+//!     every message;
+//!   - more awake threads in the run than CPUs (e.g. 4 sessions on 2
+//!     CPUs): never spin.
 //!
-//! Why these numbers (2-vCPU VM, see the ipc section of the README for the
-//! runs): a spinning hand-off costs ~80 ns one way; a sleep/wake ~4 µs on
-//! one CPU and ~28 µs across the two. A spin budget near the cross-CPU wake
-//! cost (the 2-competitive rule) would burn a whole wake's worth of CPU
-//! every time the peer has been descheduled — common on this shared
-//! machine, whose load average sat at 10–12 during development — so the
-//! budget is 5 µs: it covers an echo of several KiB in flight, and a wrong
-//! guess costs less than the wake it tries to avoid. With more awake
-//! threads than CPUs (4 sessions = 8 threads on 2 CPUs) nobody spins, which
-//! keeps the oversubscribed sweep sane.
+//!   How busy the machine is comes from a history of the kernel's count
+//!   of runnable threads (`/proc/loadavg`), sampled at most every
+//!   [`LOAD_SAMPLE_EVERY`]; the verdict is the majority of the last eight
+//!   samples, never one sample. Every wait is counted by outcome (spun to
+//!   success, or slept and why) and the run reports the counts
+//!   ([`WaitStats`]).
+//!
+//! Why (2-vCPU VM, figures in docs/ipc.md): a spinning hand-off costs ~80
+//! ns one way, a sleep/wake ~4 µs on one CPU and ~28 µs across the two.
+//! Beside one busy loop per CPU, the two ends pinned apart and spinning
+//! exchange messages whenever both hold their CPUs at once, and sleep
+//! only while one of them is descheduled; a fixed spin budget instead
+//! either burns a slice per message or sleeps through
+//! a 64 KiB stream whose messages take ~5 µs to copy (5,300 sleeps and
+//! wake-ups in 30,000 messages with a 5 µs budget).
 //!
 //! Every sleep has a timeout ([`SLEEP_SLICE`]) after which the caller checks
 //! whether the peer closed its end or its process died, so a killed client
 //! turns into an error, never a hang.
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::futex;
 
-/// The longest an adaptive waiter spins before sleeping.
-pub const ADAPTIVE_SPIN: Duration = Duration::from_micros(5);
-/// The adaptive spin budget right after waking the peer: above the
-/// cross-CPU wake-up latency (~28 µs here) plus a small echo, so the
-/// ping-pong returns to spinning instead of waking on every message.
-pub const ADAPTIVE_SPIN_AFTER_WAKE: Duration = Duration::from_micros(50);
-/// Longest single futex sleep before re-checking the peer's liveness.
+/// A peer's beat at most this old means it is spinning on a CPU (a
+/// spinning endpoint beats every 64 spins, about every microsecond).
+pub const PEER_FRESH: Duration = Duration::from_micros(10);
+/// How long a waiter spins for an awake peer that does not beat (it is
+/// working — a 64 KiB message takes ~5 µs to copy here, a 256 KiB ring
+/// chunk ~20 µs — or it lost its CPU) before it sleeps.
+pub const PEER_GRACE: Duration = Duration::from_micros(50);
+/// How long a waiter spins after its own notify woke the peer: above the
+/// cross-CPU wake-up latency (~28 µs here) plus a small echo.
+pub const WAKE_SPIN: Duration = Duration::from_micros(50);
+/// The longest one wait spins, whatever the peer does.
+pub const MAX_SPIN: Duration = Duration::from_millis(1);
+/// Longest single sleep before re-checking the peer's liveness.
 pub const SLEEP_SLICE: Duration = Duration::from_millis(50);
+/// How often an adaptive endpoint may sample the machine's run queue.
+pub const LOAD_SAMPLE_EVERY: Duration = Duration::from_millis(1);
 /// Spin iterations between liveness checks in `spin` mode.
 const SPIN_CHECK_EVERY: u32 = 1 << 14;
+/// Spin iterations between beats and decisions in `adaptive` mode.
+const BEAT_EVERY: u32 = 64;
 
 /// How an endpoint waits for data or space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -66,9 +86,9 @@ const SPIN_CHECK_EVERY: u32 = 1 << 14;
 pub enum WaitPolicy {
     /// Busy-poll, never sleep.
     Spin,
-    /// Futex sleep immediately.
+    /// Sleep immediately.
     Block,
-    /// Spin briefly while a core is free for the peer, then sleep.
+    /// Spin while the peer runs on another CPU, else sleep.
     #[default]
     Adaptive,
 }
@@ -132,75 +152,437 @@ pub fn affinity_cpus() -> u32 {
 pub(crate) struct Awake<'a> {
     pub sleeping: &'a AtomicU32,
     pub threads: u32,
+    /// CPUs the run may use (the server's affinity when it started).
     pub cpus: u32,
+    /// The run placed each session's two ends on different CPUs.
+    pub apart: bool,
 }
 
 impl Awake<'_> {
     #[inline]
-    fn core_free_for_peer(&self) -> bool {
+    fn threads_fit(&self) -> bool {
         let sleeping = self.sleeping.load(Ordering::Relaxed);
         self.threads.saturating_sub(sleeping) <= self.cpus
     }
 }
 
-/// Per-endpoint memory of the adaptive policy: after a spin that ran out
-/// without the peer answering, skip spinning for the next 2, 4, 8, ...
-/// (at most 1024) waits; a spin that succeeds resets the backoff. On a
-/// loaded machine (the peer keeps losing its CPU) this converges to `block`
-/// within a few waits instead of burning the budget every time.
-#[derive(Debug, Default)]
-pub(crate) struct Adapt {
-    fails: u32,
-    skip: u32,
-    /// When the system's run queue was last looked at, and what it said.
-    checked: Option<Instant>,
-    room: bool,
+/// Bit of [`Beat::state`] that says "asleep"; the low bits hold the CPU.
+const ASLEEP: u32 = 1 << 31;
+
+/// One endpoint's sign of life in the ring header: when it last ran
+/// (TSC) and on which CPU, or that it sleeps.
+#[repr(C)]
+#[derive(Default)]
+pub struct Beat {
+    tsc: AtomicU64,
+    state: AtomicU32,
 }
 
-/// How often an adaptive endpoint re-reads the system's runnable count.
-const ROOM_CHECK_EVERY: Duration = Duration::from_millis(20);
+impl Beat {
+    pub(crate) fn reset(&self) {
+        self.tsc.store(0, Ordering::Relaxed);
+        self.state.store(0, Ordering::Relaxed);
+    }
+    #[inline]
+    fn store(&self, tsc: u64, cpu: u32) {
+        self.tsc.store(tsc, Ordering::Relaxed);
+        self.state.store(cpu & !ASLEEP, Ordering::Relaxed);
+    }
+    #[inline]
+    fn asleep(&self) {
+        self.state.store(ASLEEP, Ordering::Relaxed);
+    }
+    /// What a waiter on `cpu` at time `now` (TSC) sees of this beat.
+    #[inline]
+    fn seen(&self, now: u64, cpu: u32, ns_per_tick: f64) -> PeerSeen {
+        let state = self.state.load(Ordering::Relaxed);
+        if state & ASLEEP != 0 {
+            return PeerSeen::Asleep;
+        }
+        let tsc = self.tsc.load(Ordering::Relaxed);
+        if tsc == 0 {
+            // Never beat yet: awake, age unknown.
+            return PeerSeen::Awake {
+                age_ns: u64::MAX,
+                same_cpu: false,
+            };
+        }
+        PeerSeen::Awake {
+            age_ns: (now.saturating_sub(tsc) as f64 * ns_per_tick) as u64,
+            same_cpu: state == cpu,
+        }
+    }
+}
 
-/// Whether the machine has a CPU for every runnable thread (core's
-/// `procs_running` count, which includes the caller).
-fn system_has_room() -> bool {
-    let running = commbench_core::rusage::runnable_threads();
-    running == 0 || running as usize <= commbench_core::rusage::online_cpus()
+/// TSC and CPU number in one instruction (`rdtscp`'s aux is the CPU on
+/// Linux); elsewhere the monotonic clock and CPU 0.
+#[inline]
+#[allow(unsafe_code)]
+fn now_and_cpu() -> (u64, u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut aux = 0u32;
+        // SAFETY: rdtscp only writes the aux out-parameter, a valid local.
+        let t = unsafe { core::arch::x86_64::__rdtscp(&mut aux) };
+        (t, aux & 0xfff)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (commbench_core::clock::now_ns(), 0)
+    }
+}
+
+/// The beats one endpoint writes (its two roles: consumer of one ring and
+/// producer of the other), shared by the endpoint's two halves with the
+/// "we just woke our peer" flag. An `async` client's two threads share
+/// one, so either thread's beat speaks for both.
+pub struct Presence {
+    pub(crate) woke: AtomicBool,
+    mine: [*const Beat; 2],
+    _backing: Arc<dyn crate::ring::Backing>,
+}
+
+// SAFETY: the beat pointers point into the shared mapping kept alive by
+// `_backing`; beats are atomics.
+#[allow(unsafe_code)]
+unsafe impl Send for Presence {}
+// SAFETY: as above.
+#[allow(unsafe_code)]
+unsafe impl Sync for Presence {}
+
+impl Presence {
+    pub(crate) fn new(mine: [*const Beat; 2], backing: Arc<dyn crate::ring::Backing>) -> Presence {
+        Presence {
+            woke: AtomicBool::new(false),
+            mine,
+            _backing: backing,
+        }
+    }
+    #[inline]
+    #[allow(unsafe_code)]
+    fn each(&self, f: impl Fn(&Beat)) {
+        for b in self.mine {
+            // SAFETY: see the Send impl: valid for as long as `_backing`.
+            f(unsafe { &*b })
+        }
+    }
+    #[inline]
+    fn beat(&self, tsc: u64, cpu: u32) {
+        self.each(|b| b.store(tsc, cpu));
+    }
+    #[inline]
+    fn asleep(&self) {
+        self.each(Beat::asleep);
+    }
+}
+
+/// What a waiter knows of its peer from the peer's beat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerSeen {
+    /// The peer marked itself asleep.
+    Asleep,
+    /// The peer is awake; its last beat is `age_ns` old (u64::MAX: it
+    /// has not beaten yet) and came from the waiter's own CPU or not.
+    Awake {
+        /// Age of the last beat, ns.
+        age_ns: u64,
+        /// The beat came from the CPU the waiter runs on.
+        same_cpu: bool,
+    },
+}
+
+/// Everything [`decide`] looks at, sampled by the waiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// The run's awake threads fit its CPUs.
+    pub threads_fit: bool,
+    /// Time spent spinning in this wait so far, ns.
+    pub spun_ns: u64,
+    /// Time since the waited-for index last moved (or the wait began), ns.
+    pub idle_ns: u64,
+    /// The peer, from its beat.
+    pub peer: PeerSeen,
+    /// Our last notify had to wake the peer.
+    pub woke_peer: bool,
+    /// The history of the machine's run queue says it is full.
+    pub machine_busy: bool,
+    /// The run placed the two ends on different CPUs.
+    pub apart: bool,
+}
+
+/// Why a wait spun or slept (also the index into [`WaitStats::slept`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The peer beats on another CPU.
+    PeerOnCpu,
+    /// The peer is awake and works; within the grace period.
+    PeerWorking,
+    /// We just woke the peer and it has a CPU to wake up on.
+    WakingPeer,
+    /// The peer sleeps (and we did not just wake it, or it would wake
+    /// on a full machine).
+    PeerAsleep,
+    /// The peer made no progress and no beat for the grace period: it
+    /// lost its CPU (or works for long).
+    PeerOffCpu,
+    /// The peer last ran on our CPU: spinning would keep it off.
+    PeerOnOurCpu,
+    /// More awake threads in the run than CPUs.
+    ThreadsExceedCpus,
+    /// One wait spun [`MAX_SPIN`].
+    SpinCap,
+}
+
+/// Reasons to sleep, in [`WaitStats::slept`] order.
+pub const SLEEP_REASONS: [Reason; 6] = [
+    Reason::PeerAsleep,
+    Reason::PeerOffCpu,
+    Reason::PeerOnOurCpu,
+    Reason::ThreadsExceedCpus,
+    Reason::SpinCap,
+    Reason::WakingPeer,
+];
+
+impl Reason {
+    /// Words for the run's report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::PeerOnCpu => "peer on a CPU",
+            Reason::PeerWorking => "peer working",
+            Reason::WakingPeer => "waking the peer",
+            Reason::PeerAsleep => "peer asleep",
+            Reason::PeerOffCpu => "peer descheduled",
+            Reason::PeerOnOurCpu => "peer on our CPU",
+            Reason::ThreadsExceedCpus => "more threads than CPUs",
+            Reason::SpinCap => "spin cap",
+        }
+    }
+    fn slot(self) -> usize {
+        SLEEP_REASONS.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+/// The adaptive policy's verdict for one moment of a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Keep spinning.
+    Spin(Reason),
+    /// Stop spinning and sleep.
+    Sleep(Reason),
+}
+
+/// The adaptive policy: spin or sleep, from what the waiter sees now.
+/// Pure and deterministic (the unit tests feed it samples).
+pub fn decide(s: &Sample) -> Verdict {
+    const NS: fn(Duration) -> u64 = |d| d.as_nanos() as u64;
+    if !s.threads_fit {
+        return Verdict::Sleep(Reason::ThreadsExceedCpus);
+    }
+    if s.spun_ns >= NS(MAX_SPIN) {
+        return Verdict::Sleep(Reason::SpinCap);
+    }
+    match s.peer {
+        PeerSeen::Awake { age_ns, same_cpu } if age_ns <= NS(PEER_FRESH) => {
+            if same_cpu {
+                Verdict::Sleep(Reason::PeerOnOurCpu)
+            } else {
+                Verdict::Spin(Reason::PeerOnCpu)
+            }
+        }
+        PeerSeen::Awake { .. } if s.idle_ns < NS(PEER_GRACE) => Verdict::Spin(Reason::PeerWorking),
+        PeerSeen::Awake { .. } => {
+            if s.woke_peer && s.spun_ns < NS(WAKE_SPIN) && (s.apart || !s.machine_busy) {
+                Verdict::Spin(Reason::WakingPeer)
+            } else {
+                Verdict::Sleep(Reason::PeerOffCpu)
+            }
+        }
+        PeerSeen::Asleep => {
+            if s.woke_peer && s.spun_ns < NS(WAKE_SPIN) && (s.apart || !s.machine_busy) {
+                Verdict::Spin(Reason::WakingPeer)
+            } else {
+                Verdict::Sleep(Reason::PeerAsleep)
+            }
+        }
+    }
+}
+
+/// The last eight samples of "more runnable threads than CPUs", newest in
+/// bit 0; the verdict is their majority, so one sample taken while the
+/// run's own threads start up does not decide a whole short run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LoadHistory {
+    bits: u8,
+    n: u8,
+}
+
+impl LoadHistory {
+    /// Add a sample.
+    pub fn push(&mut self, busy: bool) {
+        self.bits = (self.bits << 1) | busy as u8;
+        self.n = (self.n + 1).min(8);
+    }
+    /// Samples held.
+    pub fn len(&self) -> u32 {
+        self.n as u32
+    }
+    /// No samples yet.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// Busy samples among those held.
+    pub fn busy_samples(&self) -> u32 {
+        let mask = if self.n >= 8 {
+            0xff
+        } else {
+            (1u8 << self.n) - 1
+        };
+        (self.bits & mask).count_ones()
+    }
+    /// More than half of the held samples saw a full machine.
+    pub fn busy(&self) -> bool {
+        self.n > 0 && 2 * self.busy_samples() > self.n as u32
+    }
+}
+
+/// Runnable threads on the machine right now (the kernel's count, which
+/// includes the caller), from the fourth field of /proc/loadavg
+/// (`running/total`); 0 when unreadable.
+pub fn runnable_now() -> u32 {
+    let mut buf = [0u8; 128];
+    let n = std::fs::File::open("/proc/loadavg")
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
+        .unwrap_or(0);
+    parse_loadavg_running(&buf[..n]).unwrap_or(0)
+}
+
+/// `running` of /proc/loadavg's `a b c running/total last_pid`.
+pub fn parse_loadavg_running(text: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(text).ok()?;
+    let field = s.split_ascii_whitespace().nth(3)?;
+    field.split_once('/')?.0.parse().ok()
+}
+
+/// Is the machine full: more runnable threads than online CPUs, counting
+/// `extra` threads about to start (and not the caller)?
+pub fn machine_full(extra: u32) -> bool {
+    let running = runnable_now();
+    running > 0 && (running - 1 + extra) as usize > commbench_core::rusage::online_cpus()
+}
+
+/// Counts of one run's waits by outcome, summed over its endpoints
+/// (through the segment, so `mp` clients count too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WaitStats {
+    /// Waits (calls that found the ring empty or full).
+    pub waits: u64,
+    /// Waits that ended while spinning.
+    pub spun: u64,
+    /// Waits that slept, by [`SLEEP_REASONS`].
+    pub slept: [u64; 6],
+}
+
+impl WaitStats {
+    /// Waits that slept.
+    pub fn sleeps(&self) -> u64 {
+        self.slept.iter().sum()
+    }
+    /// Add another endpoint's counts.
+    pub fn add(&mut self, o: &WaitStats) {
+        self.waits += o.waits;
+        self.spun += o.spun;
+        for (a, b) in self.slept.iter_mut().zip(o.slept) {
+            *a += b;
+        }
+    }
+    /// "spun 99.1% of 20,000 waits; slept 0.9% (peer descheduled 150, ...)".
+    pub fn describe(&self) -> String {
+        let pct = |x: u64| 100.0 * x as f64 / self.waits.max(1) as f64;
+        let mut why: Vec<String> = SLEEP_REASONS
+            .iter()
+            .zip(self.slept)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| format!("{} {n}", r.as_str()))
+            .collect();
+        if why.is_empty() {
+            why.push("never".into());
+        }
+        format!(
+            "spun through {:.1}% of {} waits, slept in {:.1}% ({})",
+            pct(self.spun),
+            self.waits,
+            pct(self.sleeps()),
+            why.join(", ")
+        )
+    }
+}
+
+/// The run-wide counters in the segment header.
+#[repr(C)]
+#[derive(Default)]
+pub struct SharedStats {
+    waits: AtomicU64,
+    spun: AtomicU64,
+    slept: [AtomicU64; 6],
+}
+
+impl SharedStats {
+    pub(crate) fn add(&self, s: &WaitStats) {
+        self.waits.fetch_add(s.waits, Ordering::Relaxed);
+        self.spun.fetch_add(s.spun, Ordering::Relaxed);
+        for (a, b) in self.slept.iter().zip(s.slept) {
+            a.fetch_add(b, Ordering::Relaxed);
+        }
+    }
+    pub(crate) fn read(&self) -> WaitStats {
+        let mut s = WaitStats {
+            waits: self.waits.load(Ordering::Relaxed),
+            spun: self.spun.load(Ordering::Relaxed),
+            ..WaitStats::default()
+        };
+        for (a, b) in s.slept.iter_mut().zip(&self.slept) {
+            *a = b.load(Ordering::Relaxed);
+        }
+        s
+    }
+}
+
+/// Per-endpoint memory of the adaptive policy: the machine's load
+/// history, the TSC scale and this endpoint's wait counts.
+#[derive(Debug)]
+pub(crate) struct Adapt {
+    load: LoadHistory,
+    sampled: Option<Instant>,
+    ns_per_tick: f64,
+    pub(crate) stats: WaitStats,
+}
+
+impl Default for Adapt {
+    fn default() -> Self {
+        // Calibrated once per process, here (before the run's gate) and
+        // not in the first measured wait.
+        let hz = commbench_core::clock::tsc().hz();
+        Adapt {
+            load: LoadHistory::default(),
+            sampled: None,
+            ns_per_tick: if hz > 0.0 { 1e9 / hz } else { 1.0 },
+            stats: WaitStats::default(),
+        }
+    }
 }
 
 impl Adapt {
-    /// Is there a CPU for everyone runnable on the machine (not only our
-    /// threads)? Other processes' load makes a spinning peer lose its CPU,
-    /// so spinning then only burns time. Sampled every 20 ms.
-    #[inline]
-    fn machine_has_room(&mut self) -> bool {
-        let stale = match self.checked {
-            None => true,
-            Some(t) => t.elapsed() >= ROOM_CHECK_EVERY,
-        };
-        if stale {
-            self.room = system_has_room();
-            self.checked = Some(Instant::now());
+    /// The machine's load verdict, re-sampled at most every
+    /// [`LOAD_SAMPLE_EVERY`].
+    fn machine_busy(&mut self) -> bool {
+        if self
+            .sampled
+            .is_none_or(|t| t.elapsed() >= LOAD_SAMPLE_EVERY)
+        {
+            self.load.push(machine_full(0));
+            self.sampled = Some(Instant::now());
         }
-        self.room
-    }
-
-    #[inline]
-    fn try_spin(&mut self) -> bool {
-        if self.skip > 0 {
-            self.skip -= 1;
-            false
-        } else {
-            true
-        }
-    }
-    #[inline]
-    fn spun(&mut self, ok: bool) {
-        if ok {
-            self.fails = 0;
-        } else {
-            self.fails = (self.fails + 1).min(10);
-            self.skip = 1 << self.fails;
-        }
+        self.load.busy()
     }
 }
 
@@ -210,32 +592,37 @@ pub(crate) enum Waited {
     Closed,
 }
 
+/// What a waiter needs of the ring: its sleep flag and doorbell, the
+/// peer's beat, and its own presence.
+pub(crate) struct Parties<'a> {
+    pub awake: Awake<'a>,
+    pub sleep_flag: &'a AtomicU32,
+    pub bell: Option<&'a OwnedFd>,
+    pub peer: &'a Beat,
+    pub me: &'a Presence,
+}
+
 /// Wait until `ready()` holds, following `policy`.
 ///
-/// `sleep_flag` is the futex word the peer checks after publishing (it
-/// swaps it to 0 and wakes us if it was 1). `closed()` reports that the
-/// peer is gone (closed flag or dead process); it is checked after every
-/// sleep slice and every few thousand spins. `peer_just_woken` says that
-/// this endpoint's last notify had to wake the peer from its sleep: the
-/// peer is then not on a CPU and cannot answer before a wake-up latency
-/// (~4-28 µs here), so the adaptive policy spins for the longer
-/// [`ADAPTIVE_SPIN_AFTER_WAKE`] budget.
+/// `sleep_flag` is the word the peer checks after publishing (it swaps it
+/// to 0 and rings our bell if it was 1). `closed()` reports that the peer
+/// is gone (closed flag or dead process); it is checked after every sleep
+/// slice and every few thousand spins. `progress()` returns the index the
+/// waiter watches, so partial progress (a chunk released) restarts the
+/// grace period.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn wait_for(
     policy: WaitPolicy,
-    awake: &Awake<'_>,
+    p: &Parties<'_>,
     adapt: &mut Adapt,
-    peer_just_woken: bool,
-    sleep_flag: &AtomicU32,
-    bell: Option<&OwnedFd>,
     mut ready: impl FnMut() -> bool,
+    mut progress: impl FnMut() -> u64,
     mut closed: impl FnMut() -> bool,
 ) -> Waited {
     if ready() {
         return Waited::Ready;
     }
-    match policy {
+    let why = match policy {
         WaitPolicy::Spin => {
             let mut i: u32 = 0;
             loop {
@@ -254,55 +641,97 @@ pub(crate) fn wait_for(
             }
         }
         WaitPolicy::Adaptive => {
-            if awake.core_free_for_peer() && adapt.machine_has_room() && adapt.try_spin() {
-                let budget = if peer_just_woken {
-                    ADAPTIVE_SPIN_AFTER_WAKE
-                } else {
-                    ADAPTIVE_SPIN
+            adapt.stats.waits += 1;
+            let woke_peer = p.me.woke.swap(false, Ordering::Relaxed);
+            let (start, cpu) = now_and_cpu();
+            p.me.beat(start, cpu);
+            let mut moved_at = start;
+            let mut last = progress();
+            let mut now = start;
+            let why = loop {
+                let spun = now.wrapping_sub(start);
+                let idle = now.wrapping_sub(moved_at);
+                let peer = p.peer.seen(now, cpu, adapt.ns_per_tick);
+                let sample = Sample {
+                    threads_fit: p.awake.threads_fit(),
+                    spun_ns: (spun as f64 * adapt.ns_per_tick) as u64,
+                    idle_ns: (idle as f64 * adapt.ns_per_tick) as u64,
+                    peer,
+                    woke_peer,
+                    machine_busy: woke_peer && !p.awake.apart && adapt.machine_busy(),
+                    apart: p.awake.apart,
                 };
-                let start = Instant::now();
-                let mut i: u32 = 0;
-                loop {
+                match decide(&sample) {
+                    Verdict::Sleep(r) => break r,
+                    Verdict::Spin(_) => {}
+                }
+                for _ in 0..BEAT_EVERY {
                     std::hint::spin_loop();
                     if ready() {
-                        adapt.spun(true);
+                        adapt.stats.spun += 1;
                         return Waited::Ready;
                     }
-                    i = i.wrapping_add(1);
-                    if i & 63 == 0 && start.elapsed() >= budget {
-                        adapt.spun(false);
-                        break;
-                    }
                 }
-            }
+                let (t, c) = now_and_cpu();
+                p.me.beat(t, c);
+                now = t;
+                let at = progress();
+                if at != last {
+                    last = at;
+                    moved_at = t;
+                }
+                if closed() {
+                    return if ready() {
+                        Waited::Ready
+                    } else {
+                        Waited::Closed
+                    };
+                }
+            };
+            Some(why)
         }
-        WaitPolicy::Block => {}
+        WaitPolicy::Block => None,
+    };
+    if let Some(r) = why {
+        adapt.stats.slept[r.slot()] += 1;
     }
+    let awake = &p.awake;
     loop {
-        sleep_flag.store(1, Ordering::SeqCst);
+        p.sleep_flag.store(1, Ordering::SeqCst);
+        p.me.asleep();
         fence(Ordering::SeqCst);
         if ready() {
-            sleep_flag.store(0, Ordering::Relaxed);
+            p.sleep_flag.store(0, Ordering::Relaxed);
+            wake_beat(policy, p.me);
             return Waited::Ready;
         }
         awake.sleeping.fetch_add(1, Ordering::Relaxed);
-        match bell {
+        match p.bell {
             Some(fd) => crate::bell::sleep(fd, SLEEP_SLICE),
-            None => futex::wait(sleep_flag, 1, SLEEP_SLICE),
+            None => futex::wait(p.sleep_flag, 1, SLEEP_SLICE),
         }
         awake.sleeping.fetch_sub(1, Ordering::Relaxed);
+        wake_beat(policy, p.me);
         if ready() {
-            sleep_flag.store(0, Ordering::Relaxed);
+            p.sleep_flag.store(0, Ordering::Relaxed);
             return Waited::Ready;
         }
         if closed() {
-            sleep_flag.store(0, Ordering::Relaxed);
+            p.sleep_flag.store(0, Ordering::Relaxed);
             return if ready() {
                 Waited::Ready
             } else {
                 Waited::Closed
             };
         }
+    }
+}
+
+#[inline]
+fn wake_beat(policy: WaitPolicy, me: &Presence) {
+    if policy == WaitPolicy::Adaptive {
+        let (t, c) = now_and_cpu();
+        me.beat(t, c);
     }
 }
 
@@ -322,4 +751,152 @@ pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32, bell: Option<&O
         return true;
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000;
+
+    fn sample(peer: PeerSeen) -> Sample {
+        Sample {
+            threads_fit: true,
+            spun_ns: 0,
+            idle_ns: 0,
+            peer,
+            woke_peer: false,
+            machine_busy: false,
+            apart: false,
+        }
+    }
+    fn fresh(same_cpu: bool) -> PeerSeen {
+        PeerSeen::Awake {
+            age_ns: 2 * US,
+            same_cpu,
+        }
+    }
+    fn stale() -> PeerSeen {
+        PeerSeen::Awake {
+            age_ns: 400 * US,
+            same_cpu: false,
+        }
+    }
+
+    #[test]
+    fn spins_while_the_peer_beats_on_another_cpu() {
+        let mut s = sample(fresh(false));
+        assert_eq!(decide(&s), Verdict::Spin(Reason::PeerOnCpu));
+        // Long without progress, but the peer still runs: keep spinning...
+        s.idle_ns = 900 * US;
+        s.spun_ns = 900 * US;
+        assert_eq!(decide(&s), Verdict::Spin(Reason::PeerOnCpu));
+        // ... up to the cap.
+        s.spun_ns = MAX_SPIN.as_nanos() as u64;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::SpinCap));
+    }
+
+    #[test]
+    fn never_spins_against_a_peer_on_our_cpu() {
+        assert_eq!(
+            decide(&sample(fresh(true))),
+            Verdict::Sleep(Reason::PeerOnOurCpu)
+        );
+    }
+
+    #[test]
+    fn a_descheduled_peer_costs_one_grace_period() {
+        let mut s = sample(stale());
+        s.idle_ns = 10 * US;
+        assert_eq!(decide(&s), Verdict::Spin(Reason::PeerWorking));
+        s.idle_ns = PEER_GRACE.as_nanos() as u64;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerOffCpu));
+        // A peer that has never beaten is treated the same way.
+        s.peer = PeerSeen::Awake {
+            age_ns: u64::MAX,
+            same_cpu: false,
+        };
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerOffCpu));
+    }
+
+    #[test]
+    fn an_asleep_peer_is_waited_for_only_right_after_waking_it() {
+        let mut s = sample(PeerSeen::Asleep);
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerAsleep));
+        s.woke_peer = true;
+        assert_eq!(decide(&s), Verdict::Spin(Reason::WakingPeer));
+        s.spun_ns = WAKE_SPIN.as_nanos() as u64;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerAsleep));
+    }
+
+    #[test]
+    fn a_full_machine_stops_the_wake_spin_unless_the_ends_are_apart() {
+        let mut s = sample(PeerSeen::Asleep);
+        s.woke_peer = true;
+        s.machine_busy = true;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerAsleep));
+        s.apart = true;
+        assert_eq!(decide(&s), Verdict::Spin(Reason::WakingPeer));
+    }
+
+    #[test]
+    fn more_threads_than_cpus_never_spin() {
+        let mut s = sample(fresh(false));
+        s.threads_fit = false;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::ThreadsExceedCpus));
+    }
+
+    #[test]
+    fn load_history_needs_a_majority_not_one_sample() {
+        let mut h = LoadHistory::default();
+        assert!(!h.busy() && h.is_empty());
+        // A run's first sample sees its own threads starting: busy ...
+        h.push(true);
+        assert!(h.busy());
+        // ... and the next ones do not: the verdict follows the majority.
+        h.push(false);
+        assert!(!h.busy(), "a tie is not busy");
+        h.push(false);
+        assert!(!h.busy());
+        for _ in 0..8 {
+            h.push(true);
+        }
+        assert!(h.busy());
+        assert_eq!((h.len(), h.busy_samples()), (8, 8));
+        // Back to quiet: five quiet samples out of the last eight.
+        for _ in 0..5 {
+            h.push(false);
+        }
+        assert!(!h.busy());
+        assert_eq!(h.busy_samples(), 3);
+    }
+
+    #[test]
+    fn loadavg_running_field() {
+        assert_eq!(
+            parse_loadavg_running(b"1.86 1.65 1.62 3/105 27402\n"),
+            Some(3)
+        );
+        assert_eq!(parse_loadavg_running(b"garbage"), None);
+        assert_eq!(parse_loadavg_running(b""), None);
+    }
+
+    #[test]
+    fn stats_describe_the_outcome() {
+        let mut s = WaitStats {
+            waits: 200,
+            spun: 150,
+            ..WaitStats::default()
+        };
+        s.slept[Reason::PeerOffCpu.slot()] = 40;
+        s.slept[Reason::PeerAsleep.slot()] = 10;
+        let mut t = WaitStats::default();
+        t.add(&s);
+        assert_eq!(t, s);
+        assert_eq!(s.sleeps(), 50);
+        let d = s.describe();
+        assert!(d.contains("75.0% of 200 waits"), "{d}");
+        assert!(d.contains("peer descheduled 40"), "{d}");
+        assert!(d.contains("peer asleep 10"), "{d}");
+    }
 }

@@ -20,6 +20,8 @@ fn a_stranger_on_the_tcp_port_is_dropped_and_the_run_completes() {
         ring_bytes: 1 << 16,
         wait: WaitPolicy::default(),
         threads: 4,
+        cpus: 2,
+        apart: false,
     })
     .unwrap();
     let addr = t.address();

@@ -317,6 +317,23 @@ fn side_by_side(records: &[commbench_core::Record]) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
+    for r in records.iter().filter(|r| p(r, "transport") == "shm") {
+        let w = |k: &str| {
+            r.metrics
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("-")
+                .to_owned()
+        };
+        out.push_str(&format!(
+            "shm {} x{} {}: wait {}: {}\n",
+            p(r, "clients"),
+            p(r, "sessions"),
+            p(r, "wait"),
+            w("wait_strategy"),
+            w("wait_why")
+        ));
+    }
     let loads: Vec<f64> = records.iter().map(|r| m(r, "load_start")).collect();
     let over = records
         .iter()
@@ -370,6 +387,18 @@ fn seed(args: &[String], reqres: bool) -> Result<()> {
         SeedCommand::Run(run) => {
             let (line, rep) = commbench_ipc::run_seed(&run, &base).map_err(crate::lab_err)?;
             println!("{line}");
+            // Which wait strategy the run used and why: on stderr, so the
+            // seed's stdout stays one CSV line.
+            if rep.transport == TransportKind::Shm {
+                let per = |s: f64| s * 1e9 / rep.messages.max(1) as f64;
+                eprintln!(
+                    "# shm wait: {}: {}; CPU per message: server {:.0} ns, client {:.0} ns",
+                    rep.wait_strategy,
+                    rep.wait_why,
+                    per(rep.server_cpu_s),
+                    per(rep.client_cpu_s)
+                );
+            }
             // The seed's CSV line is the output; the record goes to the store.
             keep_seed(&[rep.record(&[])]);
             Ok(())
