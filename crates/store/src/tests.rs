@@ -854,18 +854,8 @@ mod hostile_parquet {
     use parquet::file::writer::SerializedFileWriter;
     use std::sync::Arc;
 
-    const COLUMNS: [&str; 10] = [
-        "run_id",
-        "started_utc",
-        "git_sha",
-        "build_profile",
-        "command_line",
-        "environment",
-        "test",
-        "params",
-        "metrics",
-        "match_key",
-    ];
+    /// The export's text columns, in its order.
+    const COLUMNS: [&str; 10] = crate::part::TEXT_COLUMNS;
 
     /// An export part of `rows` identical rows (dictionary-encoded, so the
     /// file stays small), with `cell` giving a column's text (None: the

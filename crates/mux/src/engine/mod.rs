@@ -326,6 +326,17 @@ impl Conn {
         self.http.closes()
     }
 
+    /// Starts its lingering close ([`linger`]) once its last answer is
+    /// written: the FIN goes after that answer (`shutdown(SHUT_WR)`, once)
+    /// and the bytes dropped since are counted from 0. Returns them.
+    pub fn start_linger(&mut self, stats: &mut LoopStats) -> u64 {
+        *self.lingering.get_or_insert_with(|| {
+            net::shutdown_write(self.fd);
+            stats.syscalls += 1;
+            0
+        })
+    }
+
     /// Bytes this connection holds besides its slot: unsent bytes and
     /// request state.
     pub fn own_bytes(&self) -> usize {
@@ -573,15 +584,7 @@ pub const LINGER_MAX_BYTES: u64 = 1 << 20;
 /// answer (and a pipelining client the responses before it). The first
 /// call sends the FIN after the answer (`shutdown(SHUT_WR)`).
 pub fn linger(c: &mut Conn, buf: &mut [u8], stats: &mut LoopStats) -> Next {
-    let mut dropped = match c.lingering {
-        Some(n) => n,
-        None => {
-            net::shutdown_write(c.fd);
-            stats.syscalls += 1;
-            0
-        }
-    };
-    c.lingering = Some(dropped);
+    let mut dropped = c.start_linger(stats);
     loop {
         stats.syscalls += 1;
         match net::read(c.fd, buf) {

@@ -699,12 +699,7 @@ impl Loop<'_, '_> {
     /// [`super::linger`] does for the readiness engines; `settle` arms the
     /// receive again).
     fn begin_linger(&mut self, slot: usize, st: &mut LoopStats) {
-        let conn = &mut self.conns.slots[slot];
-        if conn.lingering.is_none() {
-            net::shutdown_write(conn.fd);
-            st.syscalls += 1;
-            conn.lingering = Some(0);
-        }
+        self.conns.slots[slot].start_linger(st);
     }
 
     /// With nothing left to send: answers requests held unparsed (at most
