@@ -21,7 +21,8 @@
 #   bash bench/mux-compare.sh --uring [--conns N] [--rounds R] [--size K] [--repeat N] [--idle N]
 #
 # MUX_COMPARE_BEFORE=/path/to/older/commbench adds that binary's io_uring
-# server to the --uring comparison (before/after).
+# server to the --uring comparison (before/after). MUX_COMPARE_COMMBENCH=PATH
+# measures that commbench binary instead of this checkout's release build.
 #
 # Needs: gcc, liburing-dev (apt-get install liburing-dev), cargo; sockperf
 # (apt-get install sockperf) for the sockperf part.
@@ -43,19 +44,26 @@ printf 'command: bash bench/mux-compare.sh'; [ $# -eq 0 ] || printf ' %q' "$@"; 
 tgt=${CARGO_TARGET_DIR:-target}
 out=$tgt/mux-compare
 mkdir -p "$out"
-cargo build --release -q -p commbench
+# MUX_COMPARE_COMMBENCH=PATH: measure that commbench binary instead of
+# building this checkout's release build.
+if [ -n "${MUX_COMPARE_COMMBENCH:-}" ]; then
+  cb=$MUX_COMPARE_COMMBENCH
+else
+  cargo build --release -q -p commbench
+  cb=$tgt/release/commbench
+fi
 gcc -O2 -DHAVE_URING -o "$out/c_echo" bench/mux/c_echo.c -luring
 if [ "${1:-}" = --uring ]; then
   shift
-  exec python3 bench/mux/uring_compare.py --commbench "$tgt/release/commbench" \
+  exec python3 bench/mux/uring_compare.py --commbench "$cb" \
     ${MUX_COMPARE_BEFORE:+--before "$MUX_COMPARE_BEFORE"} --c-echo "$out/c_echo" "$@"
 fi
 gcc -O2 -o "$out/c_client" bench/mux/c_client.c
 cargo build --release -q --manifest-path bench/mux/tokio-echo/Cargo.toml
 python3 bench/mux/compare.py \
-  --commbench "$tgt/release/commbench" \
+  --commbench "$cb" \
   --c-echo "$out/c_echo" --c-client "$out/c_client" \
   --tokio bench/mux/tokio-echo/target/release/tokio-echo "$@"
 if command -v sockperf >/dev/null && [ -z "${MUX_COMPARE_NO_SOCKPERF:-}" ]; then
-  python3 bench/mux/sockperf_compare.py --commbench "$tgt/release/commbench" "$@"
+  python3 bench/mux/sockperf_compare.py --commbench "$cb" "$@"
 fi

@@ -453,9 +453,12 @@ pub fn check_together(segs: &[(String, Segment)], max_skew_ms: u64) -> Result<()
         for k in keys {
             let (a, b) = (f.run.get(k), h.run.get(k));
             if a != b {
-                let show = |v: Option<&Value>| v.map_or("(not given)".into(), |v| v.to_string());
+                // A parameter only some runs carry (mux's `tls`) reads
+                // "has tls = ... and ... has no tls".
+                let show =
+                    |v: Option<&Value>| v.map_or(format!("no {k}"), |v| format!("{k} = {v}"));
                 return not(format!(
-                    "not one run: {} has {k} = {} and {} has {k} = {} (different command or parameters)",
+                    "not one run: {} has {} and {} has {} (different command or parameters)",
                     who(first_name, f),
                     show(a),
                     who(name, h),
@@ -632,6 +635,16 @@ mod tests {
             .to_string();
         assert!(
             e.contains("rate = 3000.0") && e.contains("rate = 9.0"),
+            "{e}"
+        );
+        let mut https = seg(1, 2, &[1]);
+        https.header.run.insert("tls".into(), Value::from("any"));
+        let e = check_together(&names(vec![seg(0, 2, &[1]), https]), 100)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("s0.hlog (segment 0/2) has no tls")
+                && e.contains("s1.hlog (segment 1/2) has tls = \"any\""),
             "{e}"
         );
         let mut late = seg(1, 2, &[1]);

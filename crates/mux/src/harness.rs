@@ -571,15 +571,17 @@ fn open_result(cfg: &MuxConfig, runs: &[RunOne]) -> Option<OpenResult> {
     let outs: Vec<&crate::open::OpenOut> =
         runs.iter().filter_map(|r| r.rounds.open.as_ref()).collect();
     let achieved = outs.iter().filter_map(|o| o.achieved_rate()).collect();
-    open_figures(cfg, &outs, achieved)
+    open_figures(cfg, &outs, achieved, cfg.tls.is_some())
 }
 
 /// The open-loop figures of runs (repeats, or segments added by `merge`)
-/// whose achieved rates are given.
+/// whose achieved rates are given; `tls`: they ran HTTPS (the handshake
+/// figures are theirs to report).
 pub(crate) fn open_figures(
     cfg: &MuxConfig,
     outs: &[&crate::open::OpenOut],
     achieved: Vec<f64>,
+    tls: bool,
 ) -> Option<OpenResult> {
     if outs.is_empty() {
         return None;
@@ -637,7 +639,7 @@ pub(crate) fn open_figures(
         generator_limited,
         rate_short,
         note,
-        tls: cfg.tls.is_some().then(|| all.tls.result()),
+        tls: tls.then(|| all.tls.result()),
     })
 }
 
@@ -749,7 +751,9 @@ fn aggregate(cfg: &MuxConfig, engine: EngineKind, lookup: Lookup, runs: &[RunOne
                 .metric("server_cpu_us_per_rt", cpu.map(|c| (c.0 + c.1) * 1e6 / n))
                 .metric("server_user_us_per_rt", split(r, |c| c.0).map(|u| u / n))
                 .metric("server_sys_us_per_rt", split(r, |c| c.1).map(|u| u / n))
-                .metric("client_cpu_us_per_rt", r.rounds.usage.cpu_s() * 1e6 / n);
+                .metric("client_cpu_us_per_rt", r.rounds.usage.cpu_s() * 1e6 / n)
+                .metric("client_user_us_per_rt", r.rounds.usage.user_s * 1e6 / n)
+                .metric("client_sys_us_per_rt", r.rounds.usage.sys_s * 1e6 / n);
             if let Some(o) = &r.rounds.open {
                 x.push_metric("rate_achieved", o.achieved_rate());
                 push_flat(

@@ -21,7 +21,7 @@ const OPEN: &[&str] = &["open"];
 const SWEEP: &[&str] = &["sweep"];
 const HTTPD: &[&str] = &["httpd"];
 
-static METRICS: [MetricSpec; 34] = [
+static METRICS: [MetricSpec; 36] = [
     MetricSpec::headline(
         "corrected_p99_ns",
         "p99 latency from the intended send time (corrected)",
@@ -57,6 +57,22 @@ static METRICS: [MetricSpec; 34] = [
     MetricSpec::other(
         "client_cpu_us_per_rt",
         "load generator CPU per round trip",
+        "µs",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "client_user_us_per_rt",
+        "load generator user CPU per round trip",
+        "µs",
+        Better::Lower,
+        Quantity::Cost,
+        BOTH,
+    ),
+    MetricSpec::other(
+        "client_sys_us_per_rt",
+        "load generator system CPU per round trip",
         "µs",
         Better::Lower,
         Quantity::Cost,

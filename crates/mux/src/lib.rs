@@ -364,13 +364,8 @@ impl MuxConfig {
         if open_loop && self.clients == ClientsKind::Threads {
             return bad("--rate, --in-flight and --protocol http1 run on the event-loop client: use --clients loop".into());
         }
-        if self.tls.is_some() {
-            if self.protocol != Protocol::Http1 {
-                return bad("--tls needs --protocol http1".into());
-            }
-            if self.load_procs > 1 {
-                return bad("--tls runs in one load process (its session cache is shared by every connection): use --load-threads instead of --load-procs".into());
-            }
+        if self.tls.is_some() && self.protocol != Protocol::Http1 {
+            return bad("--tls needs --protocol http1".into());
         }
         if self.timeout.is_zero() {
             return bad("--timeout must be positive".into());

@@ -8,7 +8,10 @@
 //! the latest end (CLOCK_MONOTONIC is one clock for every process here).
 //!
 //! Worker lines are bounded (64 KiB) and parsed as JSON; a worker that dies
-//! or says something else ends the run with an error naming it.
+//! or says something else ends the run with an error naming it. With
+//! `--tls` every worker builds its own rustls client config (its own
+//! session cache) from the same options and reports its handshakes, which
+//! the parent adds.
 
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -66,10 +69,36 @@ pub struct WorkerOpen {
     pub first_send: u64,
     pub last_send: u64,
     pub http: crate::http1::Counts,
+    /// HTTPS: the worker's handshakes (its own client config and session
+    /// cache; absent without --tls).
+    #[serde(default)]
+    pub tls: Option<WorkerTls>,
+}
+
+/// A worker's [`crate::tls::TlsOut`], the handshake histogram as (value
+/// ns, count) pairs.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct WorkerTls {
+    pub full: u64,
+    pub resumed: u64,
+    pub failed: u64,
+    pub first_error: Option<String>,
+    pub version: Option<String>,
+    pub cipher: Option<String>,
+    pub alpn: Option<String>,
+    pub handshake: Vec<(u64, u64)>,
+}
+
+fn hist(pairs: Vec<(u64, u64)>) -> LatencyHistogram {
+    let mut h = LatencyHistogram::new();
+    for (v, c) in pairs {
+        h.record_n_ns(v, c);
+    }
+    h
 }
 
 impl WorkerOpen {
-    fn from_out(o: &OpenOut) -> WorkerOpen {
+    fn from_out(o: &OpenOut, tls: bool) -> WorkerOpen {
         WorkerOpen {
             corrected: o.corrected.recorded(),
             raw: o.raw.recorded(),
@@ -82,17 +111,23 @@ impl WorkerOpen {
             first_send: o.first_send,
             last_send: o.last_send,
             http: o.http,
+            tls: tls.then(|| {
+                let t = &o.tls;
+                WorkerTls {
+                    full: t.full,
+                    resumed: t.resumed,
+                    failed: t.failed,
+                    first_error: t.first_error.clone(),
+                    version: t.version.clone(),
+                    cipher: t.cipher.clone(),
+                    alpn: t.alpn.clone(),
+                    handshake: t.handshake.recorded(),
+                }
+            }),
         }
     }
 
     fn into_out(self) -> OpenOut {
-        let hist = |pairs: Vec<(u64, u64)>| {
-            let mut h = LatencyHistogram::new();
-            for (v, c) in pairs {
-                h.record_n_ns(v, c);
-            }
-            h
-        };
         OpenOut {
             corrected: hist(self.corrected),
             raw: hist(self.raw),
@@ -105,8 +140,19 @@ impl WorkerOpen {
             first_send: self.first_send,
             last_send: self.last_send,
             http: self.http,
-            // --tls runs in one process (MuxConfig::validate).
-            tls: Default::default(),
+            tls: self
+                .tls
+                .map(|t| crate::tls::TlsOut {
+                    full: t.full,
+                    resumed: t.resumed,
+                    failed: t.failed,
+                    first_error: t.first_error,
+                    version: t.version,
+                    cipher: t.cipher,
+                    alpn: t.alpn,
+                    handshake: hist(t.handshake),
+                })
+                .unwrap_or_default(),
         }
     }
 }
@@ -171,7 +217,10 @@ pub fn worker_main(lcfg: &LoadConfig, warmup_rounds: u64) -> Result<()> {
                     events: r.events,
                     bytes: r.bytes,
                     latency: r.latency.recorded(),
-                    open: r.open.as_ref().map(WorkerOpen::from_out),
+                    open: r
+                        .open
+                        .as_ref()
+                        .map(|o| WorkerOpen::from_out(o, lcfg.tls.is_some())),
                 })?;
             }
             "CLOSE" => {
@@ -214,6 +263,25 @@ fn open_args(cmd: &mut Command, cfg: &MuxConfig, active: usize, first_active: us
         if !h.body.is_empty() {
             cmd.arg("--body")
                 .arg(String::from_utf8_lossy(&h.body).as_ref());
+        }
+        if h.close {
+            cmd.arg("--conn-per-request");
+        }
+    }
+    // HTTPS: each worker builds its own client config from the same
+    // settings, so each has its own session cache (a process's first
+    // handshakes are full, as on separate hosts).
+    if let Some(t) = &cfg.tls {
+        let s = &t.spec;
+        cmd.args(["--tls", "--tls-version", s.version.as_str()]);
+        if let Some(n) = &s.sni {
+            cmd.args(["--sni", n]);
+        }
+        if s.insecure {
+            cmd.arg("--insecure");
+        }
+        if let Some(c) = &s.cacert {
+            cmd.arg("--cacert").arg(c);
         }
     }
 }

@@ -14,8 +14,11 @@
 //! the exact corrected, raw and lag histograms and the counts; the merge
 //! adds them — counts exactly, percentiles from the added histograms —
 //! and the achieved rate is all measured sends over the span from the
-//! earliest first send to the latest last one. The server's CPU is not
-//! merged: each segment saw the whole server over its own window.
+//! earliest first send to the latest last one. With `--tls` the file
+//! also carries the handshake counts and the handshake histogram, added
+//! the same way; HTTPS and plain segments are not merged together. The
+//! server's CPU is not merged: each segment saw the whole server over its
+//! own window.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -51,6 +54,10 @@ pub const MAX_START_AHEAD_MS: u64 = 24 * 3600 * 1000;
 
 /// The histograms a segment file carries.
 const TAGS: [&str; 3] = ["corrected_ns", "raw_ns", "lag_ns"];
+/// With `--tls`, also the handshake latency from the intended start.
+const HANDSHAKE_TAG: &str = "handshake_ns";
+/// With `--tls`, the handshake counts (full, resumed, failed).
+const TLS_COUNTS: [&str; 3] = ["tls.full", "tls.resumed", "tls.failed"];
 
 /// Cuts `cfg` (the whole run, as every segment is given it) down to share
 /// `index` of `count`, starting at `start_at_ms`.
@@ -137,6 +144,18 @@ pub fn segment_file(cfg: &MuxConfig, report: &MuxReport, record: &Record) -> Res
             counts.insert(format!("http.{k}"), v.as_u64().unwrap_or(0));
         }
     }
+    let mut histograms = vec![
+        (TAGS[0].into(), o.corrected.clone()),
+        (TAGS[1].into(), o.raw.clone()),
+        (TAGS[2].into(), o.lag.clone()),
+    ];
+    if cfg.tls.is_some() {
+        let t = &o.tls;
+        for (k, v) in TLS_COUNTS.iter().zip([t.full, t.resumed, t.failed]) {
+            counts.insert((*k).into(), v);
+        }
+        histograms.push((HANDSHAKE_TAG.into(), t.handshake.clone()));
+    }
     Ok(Segment {
         header: Header {
             format: FORMAT.into(),
@@ -154,16 +173,61 @@ pub fn segment_file(cfg: &MuxConfig, report: &MuxReport, record: &Record) -> Res
             measured_s: o.measured_s,
             record: record.clone(),
         },
-        histograms: vec![
-            (TAGS[0].into(), o.corrected.clone()),
-            (TAGS[1].into(), o.raw.clone()),
-            (TAGS[2].into(), o.lag.clone()),
-        ],
+        histograms,
     })
 }
 
 fn not(m: String) -> SegmentError {
     SegmentError::NotTogether(m)
+}
+
+/// A segment's handshakes: its counts and handshake histogram, with what
+/// its own record says was negotiated (`tls` in its metrics).
+fn tls_of(s: &Segment) -> std::result::Result<crate::tls::TlsOut, SegmentError> {
+    let h = &s.header;
+    let handshake = s.histogram(HANDSHAKE_TAG).cloned().ok_or_else(|| {
+        not(format!(
+            "segment {}/{} ran with --tls but carries no {HANDSHAKE_TAG} histogram",
+            h.index, h.count
+        ))
+    })?;
+    let c = |k: &str| h.counts.get(k).copied().unwrap_or(0);
+    let t = h.record.metrics.get("tls");
+    let text = |k: &str| {
+        t.and_then(|t| t.get(k))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    Ok(crate::tls::TlsOut {
+        full: c(TLS_COUNTS[0]),
+        resumed: c(TLS_COUNTS[1]),
+        failed: c(TLS_COUNTS[2]),
+        first_error: text("first_error"),
+        version: text("version"),
+        cipher: text("cipher"),
+        alpn: text("alpn"),
+        handshake,
+    })
+}
+
+/// Refuses HTTPS segments mixed with plain ones (`commbench merge` finds
+/// it first, as a parameter that differs; this says it for callers of
+/// [`merge`] that did not check).
+fn same_tls(segs: &[&Segment]) -> std::result::Result<bool, SegmentError> {
+    let is_tls =
+        |s: &Segment| s.header.run.contains_key("tls") || s.histogram(HANDSHAKE_TAG).is_some();
+    let Some(first) = segs.first() else {
+        return Ok(false);
+    };
+    let tls = is_tls(first);
+    if let Some(other) = segs.iter().find(|s| is_tls(s) != tls) {
+        let (a, b) = if tls { (first, other) } else { (other, first) };
+        return Err(not(format!(
+            "cannot merge HTTPS and plain segments: segment {}/{} ran with --tls and segment {}/{} without; merge the segments of one command",
+            a.header.index, a.header.count, b.header.index, b.header.count
+        )));
+    }
+    Ok(tls)
 }
 
 /// Adds segments (already checked to be every share of one run,
@@ -172,6 +236,7 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
     let mut segs: Vec<&Segment> = segs.iter().collect();
     segs.sort_by_key(|s| s.header.index);
     let first = segs.first().ok_or_else(|| not("no segments".into()))?;
+    let tls = same_tls(&segs)?;
     let h0 = &first.header;
     let run = &h0.run;
     let num = |k: &str| run.get(k).and_then(Value::as_f64);
@@ -214,8 +279,7 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
             first_send: 0,
             last_send: 0,
             http: serde_json::from_value(Value::Object(http)).unwrap_or_default(),
-            // Handshakes stay in each segment's own records.
-            tls: Default::default(),
+            tls: if tls { tls_of(s)? } else { Default::default() },
         });
     }
     let sum = |k: &str| -> std::result::Result<u64, SegmentError> {
@@ -237,7 +301,7 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
         _ => Vec::new(),
     };
     // The histograms add without loss or overflow, or the merge stops.
-    for tag in TAGS {
+    for tag in TAGS.into_iter().chain(tls.then_some(HANDSHAKE_TAG)) {
         let mut all = LatencyHistogram::new();
         for s in &segs {
             if let Some(h) = s.histogram(tag) {
@@ -246,7 +310,7 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
         }
     }
     let refs: Vec<&OpenOut> = outs.iter().collect();
-    let open = harness::open_figures(&cfg, &refs, achieved)
+    let open = harness::open_figures(&cfg, &refs, achieved, tls)
         .ok_or_else(|| not("no open-loop figures in the segments".into()))?;
     let metric = |s: &Segment, k: &str| s.header.record.metrics.get(k).and_then(Value::as_f64);
     let connected = sum("connected")?;
@@ -327,4 +391,140 @@ pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError>
     harness::push_flat(&mut rec, &open.corrected_ns, &open.raw_ns, &open.lag_ns);
     rec.push_metric("status", harness::status_of(partial, Some(&open)));
     Ok(vec![rec])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use commbench_core::segment::Header;
+
+    /// A segment of a 3-way HTTPS run (or a plain one when `tls` is
+    /// false) whose requests and handshakes took `values` ns, written to
+    /// its file and read back.
+    fn seg(index: u32, tls: bool, values: &[u64], counts: [u64; 3]) -> Segment {
+        let mut h = LatencyHistogram::new();
+        for &v in values {
+            h.record_ns(v);
+        }
+        let mut run = serde_json::Map::new();
+        run.insert("protocol".into(), "http1".into());
+        run.insert("rate".into(), 3000.0.into());
+        run.insert("conns".into(), 3.into());
+        let mut record = Record::new("mux", "open");
+        let mut histograms = TAGS
+            .iter()
+            .map(|t| (t.to_string(), h.clone()))
+            .collect::<Vec<_>>();
+        let mut c = BTreeMap::from([
+            ("sent".to_string(), values.len() as u64),
+            ("completed".to_string(), values.len() as u64),
+            ("connected".to_string(), 1),
+        ]);
+        if tls {
+            run.insert("tls".into(), "any".into());
+            record.push_metric(
+                "tls",
+                serde_json::json!({"version": "TLSv1.3", "cipher": "TLS13_AES_128_GCM_SHA256", "alpn": "http/1.1"}),
+            );
+            histograms.push((HANDSHAKE_TAG.into(), h.clone()));
+            for (k, v) in TLS_COUNTS.iter().zip(counts) {
+                c.insert((*k).into(), v);
+            }
+        }
+        let s = Segment {
+            header: Header {
+                format: commbench_core::segment::FORMAT.into(),
+                version: commbench_core::segment::VERSION,
+                lab: "mux".into(),
+                test: "open".into(),
+                index,
+                count: 3,
+                start_at_ms: 1_700_000_000_000,
+                run,
+                counts: c,
+                first_send_unix_ns: Some(1_000_000_000 + u64::from(index)),
+                last_send_unix_ns: Some(2_000_000_000 + u64::from(index)),
+                measured_from_s: 0.5,
+                measured_s: 1.0,
+                record,
+            },
+            histograms,
+        };
+        let mut b = Vec::new();
+        s.write(&mut b).unwrap();
+        Segment::parse(&b).unwrap()
+    }
+
+    fn values(n: u64, salt: u64) -> Vec<u64> {
+        // Tens of µs to tens of ms, spread over many buckets.
+        (0..n)
+            .map(|i| 20_000 + (i * 7_919 + salt * 104_729) % 30_000_000)
+            .collect()
+    }
+
+    /// The handshake figures of segments add like their latencies: the
+    /// counts are the sums, the percentiles those of one histogram that
+    /// recorded every handshake.
+    #[test]
+    fn merged_handshakes_are_the_sums_and_one_histogram_of_all() {
+        let parts = [values(5_000, 1), values(3_000, 2), values(4_000, 3)];
+        let counts = [[10, 4_990, 1], [3, 2_997, 0], [7, 3_993, 2]];
+        let segs: Vec<Segment> = (0..3)
+            .map(|i| seg(i as u32, true, &parts[i], counts[i]))
+            .collect();
+        let rec = merge(&segs).unwrap().remove(0);
+        let t = &rec.metrics["tls"];
+        let sum = |j: usize| counts.iter().map(|c| c[j]).sum::<u64>();
+        assert_eq!(t["full"], sum(0), "{t}");
+        assert_eq!(t["resumed"], sum(1), "{t}");
+        assert_eq!(t["failed"], sum(2), "{t}");
+        assert_eq!(t["handshakes"], sum(0) + sum(1), "{t}");
+        assert_eq!(t["version"], "TLSv1.3", "{t}");
+        let mut all = LatencyHistogram::new();
+        for v in parts.iter().flatten() {
+            all.record_ns(*v);
+        }
+        let want = all.summary();
+        let got = &t["handshake_ns"];
+        assert_eq!(got["n"], want.n, "{got}");
+        for (k, w) in [
+            ("min", want.min),
+            ("p50", want.p50),
+            ("p90", want.p90),
+            ("p99", want.p99),
+            ("p999", want.p999),
+            ("p9999", want.p9999),
+            ("max", want.max),
+        ] {
+            assert_eq!(got[k].as_f64(), Some(w), "{k}: {got}");
+        }
+    }
+
+    #[test]
+    fn https_and_plain_segments_are_not_merged() {
+        let segs = vec![
+            seg(0, true, &values(10, 1), [1, 9, 0]),
+            seg(1, false, &values(10, 2), [0; 3]),
+            seg(2, true, &values(10, 3), [1, 9, 0]),
+        ];
+        let e = merge(&segs).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot merge HTTPS and plain segments")
+                && e.contains("segment 0/3 ran with --tls and segment 1/3 without"),
+            "{e}"
+        );
+        // An HTTPS segment without its handshake histogram is refused too.
+        let mut bare = seg(1, true, &values(10, 2), [1, 9, 0]);
+        bare.histograms.retain(|(t, _)| t != HANDSHAKE_TAG);
+        let e = merge(&[segs[0].clone(), bare, segs[2].clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no handshake_ns histogram"), "{e}");
+        // Plain segments carry no handshake figures.
+        let plain: Vec<Segment> = (0..3)
+            .map(|i| seg(i, false, &values(10, u64::from(i)), [0; 3]))
+            .collect();
+        let rec = merge(&plain).unwrap().remove(0);
+        assert_eq!(rec.metrics["tls"], Value::Null);
+    }
 }

@@ -141,15 +141,8 @@ pub fn start(cfg: &ServeConfig) -> Result<Server> {
     // Fail early and clearly when io_uring is not available.
     let mut deferred = None;
     // --tls where it cannot run is the user's to fix (before the probe).
-    if cfg.tls.is_some() {
-        if cfg.protocol != crate::Protocol::Http1 {
-            return Err(MuxError::usage("--tls needs --protocol http1".into()));
-        }
-        if cfg.engine == EngineKind::IoUring {
-            return Err(MuxError::usage(
-                "--tls runs on the readiness engines (poll, epoll-lt, epoll-et): the io_uring engine sends from its shared receive-buffer ring, which a TLS session's own buffers do not fit; give --engine poll, epoll-lt or epoll-et".into(),
-            ));
-        }
+    if cfg.tls.is_some() && cfg.protocol != crate::Protocol::Http1 {
+        return Err(MuxError::usage("--tls needs --protocol http1".into()));
     }
     if cfg.engine == EngineKind::IoUring {
         engine::uring::probe().map_err(|e| MuxError::Unavailable(e.to_string()))?;

@@ -1,6 +1,6 @@
 //! HTTPS on loopback, in-process: our load generator over rustls against
-//! `mux serve --tls` on every readiness engine (keep-alive and
-//! pipelined, counts exact), TLS 1.2 and 1.3 each negotiated and
+//! `mux serve --tls` on every engine (keep-alive and pipelined, counts
+//! exact; io_uring also a connection per request), TLS 1.2 and 1.3 each negotiated and
 //! recorded, sessions resumed when a connection is made per request, a
 //! self-signed certificate refused without `--insecure` (a counted,
 //! named failure and a run that says it measured nothing) and trusted
@@ -112,26 +112,48 @@ fn every_readiness_engine_serves_https_keep_alive_and_pipelined() {
     }
 }
 
+/// io_uring serves HTTPS from completions: keep-alive with four
+/// requests in flight per connection, TLS 1.2 and 1.3, and a connection
+/// per request (close_notify after the last answer, sessions resumed),
+/// every count exact, no protocol error, and every ring buffer back.
 #[test]
-fn io_uring_refuses_tls_with_the_engines_that_serve_it() {
-    let r = server::start(&ServeConfig {
-        engine: EngineKind::IoUring,
-        lookup: Lookup::Index,
-        protocol: Protocol::Http1,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        buf_size: 4096,
-        max_conns: 8,
-        cpus: None,
-        extra_work_ns: 0,
-        tls: Some(tls::server_config(&ServerTlsSpec::default(), "127.0.0.1").unwrap()),
-    });
-    match r {
-        // A kernel without io_uring says so first.
-        Err(commbench_mux::MuxError::Unavailable(_)) => {}
-        Err(e) => assert!(e.to_string().contains("epoll-lt"), "{e}"),
-        Ok(_) => panic!("io_uring took --tls"),
+fn io_uring_serves_https_keep_alive_pipelined_and_a_connection_per_request() {
+    if let Err(why) = commbench_mux::engine::uring::probe() {
+        commbench_core::testing::skip("io_uring", why);
+        return;
     }
+    for v in [TlsVersion::V13, TlsVersion::V12] {
+        let srv = serve(EngineKind::IoUring, Some(ServerTlsSpec::default()));
+        let mut cfg = load_cfg(srv.port, 10, 23, insecure(v));
+        cfg.open = OpenConfig::closed(4);
+        let (n, o) = run(&cfg);
+        assert_eq!(n, 10 * 23, "{v:?}");
+        assert_eq!(o.http.s2xx, 10 * 23, "{v:?}: {:?}", o.http);
+        assert_eq!(
+            o.http.failed() + o.http.reconnects,
+            0,
+            "{v:?}: {:?}",
+            o.http
+        );
+        assert_eq!(o.tls.full + o.tls.resumed, 10, "{v:?}: {:?}", o.tls);
+        assert_eq!(o.tls.failed, 0, "{v:?}");
+        assert_eq!(o.tls.alpn.as_deref(), Some("http/1.1"), "{v:?}");
+        let s = srv.stop().unwrap();
+        assert_eq!(s.loops.protocol_errors, 0, "{v:?}");
+        assert_eq!(s.loops.bufs_in_use, 0, "{v:?}: {:?}", s.loops);
+    }
+    let srv = serve(EngineKind::IoUring, Some(ServerTlsSpec::default()));
+    let mut cfg = load_cfg(srv.port, 2, 10, insecure(TlsVersion::V13));
+    cfg.http.close = true;
+    let (n, o) = run(&cfg);
+    assert_eq!((n, o.http.s2xx), (20, 20), "{:?}", o.http);
+    assert_eq!(o.tls.full + o.tls.resumed, 20, "{:?}", o.tls);
+    assert!(o.tls.full <= 2, "{:?}", o.tls);
+    assert_eq!(o.http.reconnects, 20);
+    assert_eq!(o.http.failed(), 0);
+    let s = srv.stop().unwrap();
+    assert_eq!(s.loops.protocol_errors, 0);
+    assert_eq!(s.loops.bufs_in_use, 0, "{:?}", s.loops);
 }
 
 #[test]

@@ -56,7 +56,18 @@ fn pipelined_https_requests_from_a_client_that_never_reads_stay_bounded() {
         "localhost",
     )
     .unwrap();
-    for engine in [EngineKind::Poll, EngineKind::EpollLt, EngineKind::EpollEt] {
+    for engine in [
+        EngineKind::Poll,
+        EngineKind::EpollLt,
+        EngineKind::EpollEt,
+        EngineKind::IoUring,
+    ] {
+        if engine == EngineKind::IoUring {
+            if let Err(why) = commbench_mux::engine::uring::probe() {
+                commbench_core::testing::skip("io_uring", why);
+                continue;
+            }
+        }
         let srv = server::start(&ServeConfig {
             engine,
             lookup: Lookup::Index,

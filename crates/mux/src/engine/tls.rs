@@ -1,5 +1,5 @@
-//! The readiness engines' step for an HTTPS connection: the plain HTTP
-//! step ([`super::echo_ready`]) with a rustls session between the socket
+//! The engines' steps for an HTTPS connection. The readiness engines'
+//! ([`step`]): the plain HTTP step ([`super::echo_ready`]) with a rustls session between the socket
 //! and the request filter. Same buffer discipline: what the session has
 //! to send goes out before anything more is read (a connection with
 //! output pending waits for writability and reads nothing), one read is
@@ -7,6 +7,13 @@
 //! buffer (the rest of the requests are held, unparsed, as on plain
 //! connections) — so pipelined requests cannot make the session's output
 //! grow past one read buffer plus one answer and TLS framing.
+//!
+//! io_uring ([`feed`], [`seal`]): a receive's ciphertext (in a ring
+//! buffer, given back once the session has it) goes through the session
+//! and the filter in one go, and everything the session has to send is
+//! taken out into the connection's own memory, so the engine sends it as
+//! it sends plain HTTP answers (one send in flight; past one buffer of
+//! unsent output the receive is cancelled until it drains).
 
 use std::io::{self, Read, Write};
 
@@ -141,6 +148,107 @@ pub fn step(
         // A read short of rustls's 4 KiB took what the socket held.
         if !drain && !c.holds_input() && n < 4096 {
             return Next::Read;
+        }
+    }
+}
+
+/// What [`feed`] leaves the completion engine to do once `out` is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fed {
+    /// The connection goes on.
+    Open,
+    /// The peer sent close_notify: `out` holds the answers to what came
+    /// before it; close.
+    PeerClosed,
+    /// A refused handshake, a broken record or a malformed request that
+    /// gets no answer: `out` holds the alert rustls prepared, if any;
+    /// close.
+    Failed,
+}
+
+/// The io_uring engine's step for an HTTPS connection: the ciphertext one
+/// receive brought goes through the session, the requests it carried are
+/// answered into the session (at most `max_out` bytes of responses; the
+/// rest is held unparsed, as on plain connections) and everything the
+/// session has to send — handshake, records, close_notify after the last
+/// answer — is appended to `out`. `plain` is scratch for decrypted bytes,
+/// `scratch` for responses. Input after the connection's last answer is
+/// decrypted and dropped.
+pub fn feed(
+    c: &mut Conn,
+    mut cipher: &[u8],
+    plain: &mut [u8],
+    scratch: &mut Vec<u8>,
+    max_out: usize,
+    out: &mut Vec<u8>,
+    stats: &mut LoopStats,
+) -> Fed {
+    scratch.clear();
+    let mut peer_closed = false;
+    while !cipher.is_empty() && !peer_closed {
+        let Some(t) = c.tls.as_mut() else {
+            return Fed::Failed;
+        };
+        // Reading from a slice: rustls takes at most its own buffer's
+        // room at a time, so this loops over a large receive.
+        match t.read_tls(&mut cipher) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) => {
+                stats.protocol_errors += 1;
+                return Fed::Failed;
+            }
+        }
+        if t.process_new_packets().is_err() {
+            // A refused handshake or a broken record: the alert rustls
+            // prepared goes out, then the connection closes.
+            let _ = t.write_tls(out);
+            stats.protocol_errors += 1;
+            return Fed::Failed;
+        }
+        loop {
+            let Some(t) = c.tls.as_mut() else {
+                return Fed::Failed;
+            };
+            let m = match t.reader().read(plain) {
+                Ok(0) => {
+                    peer_closed = true;
+                    break;
+                }
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => return Fed::Failed,
+            };
+            if c.closes_after_output() {
+                continue;
+            }
+            if !c.filter_into(Protocol::Http1, &plain[..m], scratch, max_out) {
+                stats.protocol_errors += 1;
+                if !c.closes_after_output() {
+                    return Fed::Failed;
+                }
+            }
+        }
+    }
+    seal(c, scratch, out);
+    if peer_closed {
+        Fed::PeerClosed
+    } else {
+        Fed::Open
+    }
+}
+
+/// Puts responses into the session (with close_notify after the
+/// connection's last answer) and appends what the session has to send
+/// to `out`.
+pub fn seal(c: &mut Conn, responses: &[u8], out: &mut Vec<u8>) {
+    answer(c, responses);
+    if let Some(t) = c.tls.as_mut() {
+        while t.wants_write() {
+            // Into memory: never blocks, never fails.
+            if t.write_tls(out).is_err() {
+                break;
+            }
         }
     }
 }

@@ -23,6 +23,11 @@
 //! would block, the bytes are copied out into the connection's own memory
 //! and the buffer goes back, so slow peers cannot drain the ring.
 //!
+//! HTTPS (`--tls`): a receive's ciphertext goes through the connection's
+//! rustls session and the HTTP filter (`super::tls::feed`) and its ring
+//! buffer goes back at once; what the session has to send leaves from the
+//! connection's own memory like any HTTP answer.
+//!
 //! Invariants: a ring buffer is written by the kernel only while it is in
 //! the ring, and read by a send only while this loop holds it; echo bytes
 //! leave in the order they arrived (at most one send in flight per
@@ -346,6 +351,9 @@ struct Loop<'a, 'c> {
     /// Connections waiting for buffers (ENOBUFS), oldest first.
     starved: std::collections::VecDeque<usize>,
     scratch: Vec<u8>,
+    /// HTTPS: decrypted bytes of one receive, and a session's output.
+    plain: Vec<u8>,
+    tls_out: Vec<u8>,
     /// Sum of the connections' `own_bytes`.
     own: usize,
 }
@@ -545,6 +553,8 @@ impl Loop<'_, '_> {
                 if dropped > super::LINGER_MAX_BYTES {
                     self.start_close(eng, slot, st)?;
                 }
+            } else if self.conns.slots[slot].secure {
+                self.on_recv_tls(eng, slot, bid, len, st)?;
             } else if self.ctx.protocol != Protocol::Raw {
                 self.scratch.clear();
                 // Responses stop at one buffer of output queued in all.
@@ -620,6 +630,69 @@ impl Loop<'_, '_> {
             self.start_close(eng, slot, st)?;
         }
         self.settle(eng, slot, st)
+    }
+
+    /// HTTPS: a receive's ciphertext through the connection's session
+    /// (`super::tls::feed`); what the session has to send leaves from the
+    /// connection's own memory (a ring buffer holds ciphertext, never what
+    /// is sent back), and the ring buffer goes back at once.
+    fn on_recv_tls(
+        &mut self,
+        eng: &mut UringEngine,
+        slot: usize,
+        bid: u16,
+        len: usize,
+        st: &mut LoopStats,
+    ) -> io::Result<()> {
+        if self.conns.slots[slot].closes_after_output() {
+            // Input after the last answer: dropped; lingering now if that
+            // answer is already sent.
+            self.pool.put(bid);
+            let io = &self.ios[slot];
+            if io.cur.is_none() && io.backlog.is_empty() && !io.sending {
+                self.begin_linger(slot, st);
+            }
+            return Ok(());
+        }
+        // Responses stop at one buffer of output queued in all.
+        let max_out = self
+            .ctx
+            .buf_size
+            .saturating_sub(self.ios[slot].backlog.len());
+        if self.plain.is_empty() {
+            self.plain = vec![0; self.ctx.buf_size.clamp(4096, 1 << 16)];
+        }
+        let mut out = std::mem::take(&mut self.tls_out);
+        out.clear();
+        let conn = &mut self.conns.slots[slot];
+        let held_before = conn.http.own_bytes();
+        let fed = super::tls::feed(
+            conn,
+            self.pool.data(bid, len),
+            &mut self.plain,
+            &mut self.scratch,
+            max_out,
+            &mut out,
+            st,
+        );
+        self.own = (self.own + conn.http.own_bytes()).saturating_sub(held_before);
+        self.pool.put(bid);
+        let sent = !out.is_empty();
+        let r = if sent {
+            self.echo_owned(eng, slot, &out, st)
+        } else {
+            Ok(())
+        };
+        self.tls_out = out;
+        r?;
+        match fed {
+            // Closed once what was queued is sent (`on_send`, `settle`).
+            super::tls::Fed::PeerClosed | super::tls::Fed::Failed => {
+                self.start_close(eng, slot, st)
+            }
+            super::tls::Fed::Open if sent => Ok(()),
+            super::tls::Fed::Open => self.answer_held(eng, slot, st),
+        }
     }
 
     fn on_send(
@@ -726,7 +799,14 @@ impl Loop<'_, '_> {
         if self.scratch.is_empty() {
             return Ok(());
         }
-        let out = std::mem::take(&mut self.scratch);
+        let mut out = std::mem::take(&mut self.scratch);
+        if conn.secure {
+            let mut sealed = std::mem::take(&mut self.tls_out);
+            sealed.clear();
+            super::tls::seal(conn, &out, &mut sealed);
+            std::mem::swap(&mut out, &mut sealed);
+            self.tls_out = sealed;
+        }
         let r = self.echo_owned(eng, slot, &out, st);
         self.scratch = out;
         r
@@ -764,7 +844,12 @@ impl Loop<'_, '_> {
     /// pages go back.
     fn shrink(&mut self) {
         if self.conns.live == 0 && !self.conns.slots.is_empty() {
-            self.conns = Conns::default();
+            self.conns = Conns {
+                tls: self.conns.tls.take(),
+                ..Conns::default()
+            };
+            self.plain = Vec::new();
+            self.tls_out = Vec::new();
             self.ios = Vec::new();
             self.starved = Default::default();
             self.scratch = Vec::new();
@@ -792,11 +877,16 @@ impl Engine for UringEngine {
         pool.register(&self.ring)?;
         let mut lp = Loop {
             ctx,
-            conns: Conns::default(),
+            conns: Conns {
+                tls: ctx.tls.clone(),
+                ..Conns::default()
+            },
             ios: Vec::new(),
             pool,
             starved: Default::default(),
             scratch: Vec::new(),
+            plain: Vec::new(),
+            tls_out: Vec::new(),
             own: 0,
         };
         let lfd = ctx.listener.as_raw_fd();

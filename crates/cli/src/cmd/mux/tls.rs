@@ -89,7 +89,7 @@ pub fn apply_load(a: &TlsLoadArgs, cfg: &mut MuxConfig) -> Result<()> {
 
 #[derive(Debug, Args)]
 pub struct TlsServeArgs {
-    /// HTTPS (--protocol http1; engines poll, epoll-lt, epoll-et): TLS on every connection, with
+    /// HTTPS (--protocol http1; every engine): TLS on every connection, with
     /// a certificate generated at start (self-signed for localhost, 127.0.0.1 and the listen
     /// address; its SHA-256 fingerprint printed) or the one of --cert and --key.
     #[arg(long, help_heading = "HTTPS")]
