@@ -415,18 +415,19 @@ pub fn table(r: &Report) -> String {
     table
 }
 
-/// The white box's ticks per packet at zero delay, its two parts named.
+/// The white box's ticks per packet before the injected delay (at zero
+/// delay, or the first point's less its delay), its two parts named.
 fn white_box_line(p: &CrossPoint) -> String {
     if p.kernel_ticks.is_finite() {
         format!(
-            "white box at zero delay: {:.0} ticks per packet = the forwarder's own rx + work + tx {:.0} + its CPU's time outside them {:.0} (the kernel's receive into its ring, in softirq)\n",
+            "white box before the injected delay: {:.0} ticks per packet = the forwarder's own rx + work + tx {:.0} + its CPU's time outside them {:.0} (the kernel's receive into its ring, in softirq)\n",
             p.base_ticks + p.kernel_ticks,
             p.base_ticks,
             p.kernel_ticks
         )
     } else {
         format!(
-            "white box at zero delay: the forwarder's own rx + work + tx {:.0} ticks per packet (its CPU's time outside them not measured: no device CPU)\n",
+            "white box before the injected delay: the forwarder's own rx + work + tx {:.0} ticks per packet (its CPU's time outside them not measured: no device CPU)\n",
             p.base_ticks
         )
     }
