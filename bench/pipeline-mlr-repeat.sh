@@ -19,6 +19,8 @@
 # Usage: bench/pipeline-mlr-repeat.sh [RUNS] [DEVICE...]
 #   default: 10 l2fwd:delay:5000 l2fwd:delay:1000 bridge
 #   env: COMPARE (0), CROSSCHECK (1), EXTRA (more options for every run),
+#        BIN (a built commbench to measure instead of building the
+#        release one into the shared target dir),
 #        LOCK (a file: each run holds `flock LOCK` while it measures, so
 #        other work on the host can take turns between runs)
 set -euo pipefail
@@ -33,8 +35,13 @@ printf 'command: bash bench/pipeline-mlr-repeat.sh'; [ $# -eq 0 ] || printf ' %q
 tgt=${CARGO_TARGET_DIR:-target}
 locked=()
 [ -n "${LOCK:-}" ] && locked=(flock "$LOCK")
-"${locked[@]}" cargo build --release -q -p commbench
-bin="$tgt/release/commbench"
+if [ -n "${BIN:-}" ]; then
+  bin=$BIN
+else
+  "${locked[@]}" cargo build --release -q -p commbench
+  bin="$tgt/release/commbench"
+fi
+echo "build: $bin ($("$bin" --version 2>/dev/null || echo '?'))"
 out=$(mktemp)
 pred=$(mktemp)
 t0f=$(mktemp)
@@ -83,8 +90,10 @@ if [ "${CROSSCHECK:-1}" = 1 ]; then
           python3 -c '
 import json, sys
 for r in json.load(sys.stdin)["records"]:
-    if r["test"] == "crosscheck" and "predicted_pps" in r["metrics"]:
-        print(sys.argv[1], r["metrics"]["predicted_pps"])
+    m = r["metrics"]
+    if r["test"] == "crosscheck" and "predicted_pps" in m:
+        print(sys.argv[1], m["predicted_pps"], m.get("predicted_fwd_pps") or "nan",
+              m.get("base_ticks") or "nan", m.get("kernel_ticks") or "nan", m.get("measured_pps") or "nan")
 ' "$dut" | tee -a "$pred" || true
         ;;
     esac
@@ -95,7 +104,14 @@ import math, statistics, sys
 sys.path.insert(0, "bench")
 from stats import median_ci
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-pred = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[2]) if l.strip()}
+pred, extra = {}, {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    if not f:
+        continue
+    pred[f[0]] = float(f[1])
+    if len(f) >= 6:
+        extra[f[0]] = [float(x) for x in f[2:6]]
 keys = []
 for r in rows:
     k = (r[0], r[1], r[3])
@@ -116,6 +132,9 @@ for method, dut, goal in keys:
         line += f"  median {med:.0f} pps {ci}  CV {cv:.1f}%  worst {worst:.1f}% off  within ±10%: {within}/{len(sel)}"
         if dut in pred:
             line += f"  prediction {pred[dut]:.0f} ({(med / pred[dut] - 1) * 100:+.1f}%)"
+            if dut in extra:
+                fwd, base, kern, xm = extra[dut]
+                line += f" [forwarder's own ticks alone {fwd:.0f} ({(med / fwd - 1) * 100:+.1f}%); base {base:.0f} + kernel {kern:.0f} ticks; crosscheck's own NDR {xm:.0f}]"
     line += f"  not measured: {missing}  limited: {sum(1 for r in sel if r[7] == 'limited')}"
     line += f"  troubled trials: {sum(int(r[9]) for r in sel)}  longest run {max(walls):.1f} s"
     print(line)

@@ -317,8 +317,12 @@ impl StartBarrier {
     }
 }
 
-/// Time a set of CPUs spent in steal, softirq and irq, from `/proc/stat`
-/// (seconds; USER_HZ ticks).
+/// Time a set of CPUs spent in steal, softirq, irq, the kernel, user
+/// space and idle, from `/proc/stat` (seconds; USER_HZ ticks). Without
+/// `CONFIG_IRQ_TIME_ACCOUNTING` the busy kinds are sampled at the
+/// scheduler tick (each tick counts wholly as what it interrupted), while
+/// a tickless CPU's idle time is exact: the busy time of a window is best
+/// taken as its length minus `idle_s`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuTimes {
     /// Time the hypervisor ran something else while a vCPU wanted to run.
@@ -327,6 +331,12 @@ pub struct CpuTimes {
     pub softirq_s: f64,
     /// Time in hard interrupt handlers.
     pub irq_s: f64,
+    /// Time in the kernel on behalf of tasks (system calls, faults).
+    pub system_s: f64,
+    /// Time in user space (nice included).
+    pub user_s: f64,
+    /// Time idle (I/O wait included).
+    pub idle_s: f64,
 }
 
 impl CpuTimes {
@@ -352,6 +362,9 @@ impl CpuTimes {
             let v: Vec<f64> = f.filter_map(|x| x.parse().ok()).collect();
             // user nice system idle iowait irq softirq steal ...
             if v.len() >= 8 {
+                out.user_s += (v[0] + v[1]) / hz;
+                out.system_s += v[2] / hz;
+                out.idle_s += (v[3] + v[4]) / hz;
                 out.irq_s += v[5] / hz;
                 out.softirq_s += v[6] / hz;
                 out.steal_s += v[7] / hz;
@@ -366,6 +379,9 @@ impl CpuTimes {
             steal_s: (self.steal_s - earlier.steal_s).max(0.0),
             softirq_s: (self.softirq_s - earlier.softirq_s).max(0.0),
             irq_s: (self.irq_s - earlier.irq_s).max(0.0),
+            system_s: (self.system_s - earlier.system_s).max(0.0),
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            idle_s: (self.idle_s - earlier.idle_s).max(0.0),
         }
     }
 }
@@ -455,5 +471,19 @@ mod tests {
         let b = CpuTimes::read(&[]);
         let d = b.since(&a);
         assert!(d.steal_s >= 0.0 && d.softirq_s >= 0.0 && d.irq_s >= 0.0);
+        assert!(d.system_s >= 0.0 && d.user_s >= 0.0 && d.idle_s >= 0.0);
+    }
+
+    #[test]
+    fn cpu_times_of_one_cpu_are_part_of_all() {
+        // The sums over every CPU hold each CPU's share: CPU 0's times
+        // never exceed all CPUs', and a running host has spent time.
+        let all = CpuTimes::read(&[]);
+        let zero = CpuTimes::read(&[0]);
+        assert!(all.user_s + all.system_s + all.idle_s > 0.0, "{all:?}");
+        assert!(zero.idle_s <= all.idle_s + 0.02, "{zero:?} {all:?}");
+        assert!(zero.user_s <= all.user_s + 0.02, "{zero:?} {all:?}");
+        // A CPU that does not exist has no times.
+        assert_eq!(CpuTimes::read(&[usize::MAX]), CpuTimes::default());
     }
 }

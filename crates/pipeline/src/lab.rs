@@ -26,7 +26,7 @@ const TRIALS: &[&str] = &[
 ];
 const SEARCHES: &[&str] = &["rfc2544-ndr", "rfc2544-pdr"];
 
-static METRICS: [MetricSpec; 29] = [
+static METRICS: [MetricSpec; 37] = [
     MetricSpec::headline(
         "ticks_total",
         "TSC ticks per packet",
@@ -220,6 +220,46 @@ static METRICS: [MetricSpec; 29] = [
         TRIALS,
     ),
     MetricSpec::other(
+        "dut_cpu_busy_ms",
+        "device CPU busy in the trial (its window less idle)",
+        "ms",
+        Better::Lower,
+        Quantity::Cost,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "dut_cpu_softirq_ms",
+        "device CPU in softirq in the trial (tick-sampled)",
+        "ms",
+        Better::Lower,
+        Quantity::Cost,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "dut_cpu_system_ms",
+        "device CPU in the kernel for tasks in the trial (tick-sampled)",
+        "ms",
+        Better::Lower,
+        Quantity::Cost,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "dut_cpu_ns_per_frame",
+        "device CPU busy time per frame received",
+        "ns",
+        Better::Lower,
+        Quantity::Cost,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "fwd_ticks_kernel",
+        "device CPU ticks per frame outside the forwarder's own sections",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        TRIALS,
+    ),
+    MetricSpec::other(
         "window_100us_over_share",
         "most frames in 100 µs over the rate's share",
         "×",
@@ -249,6 +289,30 @@ static METRICS: [MetricSpec; 29] = [
         "pps",
         Better::Higher,
         Quantity::Time,
+        &["crosscheck"],
+    ),
+    MetricSpec::other(
+        "kernel_ticks",
+        "white box: device CPU ticks per packet outside the forwarder",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        &["crosscheck"],
+    ),
+    MetricSpec::other(
+        "predicted_pps",
+        "white-box NDR: forwarder and its CPU's kernel receive",
+        "pps",
+        Better::Higher,
+        Quantity::Other,
+        &["crosscheck"],
+    ),
+    MetricSpec::other(
+        "predicted_fwd_pps",
+        "white-box NDR from the forwarder's own ticks alone",
+        "pps",
+        Better::Higher,
+        Quantity::Other,
         &["crosscheck"],
     ),
     MetricSpec::other(

@@ -230,6 +230,35 @@ pub fn base_ticks(hz: f64, delays: &[f64], runs: &[Vec<SearchResult>]) -> f64 {
     median(&base)
 }
 
+/// The device CPU's ticks per packet outside the forwarder's own
+/// sections, at the same point and in the same trials as [`base_ticks`]:
+/// the kernel's receive into the forwarder's ring runs in softirq on the
+/// device's CPU (its receive is steered there), which the forwarder's TSC
+/// reads do not see. NaN when no trial measured it (no device CPU).
+pub fn kernel_ticks(delays: &[f64], runs: &[Vec<SearchResult>]) -> f64 {
+    let bi = delays.iter().position(|&d| d == 0.0).unwrap_or(0);
+    median_measured(runs[bi].iter().map(|r| r.kernel_ticks()))
+}
+
+/// The median of the rounds that measured a value; NaN when none did.
+fn median_measured(xs: impl Iterator<Item = Option<f64>>) -> f64 {
+    let k: Vec<f64> = xs.flatten().filter(|x| x.is_finite()).collect();
+    if k.is_empty() {
+        return f64::NAN;
+    }
+    median(&k)
+}
+
+/// The white box's ticks per packet at zero delay: the forwarder's own
+/// and, when measured, the device CPU's beside them.
+pub fn model_ticks(base: f64, kernel: f64) -> f64 {
+    if kernel.is_finite() {
+        base + kernel
+    } else {
+        base
+    }
+}
+
 /// Folds the rounds into points, pushing one record per point.
 fn fold(
     s: &Spec,
@@ -243,13 +272,14 @@ fn fold(
     let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate_pps).collect();
     let tester_pps = median(&tester_rates);
     let base = base_ticks(hz, delays, runs);
+    let kernel = kernel_ticks(delays, runs);
     let mut points = Vec::new();
     for (&d, rs) in delays.iter().zip(runs) {
         if rs.is_empty() {
             continue;
         }
-        let predicted = rfc2544::predict_pps(hz, base, d);
-        let (p, est) = rfc2544::cross_point(
+        let predicted = rfc2544::predict_pps(hz, model_ticks(base, kernel), d);
+        let (mut p, est) = rfc2544::cross_point(
             d,
             base,
             predicted,
@@ -257,8 +287,10 @@ fn fold(
             tester_pps,
             s.offer.trial.duration.as_secs_f64(),
         );
+        p.kernel_ticks = kernel;
         let ticks = median(&rs.iter().filter_map(|r| r.fwd_ticks()).collect::<Vec<_>>());
-        rec.push(record(s, f, &p, &est, ticks, rs.last()));
+        let fwd_only = rfc2544::predict_pps(hz, base, d);
+        rec.push(record(s, f, &p, &est, ticks, fwd_only, rs.last()));
         points.push((p, est));
     }
     Report {
@@ -279,6 +311,7 @@ fn record(
     p: &CrossPoint,
     est: &Estimate,
     measured_ticks: f64,
+    predicted_fwd_pps: f64,
     last: Option<&SearchResult>,
 ) -> Record {
     let predicted = p.predicted_pps;
@@ -294,10 +327,19 @@ fn record(
         )
         .metric("base_ticks", p.base_ticks)
         .metric(
+            "kernel_ticks",
+            p.kernel_ticks.is_finite().then_some(p.kernel_ticks),
+        )
+        .metric(
             "measured_ticks",
             measured_ticks.is_finite().then_some(measured_ticks),
         )
         .metric("predicted_pps", p.predicted_pps)
+        .metric("predicted_fwd_pps", predicted_fwd_pps)
+        .metric(
+            "error_fwd_pct",
+            (p.measured_pps / predicted_fwd_pps - 1.0) * 100.0,
+        )
         .metric("error_pct", p.error_pct)
         .metric("error_lo_pct", (est.lo / predicted - 1.0) * 100.0)
         .metric("error_hi_pct", (est.hi / predicted - 1.0) * 100.0)
@@ -334,6 +376,9 @@ pub fn table(r: &Report) -> String {
         if rounds { " [95% interval]" } else { "" },
         if rounds { " [interval]  " } else { "" },
     );
+    if let Some((p, _)) = r.points.first() {
+        table.insert_str(table.find('\n').map_or(0, |i| i + 1), &white_box_line(p));
+    }
     for (p, est) in &r.points {
         let (m, e) = if rounds {
             (
@@ -368,6 +413,24 @@ pub fn table(r: &Report) -> String {
         ));
     }
     table
+}
+
+/// The white box's ticks per packet before the injected delay (at zero
+/// delay, or the first point's less its delay), its two parts named.
+fn white_box_line(p: &CrossPoint) -> String {
+    if p.kernel_ticks.is_finite() {
+        format!(
+            "white box before the injected delay: {:.0} ticks per packet = the forwarder's own rx + work + tx {:.0} + its CPU's time outside them {:.0} (the kernel's receive into its ring, in softirq)\n",
+            p.base_ticks + p.kernel_ticks,
+            p.base_ticks,
+            p.kernel_ticks
+        )
+    } else {
+        format!(
+            "white box before the injected delay: the forwarder's own rx + work + tx {:.0} ticks per packet (its CPU's time outside them not measured: no device CPU)\n",
+            p.base_ticks
+        )
+    }
 }
 
 #[cfg(test)]
@@ -443,10 +506,30 @@ mod tests {
         assert!(g.validate().is_ok());
     }
 
+    #[test]
+    fn the_prediction_adds_the_device_cpu_s_ticks_to_the_forwarder_s_own() {
+        // The kernel term is the median of the zero-delay rounds that
+        // measured it; rounds without a device CPU do not count.
+        let k = median_measured([Some(900.0), None, Some(1200.0), Some(1000.0)].into_iter());
+        assert_eq!(k, 1000.0);
+        assert!(median_measured([None, None].into_iter()).is_nan());
+        assert!(median_measured([Some(f64::NAN)].into_iter()).is_nan());
+        let hz = 1e9;
+        let model = model_ticks(3100.0, k);
+        assert_eq!(model, 4100.0);
+        // 4,100 ticks + 5 µs at 1 GHz: 9,100 ns per packet, where the
+        // forwarder's own ticks alone said 8,100 ns.
+        let p = rfc2544::predict_pps(hz, model, 5000.0);
+        assert!((p - 1e9 / 9100.0).abs() < 1e-6, "{p}");
+        let own = rfc2544::predict_pps(hz, model_ticks(3100.0, f64::NAN), 5000.0);
+        assert!((own - 1e9 / 8100.0).abs() < 1e-6, "{own}");
+    }
+
     fn point(delay_ns: f64, measured: f64) -> (CrossPoint, Estimate) {
         let p = CrossPoint {
             delay_ns,
             base_ticks: 100.0,
+            kernel_ticks: f64::NAN,
             predicted_pps: 1e6,
             measured_pps: measured,
             error_pct: (measured / 1e6 - 1.0) * 100.0,
@@ -475,7 +558,15 @@ mod tests {
             interrupted: false,
         };
         let t = table(&r);
-        assert_eq!(t.lines().count(), 4, "{t}");
+        assert_eq!(t.lines().count(), 5, "{t}");
+        assert!(
+            t.contains("the forwarder's own rx + work + tx 100 ticks"),
+            "{t}"
+        );
+        assert!(t.contains("not measured"), "{t}");
+        r.points[0].0.kernel_ticks = 25.0;
+        let t = table(&r);
+        assert!(t.contains("125 ticks per packet = the forwarder's own rx + work + tx 100 + its CPU's time outside them 25"), "{t}");
         assert!(
             t.starts_with("tester alone (no device): NDR 2.000 Mpps\n"),
             "{t}"

@@ -32,6 +32,7 @@ use commbench_core::delay::{spin_until, GuardBounds, WakeGuard};
 use commbench_core::placement::CpuList;
 use commbench_core::record::Record;
 use commbench_core::rusage::Usage;
+use commbench_core::sched::CpuTimes;
 use commbench_core::stall::{StallMonitor, StallWindow};
 use commbench_core::stats::{LatencyHistogram, Summary};
 use dut::{DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
@@ -487,6 +488,15 @@ impl Bench {
         }
     }
 
+    /// The CPU the device runs on (or its receive was steered to), when
+    /// it has one and the device is one the tester started.
+    fn dut_cpu(&self) -> Option<usize> {
+        match self.dut {
+            DutSpec::None | DutSpec::Ifaces(..) => None,
+            _ => self.rx_steer.or(self.cpus.dut),
+        }
+    }
+
     /// The forwarder's injected delay, if the device is commbench's l2fwd.
     pub fn fwd_work(&self) -> Option<dut::FwdWork> {
         match &self.running {
@@ -529,6 +539,10 @@ impl Bench {
         let gen_done_at = AtomicU64::new(0);
         let fwd0 = self.fwd_snapshot();
         let host0 = netns::softnet_drops();
+        // The device's CPU around the roles: what it was busy with that
+        // the forwarder's own clock does not see (its receive in softirq).
+        let dut_cpu = self.dut_cpu();
+        let cpu0 = dut_cpu.map(|c| (Instant::now(), CpuTimes::read(&[c])));
         // A new window: what the host did between trials is not this one's.
         if let Some(m) = &mut self.stalls {
             let _ = m.take_window();
@@ -608,14 +622,50 @@ impl Bench {
             .as_mut()
             .filter(|m| m.running())
             .map(|m| m.take_window());
+        let dut_cpu_window = cpu0.zip(dut_cpu).map(|((t0, c0), c)| DutCpuWindow {
+            window_s: t0.elapsed().as_secs_f64(),
+            times: CpuTimes::read(&[c]).since(&c0),
+        });
         let dut_ok = self.check_dut();
         let mut r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
         r.host_backlog_drops = host_backlog_drops;
         r.set_stall(stall);
+        r.set_dut_cpu(dut_cpu_window);
         r.loss_where = r.loss_where();
         dut_ok?;
         Ok(r)
     }
+}
+
+/// The device's CPU over one trial: the window's length and its times.
+#[derive(Debug, Clone, Copy)]
+struct DutCpuWindow {
+    window_s: f64,
+    times: CpuTimes,
+}
+
+impl DutCpuWindow {
+    /// The window less the CPU's idle time: exact on a tickless idle CPU,
+    /// where the busy kinds are only the tick's samples.
+    fn busy_s(&self) -> f64 {
+        (self.window_s - self.times.idle_s).max(0.0)
+    }
+}
+
+/// Ticks per frame the device's CPU was busy outside the forwarder's own
+/// timed sections (`busy_s` of the CPU over the trial, the forwarder's
+/// section ticks in `f`, per frame it received): what its TSC reads do
+/// not see — the kernel's copy of each frame into its receive ring runs
+/// in softirq on that CPU, mostly while the forwarder waits. Interrupts
+/// that land inside a section are in the section's ticks already, so the
+/// two add up to the CPU's busy time and never count a tick twice. None
+/// without frames; never negative (the busy time is sampled at 10 ms).
+pub fn kernel_ticks_per_frame(busy_s: f64, hz: f64, f: &FwdSnapshot) -> Option<f64> {
+    if f.rx == 0 || !busy_s.is_finite() || hz.is_nan() || hz <= 0.0 {
+        return None;
+    }
+    let sections = (f.ticks_rx + f.ticks_work + f.ticks_tx) as f64;
+    Some(((busy_s * hz - sections) / f.rx as f64).max(0.0))
 }
 
 /// The stall monitor's sleep: a wake-up every millisecond, so a pause of
@@ -1158,6 +1208,20 @@ pub struct TrialResult {
     /// CPU time the hypervisor gave to others during the trial (all CPUs,
     /// /proc/stat steal), ms (None: not reported).
     pub steal_ms: Option<f64>,
+    /// The device's CPU during the trial (from just before the probes to
+    /// the end of the drain): busy = the window less its idle time, ms.
+    pub dut_cpu_busy_ms: Option<f64>,
+    /// Of it, softirq and system time, ms (sampled at the scheduler tick:
+    /// a share, not an exact sum, on a kernel without IRQ time accounting).
+    pub dut_cpu_softirq_ms: Option<f64>,
+    pub dut_cpu_system_ms: Option<f64>,
+    /// Busy time of the device's CPU per frame the device received, ns.
+    pub dut_cpu_ns_per_frame: Option<f64>,
+    /// (l2fwd) TSC ticks per frame the device's CPU was busy outside the
+    /// forwarder's own rx, work and tx sections: the kernel's receive
+    /// into its ring (softirq), and whatever else ran on that CPU (with
+    /// the default placement the sink's thread and its receive).
+    pub fwd_ticks_kernel: Option<f64>,
     /// Where the lost frames were lost, as far as the counters tell:
     /// see [`TrialResult::loss_where`].
     pub loss_where: String,
@@ -1260,6 +1324,11 @@ impl TrialResult {
             host_backlog_drops: None,
             host_stall_ms: None,
             steal_ms: None,
+            dut_cpu_busy_ms: None,
+            dut_cpu_softirq_ms: None,
+            dut_cpu_system_ms: None,
+            dut_cpu_ns_per_frame: None,
+            fwd_ticks_kernel: None,
             loss_where: String::new(),
             latency: a.latency.summary(),
             latency_recorded_pct: if arrivals_total > 0 {
@@ -1300,6 +1369,26 @@ impl TrialResult {
     fn set_stall(&mut self, w: Option<StallWindow>) {
         self.host_stall_ms = w.map(|w| w.worst_ms);
         self.steal_ms = w.and_then(|w| w.steal_ms);
+    }
+
+    /// Takes the device CPU's window of the trial: its busy time, per
+    /// frame the device received, and (l2fwd) the part of it outside the
+    /// forwarder's own timed sections, in TSC ticks.
+    fn set_dut_cpu(&mut self, w: Option<DutCpuWindow>) {
+        let Some(w) = w else { return };
+        let busy_s = w.busy_s();
+        self.dut_cpu_busy_ms = Some(busy_s * 1e3);
+        self.dut_cpu_softirq_ms = Some(w.times.softirq_s * 1e3);
+        self.dut_cpu_system_ms = Some(w.times.system_s * 1e3);
+        let frames = self.fwd.map_or(self.received, |f| f.rx);
+        if frames == 0 {
+            return;
+        }
+        self.dut_cpu_ns_per_frame = Some(busy_s * 1e9 / frames as f64);
+        if let Some(f) = &self.fwd {
+            let hz = tsc().hz();
+            self.fwd_ticks_kernel = kernel_ticks_per_frame(busy_s, hz, f);
+        }
     }
 
     /// Names the hop that lost the most of the lost frames, from the
@@ -1364,6 +1453,10 @@ impl TrialResult {
             .metric("host_backlog_drops", self.host_backlog_drops)
             .metric("host_stall_ms", self.host_stall_ms)
             .metric("steal_ms", self.steal_ms)
+            .metric("dut_cpu_busy_ms", self.dut_cpu_busy_ms)
+            .metric("dut_cpu_softirq_ms", self.dut_cpu_softirq_ms)
+            .metric("dut_cpu_system_ms", self.dut_cpu_system_ms)
+            .metric("dut_cpu_ns_per_frame", self.dut_cpu_ns_per_frame)
             .metric("loss_where", &self.loss_where)
             .metric("latency_p50_ns", l.p50)
             .metric("latency_p90_ns", l.p90)
@@ -1385,6 +1478,7 @@ impl TrialResult {
             r.push_metric("fwd_ticks_rx", self.fwd_ticks_rx);
             r.push_metric("fwd_ticks_work", self.fwd_ticks_work);
             r.push_metric("fwd_ticks_tx", self.fwd_ticks_tx);
+            r.push_metric("fwd_ticks_kernel", self.fwd_ticks_kernel);
         }
         r.push_metric("partial", self.partial || self.behind_schedule);
         r

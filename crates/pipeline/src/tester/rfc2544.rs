@@ -386,6 +386,7 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
             r.push_metric("fwd_ticks_rx", a);
             r.push_metric("fwd_ticks_work", w);
             r.push_metric("fwd_ticks_tx", x);
+            r.push_metric("fwd_ticks_kernel", t.fwd_ticks_kernel);
         }
     }
     r.push_metric("partial", super::interrupted());
@@ -956,6 +957,10 @@ pub struct CrossPoint {
     /// The forwarder's measured ticks per packet at zero delay (rx, work,
     /// tx), from its own TSC reads during the zero-delay search.
     pub base_ticks: f64,
+    /// The device CPU's ticks per packet outside the forwarder's own
+    /// sections at zero delay (its receive in softirq; NaN: not measured),
+    /// part of the prediction beside `base_ticks`.
+    pub kernel_ticks: f64,
     /// hz / (base ticks + delay ticks).
     pub predicted_pps: f64,
     pub measured_pps: f64,
@@ -980,6 +985,12 @@ impl SearchResult {
     pub fn fwd_ticks(&self) -> Option<f64> {
         let t = self.final_trial.as_ref()?;
         Some(t.fwd_ticks_rx? + t.fwd_ticks_work? + t.fwd_ticks_tx?)
+    }
+
+    /// The device CPU's ticks per packet outside the forwarder's own
+    /// sections in the confirmation trial ([`TrialResult::fwd_ticks_kernel`]).
+    pub fn kernel_ticks(&self) -> Option<f64> {
+        self.final_trial.as_ref()?.fwd_ticks_kernel
     }
 
     /// [`buffer_inflation_pct`] of the confirmation trial.
@@ -1030,6 +1041,7 @@ pub fn cross_point(
     let p = CrossPoint {
         delay_ns,
         base_ticks,
+        kernel_ticks: f64::NAN,
         predicted_pps,
         measured_pps: est.median,
         error_pct: (est.median / predicted_pps - 1.0) * 100.0,

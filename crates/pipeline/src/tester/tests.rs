@@ -164,6 +164,76 @@ fn exact_counts_with_no_device_a_bridge_and_af_xdp_paths() {
 }
 
 #[test]
+fn the_kernel_ticks_are_the_cpu_s_busy_time_less_the_forwarder_s_sections() {
+    let f = FwdSnapshot {
+        rx: 1000,
+        ticks_rx: 100_000,
+        ticks_work: 2_000_000,
+        ticks_tx: 900_000,
+        ..FwdSnapshot::default()
+    };
+    // 1 GHz: 4 ms busy = 4,000,000 ticks, 3,000,000 in the sections:
+    // 1,000 ticks per frame outside them.
+    assert_eq!(kernel_ticks_per_frame(0.004, 1e9, &f), Some(1000.0));
+    // The busy time is sampled; a window that reads less than the
+    // sections is 0 outside them, never negative.
+    assert_eq!(kernel_ticks_per_frame(0.002, 1e9, &f), Some(0.0));
+    // No frames, no per-frame figure.
+    let none = FwdSnapshot::default();
+    assert_eq!(kernel_ticks_per_frame(0.004, 1e9, &none), None);
+    assert_eq!(kernel_ticks_per_frame(f64::NAN, 1e9, &f), None);
+}
+
+#[test]
+fn the_device_cpu_is_measured_beside_the_forwarder_s_own_ticks() {
+    if !root() {
+        return;
+    }
+    // The device on a CPU of its own (CPU 0 when the host has one only:
+    // the window is then the CPU every role shares, still one CPU's).
+    let online = commbench_core::placement::online();
+    let c = *online.cpus().last().unwrap();
+    let cpus = RoleCpus {
+        gen: None,
+        sink: None,
+        dut: Some(c),
+    };
+    let dut = DutSpec::parse("l2fwd:delay:2000").unwrap();
+    let mut b = Bench::new(&dut, cpus).unwrap();
+    let r = b.trial(&spec(20_000.0, 200, 1)).unwrap();
+    assert_eq!(r.received, 4000, "{r:?}");
+    // The CPU's busy time, per frame the forwarder received (the probes
+    // too: they cost the device as much).
+    let busy = r.dut_cpu_busy_ms.expect("the device CPU's window");
+    assert!(busy >= 0.0 && busy.is_finite(), "{busy}");
+    let frames = r.fwd.expect("the forwarder's counters").rx;
+    assert!(frames >= 4000, "{frames}");
+    let per = r.dut_cpu_ns_per_frame.expect("per frame");
+    assert!(
+        (per - busy * 1e6 / frames as f64).abs() <= per * 1e-9 + 1e-9,
+        "{per} {busy} {frames}"
+    );
+    let k = r.fwd_ticks_kernel.expect("the forwarder's outside ticks");
+    assert!(k >= 0.0 && k.is_finite(), "{k}");
+    let x = r.record("trial");
+    for m in [
+        "dut_cpu_busy_ms",
+        "dut_cpu_softirq_ms",
+        "dut_cpu_system_ms",
+        "fwd_ticks_kernel",
+    ] {
+        assert!(x.metric_f64(m).is_some(), "{m}: {x:?}");
+    }
+    // A device with no CPU of its own (unpinned) has no window, and says
+    // so with nulls, not zeros.
+    let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+    let r = b.trial(&spec(20_000.0, 50, 1)).unwrap();
+    assert_eq!(r.dut_cpu_busy_ms, None);
+    assert_eq!(r.fwd_ticks_kernel, None);
+    assert!(r.record("trial").metric_f64("dut_cpu_busy_ms").is_none());
+}
+
+#[test]
 fn exact_counts_through_real_interfaces() {
     if !root() {
         return;
