@@ -43,6 +43,11 @@ pub struct Control {
     data_sleep: AtomicU32,
     /// 1 while the producer sleeps waiting for space.
     space_sleep: AtomicU32,
+    /// While `space_sleep` is set: the `tail` the producer waits for (half
+    /// the ring free),
+    /// so the consumer rings its doorbell once per half ring, not once
+    /// per message it releases.
+    space_want: AtomicU64,
     /// PRODUCER_CLOSED | CONSUMER_CLOSED | ABORTED.
     closed: AtomicU32,
     /// Process ids of both ends (0 until attached).
@@ -142,6 +147,7 @@ impl RingRef {
         h.ctl.0.closed.store(0, Ordering::Relaxed);
         h.ctl.0.data_sleep.store(0, Ordering::Relaxed);
         h.ctl.0.space_sleep.store(0, Ordering::Relaxed);
+        h.ctl.0.space_want.store(0, Ordering::Relaxed);
         h.ctl.0.producer_pid.store(0, Ordering::Relaxed);
         h.ctl.0.consumer_pid.store(0, Ordering::Relaxed);
         h.prod_beat.0.reset();
@@ -243,6 +249,17 @@ impl RingRef {
     }
 }
 
+/// The `tail` a producer whose ring is full at `head` waits for: half
+/// the ring free. The consumer rings a sleeping producer's doorbell only
+/// once `tail` reaches it, so a slower consumer wakes the producer once
+/// per half ring — which it then fills with whole messages — instead of
+/// once per message it releases. The wait always ends: a consumer that
+/// waits for data has drained the ring up to `head`.
+#[inline]
+pub(crate) fn space_want(head: u64, cap: u64) -> u64 {
+    head.saturating_sub(cap - (cap / 2).max(1))
+}
+
 /// Producer end of a ring.
 pub struct RingTx {
     r: RingRef,
@@ -301,6 +318,10 @@ impl RingTx {
                     self.publish();
                     let h = self.r.h();
                     let head = self.head;
+                    // Wait for half the ring free: a sleeping producer is
+                    // woken once per half ring, not per message released.
+                    let want = space_want(head, cap);
+                    h.ctl.0.space_want.store(want, Ordering::Relaxed);
                     let mut seen = self.cached_tail;
                     let r = &self.r;
                     let parties = Parties {
@@ -316,7 +337,7 @@ impl RingTx {
                         &mut self.adapt,
                         || {
                             seen = h.tail.0.load(Ordering::Acquire);
-                            head - seen < cap
+                            seen >= want
                         },
                         || h.tail.0.load(Ordering::Relaxed),
                         || r.peer_gone(CONSUMER_CLOSED, &h.ctl.0.consumer_pid),
@@ -402,8 +423,16 @@ impl RingRx {
             let h = self.r.h();
             h.tail.0.store(self.tail, Ordering::Release);
             self.released = self.tail;
-            if wait::notify(self.r.policy, &h.ctl.0.space_sleep, self.r.space_bell_w()) {
+            let c = &h.ctl.0;
+            let tail = self.tail;
+            if wait::notify_when(
+                self.r.policy,
+                &c.space_sleep,
+                || tail >= c.space_want.load(Ordering::Relaxed),
+                self.r.space_bell_w(),
+            ) {
                 self.me.woke.store(true, Ordering::Relaxed);
+                self.adapt.bells_rung += 1;
             }
         }
     }
@@ -485,5 +514,131 @@ impl Drop for RingRx {
         self.release();
         self.r.flush_stats(&mut self.adapt);
         self.r.close(CONSUMER_CLOSED);
+    }
+}
+
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod tests {
+    use super::*;
+    use crate::wait::Presence;
+    use std::alloc::{alloc_zeroed, dealloc, Layout};
+    use std::sync::atomic::AtomicBool;
+
+    /// One ring in process memory, laid out as in a segment.
+    struct HeapRing {
+        ptr: *mut u8,
+        layout: Layout,
+        sleeping: AtomicU32,
+        stats: SharedStats,
+    }
+    // SAFETY: plain memory; the ring protocol and atomics order access.
+    unsafe impl Send for HeapRing {}
+    // SAFETY: as above.
+    unsafe impl Sync for HeapRing {}
+    impl Backing for HeapRing {}
+    impl Drop for HeapRing {
+        fn drop(&mut self) {
+            // SAFETY: allocated in `ring` with this layout.
+            unsafe { dealloc(self.ptr, self.layout) }
+        }
+    }
+
+    fn ring(cap: usize, policy: WaitPolicy) -> (RingTx, RingRx) {
+        let layout = Layout::from_size_align(RING_HEADER_BYTES + cap, 4096).unwrap();
+        // SAFETY: non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        let b = Arc::new(HeapRing {
+            ptr,
+            layout,
+            sleeping: AtomicU32::new(0),
+            stats: SharedStats::default(),
+        });
+        let r = RingRef {
+            hdr: ptr as *const RingHeader,
+            // SAFETY: inside the allocation.
+            data: unsafe { ptr.add(RING_HEADER_BYTES) },
+            cap: cap as u64,
+            sleeping: &b.sleeping,
+            threads: 2,
+            cpus: 2,
+            apart: false,
+            stats: &b.stats,
+            policy,
+            bells: None,
+            _backing: b.clone(),
+        };
+        r.init();
+        let tx_me = Arc::new(Presence::new([r.prod_beat(), r.prod_beat()], b.clone()));
+        let rx_me = Arc::new(Presence::new([r.cons_beat(), r.cons_beat()], b));
+        (RingTx::new(r.clone(), tx_me), RingRx::new(r, rx_me))
+    }
+
+    #[test]
+    fn a_full_producer_waits_for_half_the_ring() {
+        let cap = 1 << 20;
+        assert_eq!(space_want(3 * cap, cap), 2 * cap + cap / 2);
+        assert_eq!(space_want(cap, cap), cap / 2);
+        // Never below the tail of a fresh ring, always reached once the
+        // consumer has drained the ring up to `head`.
+        assert_eq!(space_want(10, cap), 0);
+        for head in [0, 1, cap / 2, cap, 5 * cap + 7] {
+            assert!(space_want(head, cap) <= head);
+        }
+        // A two-byte ring still waits for one byte.
+        assert_eq!(space_want(9, 2), 8);
+    }
+
+    /// A consumer slower than its producer: before every message it lets
+    /// the producer fill the ring and fall asleep. The producer must be
+    /// woken once per half ring drained (bounded by the bytes moved), not
+    /// once per message released; every message arrives in order.
+    #[test]
+    fn a_slow_consumer_wakes_a_sleeping_producer_once_per_half_ring() {
+        const CAP: usize = 64 << 10;
+        const LEN: usize = 4096;
+        const N: u64 = 400;
+        let (mut tx, mut rx) = ring(CAP, WaitPolicy::Block);
+        let hdr = tx.r.hdr as usize;
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let producer = std::thread::spawn(move || {
+            let payload = vec![7u8; LEN];
+            for seq in 0..N {
+                let h = Header {
+                    len: LEN as u32,
+                    check: 0,
+                    seq,
+                };
+                tx.send(&h, &payload).unwrap();
+            }
+            d.store(true, Ordering::Release);
+            tx
+        });
+        // SAFETY: the header outlives both threads (the rings hold it).
+        let ctl = unsafe { &(*(hdr as *const RingHeader)).ctl.0 };
+        let mut buf = vec![0u8; LEN];
+        for seq in 0..N {
+            // Bounded: the producer either sleeps on a full ring or is done.
+            for _ in 0..10_000_000u32 {
+                if ctl.space_sleep.load(Ordering::Acquire) != 0 || done.load(Ordering::Acquire) {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            let h = rx.recv(&mut buf).unwrap();
+            assert_eq!((h.seq, h.len as usize), (seq, LEN));
+        }
+        let tx = producer.join().unwrap();
+        drop(tx);
+        let moved = N as usize * (HEADER_LEN + LEN);
+        let bound = (moved / (CAP / 2) + 1) as u64;
+        assert!(rx.adapt.bells_rung >= 1, "the producer never slept");
+        assert!(
+            rx.adapt.bells_rung <= bound,
+            "{} wake-ups for {N} messages ({moved} bytes through a {CAP}-byte ring): at most {bound}",
+            rx.adapt.bells_rung
+        );
     }
 }
