@@ -18,6 +18,7 @@
 # busy loops are `timeout`-bounded and killed after their set, also on
 # Ctrl-C.
 # Usage: bench/ipc-seed-compare.sh [ROUNDS] [COUNT] [STREAM_COUNT] [SETS]
+#   COMMBENCH=/path/to/commbench measures that binary instead of building one.
 #   SETS: comma list of reqres-quiet,reqres-loaded,stream-64k,stream-64k-loaded,stream-1k
 #   (default all)
 set -euo pipefail
@@ -27,13 +28,15 @@ COUNT=${2:-20000}
 SCOUNT=${3:-30000}
 SETS=${4:-reqres-quiet,reqres-loaded,stream-64k,stream-64k-loaded,stream-1k}
 TGT=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p commbench
+if [ -z "${COMMBENCH:-}" ]; then
+    cargo build --release -q -p commbench
+fi
 mkdir -p "$TGT/ipc-baseline"
 cc -O2 -Wall -o "$TGT/ipc-baseline/pipe_rt" bench/ipc-baseline/pipe_rt.c -lpthread
 cc -O2 -Wall -o "$TGT/ipc-baseline/uds_stream" bench/ipc-baseline/uds_stream.c
-export CB=$TGT/release/commbench C=$TGT/ipc-baseline BENCH=$PWD/bench ROUNDS COUNT SCOUNT SETS
+export CB=${COMMBENCH:-$TGT/release/commbench} C=$TGT/ipc-baseline BENCH=$PWD/bench ROUNDS COUNT SCOUNT SETS
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
-echo "command: bench/ipc-seed-compare.sh $ROUNDS $COUNT $SCOUNT $SETS"
+echo "command: bench/ipc-seed-compare.sh $ROUNDS $COUNT $SCOUNT $SETS  (binary $CB)"
 python3 - <<'PY'
 import json, os, random, re, signal, subprocess, sys, time
 sys.path.insert(0, os.environ["BENCH"])

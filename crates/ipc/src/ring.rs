@@ -16,7 +16,10 @@
 //! passes through a 1 MiB ring with no allocation: the producer publishes
 //! every `cap / 4` bytes and at the end of each message, the consumer
 //! releases space at the same points, so both sides overlap on big
-//! messages. Serves the seed's reqres_loop / data_channel_write rings.
+//! messages. A producer that finds the ring full waits until half of it
+//! is free ([`space_want`]), and the consumer rings a sleeping producer's
+//! doorbell only then: one wake-up per half ring, never one per message.
+//! Serves the seed's reqres_loop / data_channel_write rings.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
