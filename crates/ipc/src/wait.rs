@@ -214,6 +214,12 @@ impl Beat {
     }
 }
 
+/// The TSC (elsewhere the monotonic clock), for timing windows.
+#[inline]
+pub(crate) fn tsc_now() -> u64 {
+    now_and_cpu().0
+}
+
 /// TSC and CPU number in one instruction (`rdtscp`'s aux is the CPU on
 /// Linux); elsewhere the monotonic clock and CPU 0.
 #[inline]
