@@ -19,6 +19,9 @@
 //! messages. A producer that finds the ring full waits until half of it
 //! is free ([`space_want`]), and the consumer rings a sleeping producer's
 //! doorbell only then: one wake-up per half ring, never one per message.
+//! Payloads of [`STREAMING_MIN`] and more are copied in with plain or
+//! non-temporal stores, whichever the producer measured to stream faster
+//! ([`StoreChoice`]).
 //! Serves the seed's reqres_loop / data_channel_write rings.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
