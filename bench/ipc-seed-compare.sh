@@ -5,6 +5,7 @@
 #   reqres quiet   commbench reqres_loop mt 1 128 COUNT        vs  pipe_rt 128 COUNT
 #   reqres loaded  the same, beside two bounded busy loops     (both cores taken)
 #   stream quiet   commbench data_channel_write mt 1 65532 N   vs  uds_stream 65536 N
+#   stream loaded  the same, beside two bounded busy loops     (both cores taken)
 #   stream 1 KiB   commbench data_channel_write mt 1 1024 N    vs  uds_stream 1024 N
 # For each side: messages/s (the seed's CSV for commbench; 2 per round trip)
 # and CPU per operation (round trip or message, both ends, getrusage: the
@@ -17,21 +18,25 @@
 # busy loops are `timeout`-bounded and killed after their set, also on
 # Ctrl-C.
 # Usage: bench/ipc-seed-compare.sh [ROUNDS] [COUNT] [STREAM_COUNT] [SETS]
-#   SETS: comma list of reqres-quiet,reqres-loaded,stream-64k,stream-1k (default all)
+#   COMMBENCH=/path/to/commbench measures that binary instead of building one.
+#   SETS: comma list of reqres-quiet,reqres-loaded,stream-64k,stream-64k-loaded,stream-1k
+#   (default all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-7}
 COUNT=${2:-20000}
 SCOUNT=${3:-30000}
-SETS=${4:-reqres-quiet,reqres-loaded,stream-64k,stream-1k}
+SETS=${4:-reqres-quiet,reqres-loaded,stream-64k,stream-64k-loaded,stream-1k}
 TGT=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p commbench
+if [ -z "${COMMBENCH:-}" ]; then
+    cargo build --release -q -p commbench
+fi
 mkdir -p "$TGT/ipc-baseline"
 cc -O2 -Wall -o "$TGT/ipc-baseline/pipe_rt" bench/ipc-baseline/pipe_rt.c -lpthread
 cc -O2 -Wall -o "$TGT/ipc-baseline/uds_stream" bench/ipc-baseline/uds_stream.c
-export CB=$TGT/release/commbench C=$TGT/ipc-baseline BENCH=$PWD/bench ROUNDS COUNT SCOUNT SETS
+export CB=${COMMBENCH:-$TGT/release/commbench} C=$TGT/ipc-baseline BENCH=$PWD/bench ROUNDS COUNT SCOUNT SETS
 echo "date: $(date -u +%FT%TZ)  machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
-echo "command: bench/ipc-seed-compare.sh $ROUNDS $COUNT $SCOUNT $SETS"
+echo "command: bench/ipc-seed-compare.sh $ROUNDS $COUNT $SCOUNT $SETS  (binary $CB)"
 python3 - <<'PY'
 import json, os, random, re, signal, subprocess, sys, time
 sys.path.insert(0, os.environ["BENCH"])
@@ -64,6 +69,9 @@ SET_DEFS = {
     "stream-64k": ("data_channel_write mt 1 65532 %s vs uds_stream 65536 %s, quiet" % (SCOUNT, SCOUNT), "message",
                    lambda: ours(["data_channel_write", "mt", "1", "65532", SCOUNT], 1),
                    lambda: theirs(["uds_stream", "65536", SCOUNT], "cpu_ns_per_msg"), False),
+    "stream-64k-loaded": ("data_channel_write mt 1 65532 %s vs uds_stream 65536 %s, two busy loops" % (SCOUNT, SCOUNT), "message",
+                          lambda: ours(["data_channel_write", "mt", "1", "65532", SCOUNT], 1),
+                          lambda: theirs(["uds_stream", "65536", SCOUNT], "cpu_ns_per_msg"), True),
     "stream-1k": ("data_channel_write mt 1 1024 %s vs uds_stream 1024 %s, quiet" % (int(SCOUNT) * 10, int(SCOUNT) * 10), "message",
                   lambda: ours(["data_channel_write", "mt", "1", "1024", str(int(SCOUNT) * 10)], 1),
                   lambda: theirs(["uds_stream", "1024", str(int(SCOUNT) * 10)], "cpu_ns_per_msg"), False),

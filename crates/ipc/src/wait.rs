@@ -214,6 +214,12 @@ impl Beat {
     }
 }
 
+/// The TSC (elsewhere the monotonic clock), for timing windows.
+#[inline]
+pub(crate) fn tsc_now() -> u64 {
+    now_and_cpu().0
+}
+
 /// TSC and CPU number in one instruction (`rdtscp`'s aux is the CPU on
 /// Linux); elsewhere the monotonic clock and CPU 0.
 #[inline]
@@ -555,6 +561,8 @@ pub(crate) struct Adapt {
     sampled: Option<Instant>,
     ns_per_tick: f64,
     pub(crate) stats: WaitStats,
+    /// Doorbells this endpoint half rang for its peer (tests read it).
+    pub(crate) bells_rung: u64,
 }
 
 impl Default for Adapt {
@@ -567,6 +575,7 @@ impl Default for Adapt {
             sampled: None,
             ns_per_tick: if hz > 0.0 { 1e9 / hz } else { 1.0 },
             stats: WaitStats::default(),
+            bells_rung: 0,
         }
     }
 }
@@ -739,11 +748,25 @@ fn wake_beat(policy: WaitPolicy, me: &Presence) {
 /// Returns whether it had to wake it.
 #[inline]
 pub(crate) fn notify(policy: WaitPolicy, sleep_flag: &AtomicU32, bell: Option<&OwnedFd>) -> bool {
+    notify_when(policy, sleep_flag, || true, bell)
+}
+
+/// [`notify`], but only once `due()` holds: the sleeper said (before it
+/// set its flag) how much progress it waits for, and a wake-up before
+/// that would only put it back to sleep.
+#[inline]
+pub(crate) fn notify_when(
+    policy: WaitPolicy,
+    sleep_flag: &AtomicU32,
+    due: impl FnOnce() -> bool,
+    bell: Option<&OwnedFd>,
+) -> bool {
     if policy == WaitPolicy::Spin {
         return false;
     }
     fence(Ordering::SeqCst);
-    if sleep_flag.load(Ordering::Relaxed) != 0 && sleep_flag.swap(0, Ordering::SeqCst) != 0 {
+    if sleep_flag.load(Ordering::Acquire) != 0 && due() && sleep_flag.swap(0, Ordering::SeqCst) != 0
+    {
         match bell {
             Some(fd) => crate::bell::ring(fd),
             None => futex::wake(sleep_flag, 1),
