@@ -117,6 +117,8 @@ pub struct Report {
     pub tester_pps: f64,
     /// Its searches (one per round).
     pub tester_searches: usize,
+    /// Of them, the searches that measured a rate.
+    pub tester_measured: usize,
     /// The generator fell behind its schedule in some search with no
     /// device: the tester's own ceiling is below its NDR.
     pub tester_limited: bool,
@@ -269,8 +271,18 @@ fn fold(
     rec: &mut Recorder,
 ) -> Report {
     let delays = &s.delays.0;
-    let tester_rates: Vec<f64> = tester_runs.iter().map(|r| r.rate_pps).collect();
-    let tester_pps = median(&tester_rates);
+    // The tester alone's searches that measured a rate (one that could
+    // not keep its schedule or passed nothing has none; NaN if none did).
+    let tester_rates: Vec<f64> = tester_runs
+        .iter()
+        .map(|r| r.rate_pps)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let tester_pps = if tester_rates.is_empty() {
+        f64::NAN
+    } else {
+        median(&tester_rates)
+    };
     let base = base_ticks(hz, delays, runs);
     let kernel = kernel_ticks(delays, runs);
     let mut points = Vec::new();
@@ -295,7 +307,8 @@ fn fold(
     }
     Report {
         tester_pps,
-        tester_searches: tester_rates.len(),
+        tester_searches: tester_runs.len(),
+        tester_measured: tester_rates.len(),
         tester_limited: tester_runs.iter().any(|r| r.tester_limited),
         points,
         repeat: s.repeat,
@@ -368,10 +381,25 @@ fn record(
 /// (with the intervals when there were rounds).
 pub fn table(r: &Report) -> String {
     let rounds = r.repeat > 1;
+    let tester = if r.tester_pps.is_finite() {
+        format!("NDR {:.3} Mpps", r.tester_pps / 1e6)
+    } else {
+        format!(
+            "NDR not measured: none of its {} searches found a rate kept on schedule without loss",
+            r.tester_searches
+        )
+    };
     let mut table = format!(
-        "tester alone (no device): NDR {:.3} Mpps{}{}\n delay ns   predicted Mpps   measured Mpps{}   error{}    buffer   bound    verdict\n",
-        r.tester_pps / 1e6,
-        if rounds { format!(", median of {}", r.tester_searches) } else { String::new() },
+        "tester alone (no device): {tester}{}{}\n delay ns   predicted Mpps   measured Mpps{}   error{}    buffer   bound    verdict\n",
+        if rounds && r.tester_pps.is_finite() {
+            if r.tester_measured < r.tester_searches {
+                format!(", median of {} ({} measured nothing)", r.tester_measured, r.tester_searches - r.tester_measured)
+            } else {
+                format!(", median of {}", r.tester_searches)
+            }
+        } else {
+            String::new()
+        },
         if r.tester_limited { " (generator behind schedule above it)" } else { "" },
         if rounds { " [95% interval]" } else { "" },
         if rounds { " [interval]  " } else { "" },
@@ -380,7 +408,9 @@ pub fn table(r: &Report) -> String {
         table.insert_str(table.find('\n').map_or(0, |i| i + 1), &white_box_line(p));
     }
     for (p, est) in &r.points {
-        let (m, e) = if rounds {
+        let (m, e) = if !p.measured_pps.is_finite() {
+            ("not measured".to_owned(), "-".to_owned())
+        } else if rounds {
             (
                 format!(
                     "{:.3} [{:.3}, {:.3}]",
@@ -552,6 +582,7 @@ mod tests {
         let mut r = Report {
             tester_pps: 2e6,
             tester_searches: 1,
+            tester_measured: 1,
             tester_limited: false,
             points: vec![point(0.0, 1e6), point(100.0, 0.5e6)],
             repeat: 1,
@@ -574,10 +605,34 @@ mod tests {
         assert!(!t.contains("interval"), "{t}");
         r.repeat = 3;
         r.tester_searches = 3;
+        r.tester_measured = 3;
         r.tester_limited = true;
         let t = table(&r);
         assert!(t.contains("median of 3"), "{t}");
         assert!(t.contains("[95% interval]"), "{t}");
         assert!(t.contains("generator behind schedule"), "{t}");
+        r.tester_measured = 2;
+        assert!(table(&r).contains("median of 2 (1 measured nothing)"));
+    }
+
+    #[test]
+    fn a_tester_that_measured_nothing_printed_ndr_nan() {
+        let mut r = Report {
+            tester_pps: f64::NAN,
+            tester_searches: 3,
+            tester_measured: 0,
+            tester_limited: true,
+            points: vec![point(0.0, f64::NAN), point(100.0, 0.5e6)],
+            repeat: 3,
+            interrupted: false,
+        };
+        r.points[0].0.measured_pps = f64::NAN;
+        let t = table(&r);
+        assert!(!t.contains("NaN"), "{t}");
+        assert!(
+            t.starts_with("tester alone (no device): NDR not measured: none of its 3 searches"),
+            "{t}"
+        );
+        assert!(t.lines().nth(3).unwrap().contains("not measured"), "{t}");
     }
 }

@@ -1014,7 +1014,13 @@ pub fn cross_point(
     tester_pps: f64,
     duration_s: f64,
 ) -> (CrossPoint, Estimate) {
-    let rates: Vec<f64> = rounds.iter().map(|r| r.rate_pps).collect();
+    // A search that measured nothing (no rate passed, or the tester could
+    // not keep its schedule) has no rate: it is left out, not taken as 0.
+    let rates: Vec<f64> = rounds
+        .iter()
+        .map(|r| r.rate_pps)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
     let est = Estimate::from_samples(&rates);
     let shares: Vec<f64> = rounds.iter().map(|r| r.buffer_inflation_pct()).collect();
     let inflation = Estimate::from_samples(&shares).median;
@@ -1106,6 +1112,18 @@ pub fn classify(
     duration_s: f64,
 ) -> (String, String) {
     let err = (measured / predicted - 1.0) * 100.0;
+    if !(measured.is_finite() && measured > 0.0) {
+        return (
+            "none".to_owned(),
+            "not measured: no search at this point found a rate the device passed with the tester on schedule".to_owned(),
+        );
+    }
+    if !(tester.is_finite() && tester > 0.0) {
+        return (
+            "unknown".to_owned(),
+            "not judged: the tester alone (no device) was not measured, so whether the device or the tester sets this figure is unknown".to_owned(),
+        );
+    }
     if fail_where == "sink ring" {
         return (
             "tester".to_owned(),
@@ -1513,6 +1531,14 @@ mod tests {
         assert_eq!(b, "tester");
         assert!(v.contains("measures the tester"), "{v}");
         assert_eq!(classify(1e6, 1e6, 1.1e6, "", 0.1, 2.0).0, "close");
+        // Nothing measured for the tester alone, or at the point: said in
+        // words, never "close" of a NaN.
+        let (b, v) = classify(1e6, 0.97e6, f64::NAN, "device", 0.1, 2.0);
+        assert_eq!(b, "unknown");
+        assert!(v.starts_with("not judged"), "{v}");
+        let (b, v) = classify(1e6, f64::NAN, 5e6, "", 0.1, 2.0);
+        assert_eq!(b, "none");
+        assert!(v.starts_with("not measured"), "{v}");
         // Where the frames were lost overrides the capacities.
         let (b, v) = classify(1e6, 0.5e6, 5e6, "sink ring", 0.1, 2.0);
         assert_eq!(b, "tester");
