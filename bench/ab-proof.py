@@ -105,7 +105,7 @@ LABS = {
         "aa": "{bin} pipeline run --mode rtc --work delay:1000 --repeat 1",
         "known": "{bin} pipeline run --mode rtc --work delay:{x} --repeat 1",
         "n": 1000,
-        "param": "work",
+        "param": "work,delay_ns",
         "ab": ["--cpus", "1"],
     },
 }
