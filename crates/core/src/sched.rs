@@ -51,11 +51,21 @@ pub struct TreeSampler {
 const SCAN_EVERY: u32 = 5;
 
 fn read_task(pid: u32, tid: u32) -> Option<TaskTimes> {
-    let s = fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+    read_task_at(&format!("/proc/{pid}/task/{tid}"))
+}
+
+/// The calling thread's own counters (`/proc/thread-self`); None without
+/// schedstats.
+pub fn this_thread() -> Option<TaskTimes> {
+    read_task_at("/proc/thread-self")
+}
+
+fn read_task_at(dir: &str) -> Option<TaskTimes> {
+    let s = fs::read_to_string(format!("{dir}/schedstat")).ok()?;
     let mut it = s.split_ascii_whitespace().map(|x| x.parse::<u64>().ok());
     let run_ns = it.next()??;
     let wait_ns = it.next()??;
-    let migrations = fs::read_to_string(format!("/proc/{pid}/task/{tid}/sched"))
+    let migrations = fs::read_to_string(format!("{dir}/sched"))
         .ok()
         .and_then(|s| {
             s.lines()

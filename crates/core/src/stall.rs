@@ -22,6 +22,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The real-time monitor's SCHED_FIFO priority: above a lab's own
+/// real-time thread (the pipeline tester's generator runs at 1), so a
+/// spinning real-time thread never delays the monitor's wake-up and
+/// reads as a stall of the host.
+pub const MONITOR_PRIORITY: i32 = 2;
+
 /// A wake-up later than this is counted as a stall by default.
 pub const DEFAULT_THRESHOLD: Duration = Duration::from_millis(50);
 
@@ -94,7 +100,8 @@ impl StallMonitor {
         Self::start_as(step, threshold, false)
     }
 
-    /// [`Self::start`] with the thread real-time (SCHED_FIFO, priority 1)
+    /// [`Self::start`] with the thread real-time (SCHED_FIFO,
+    /// [`MONITOR_PRIORITY`])
     /// where the process may: its lateness is then the host's stall alone
     /// ([`Self::realtime`] says whether it is).
     pub fn start_realtime(step: Duration, threshold: Duration) -> StallMonitor {
@@ -118,7 +125,7 @@ impl StallMonitor {
             .name("stall-monitor".into())
             .spawn(move || {
                 crate::sys::set_timer_slack_ns(1);
-                if realtime && crate::sys::set_fifo_priority(1).is_ok() {
+                if realtime && crate::sys::set_fifo_priority(MONITOR_PRIORITY).is_ok() {
                     rt2.store(true, Ordering::Release);
                 }
                 while !s.stop.load(Ordering::Relaxed) {

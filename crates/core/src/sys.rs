@@ -352,6 +352,14 @@ pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
     unsafe { syscall!(sched_setscheduler(0, libc::SCHED_FIFO, &p)) }.map(|_| ())
 }
 
+/// Makes this thread a normal one again (SCHED_OTHER, the default
+/// policy), after [`set_fifo_priority`].
+pub fn set_normal_priority() -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: p lives for the call; pid 0 is the calling thread.
+    unsafe { syscall!(sched_setscheduler(0, libc::SCHED_OTHER, &p)) }.map(|_| ())
+}
+
 /// Sets this thread's timer slack (how late the kernel may wake a timed
 /// wait to batch wake-ups; 50 µs by default).
 pub fn set_timer_slack_ns(ns: u64) {

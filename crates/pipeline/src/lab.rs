@@ -26,7 +26,7 @@ const TRIALS: &[&str] = &[
 ];
 const SEARCHES: &[&str] = &["rfc2544-ndr", "rfc2544-pdr"];
 
-static METRICS: [MetricSpec; 37] = [
+static METRICS: [MetricSpec; 39] = [
     MetricSpec::headline(
         "ticks_total",
         "TSC ticks per packet",
@@ -201,6 +201,22 @@ static METRICS: [MetricSpec; 37] = [
         "ns",
         Better::Lower,
         Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "gen_wait_ms",
+        "generator's run-queue delay in the trial (another task had its CPU)",
+        "ms",
+        Better::Lower,
+        Quantity::Time,
+        TRIALS,
+    ),
+    MetricSpec::other(
+        "gen_preempted",
+        "times the generator was preempted in the trial",
+        "count",
+        Better::Lower,
+        Quantity::Other,
         TRIALS,
     ),
     MetricSpec::other(

@@ -78,6 +78,11 @@ pub struct OfferArgs {
     /// generator learns how late the host's timer wakes it and spins that long.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(..=1_000_000))]
     pub spin_us: u64,
+    /// How the paced generator is scheduled: auto (real-time SCHED_FIFO in
+    /// 900 ms spans when it has a CPU of its own, so other programs on that
+    /// CPU cannot delay it), realtime, or normal.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub gen_priority: GenPriorityArg,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
     pub tx: TxArg,
@@ -93,6 +98,13 @@ pub struct OfferArgs {
     /// Skip measuring the path's latency with no device (the loopback bias).
     #[arg(long)]
     pub no_bias: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum GenPriorityArg {
+    Auto,
+    Realtime,
+    Normal,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -653,6 +665,11 @@ fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
         tx: o.tx.into(),
         rx: o.rx.into(),
         spin_ns: o.spin_us * 1000,
+        gen_priority: match o.gen_priority {
+            GenPriorityArg::Auto => pace::GenPriority::Auto,
+            GenPriorityArg::Realtime => pace::GenPriority::Realtime,
+            GenPriorityArg::Normal => pace::GenPriority::Normal,
+        },
         seed: o.seed,
         count: None,
         unpaced: false,

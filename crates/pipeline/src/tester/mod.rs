@@ -37,7 +37,7 @@ use commbench_core::stall::{StallMonitor, StallWindow};
 use commbench_core::stats::{LatencyHistogram, Summary};
 use dut::{DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
 pub use error::SpecError;
-use pace::{Arrivals, Rate, Schedule, Sizes};
+use pace::{Arrivals, GenPriority, Rate, RtSpans, Schedule, Sizes};
 use serde::Serialize;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -77,6 +77,8 @@ pub struct TrialSpec {
     /// Busy-wait at most this long before each departure (the learned
     /// guard's ceiling: see [`pace::SPIN_NS`]).
     pub spin_ns: u64,
+    /// How the generator's thread is scheduled while it paces.
+    pub gen_priority: GenPriority,
     pub seed: u64,
     /// Frames in the trial instead of rate × duration (the back-to-back
     /// test's burst length).
@@ -102,6 +104,7 @@ impl Default for TrialSpec {
             tx: TxMethod::Sendmmsg,
             rx: RxMethod::AfPacket,
             spin_ns: pace::SPIN_NS,
+            gen_priority: GenPriority::Auto,
             seed: 1,
             count: None,
             unpaced: false,
@@ -208,6 +211,12 @@ impl RoleCpus {
                 dut: Some(*d),
             },
         }
+    }
+
+    /// Whether the generator is pinned to a CPU no other role is placed on.
+    pub fn gen_alone(&self) -> bool {
+        self.gen
+            .is_some_and(|g| self.sink != Some(g) && self.dut != Some(g))
     }
 
     pub fn describe(&self) -> String {
@@ -581,6 +590,11 @@ impl Bench {
                         netns::enter(ns)?;
                     }
                     pin(self.cpus.gen);
+                    let realtime = match spec.gen_priority {
+                        GenPriority::Auto => self.cpus.gen_alone(),
+                        GenPriority::Realtime => true,
+                        GenPriority::Normal => false,
+                    };
                     gen_run(
                         &self.gen_if,
                         spec,
@@ -589,6 +603,7 @@ impl Bench {
                         epoch,
                         (&probe_seen, &sink_failed),
                         deadline,
+                        realtime,
                     )
                 })();
                 gen_done_at.store(realtime_ns().max(1), Ordering::Release);
@@ -802,8 +817,17 @@ pub struct GenOut {
     pub span_s: f64,
     pub cpu_s: f64,
     pub wall_s: f64,
+    /// Time the generator's thread was runnable but not running (its
+    /// run-queue delay, `/proc/thread-self/schedstat`), ms; None without
+    /// schedstats.
+    pub wait_ms: Option<f64>,
+    /// Times the generator's thread was preempted (involuntary context
+    /// switches).
+    pub preempted: u64,
     pub probes: u64,
     pub stopped_early: bool,
+    /// How the generator was scheduled while it paced, in words.
+    pub sched: String,
 }
 
 /// The frames of each (flow, size): Ethernet + IPv4 + UDP, zero payload.
@@ -999,9 +1023,84 @@ impl Pacer {
     }
 }
 
+/// The generator's scheduling policy over its paced run: real-time in
+/// the spans of [`RtSpans`] when asked and allowed, normal otherwise, and
+/// normal again when dropped (whatever path leaves the run).
+struct GenSched {
+    spans: Option<RtSpans>,
+    /// Whether the thread is real-time now.
+    on: bool,
+    /// In words, for the records.
+    what: String,
+}
+
+impl GenSched {
+    /// Tries real-time for the first span when `realtime`; says why not
+    /// when the kernel refuses.
+    fn start(realtime: bool, hz: f64) -> GenSched {
+        if !realtime {
+            return GenSched {
+                spans: None,
+                on: false,
+                what: "normal".to_owned(),
+            };
+        }
+        let ticks = |d: Duration| (d.as_secs_f64() * hz) as u64;
+        match commbench_core::sys::set_fifo_priority(GEN_PRIORITY) {
+            Ok(()) => GenSched {
+                spans: Some(RtSpans::new(ticks(pace::RT_ON), ticks(pace::RT_OFF))),
+                on: true,
+                what: format!(
+                    "fifo {GEN_PRIORITY} ({} ms of each {} ms)",
+                    pace::RT_ON.as_millis(),
+                    (pace::RT_ON + pace::RT_OFF).as_millis()
+                ),
+            },
+            Err(e) => GenSched {
+                spans: None,
+                on: false,
+                what: format!("normal (real-time refused: {e})"),
+            },
+        }
+    }
+
+    /// Steps up or down at a span's edge, `elapsed` ticks into the run.
+    #[inline]
+    fn at(&mut self, elapsed: u64) {
+        if let Some(s) = self.spans {
+            let want = s.realtime_at(elapsed);
+            if want != self.on {
+                let r = if want {
+                    commbench_core::sys::set_fifo_priority(GEN_PRIORITY)
+                } else {
+                    commbench_core::sys::set_normal_priority()
+                };
+                if r.is_ok() {
+                    self.on = want;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for GenSched {
+    fn drop(&mut self) {
+        if self.on {
+            let _ = commbench_core::sys::set_normal_priority();
+        }
+    }
+}
+
+/// The paced generator's SCHED_FIFO priority: below the stall monitor's
+/// ([`commbench_core::stall::MONITOR_PRIORITY`]), which must wake on time
+/// beside it.
+pub const GEN_PRIORITY: i32 = 1;
+
 /// The generator of a trial: probes the path, then offers `frames` frames
 /// on the schedule (or back to back), stamping each burst just before it
-/// goes; sends by the retry policy of [`crate::txpath`].
+/// goes; sends by the retry policy of [`crate::txpath`]. Paced and
+/// `realtime`, it runs SCHED_FIFO in the spans of [`GenSched`].
+#[allow(clippy::too_many_arguments)] // one role, its plumbing spelled out
 fn gen_run(
     iface: &str,
     spec: &TrialSpec,
@@ -1010,6 +1109,7 @@ fn gen_run(
     epoch: u64,
     (probe_seen, sink_failed): (&AtomicBool, &AtomicBool),
     deadline: Instant,
+    realtime: bool,
 ) -> io::Result<GenOut> {
     // Nanosleep's slack: 1 ns instead of 50 µs (this thread only).
     commbench_core::sys::set_timer_slack_ns(1);
@@ -1020,12 +1120,14 @@ fn gen_run(
     let t = tsc();
     let mut pacer = Pacer::new(spec, t.hz());
     let cpu0 = Usage::thread();
+    let sched0 = commbench_core::sched::this_thread();
     let wall0 = Instant::now();
     // Paced: the schedule starts 1 ms ahead; back to back: now.
     let start = rdtsc() + if spec.unpaced { 0 } else { t.ns_to_ticks(1e6) };
     let burst = spec.burst as usize;
     let mut sent = 0u64;
     let mut stopped_early = false;
+    let mut sched = GenSched::start(realtime && !spec.unpaced, t.hz());
     while sent < frames {
         if interrupted() || Instant::now() > deadline {
             stopped_early = true;
@@ -1034,6 +1136,7 @@ fn gen_run(
         let n = ((frames - sent) as usize).min(burst);
         st.fill(n);
         if !spec.unpaced {
+            sched.at(rdtsc().saturating_sub(start));
             pacer.wait_next(start);
         }
         st.stamp(n, realtime_ns().saturating_sub(epoch));
@@ -1041,6 +1144,12 @@ fn gen_run(
         sent += n as u64;
     }
     let end = rdtsc();
+    let sched_what = std::mem::take(&mut sched.what);
+    drop(sched);
+    let cpu = Usage::thread().since(&cpu0);
+    let wait_ms = sched0
+        .zip(commbench_core::sched::this_thread())
+        .map(|(a, b)| b.wait_ns.saturating_sub(a.wait_ns) as f64 / 1e6);
     let unsent = tx.finish(Duration::from_secs(1));
     if unsent > 0 {
         return Err(io::Error::other(tx.unsent(unsent)));
@@ -1050,10 +1159,13 @@ fn gen_run(
         lag: pacer.lag,
         last_lag_ns: pacer.last_lag,
         span_s: span_s(spec, start, end),
-        cpu_s: Usage::thread().since(&cpu0).cpu_s(),
+        cpu_s: cpu.cpu_s(),
         wall_s: wall0.elapsed().as_secs_f64(),
+        wait_ms,
+        preempted: cpu.involuntary_ctx,
         probes,
         stopped_early,
+        sched: sched_what,
     })
 }
 
@@ -1237,12 +1349,19 @@ pub struct TrialResult {
     pub delivered_pps: f64,
     pub gen_cpu_s: f64,
     pub delivered_per_gen_cpu_s: f64,
+    /// The generator's run-queue delay during the trial, ms: time it
+    /// wanted its CPU and something else had it.
+    pub gen_wait_ms: Option<f64>,
+    /// Times the generator was preempted during the trial.
+    pub gen_preempted: u64,
     pub fwd: Option<FwdSnapshot>,
     pub fwd_ticks_rx: Option<f64>,
     pub fwd_ticks_work: Option<f64>,
     pub fwd_ticks_tx: Option<f64>,
     pub per_flow: Vec<FlowCounts>,
     pub partial: bool,
+    /// How the generator was scheduled while it paced.
+    pub gen_sched: String,
     pub cpus: String,
 }
 
@@ -1355,6 +1474,8 @@ impl TrialResult {
             } else {
                 f64::NAN
             },
+            gen_wait_ms: g.wait_ms,
+            gen_preempted: g.preempted,
             fwd,
             fwd_ticks_rx: fr,
             fwd_ticks_work: fw,
@@ -1362,6 +1483,7 @@ impl TrialResult {
             per_flow,
             partial: g.stopped_early || interrupted(),
             cpus: b.placement(),
+            gen_sched: g.sched.clone(),
         }
     }
 
@@ -1470,7 +1592,10 @@ impl TrialResult {
             .metric("gap_p99_ns", self.gap_p99_ns)
             .metric("delivered_pps", self.delivered_pps)
             .metric("gen_cpu_s", self.gen_cpu_s)
-            .metric("delivered_per_gen_cpu_s", self.delivered_per_gen_cpu_s);
+            .metric("delivered_per_gen_cpu_s", self.delivered_per_gen_cpu_s)
+            .metric("gen_wait_ms", self.gen_wait_ms)
+            .metric("gen_preempted", self.gen_preempted)
+            .metric("gen_sched", &self.gen_sched);
         if let Some(f) = &self.fwd {
             r.push_metric("fwd_rx", f.rx);
             r.push_metric("fwd_tx", f.tx);

@@ -522,3 +522,59 @@ fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
     assert_eq!((r.implied_buffer_s, r.corrected_buffer_s), (i, c));
     assert!(c <= i, "{r:?}");
 }
+
+#[test]
+fn a_generator_with_a_cpu_of_its_own_paces_real_time_and_one_sharing_paces_normal() {
+    if !root() {
+        return;
+    }
+    let cpus = commbench_core::placement::current_affinity()
+        .cpus()
+        .to_vec();
+    if cpus.len() < 2 {
+        commbench_core::testing::skip(
+            "two CPUs",
+            format_args!("the generator alone needs two; this process may use {cpus:?}"),
+        );
+        return;
+    }
+    assert!(RoleCpus::for_cpus(&cpus).gen_alone());
+    assert!(!RoleCpus::parse(",,").unwrap().gen_alone());
+    let shared = RoleCpus {
+        gen: Some(cpus[0]),
+        sink: Some(cpus[1]),
+        dut: Some(cpus[0]),
+    };
+    assert!(!shared.gen_alone());
+    let mut b = Bench::new(&DutSpec::None, RoleCpus::for_cpus(&cpus)).unwrap();
+    let r = b.trial(&spec(20_000.0, 100, 1)).unwrap();
+    assert!(r.gen_sched.starts_with("fifo 1 "), "{}", r.gen_sched);
+    assert_eq!(
+        r.record("trial")
+            .metrics
+            .get("gen_sched")
+            .and_then(|v| v.as_str()),
+        Some(r.gen_sched.as_str())
+    );
+    // The generator's own scheduler figures are read, not left out.
+    assert!(
+        r.gen_wait_ms.is_some_and(|w| w >= 0.0),
+        "{:?}",
+        r.gen_wait_ms
+    );
+    // Asked for normal, or sharing its CPU with the sink: normal.
+    let mut s = spec(20_000.0, 100, 1);
+    s.gen_priority = GenPriority::Normal;
+    assert_eq!(b.trial(&s).unwrap().gen_sched, "normal");
+    drop(b);
+    let mut b = Bench::new(&DutSpec::None, shared).unwrap();
+    assert_eq!(
+        b.trial(&spec(20_000.0, 100, 1)).unwrap().gen_sched,
+        "normal"
+    );
+    // Back to back has no schedule to keep: normal.
+    let mut s = spec(20_000.0, 100, 1);
+    s.unpaced = true;
+    s.count = Some(1000);
+    assert_eq!(b.trial(&s).unwrap().gen_sched, "normal");
+}
