@@ -245,6 +245,12 @@ impl Schedule {
         }
     }
 
+    /// The next burst's offset from the start, ticks, without taking it.
+    #[inline]
+    pub fn peek_offset(&self) -> u64 {
+        self.next_offset as u64
+    }
+
     /// The next burst's offset from the start, ticks.
     #[inline]
     pub fn next_offset(&mut self) -> u64 {

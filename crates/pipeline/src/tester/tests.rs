@@ -578,3 +578,43 @@ fn a_generator_with_a_cpu_of_its_own_paces_real_time_and_one_sharing_paces_norma
     s.count = Some(1000);
     assert_eq!(b.trial(&s).unwrap().gen_sched, "normal");
 }
+
+#[test]
+fn a_generator_behind_its_schedule_sends_what_is_overdue_in_one_batch() {
+    let t = tsc();
+    let spec = TrialSpec {
+        rate: Rate::Pps(100_000.0),
+        ..TrialSpec::default()
+    };
+    let mut st = Stager::new(&spec, 0);
+    // A schedule that started 10 ms ago: 1,000 bursts are due.
+    let start = rdtsc() - t.ns_to_ticks(10e6) as u64;
+    let mut p = Pacer::new(&spec, t.hz());
+    p.take_due(start, rdtsc());
+    st.fill(1);
+    let n = catch_up(&mut p, &mut st, start, 1, 5_000, 1);
+    assert_eq!(n, CATCH_UP);
+    // Consecutive sequence numbers in the staged frames, each burst's lag
+    // recorded (the first one's too).
+    let seqs: Vec<u64> = st.stage[..n]
+        .iter()
+        .map(|f| stamp::parse(f).unwrap().seq)
+        .collect();
+    assert_eq!(seqs, (0..CATCH_UP as u64).collect::<Vec<_>>());
+    assert_eq!(p.lag.hdr().len(), CATCH_UP as u64);
+    assert!(p.last_lag > 9_000_000, "{}", p.last_lag);
+    // Never more than the frames left.
+    let n = catch_up(&mut p, &mut st, start, 1, 3, 1);
+    assert_eq!(n, 3);
+    // On schedule (the next burst is 1 s away): nothing added.
+    let mut p = Pacer::new(&spec, t.hz());
+    let start = rdtsc() + t.ns_to_ticks(1e9) as u64;
+    assert_eq!(catch_up(&mut p, &mut st, start, 1, 5_000, 1), 1);
+    assert_eq!(p.lag.hdr().len(), 0);
+    // Bursts larger than the catch-up batch: one burst per send.
+    let spec = TrialSpec { burst: 100, ..spec };
+    let mut st = Stager::new(&spec, 0);
+    let mut p = Pacer::new(&spec, t.hz());
+    let start = rdtsc() - t.ns_to_ticks(1e9) as u64;
+    assert_eq!(catch_up(&mut p, &mut st, start, 100, 5_000, 100), 100);
+}
