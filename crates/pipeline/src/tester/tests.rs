@@ -361,15 +361,11 @@ fn the_default_placement_gives_the_generator_a_cpu_of_its_own() {
     assert_eq!((n.gen, n.sink, n.dut), (None, None, None));
 }
 
-/// The kernel's RPS mask as a number ("00000000,00000002" -> 2).
-fn mask_value(s: &str) -> u128 {
-    u128::from_str_radix(&s.replace(',', ""), 16).unwrap()
-}
-
-#[test]
-fn the_devices_receive_is_steered_off_the_generators_cpu() {
+/// The CPUs this process may use, as root and with two at least (None:
+/// the test is skipped, saying `what` needs two).
+fn root_with_two_cpus(what: &str) -> Option<Vec<usize>> {
     if !root() {
-        return;
+        return None;
     }
     let cpus = commbench_core::placement::current_affinity()
         .cpus()
@@ -377,10 +373,23 @@ fn the_devices_receive_is_steered_off_the_generators_cpu() {
     if cpus.len() < 2 {
         commbench_core::testing::skip(
             "two CPUs",
-            format_args!("steering needs two; this process may use {cpus:?}"),
+            format_args!("{what} needs two; this process may use {cpus:?}"),
         );
-        return;
+        return None;
     }
+    Some(cpus)
+}
+
+/// The kernel's RPS mask as a number ("00000000,00000002" -> 2).
+fn mask_value(s: &str) -> u128 {
+    u128::from_str_radix(&s.replace(',', ""), 16).unwrap()
+}
+
+#[test]
+fn the_devices_receive_is_steered_off_the_generators_cpu() {
+    let Some(cpus) = root_with_two_cpus("steering") else {
+        return;
+    };
     let b = Bench::new(&DutSpec::Bridge, RoleCpus::for_cpus(&cpus)).unwrap();
     let dut = b.cpus.dut.unwrap();
     assert_eq!(b.rx_steer, Some(dut));
@@ -525,19 +534,9 @@ fn back_to_back_finds_a_burst_the_device_holds_and_one_it_does_not() {
 
 #[test]
 fn a_generator_with_a_cpu_of_its_own_paces_real_time_and_one_sharing_paces_normal() {
-    if !root() {
+    let Some(cpus) = root_with_two_cpus("the generator alone") else {
         return;
-    }
-    let cpus = commbench_core::placement::current_affinity()
-        .cpus()
-        .to_vec();
-    if cpus.len() < 2 {
-        commbench_core::testing::skip(
-            "two CPUs",
-            format_args!("the generator alone needs two; this process may use {cpus:?}"),
-        );
-        return;
-    }
+    };
     assert!(RoleCpus::for_cpus(&cpus).gen_alone());
     assert!(!RoleCpus::parse(",,").unwrap().gen_alone());
     let shared = RoleCpus {
