@@ -888,9 +888,15 @@ impl FlowModTemplate {
         Self::patch(&mut out[s..], xid, pi);
     }
 
+    /// The template's bytes (xid, match, buffer_id and output port zero).
+    #[inline(always)]
+    pub fn bytes(&self) -> &[u8; FLOW_MOD_TEMPLATE_LEN] {
+        &self.bytes
+    }
+
     /// Patch a copy of the template (`o[..80]`) for `pi`.
     #[inline(always)]
-    fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
+    pub fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
         const M: usize = field::flow_mod::MATCH.start;
         let o = &mut o[..FLOW_MOD_TEMPLATE_LEN];
         put32(o, common_field::XID, xid);
