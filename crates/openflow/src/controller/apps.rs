@@ -210,7 +210,7 @@ pub(super) fn handle(
 /// variant, calibration delay, the type dispatch) taken once per run: in
 /// the general path they cost about as much user time as building the
 /// flow_mod itself.
-#[inline]
+#[inline(never)]
 #[allow(unsafe_code)]
 pub(super) fn packet_in_run10(
     st: &mut ControllerStats,
@@ -240,30 +240,29 @@ pub(super) fn packet_in_run10(
         let mut i = 0;
         let mut stopped = true;
         while i < room {
-            let Some(h) = buf.get(off..off + crate::wire::HEADER_LEN) else {
+            let rest = &buf[off..];
+            let Some(fixed) = rest.first_chunk::<{ of10::PACKET_IN_LEN }>() else {
                 break;
             };
-            let n_msg = be16(h, f::LENGTH) as usize;
-            if h[0] != OFP10_VERSION || h[1] != of10::OFPT_PACKET_IN || n_msg < of10::PACKET_IN_LEN
+            let n_msg = be16(fixed, f::LENGTH) as usize;
+            if fixed[0] != OFP10_VERSION
+                || fixed[1] != of10::OFPT_PACKET_IN
+                || n_msg < of10::PACKET_IN_LEN
+                || n_msg > rest.len()
             {
                 break;
             }
-            let Some(msg) = buf.get(off..off + n_msg) else {
-                break;
-            };
-            let Ok(v) = of10::PacketInView::new_checked(msg) else {
-                break;
-            };
+            let data = &rest[of10::PACKET_IN_LEN..n_msg];
             // SAFETY: `len + FM <= out.capacity()` (`i < room`, and
             // `room` flow_mods fit in the capacity past the length this
             // run started from), so `dst..dst + FM` lies inside the
             // vector's allocation and does not overlap `tmpl` (a local)
             // or `buf` (borrowed apart from `out`); the copy initialises
-            // those FM bytes before the slice over them is made.
+            // those FM bytes before the reference to them is made.
             unsafe {
                 let dst = base.add(len);
                 std::ptr::copy_nonoverlapping(tmpl.as_ptr(), dst, FM);
-                of10::FlowModTemplate::patch(std::slice::from_raw_parts_mut(dst, FM), v.xid(), &v);
+                of10::FlowModTemplate::patch_fixed(&mut *dst.cast::<[u8; FM]>(), fixed, data);
             }
             len += FM;
             off += n_msg;
