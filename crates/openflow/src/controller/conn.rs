@@ -119,7 +119,9 @@ struct Worker {
     /// Buffer bytes freed since the heap was last trimmed.
     freed: usize,
     /// The output buffer a connection with no unsent replies borrows for
-    /// a read turn (see `on_readable`).
+    /// a read turn (see `on_readable`). One per worker, kept: it holds at
+    /// most the replies to one turn's input (`READ_BUDGET` reads of at
+    /// most `READ_CHUNK` bytes each).
     spare: Vec<u8>,
 }
 
