@@ -122,6 +122,11 @@ fn template_latency_and_throughput_1_and_16_switches() {
     let s = c.stop();
     assert!(s.packet_in > 0 && s.flow_mod_sent > 0);
     assert_eq!(s.protocol_errors, 0);
+    // Every switch's HELLO was read and ours written; the loop waited.
+    assert!(
+        s.reads >= s.connections && s.writes >= s.connections && s.waits > 0,
+        "{s:?}"
+    );
 }
 
 #[test]

@@ -444,6 +444,21 @@ pub fn run_controller(a: &ControllerArgs) -> Result<()> {
             "cpu_ns_per_packet_in",
             s.cpu_s() * 1e9 / s.packet_in.max(1) as f64,
         )
+        .metric("reads", s.reads)
+        .metric("writes", s.writes)
+        .metric("waits", s.waits)
+        .metric(
+            "reads_per_1000_packet_in",
+            s.reads as f64 * 1000.0 / s.packet_in.max(1) as f64,
+        )
+        .metric(
+            "writes_per_1000_packet_in",
+            s.writes as f64 * 1000.0 / s.packet_in.max(1) as f64,
+        )
+        .metric(
+            "waits_per_1000_packet_in",
+            s.waits as f64 * 1000.0 / s.packet_in.max(1) as f64,
+        )
         .metric("backpressure_pauses", s.backpressure_pauses)
         .metric("max_pending_out", s.max_pending_out)
         .metric("error_msgs", s.error_msgs)

@@ -210,29 +210,74 @@ pub(super) fn handle(
 /// variant, calibration delay, the type dispatch) taken once per run: in
 /// the general path they cost about as much user time as building the
 /// flow_mod itself.
-#[inline]
+#[inline(never)]
+#[allow(unsafe_code)]
 pub(super) fn packet_in_run10(
     st: &mut ControllerStats,
     t: &Templates,
     out: &mut Vec<u8>,
     buf: &[u8],
 ) -> usize {
+    const FM: usize = of10::FLOW_MOD_TEMPLATE_LEN;
+    let tmpl = *t.fm10.bytes();
     let mut off = 0;
     let mut n = 0u64;
-    while let Some(h) = buf.get(off..off + crate::wire::HEADER_LEN) {
-        let len = be16(h, f::LENGTH) as usize;
-        if h[0] != OFP10_VERSION || h[1] != of10::OFPT_PACKET_IN || len < of10::PACKET_IN_LEN {
+    loop {
+        if buf.len() - off < of10::PACKET_IN_LEN {
             break;
         }
-        let Some(msg) = buf.get(off..off + len) else {
+        let room = (out.capacity() - out.len()) / FM;
+        if room == 0 {
+            // A flow_mod is no longer than the probe it answers, so this
+            // is room for the rest of a run of probes in one go.
+            out.reserve(buf.len() - off + FM);
+            continue;
+        }
+        // The output's length is kept here, not in the vector, while the
+        // run fills the room it has: no capacity check per flow_mod.
+        let base = out.as_mut_ptr();
+        let mut len = out.len();
+        let mut i = 0;
+        let mut stopped = true;
+        while i < room {
+            let rest = &buf[off..];
+            let Some(fixed) = rest.first_chunk::<{ of10::PACKET_IN_LEN }>() else {
+                break;
+            };
+            let n_msg = be16(fixed, f::LENGTH) as usize;
+            if fixed[0] != OFP10_VERSION
+                || fixed[1] != of10::OFPT_PACKET_IN
+                || n_msg < of10::PACKET_IN_LEN
+                || n_msg > rest.len()
+            {
+                break;
+            }
+            let data = &rest[of10::PACKET_IN_LEN..n_msg];
+            // SAFETY: `len + FM <= out.capacity()` (`i < room`, and
+            // `room` flow_mods fit in the capacity past the length this
+            // run started from), so `dst..dst + FM` lies inside the
+            // vector's allocation and does not overlap `tmpl` (a local)
+            // or `buf` (borrowed apart from `out`); the copy initialises
+            // those FM bytes before the reference to them is made.
+            unsafe {
+                let dst = base.add(len);
+                std::ptr::copy_nonoverlapping(tmpl.as_ptr(), dst, FM);
+                of10::FlowModTemplate::patch_fixed(&mut *dst.cast::<[u8; FM]>(), fixed, data);
+            }
+            len += FM;
+            off += n_msg;
+            i += 1;
+            if i == room {
+                stopped = false;
+            }
+        }
+        // SAFETY: every byte below `len` is initialised: the vector's
+        // own up to its old length, each flow_mod's written above.
+        unsafe { out.set_len(len) };
+        n += i as u64;
+        if stopped {
             break;
-        };
-        let Ok(v) = of10::PacketInView::new_checked(msg) else {
-            break;
-        };
-        t.fm10.append(out, v.xid(), &v);
-        off += len;
-        n += 1;
+        }
     }
     st.packet_in += n;
     st.flow_mod_sent += n;
@@ -542,6 +587,46 @@ mod tests {
                     max_len: 0
                 }]
             );
+        }
+    }
+
+    #[test]
+    fn packet_in_run_fills_any_spare_capacity_like_the_template() {
+        // Runs of packet_ins of several sizes (a probe, frames cut short,
+        // an empty frame) into outputs whose spare room ends anywhere: the
+        // bytes are the template's, written one flow_mod at a time.
+        let t = templates();
+        let mut buf = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..300u32 {
+            let mut pi = packet_in(i, i.wrapping_mul(7), (i % 5) as u16);
+            let cut = [pi.len(), 18, 18 + 14, 18 + 30, 18 + 13][i as usize % 5];
+            pi.truncate(cut);
+            pi[2..4].copy_from_slice(&(cut as u16).to_be_bytes());
+            let v = of10::PacketInView::new_checked(&pi[..]).unwrap();
+            let mut fm = [0u8; of10::FLOW_MOD_TEMPLATE_LEN];
+            t.fm10.write(&mut fm, i, &v);
+            want.extend_from_slice(&fm);
+            buf.extend_from_slice(&pi);
+        }
+        let whole = buf.len();
+        buf.extend_from_slice(&packet_in(9, 9, 9)[..30]); // started
+        for (prefix, spare) in [
+            (0, 0),
+            (3, 0),
+            (0, 80),
+            (1, 79),
+            (5, 81),
+            (0, 4000),
+            (2, 1 << 16),
+        ] {
+            let mut out = Vec::with_capacity(prefix + spare);
+            out.resize(prefix, 0xee);
+            let mut st = ControllerStats::default();
+            assert_eq!(packet_in_run10(&mut st, &t, &mut out, &buf), whole);
+            assert_eq!(st.flow_mod_sent, 300);
+            assert_eq!(&out[..prefix], &vec![0xee; prefix][..]);
+            assert!(out[prefix..] == want[..], "prefix {prefix} spare {spare}");
         }
     }
 

@@ -118,6 +118,11 @@ struct Worker {
     held: Vec<usize>,
     /// Buffer bytes freed since the heap was last trimmed.
     freed: usize,
+    /// The output buffer a connection with no unsent replies borrows for
+    /// a read turn (see `on_readable`). One per worker, kept: it holds at
+    /// most the replies to one turn's input (`READ_BUDGET` reads of at
+    /// most `READ_CHUNK` bytes each).
+    spare: Vec<u8>,
 }
 
 /// How often a worker sweeps its connections for due log summaries.
@@ -216,6 +221,7 @@ impl WorkerCtx {
             scratch: vec![0u8; SCRATCH_LEN].into_boxed_slice(),
             held: Vec::new(),
             freed: 0,
+            spare: Vec::new(),
         };
         let mut events = sys::new_events(1024);
         let mut rr = 0usize;
@@ -225,6 +231,7 @@ impl WorkerCtx {
             } else {
                 0
             };
+            w.stats.waits += 1;
             let evs = match w.ep.wait(&mut events, timeout) {
                 Ok(e) => e,
                 Err(e) => {
@@ -459,6 +466,7 @@ impl Worker {
             return;
         };
         while c.out_pos < c.out.len() && !c.write_blocked {
+            self.stats.writes += 1;
             match c.stream.write(&c.out[c.out_pos..]) {
                 Ok(0) => {
                     self.drop_conn(k, Some("write returned 0".into()));
@@ -520,9 +528,29 @@ impl Worker {
     /// Reads a turn's worth from connection `k`, then writes the replies
     /// to all of it at once: one write per turn instead of one per read
     /// (fewer, larger segments for both sides' kernels).
+    ///
+    /// A connection with no unsent replies borrows the worker's `spare`
+    /// output buffer for the turn and gives it back once the replies are
+    /// written, so every switch's replies are built in the same memory,
+    /// which stays in cache for the kernel's copy out of it; a buffer per
+    /// switch, reused only every N turns, was out of cache by then.
     fn on_readable(&mut self, k: usize) {
+        let lent = match self.conns[k].as_mut() {
+            Some(c) if c.out.is_empty() => {
+                std::mem::swap(&mut c.out, &mut self.spare);
+                true
+            }
+            _ => false,
+        };
         self.read_turn(k);
         self.flush(k);
+        if lent {
+            if let Some(c) = self.conns[k].as_mut() {
+                if c.out.is_empty() {
+                    std::mem::swap(&mut c.out, &mut self.spare);
+                }
+            }
+        }
     }
 
     fn read_turn(&mut self, k: usize) {
@@ -557,6 +585,7 @@ impl Worker {
                     None => {
                         // A peer that left while held is let go now, not at
                         // its timeout: its buffer is what the others wait for.
+                        self.stats.reads += 1;
                         let gone = match c.stream.peek(&mut [0u8; 1]) {
                             Ok(n) => n == 0,
                             Err(e) => !matches!(
@@ -584,6 +613,7 @@ impl Worker {
                 }
             };
             self.scratch[..have].copy_from_slice(&c.partial);
+            self.stats.reads += 1;
             let r = c.stream.read(&mut self.scratch[have..have + want]);
             match r {
                 Ok(0) => {

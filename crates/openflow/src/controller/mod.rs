@@ -165,6 +165,12 @@ pub struct ControllerStats {
     pub max_buffered_in: u64,
     /// Times a connection's read waited for room under the global bound.
     pub buffered_in_waits: u64,
+    /// read(2) calls on the switches' sockets (each recv counts one).
+    pub reads: u64,
+    /// write(2) calls on the switches' sockets.
+    pub writes: u64,
+    /// epoll_wait(2) calls.
+    pub waits: u64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
 }
@@ -189,6 +195,9 @@ impl ControllerStats {
         self.partial_timeouts += o.partial_timeouts;
         self.max_buffered_in = self.max_buffered_in.max(o.max_buffered_in);
         self.buffered_in_waits += o.buffered_in_waits;
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.waits += o.waits;
         self.cpu_user_s += o.cpu_user_s;
         self.cpu_sys_s += o.cpu_sys_s;
     }

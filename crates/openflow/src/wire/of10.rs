@@ -888,9 +888,15 @@ impl FlowModTemplate {
         Self::patch(&mut out[s..], xid, pi);
     }
 
+    /// The template's bytes (xid, match, buffer_id and output port zero).
+    #[inline(always)]
+    pub fn bytes(&self) -> &[u8; FLOW_MOD_TEMPLATE_LEN] {
+        &self.bytes
+    }
+
     /// Patch a copy of the template (`o[..80]`) for `pi`.
     #[inline(always)]
-    fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
+    pub fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
         const M: usize = field::flow_mod::MATCH.start;
         let o = &mut o[..FLOW_MOD_TEMPLATE_LEN];
         put32(o, common_field::XID, xid);
@@ -903,6 +909,29 @@ impl FlowModTemplate {
             in_port.wrapping_add(1),
         );
         exact_match_fields(&mut o[M..M + MATCH_LEN], pi.data());
+    }
+
+    /// [`patch`](Self::patch) for a packet_in given as its fixed part
+    /// (`PACKET_IN_LEN` bytes, whose length and type the caller checked)
+    /// and its frame: the xid and buffer_id are copied as they lie on the
+    /// wire, with no view to build and no check to repeat per message.
+    #[inline(always)]
+    pub fn patch_fixed(o: &mut [u8; FLOW_MOD_TEMPLATE_LEN], pi: &[u8; PACKET_IN_LEN], data: &[u8]) {
+        const M: usize = field::flow_mod::MATCH.start;
+        const X: usize = common_field::XID;
+        const B: usize = field::flow_mod::BUFFER_ID;
+        const P: usize = field::packet_in::IN_PORT;
+        o[X..X + 4].copy_from_slice(&pi[X..X + 4]);
+        o[M + field::matching::IN_PORT..M + field::matching::IN_PORT + 2]
+            .copy_from_slice(&pi[P..P + 2]);
+        o[B..B + 4].copy_from_slice(&pi[common_field::BUFFER_ID..common_field::BUFFER_ID + 4]);
+        let in_port = u16::from_be_bytes([pi[P], pi[P + 1]]);
+        put16(
+            o,
+            FLOW_MOD_LEN + common_field::OUTPUT_PORT,
+            in_port.wrapping_add(1),
+        );
+        exact_match_fields(&mut o[M..M + MATCH_LEN], data);
     }
 }
 
@@ -922,21 +951,21 @@ fn exact_match_fields(m: &mut [u8], f: &[u8]) {
     m[mf::DL_SRC].copy_from_slice(&eth[6..12]);
     m[mf::DL_DST].copy_from_slice(&eth[0..6]);
     put16(m, mf::DL_VLAN, VLAN_NONE);
-    let mut ty = [eth[12], eth[13]];
+    let mut ty = u16::from_be_bytes([eth[12], eth[13]]);
     let mut off = 14;
-    if u16::from_be_bytes(ty) == ETH_TYPE_VLAN {
+    if ty == ETH_TYPE_VLAN {
         let Some(tag) = f.get(14..18) else {
             return;
         };
         let tci = u16::from_be_bytes([tag[0], tag[1]]);
         put16(m, mf::DL_VLAN, tci & 0x0fff);
         m[mf::DL_VLAN_PCP] = (tci >> 13) as u8;
-        ty = [tag[2], tag[3]];
+        ty = u16::from_be_bytes([tag[2], tag[3]]);
         off = 18;
     }
-    m[mf::DL_TYPE..mf::DL_TYPE + 2].copy_from_slice(&ty);
+    put16(m, mf::DL_TYPE, ty);
     let l3 = &f[off..];
-    match u16::from_be_bytes(ty) {
+    match ty {
         ETH_TYPE_IPV4 => {
             let Some(ip) = l3.first_chunk::<20>() else {
                 return;
