@@ -50,9 +50,9 @@ pub struct OfferArgs {
     /// Device under test: none, l2fwd[:work=swap|delay:NS][,rx=af-xdp][,drop=N,dup=N,swap=N], bridge, cmd:'PROGRAM ARGS', ifaces:IF1,IF2.
     #[arg(long, default_value = "l2fwd", value_parser = DutSpec::parse)]
     pub dut: DutSpec,
-    /// Arrival process of the bursts.
-    #[arg(long, value_enum, default_value = "cbr")]
-    pub arrivals: ArrivalsArg,
+    /// Arrival process of the bursts: cbr or poisson.
+    #[arg(long, default_value = "cbr", value_parser = pace::Arrivals::parse)]
+    pub arrivals: pace::Arrivals,
     /// Frames per burst (sent together at the burst's departure time).
     #[arg(long, default_value_t = 1)]
     pub burst: u32,
@@ -81,8 +81,8 @@ pub struct OfferArgs {
     /// How the paced generator is scheduled: auto (real-time SCHED_FIFO in
     /// 900 ms spans when it has a CPU of its own, so other programs on that
     /// CPU cannot delay it), realtime, or normal.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub gen_priority: GenPriorityArg,
+    #[arg(long, default_value = "auto", value_parser = pace::GenPriority::parse)]
+    pub gen_priority: pace::GenPriority,
     /// Generator transmit path.
     #[arg(long, value_enum, default_value = "sendmmsg")]
     pub tx: TxArg,
@@ -98,19 +98,6 @@ pub struct OfferArgs {
     /// Skip measuring the path's latency with no device (the loopback bias).
     #[arg(long)]
     pub no_bias: bool,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum GenPriorityArg {
-    Auto,
-    Realtime,
-    Normal,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ArrivalsArg {
-    Cbr,
-    Poisson,
 }
 
 #[derive(Debug, Args)]
@@ -651,10 +638,7 @@ fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
     let rate = pace::parse_rate(rate, o.link).map_err(crate::usage_err)?;
     let trial = TrialSpec {
         rate,
-        arrivals: match o.arrivals {
-            ArrivalsArg::Cbr => pace::Arrivals::Cbr,
-            ArrivalsArg::Poisson => pace::Arrivals::Poisson,
-        },
+        arrivals: o.arrivals,
         sizes,
         burst: o.burst,
         flows: o.flows,
@@ -665,11 +649,7 @@ fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
         tx: o.tx.into(),
         rx: o.rx.into(),
         spin_ns: o.spin_us * 1000,
-        gen_priority: match o.gen_priority {
-            GenPriorityArg::Auto => pace::GenPriority::Auto,
-            GenPriorityArg::Realtime => pace::GenPriority::Realtime,
-            GenPriorityArg::Normal => pace::GenPriority::Normal,
-        },
+        gen_priority: o.gen_priority,
         seed: o.seed,
         count: None,
         unpaced: false,

@@ -22,6 +22,10 @@ pub enum SpecError {
     SizeRange(u32),
     #[error("--sizes is empty")]
     NoSizes,
+    #[error("--arrivals '{0}': give cbr or poisson")]
+    Arrivals(String),
+    #[error("--gen-priority '{0}': give auto, realtime or normal")]
+    GenPriority(String),
     #[error("--burst {0} is outside 1..=1024")]
     Burst(u32),
     #[error("--flows {0} is outside 1..={max}", max = super::MAX_FLOWS)]

@@ -40,6 +40,18 @@ pub enum GenPriority {
     Normal,
 }
 
+impl GenPriority {
+    /// Parses `auto`, `realtime` or `normal`.
+    pub fn parse(s: &str) -> Result<Self, SpecError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(GenPriority::Auto),
+            "realtime" => Ok(GenPriority::Realtime),
+            "normal" => Ok(GenPriority::Normal),
+            _ => Err(SpecError::GenPriority(s.to_owned())),
+        }
+    }
+}
+
 /// A real-time span of the paced generator. A normal thread shares its
 /// CPU with whatever else the host runs there: on two vCPUs with another
 /// program's build beside it, the generator at 140 kpps waited 17-31 ms
@@ -142,6 +154,15 @@ pub enum Arrivals {
 }
 
 impl Arrivals {
+    /// Parses `cbr` or `poisson`.
+    pub fn parse(s: &str) -> Result<Self, SpecError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cbr" => Ok(Arrivals::Cbr),
+            "poisson" => Ok(Arrivals::Poisson),
+            _ => Err(SpecError::Arrivals(s.to_owned())),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Arrivals::Cbr => "cbr",
@@ -287,6 +308,22 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("outside"));
+    }
+
+    #[test]
+    fn arrivals_and_generator_priorities_parse_and_say_what_to_give() {
+        assert_eq!(GenPriority::parse("auto"), Ok(GenPriority::Auto));
+        assert_eq!(GenPriority::parse("Realtime"), Ok(GenPriority::Realtime));
+        assert_eq!(GenPriority::parse("normal"), Ok(GenPriority::Normal));
+        assert_eq!(Arrivals::parse("Poisson"), Ok(Arrivals::Poisson));
+        assert_eq!(Arrivals::parse("cbr"), Ok(Arrivals::Cbr));
+        let e = Arrivals::parse("burst").unwrap_err().to_string();
+        assert!(e.contains("'burst'") && e.contains("cbr or poisson"), "{e}");
+        let e = GenPriority::parse("fifo").unwrap_err().to_string();
+        assert!(
+            e.contains("'fifo'") && e.contains("auto, realtime or normal"),
+            "{e}"
+        );
     }
 
     #[test]
