@@ -228,8 +228,9 @@ pub(super) fn packet_in_run10(
         }
         let room = (out.capacity() - out.len()) / FM;
         if room == 0 {
-            // A flow_mod is no longer than the probe it answers, so this
-            // is room for the rest of a run of probes in one go.
+            // A flow_mod is no longer than a full-size probe (cbench's),
+            // so this is room for the rest of a run of probes in one go;
+            // shorter packet_ins take another turn of this loop.
             out.reserve(buf.len() - off + FM);
             continue;
         }

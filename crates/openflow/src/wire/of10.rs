@@ -896,36 +896,42 @@ impl FlowModTemplate {
 
     /// Patch a copy of the template (`o[..80]`) for `pi`.
     #[inline(always)]
-    pub fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
-        const M: usize = field::flow_mod::MATCH.start;
-        let o = &mut o[..FLOW_MOD_TEMPLATE_LEN];
-        put32(o, common_field::XID, xid);
-        let in_port = pi.in_port();
-        put16(o, M + field::matching::IN_PORT, in_port);
-        put32(o, field::flow_mod::BUFFER_ID, pi.buffer_id());
-        put16(
-            o,
-            FLOW_MOD_LEN + common_field::OUTPUT_PORT,
-            in_port.wrapping_add(1),
-        );
-        exact_match_fields(&mut o[M..M + MATCH_LEN], pi.data());
+    fn patch(o: &mut [u8], xid: u32, pi: &PacketInView<&[u8]>) {
+        let o = o
+            .first_chunk_mut::<FLOW_MOD_TEMPLATE_LEN>()
+            .expect("a flow_mod's room: callers give the template's length");
+        Self::patch_with(o, xid, pi.buffer_id(), pi.in_port(), pi.data());
     }
 
     /// [`patch`](Self::patch) for a packet_in given as its fixed part
     /// (`PACKET_IN_LEN` bytes, whose length and type the caller checked)
-    /// and its frame: the xid and buffer_id are copied as they lie on the
-    /// wire, with no view to build and no check to repeat per message.
+    /// and its frame: no view to build and no check to repeat per message.
     #[inline(always)]
     pub fn patch_fixed(o: &mut [u8; FLOW_MOD_TEMPLATE_LEN], pi: &[u8; PACKET_IN_LEN], data: &[u8]) {
+        Self::patch_with(
+            o,
+            be32(pi, common_field::XID),
+            be32(pi, common_field::BUFFER_ID),
+            be16(pi, field::packet_in::IN_PORT),
+            data,
+        );
+    }
+
+    /// Writes a packet_in's xid, buffer_id, in_port (and in_port + 1 as the
+    /// output port) and the exact match of its frame `data` into a copy
+    /// of the template.
+    #[inline(always)]
+    fn patch_with(
+        o: &mut [u8; FLOW_MOD_TEMPLATE_LEN],
+        xid: u32,
+        buffer_id: u32,
+        in_port: u16,
+        data: &[u8],
+    ) {
         const M: usize = field::flow_mod::MATCH.start;
-        const X: usize = common_field::XID;
-        const B: usize = field::flow_mod::BUFFER_ID;
-        const P: usize = field::packet_in::IN_PORT;
-        o[X..X + 4].copy_from_slice(&pi[X..X + 4]);
-        o[M + field::matching::IN_PORT..M + field::matching::IN_PORT + 2]
-            .copy_from_slice(&pi[P..P + 2]);
-        o[B..B + 4].copy_from_slice(&pi[common_field::BUFFER_ID..common_field::BUFFER_ID + 4]);
-        let in_port = u16::from_be_bytes([pi[P], pi[P + 1]]);
+        put32(o, common_field::XID, xid);
+        put16(o, M + field::matching::IN_PORT, in_port);
+        put32(o, field::flow_mod::BUFFER_ID, buffer_id);
         put16(
             o,
             FLOW_MOD_LEN + common_field::OUTPUT_PORT,
