@@ -4,9 +4,12 @@ compare computes them (crates/core/src/estimate): the median of repeats
 with its distribution-free 95% interval (order statistics), and the ratio
 of two sets of interleaved repeats with the Hodges-Lehmann estimate on log
 values and its 95% interval from the Mann-Whitney critical value (normal
-approximation). No third-party modules.
+approximation), and the paired ratio of repeats made side by side in pairs
+(crates/core/src/estimate/paired.rs: the Hodges-Lehmann estimate of the
+per-pair log ratios with its exact Wilcoxon signed-rank interval). No
+third-party modules.
 
-As a library:  from stats import median_ci, ratio_ci, fmt_ratio
+As a library:  from stats import median_ci, ratio_ci, paired_ratio_ci, fmt_ratio
 As a command:  bench/stats.py median X1 X2 ...
                bench/stats.py ratio "B1 B2 ..." "A1 A2 ..."   (A / B, i.e. after / before)
 """
@@ -58,6 +61,47 @@ def ratio_ci(before, after):
     if k >= len(d) - k:
         return (est, None, None)
     return (est, math.exp(d[k]), math.exp(d[len(d) - 1 - k]))
+
+
+def signed_rank_rank(n):
+    """1-based rank C of the interval [W(C), W(M+1-C)] over the M = n(n+1)/2
+    sorted Walsh averages: the largest C with P(T+ <= C - 1) <= 2.5%, from
+    the exact null distribution of the signed-rank statistic. None below 6
+    pairs, where even [min, max] covers less than 95%."""
+    if n < 6:
+        return None
+    counts = [1] + [0] * (n * (n + 1) // 2)
+    top = 0
+    for k in range(1, n + 1):
+        top += k
+        for t in range(top, k - 1, -1):
+            counts[t] += counts[t - k]
+    total, cdf, c = 2**n, 0, 0
+    for t, k in enumerate(counts):
+        if (cdf + k) / total > 0.025 + 1e-12:
+            break
+        cdf += k
+        c = t + 1
+    return c if c >= 1 else None
+
+
+def paired_ratio_ci(pairs):
+    """(ratio, lo, hi) of after / before over pairs (before, after) measured
+    side by side: the Hodges-Lehmann estimate of the log ratios (median of
+    the Walsh averages) with its 95% signed-rank interval. A pair's two runs
+    share the machine's drift, which the ratio within the pair cancels.
+    Pairs with a non-positive or non-finite side are dropped; None bounds
+    below 6 pairs."""
+    d = [math.log(a / b) for b, a in pairs
+         if all(isinstance(x, (int, float)) and x > 0 and math.isfinite(x) for x in (a, b))]
+    if not d:
+        return (math.nan, None, None)
+    w = sorted((d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d)))
+    est = math.exp(statistics.median(w))
+    c = signed_rank_rank(len(d))
+    if c is None:
+        return (est, None, None)
+    return (est, math.exp(w[c - 1]), math.exp(w[len(w) - c]))
 
 
 def fmt_ratio(r):

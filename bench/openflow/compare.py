@@ -16,7 +16,10 @@ intervals (bench/stats.py, order statistics) and ranges, and the ratios the
 issue asks for (ours / peer), each the Hodges-Lehmann estimate over the
 interleaved repeats with its 95% interval, for the total and for user and
 sys time apart: a target such as "<= 1.05x" is met only when the
-interval's upper bound is. A median's interval needs >= 6
+interval's upper bound is. It also prints the controller ratio paired by
+round (the two controllers run one after the other under one generator in
+each round, so the drift between rounds drops out of each round's ratio;
+Hodges-Lehmann with the signed-rank interval). A median's interval needs >= 6
 repeats ("n<6: no interval" below that), a ratio's >= 2.
 
 TCP congestion control (--cc): real cbench always gets the kernel's
@@ -39,7 +42,7 @@ usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 5] [--switches 16
 import argparse, os, re, signal, socket, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stats import fmt_median, fmt_ratio, median_ci, ratio_ci  # noqa: E402
+from stats import fmt_median, fmt_ratio, median_ci, paired_ratio_ci, ratio_ci  # noqa: E402
 
 TCK = os.sysconf("SC_CLK_TCK")
 
@@ -194,6 +197,7 @@ def run(args, kernel_cc, tcp):
         for p in order:
             x = one(p[0], p[1], args)
             if x:
+                x["round"] = r
                 res[p].append(x)
                 print(f"  round {r + 1} {p[0]} -> {p[1]}: controller {x['ctl_ns']:.1f} ns/response "
                       f"(user {x['ctl_user_ns']:.1f} + sys {x['ctl_sys_ns']:.1f}), generator {x['gen_ns']:.1f}, "
@@ -231,6 +235,17 @@ def run(args, kernel_cc, tcp):
         peer, ours = (g, "c"), (g, "commbench")
         print(f"controller, ours / C, under {name[g]}: {rat(peer, ours, 'ctl_ns')} ({mr(peer, ours, 'ctl_ns'):.2f}); "
               f"user {rat(peer, ours, 'ctl_user_ns')}; sys {rat(peer, ours, 'ctl_sys_ns')}")
+    print()
+    print("paired: within a round the two controllers ran one after the other under the same generator "
+          "(order alternating round by round), so each round gives one ratio that the drift between rounds "
+          "does not enter; Hodges-Lehmann estimate of those ratios [95% signed-rank interval], >= 6 rounds")
+    def paired(peer, ours, k):
+        by = {x["round"]: x[k] for x in res[peer]}
+        return fmt_ratio(paired_ratio_ci([(by[x["round"]], x[k]) for x in res[ours] if x["round"] in by]))
+    for g in ["cbench", "commbench"]:
+        peer, ours = (g, "c"), (g, "commbench")
+        print(f"controller, ours / C, under {name[g]}, paired: {paired(peer, ours, 'ctl_ns')}; "
+              f"user {paired(peer, ours, 'ctl_user_ns')}; sys {paired(peer, ours, 'ctl_sys_ns')}")
     for c in ["commbench", "c"]:
         peer, ours = ("cbench", c), ("commbench", c)
         print(f"generator, ours / real cbench, against the {name[c] if c == 'c' else 'commbench controller'}: "
