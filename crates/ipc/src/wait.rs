@@ -25,7 +25,8 @@
 //!     not a time slice per message;
 //!   - an asleep peer: sleep, unless our own notify just woke it and it
 //!     has a CPU of its own to wake up on (the run's ends are placed on
-//!     different CPUs, or the machine's run queue has room): then spin
+//!     different CPUs, or the run's awake threads leave one of its CPUs
+//!     free and the machine's run queue has room): then spin
 //!     [`WAKE_SPIN`], long enough to cover a cross-CPU wake-up (~28 µs
 //!     here), so the ping-pong returns to spinning instead of waking on
 //!     every message;
@@ -163,6 +164,13 @@ impl Awake<'_> {
     fn threads_fit(&self) -> bool {
         let sleeping = self.sleeping.load(Ordering::Relaxed);
         self.threads.saturating_sub(sleeping) <= self.cpus
+    }
+    /// One of the run's CPUs is left free by its awake threads: a peer we
+    /// just woke (still counted asleep until it runs) has a CPU to run on.
+    #[inline]
+    fn spare_cpu(&self) -> bool {
+        let sleeping = self.sleeping.load(Ordering::Relaxed);
+        self.threads.saturating_sub(sleeping) < self.cpus
     }
 }
 
@@ -314,6 +322,11 @@ pub struct Sample {
     pub machine_busy: bool,
     /// The run placed the two ends on different CPUs.
     pub apart: bool,
+    /// The run's awake threads leave one of its CPUs free (for a peer we
+    /// woke). Without one, the woken peer waits for the CPU we would spin
+    /// on: with both ends on one CPU, each wake-up spin cost the whole
+    /// [`WAKE_SPIN`] (25k round trips/s against 197k sleeping at once).
+    pub spare_cpu: bool,
 }
 
 /// Why a wait spun or slept (also the index into [`WaitStats::slept`]).
@@ -377,6 +390,15 @@ pub enum Verdict {
     Sleep(Reason),
 }
 
+impl Sample {
+    /// A peer our notify just woke can run at once without our CPU: the
+    /// ends are placed apart, or the run leaves a CPU free and the machine
+    /// has room.
+    fn woken_has_a_cpu(&self) -> bool {
+        self.apart || (self.spare_cpu && !self.machine_busy)
+    }
+}
+
 /// The adaptive policy: spin or sleep, from what the waiter sees now.
 /// Pure and deterministic (the unit tests feed it samples).
 pub fn decide(s: &Sample) -> Verdict {
@@ -397,14 +419,14 @@ pub fn decide(s: &Sample) -> Verdict {
         }
         PeerSeen::Awake { .. } if s.idle_ns < NS(PEER_GRACE) => Verdict::Spin(Reason::PeerWorking),
         PeerSeen::Awake { .. } => {
-            if s.woke_peer && s.spun_ns < NS(WAKE_SPIN) && (s.apart || !s.machine_busy) {
+            if s.woke_peer && s.spun_ns < NS(WAKE_SPIN) && s.woken_has_a_cpu() {
                 Verdict::Spin(Reason::WakingPeer)
             } else {
                 Verdict::Sleep(Reason::PeerOffCpu)
             }
         }
         PeerSeen::Asleep => {
-            if s.woke_peer && s.spun_ns < NS(WAKE_SPIN) && (s.apart || !s.machine_busy) {
+            if s.woke_peer && s.spun_ns < NS(WAKE_SPIN) && s.woken_has_a_cpu() {
                 Verdict::Spin(Reason::WakingPeer)
             } else {
                 Verdict::Sleep(Reason::PeerAsleep)
@@ -669,6 +691,7 @@ pub(crate) fn wait_for(
                     woke_peer,
                     machine_busy: woke_peer && !p.awake.apart && adapt.machine_busy(),
                     apart: p.awake.apart,
+                    spare_cpu: p.awake.spare_cpu(),
                 };
                 match decide(&sample) {
                     Verdict::Sleep(r) => break r,
@@ -791,6 +814,7 @@ mod tests {
             woke_peer: false,
             machine_busy: false,
             apart: false,
+            spare_cpu: true,
         }
     }
     fn fresh(same_cpu: bool) -> PeerSeen {
@@ -860,6 +884,38 @@ mod tests {
         assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerAsleep));
         s.apart = true;
         assert_eq!(decide(&s), Verdict::Spin(Reason::WakingPeer));
+    }
+
+    #[test]
+    fn no_wake_spin_when_the_woken_peer_needs_our_cpu() {
+        // Both ends pinned to one CPU: the peer we woke runs only when we
+        // stop, so a wake-up spin would only delay it by WAKE_SPIN.
+        let mut s = sample(PeerSeen::Asleep);
+        s.woke_peer = true;
+        s.spare_cpu = false;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerAsleep));
+        s.peer = stale();
+        s.idle_ns = PEER_GRACE.as_nanos() as u64;
+        assert_eq!(decide(&s), Verdict::Sleep(Reason::PeerOffCpu));
+        // Ends placed apart: the woken peer has its own CPU.
+        s.apart = true;
+        assert_eq!(decide(&s), Verdict::Spin(Reason::WakingPeer));
+    }
+
+    #[test]
+    fn spare_cpu_counts_the_awake_threads_against_the_runs_cpus() {
+        let sleeping = AtomicU32::new(1);
+        let one_cpu = Awake {
+            sleeping: &sleeping,
+            threads: 2,
+            cpus: 1,
+            apart: false,
+        };
+        assert!(one_cpu.threads_fit() && !one_cpu.spare_cpu());
+        let two_cpus = Awake { cpus: 2, ..one_cpu };
+        assert!(two_cpus.spare_cpu());
+        sleeping.store(0, Ordering::Relaxed);
+        assert!(two_cpus.threads_fit() && !two_cpus.spare_cpu());
     }
 
     #[test]
