@@ -357,7 +357,7 @@ pub(crate) fn run_once(cfg: &IpcConfig) -> Result<RunResult> {
     let meter = RunMeter::start();
     let opts = ListenOptions {
         sessions: cfg.sessions,
-        ring_bytes: cfg.ring_bytes,
+        ring_bytes: cfg.ring(),
         wait: cfg.wait,
         threads: threads_of(cfg),
         cpus: crate::wait::affinity_cpus(),

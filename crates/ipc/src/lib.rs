@@ -91,8 +91,9 @@ pub struct IpcConfig {
     pub verify: bool,
     /// Record round-trip latency (sync only).
     pub latency: bool,
-    /// shm ring bytes per direction (also the pipe capacity).
-    pub ring_bytes: usize,
+    /// shm ring bytes per direction (also the pipe capacity); None: chosen
+    /// by the run ([`IpcConfig::ring`]).
+    pub ring_bytes: Option<usize>,
     /// Pin server threads.
     pub server_cpus: Option<CpuList>,
     /// Pin client threads / processes.
@@ -119,7 +120,7 @@ impl Default for IpcConfig {
             wait: WaitPolicy::Adaptive,
             verify: false,
             latency: true,
-            ring_bytes: shm::DEFAULT_RING_BYTES,
+            ring_bytes: None,
             server_cpus: None,
             client_cpus: None,
             corrupt: None,
@@ -138,23 +139,40 @@ impl IpcConfig {
         };
         compat::check_limits(self.sessions as u64, self.size as u64, self.count, line)
             .map_err(|e| IpcError::usage(e.to_string().lines().next().unwrap_or("").into()))?;
-        if !self.ring_bytes.is_power_of_two() || self.ring_bytes < 4096 {
+        let ring = self.ring();
+        if !ring.is_power_of_two() || ring < 4096 {
             return Err(IpcError::usage(format!(
-                "ring size must be a power of two of at least 4096 bytes, got {}",
-                self.ring_bytes
+                "ring size must be a power of two of at least 4096 bytes, got {ring}"
             )));
         }
-        if self.ring_bytes > shm::MAX_RING_BYTES {
+        if ring > shm::MAX_RING_BYTES {
             return Err(IpcError::usage(format!(
-                "ring size {} is above the limit of {} MiB per direction",
-                self.ring_bytes,
+                "ring size {ring} is above the limit of {} MiB per direction",
                 shm::MAX_RING_BYTES >> 20
             )));
         }
         if self.transport == TransportKind::Shm {
-            shm::check_space(self.sessions, self.ring_bytes)?;
+            shm::check_space(self.sessions, ring)?;
         }
         Ok(())
+    }
+
+    /// The ring bytes per direction the run uses: as asked, else for a shm
+    /// stream room for its messages ([`shm::stream_ring_bytes`]) when
+    /// /dev/shm has the space, else [`shm::DEFAULT_RING_BYTES`] (a round
+    /// trip holds one message at a time; the pipe capacity stays 1 MiB,
+    /// the most an unprivileged pipe may have by default).
+    pub fn ring(&self) -> usize {
+        if let Some(n) = self.ring_bytes {
+            return n;
+        }
+        if self.transport == TransportKind::Shm && self.workload == Workload::Stream {
+            let n = shm::stream_ring_bytes(self.size);
+            if n > shm::DEFAULT_RING_BYTES && shm::check_space(self.sessions, n).is_ok() {
+                return n;
+            }
+        }
+        shm::DEFAULT_RING_BYTES
     }
 
     /// Messages the run counts (a round trip is two).
@@ -204,6 +222,10 @@ pub struct IpcReport {
     pub client_cpus: String,
     /// The server's busy-wait per request (ns; 0: none).
     pub extra_work_ns: u64,
+    /// Ring bytes per direction (shm; the pipe's capacity for pipe).
+    pub ring_bytes: usize,
+    /// The ring size was asked (`--ring`), not chosen by the run.
+    pub ring_asked: bool,
     /// How the shm endpoints waited: counts by outcome (None for the
     /// kernel transports).
     pub wait_stats: Option<wait::WaitStats>,
@@ -251,6 +273,13 @@ impl IpcReport {
         }
         if self.extra_work_ns > 0 {
             r.push_param("extra_work_ns", self.extra_work_ns);
+        }
+        // An asked ring is identity; one the run chose from the message
+        // size goes with the metrics, so default runs stay one series.
+        if self.ring_asked {
+            r.push_param("ring_bytes", self.ring_bytes);
+        } else if matches!(self.transport, TransportKind::Shm | TransportKind::Pipe) {
+            r.push_metric("ring_bytes_applied", self.ring_bytes.to_string());
         }
         if self.transport == TransportKind::Shm {
             r.push_metric("wait_strategy", self.wait_strategy.as_str());
@@ -355,6 +384,8 @@ pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
         server_cpus: bench::applied(&r.plan, &cfg.server_cpus),
         client_cpus: bench::applied(&r.plan, &cfg.client_cpus),
         extra_work_ns: cfg.extra_work_ns,
+        ring_bytes: cfg.ring(),
+        ring_asked: cfg.ring_bytes.is_some(),
         wait_stats: r.wait,
         wait_strategy,
         wait_why,
@@ -476,3 +507,72 @@ pub fn run_seed(run: &compat::SeedRun, base: &IpcConfig) -> Result<(String, IpcR
 
 pub use figures::figures;
 pub use lab::IpcLab;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(size: usize) -> IpcConfig {
+        IpcConfig {
+            workload: Workload::Stream,
+            size,
+            ..IpcConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_stream_ring_holds_64_messages_between_1_and_4_mib() {
+        assert_eq!(shm::stream_ring_bytes(65532), 4 << 20);
+        assert_eq!(
+            shm::stream_ring_bytes(32 << 10),
+            4 << 20,
+            "header pushes it past 2 MiB"
+        );
+        assert_eq!(shm::stream_ring_bytes((32 << 10) - 16), 2 << 20);
+        assert_eq!(shm::stream_ring_bytes(1024), 1 << 20);
+        assert_eq!(shm::stream_ring_bytes(0), 1 << 20);
+        assert_eq!(shm::stream_ring_bytes(16 << 20), 4 << 20);
+        assert_eq!(shm::stream_ring_bytes(usize::MAX / 2), 4 << 20);
+    }
+
+    #[test]
+    fn the_run_chooses_the_ring_only_when_none_is_asked() {
+        assert_eq!(stream(65532).ring(), 4 << 20);
+        assert_eq!(stream(128).ring(), shm::DEFAULT_RING_BYTES);
+        let asked = IpcConfig {
+            ring_bytes: Some(1 << 16),
+            ..stream(65532)
+        };
+        assert_eq!(asked.ring(), 1 << 16);
+        // A round trip holds one message: the default ring.
+        let reqres = IpcConfig {
+            size: 65532,
+            ..IpcConfig::default()
+        };
+        assert_eq!(reqres.ring(), shm::DEFAULT_RING_BYTES);
+        // The pipe's capacity is not scaled.
+        let pipe = IpcConfig {
+            transport: TransportKind::Pipe,
+            ..stream(65532)
+        };
+        assert_eq!(pipe.ring(), shm::DEFAULT_RING_BYTES);
+    }
+
+    #[test]
+    fn records_say_which_ring_and_whether_it_was_asked() {
+        let cfg = stream(65532);
+        let mut rep = run_report(&IpcConfig {
+            count: 64,
+            latency: false,
+            ..cfg.clone()
+        })
+        .expect("a short stream runs");
+        assert_eq!(rep.ring_bytes, 4 << 20);
+        let rec = rep.record(&[]);
+        assert!(!rec.params.contains_key("ring_bytes"));
+        assert_eq!(rec.metrics["ring_bytes_applied"], "4194304");
+        rep.ring_asked = true;
+        let rec = rep.record(&[]);
+        assert_eq!(rec.params["ring_bytes"], 4194304);
+    }
+}

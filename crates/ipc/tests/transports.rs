@@ -62,7 +62,7 @@ fn every_mode_and_wait_policy_with_several_sessions() {
                 size: 300,
                 count: 2_000,
                 // A small ring makes async/nores hit backpressure.
-                ring_bytes: 4096,
+                ring_bytes: Some(4096),
                 verify: true,
                 ..IpcConfig::default()
             };

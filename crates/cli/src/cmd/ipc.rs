@@ -89,9 +89,9 @@ pub struct NativeArgs {
     /// (default: 3 when several configurations are compared, else 1).
     #[arg(long)]
     pub repeat: Option<u32>,
-    /// shm ring bytes per direction (power of two; also the pipe capacity).
-    #[arg(long, default_value = "1M", value_parser = crate::args::parse_size)]
-    pub ring: usize,
+    /// shm ring bytes per direction (power of two; also the pipe capacity). Default: 1M, and for a shm stream room for 64 messages up to 4M (64 KiB messages: 4M).
+    #[arg(long, value_parser = crate::args::parse_size)]
+    pub ring: Option<usize>,
     /// Calibration aid: the server busy-waits NS nanoseconds (TSC) on every request before answering — a known extra cost per operation, to check that `commbench ab` finds a change of known size.
     #[arg(long, value_name = "NS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub extra_work_ns: u64,
