@@ -46,10 +46,10 @@ pub const STREAM_RING_MESSAGES: usize = 64;
 /// [`DEFAULT_RING_BYTES`] and at most [`STREAM_RING_MAX`]; 64 KiB messages
 /// get 4 MiB. Beside two busy loops, where each end holds its CPU half the
 /// time, a ring that lets the running end go on while the other is
-/// descheduled moved 64 KiB messages 1.12× [1.07, 1.18] faster with 4 MiB
-/// than with 1 MiB at 0.92× [0.87, 0.96] the CPU per message (`commbench
-/// ab`, 20 pairs); 16 MiB was 0.81× [0.73, 0.93] of 4 MiB (its lines no
-/// longer stay in cache), as 16 MiB socket buffers are for a Unix stream.
+/// descheduled moved 64 KiB messages 1.12× [1.07, 1.18] and 1.07× [1.05,
+/// 1.09] faster with 4 MiB than with 1 MiB (`commbench ab`, 20 and 40
+/// pairs); 16 MiB was 0.81× [0.73, 0.93] of 4 MiB (its lines no longer
+/// stay in cache), as 16 MiB socket buffers are for a Unix stream.
 pub fn stream_ring_bytes(size: usize) -> usize {
     let want = STREAM_RING_MESSAGES.saturating_mul(size + crate::frame::HEADER_LEN);
     want.checked_next_power_of_two()
