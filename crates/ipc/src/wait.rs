@@ -325,7 +325,7 @@ pub struct Sample {
     /// The run's awake threads leave one of its CPUs free (for a peer we
     /// woke). Without one, the woken peer waits for the CPU we would spin
     /// on: with both ends on one CPU, each wake-up spin cost the whole
-    /// [`WAKE_SPIN`] (25k round trips/s against 197k sleeping at once).
+    /// [`WAKE_SPIN`] (25k messages/s against 246k sleeping at once).
     pub spare_cpu: bool,
 }
 
