@@ -360,6 +360,13 @@ fn strategy(cfg: &IpcConfig, plan: &bench::Plan, w: Option<&wait::WaitStats>) ->
 
 /// Run one configuration without recording it.
 pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
+    // The ring is chosen once (it depends on /dev/shm's free space), so
+    // the check, the run and the record all see the same size.
+    let ring_asked = cfg.ring_bytes.is_some();
+    let cfg = &IpcConfig {
+        ring_bytes: Some(cfg.ring()),
+        ..cfg.clone()
+    };
     cfg.validate()?;
     let r = bench::run_once(cfg)?;
     let (wait_strategy, wait_why) = strategy(cfg, &r.plan, r.wait.as_ref());
@@ -385,7 +392,7 @@ pub fn run_report(cfg: &IpcConfig) -> Result<IpcReport> {
         client_cpus: bench::applied(&r.plan, &cfg.client_cpus),
         extra_work_ns: cfg.extra_work_ns,
         ring_bytes: cfg.ring(),
-        ring_asked: cfg.ring_bytes.is_some(),
+        ring_asked,
         wait_stats: r.wait,
         wait_strategy,
         wait_why,
