@@ -160,17 +160,21 @@ pub(crate) struct Awake<'a> {
 }
 
 impl Awake<'_> {
+    /// The run's threads that are not asleep.
+    #[inline]
+    fn awake(&self) -> u32 {
+        let sleeping = self.sleeping.load(Ordering::Relaxed);
+        self.threads.saturating_sub(sleeping)
+    }
     #[inline]
     fn threads_fit(&self) -> bool {
-        let sleeping = self.sleeping.load(Ordering::Relaxed);
-        self.threads.saturating_sub(sleeping) <= self.cpus
+        self.awake() <= self.cpus
     }
     /// One of the run's CPUs is left free by its awake threads: a peer we
     /// just woke (still counted asleep until it runs) has a CPU to run on.
     #[inline]
     fn spare_cpu(&self) -> bool {
-        let sleeping = self.sleeping.load(Ordering::Relaxed);
-        self.threads.saturating_sub(sleeping) < self.cpus
+        self.awake() < self.cpus
     }
 }
 
