@@ -78,6 +78,8 @@ LABS = {
     },
     # The same mux trial three times as long (300 rounds): more of a
     # trial's time is measured rather than spent connecting 200 clients.
+    # On a host whose vCPUs ran in fast and slow spells its pairs spread
+    # as much as the 100-round trial's (21-22%; docs/statistics.md §9).
     "mux-epoll-r300": {
         "aa": "{bin} mux --engine epoll-lt --conns 200 --rounds 300 --repeat 1",
         "known": "{bin} mux --engine epoll-lt --conns 200 --rounds 300 --repeat 1 --extra-work-ns {x}",
