@@ -539,30 +539,63 @@ fn mlrsearch_through_the_binary_gives_each_goal_its_bounds_and_records_every_tri
     // l2fwd with 20 µs per frame cannot pass 50 kpps; two goals, short
     // trials and a 10% width keep it to a few seconds.
     let goal = "final=0.2s,sum=0.4s,width=10%,initial=0.05s";
-    let v = json(&[
-        "pipeline",
-        "rfc2544",
-        "--dut",
-        "l2fwd:delay:20000",
-        "--max-rate",
-        "100k",
-        "--goal",
-        &format!("loss=0,{goal}"),
-        "--goal",
-        &format!("loss=0.5%,{goal}"),
-        "--lag-bound-us",
-        "60000000",
-        "--drain-ms",
-        "150",
-        "--no-bias",
-    ]);
-    let recs = records(&v);
+    // On a loaded machine (CI runs other tests beside this one) a search
+    // can end without a lower bound: the device's thread descheduled past
+    // the drain loses frames even at the min load, or the generator falls
+    // behind. That must be said (no rate, a decision that names it, a
+    // note), never a 0; then the search is run again, up to three times.
+    let mut found = None;
+    for _ in 0..3 {
+        let v = json(&[
+            "pipeline",
+            "rfc2544",
+            "--dut",
+            "l2fwd:delay:20000",
+            "--max-rate",
+            "100k",
+            "--goal",
+            &format!("loss=0,{goal}"),
+            "--goal",
+            &format!("loss=0.5%,{goal}"),
+            "--lag-bound-us",
+            "60000000",
+            "--drain-ms",
+            "150",
+            "--no-bias",
+        ]);
+        let recs = records(&v);
+        let troubled: Vec<&Value> = recs
+            .iter()
+            .filter(|r| {
+                matches!(r["test"].as_str(), Some("rfc2544-ndr" | "rfc2544-pdr"))
+                    && r["metrics"]["lower_pps"].is_null()
+            })
+            .collect();
+        for r in &troubled {
+            let m = &r["metrics"];
+            assert!(m["rate_pps"].is_null(), "{r}");
+            assert!(
+                matches!(
+                    m["decided"].as_str(),
+                    Some("min-load" | "host-trouble" | "tester-ceiling")
+                ),
+                "{r}"
+            );
+            assert!(!m["note"].as_str().unwrap_or("").is_empty(), "{r}");
+            eprintln!("a search without a lower bound, run again: {r}");
+        }
+        if troubled.is_empty() {
+            found = Some(recs);
+            break;
+        }
+    }
+    let recs = found.expect("three searches in a row found no lower bound");
     for kind in ["rfc2544-ndr", "rfc2544-pdr"] {
         let r = recs.iter().find(|r| r["test"] == kind).expect(kind);
         assert_eq!(r["params"]["method"], "mlr", "{r}");
         let m = &r["metrics"];
-        let lower = m["lower_pps"].as_f64().unwrap();
-        let upper = m["upper_pps"].as_f64().unwrap();
+        let lower = m["lower_pps"].as_f64().unwrap_or_else(|| panic!("{r}"));
+        let upper = m["upper_pps"].as_f64().unwrap_or_else(|| panic!("{r}"));
         assert!(lower <= 51_000.0 && lower < upper, "{r}");
         assert_eq!(m["rate_pps"].as_f64(), Some(lower), "{r}");
         assert!(

@@ -373,36 +373,21 @@ fn nginx_over_tls_13_with_a_generated_certificate() {
 fn a_socket_made_again_while_sending_carried_the_requests_in_plaintext() {
     use std::io::Read;
     use std::sync::{Arc as SArc, Mutex};
-    // A peer that resets the first connection as soon as it is accepted
-    // (the load side's first write fails and the socket is made again in
-    // the middle of sending a window of requests), then notes the first
-    // byte every later connection sends (a TLS handshake record starts
-    // with 0x16; plaintext HTTP with 'G') and closes it.
+    // A peer that resets the first connection once the load side holds
+    // it (so its first write fails and the socket is made again in the
+    // middle of sending a window of requests), then notes the first byte
+    // every later connection sends (a TLS handshake record starts with
+    // 0x16; plaintext HTTP with 'G') and closes it.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let firsts = SArc::new(Mutex::new(Vec::new()));
     let seen = firsts.clone();
+    let (first_tx, first_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for (n, s) in l.incoming().enumerate() {
             let Ok(mut s) = s else { return };
             if n == 0 {
-                // SO_LINGER 0: close sends a reset.
-                let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
-                let lg = libc::linger {
-                    l_onoff: 1,
-                    l_linger: 0,
-                };
-                // SAFETY: lg is a live linger of the stated size; fd is open.
-                #[allow(unsafe_code)]
-                unsafe {
-                    libc::setsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_LINGER,
-                        (&lg as *const libc::linger).cast(),
-                        std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                    )
-                };
+                let _ = first_tx.send(s);
                 continue;
             }
             let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
@@ -416,6 +401,38 @@ fn a_socket_made_again_while_sending_carried_the_requests_in_plaintext() {
     cfg.open = OpenConfig::closed(4);
     cfg.timeout = Duration::from_secs(20);
     let c = load::connect_all(&cfg).unwrap();
+    assert_eq!(c.fds.len(), 1, "{:?}", c.first_error);
+    // The reset only after connect_all took the connection (one that
+    // arrives while it checks the connection would leave no connection to
+    // run on); SO_LINGER 0: close sends a reset.
+    let first = first_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&first);
+    let lg = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: lg is a live linger of the stated size; fd is open.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lg as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    drop(first);
+    // Wait until the reset has reached the load side's socket.
+    let mut pfd = libc::pollfd {
+        fd: c.fds[0],
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: pfd is one live pollfd; the descriptor is open.
+    #[allow(unsafe_code)]
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "the reset did not arrive");
     // The peer answers no handshake: the run ends in an error or with
     // every handshake failed; what matters is what went on the wire.
     let _ = load::run_rounds(&cfg, &c.fds);
