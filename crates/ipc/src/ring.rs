@@ -257,6 +257,62 @@ impl RingRef {
     }
 }
 
+impl RingRef {
+    /// The `len` bytes of the data area from byte offset `pos` (wrapping),
+    /// as they lie: the first part up to the ring's end, the rest from its
+    /// start.
+    #[inline]
+    #[allow(unsafe_code)]
+    fn view(&self, pos: u64, len: usize) -> Lent<'_> {
+        let off = (pos & (self.cap - 1)) as usize;
+        let first = len.min(self.cap as usize - off);
+        // SAFETY: off < cap, first <= cap - off and len - first <= cap, so
+        // both parts lie in the data area. Their bytes lie in [tail, head):
+        // published by the producer with a Release store we observed with
+        // Acquire, and not written again until the consumer stores a tail
+        // past them, which it does only after the borrow ends (recv_with).
+        let parts = unsafe {
+            [
+                std::slice::from_raw_parts(self.data.add(off), first),
+                std::slice::from_raw_parts(self.data, len - first),
+            ]
+        };
+        Lent {
+            parts,
+            in_place: true,
+        }
+    }
+}
+
+/// A received payload as a consumer is handed it: where it lies (the
+/// second part is empty unless it wraps at a ring's end).
+#[derive(Debug, Clone, Copy)]
+pub struct Lent<'a> {
+    pub parts: [&'a [u8]; 2],
+    /// The bytes lie where the producer wrote them (a ring): the
+    /// consumer's reading is their only pass. False: they were received
+    /// into the consumer's buffer, and that copy read them.
+    pub in_place: bool,
+}
+
+impl<'a> Lent<'a> {
+    /// Bytes received into the consumer's buffer.
+    pub fn copied(b: &'a [u8]) -> Lent<'a> {
+        Lent {
+            parts: [b, &[]],
+            in_place: false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.parts[0].len() + self.parts[1].len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Which stores copy large payloads into the ring: the producer times
 /// windows of [`StoreChoice::WINDOW`] large messages (TSC from one
 /// window's first message to the next's, waits for space included, so
@@ -572,43 +628,52 @@ impl RingRx {
         }
     }
 
+    /// Waits until at least `need` bytes past `tail` are published
+    /// (releasing what was read before it sleeps); returns how many are.
+    fn wait_data(&mut self, need: u64) -> Result<u64> {
+        loop {
+            let mut avail = self.cached_head - self.tail;
+            if avail >= need {
+                return Ok(avail);
+            }
+            self.cached_head = self.r.h().head.0.load(Ordering::Acquire);
+            avail = self.cached_head - self.tail;
+            if avail >= need {
+                return Ok(avail);
+            }
+            self.release();
+            let h = self.r.h();
+            let want = self.tail + need;
+            let mut seen = self.cached_head;
+            let r = &self.r;
+            let parties = Parties {
+                awake: r.awake(),
+                sleep_flag: &h.ctl.0.data_sleep,
+                bell: r.data_bell_r(),
+                peer: &h.prod_beat.0,
+                me: &self.me,
+            };
+            let w = wait::wait_for(
+                r.policy,
+                &parties,
+                &mut self.adapt,
+                || {
+                    seen = h.head.0.load(Ordering::Acquire);
+                    seen >= want
+                },
+                || h.head.0.load(Ordering::Relaxed),
+                || r.peer_gone(PRODUCER_CLOSED, &h.ctl.0.producer_pid),
+            );
+            self.cached_head = seen;
+            if let Waited::Closed = w {
+                return Err(IpcError::Closed);
+            }
+        }
+    }
+
     fn read_bytes(&mut self, mut dst: &mut [u8]) -> Result<()> {
         while !dst.is_empty() {
-            let mut avail = self.cached_head - self.tail;
-            if avail == 0 {
-                self.cached_head = self.r.h().head.0.load(Ordering::Acquire);
-                avail = self.cached_head - self.tail;
-                if avail == 0 {
-                    self.release();
-                    let h = self.r.h();
-                    let tail = self.tail;
-                    let mut seen = self.cached_head;
-                    let r = &self.r;
-                    let parties = Parties {
-                        awake: r.awake(),
-                        sleep_flag: &h.ctl.0.data_sleep,
-                        bell: r.data_bell_r(),
-                        peer: &h.prod_beat.0,
-                        me: &self.me,
-                    };
-                    let w = wait::wait_for(
-                        r.policy,
-                        &parties,
-                        &mut self.adapt,
-                        || {
-                            seen = h.head.0.load(Ordering::Acquire);
-                            seen != tail
-                        },
-                        || h.head.0.load(Ordering::Relaxed),
-                        || r.peer_gone(PRODUCER_CLOSED, &h.ctl.0.producer_pid),
-                    );
-                    self.cached_head = seen;
-                    if let Waited::Closed = w {
-                        return Err(IpcError::Closed);
-                    }
-                    continue;
-                }
-            }
+            let avail = self.wait_data(1)?;
             let n = (avail as usize).min(dst.len());
             let (now, rest) = std::mem::take(&mut dst).split_at_mut(n);
             self.r.copy_out(self.tail, now);
@@ -619,6 +684,46 @@ impl RingRx {
             }
         }
         Ok(())
+    }
+
+    /// Receive one message and hand it to `read` where it lies in the
+    /// ring: in two parts when it wraps at the ring's end, freed for the
+    /// producer when `read` returns. No copy: the consumer's own reading
+    /// is the only pass over the bytes. A payload larger than half the
+    /// ring (which could not lie whole in it while the producer goes on
+    /// writing) is copied into `buf` and lent from there (`in_place`
+    /// false), and so is every payload on a CPU without 64-byte loads,
+    /// where memmove reads faster ([`crate::frame::wide_loads`]). A
+    /// payload longer than `buf` is an error.
+    pub fn recv_with(
+        &mut self,
+        buf: &mut [u8],
+        read: &mut dyn FnMut(&Header, Lent<'_>) -> Result<()>,
+    ) -> Result<Header> {
+        if self.r.aborted() {
+            return Err(IpcError::Aborted);
+        }
+        let mut hb = [0u8; HEADER_LEN];
+        self.read_bytes(&mut hb)?;
+        let h = Header::decode(&hb)?;
+        let len = h.len as usize;
+        if len > buf.len() {
+            return Err(IpcError::TooLarge {
+                len: len as u64,
+                max: buf.len() as u64,
+            });
+        }
+        if len as u64 > self.r.cap / 2 || !crate::frame::wide_loads() {
+            self.read_bytes(&mut buf[..len])?;
+            self.release();
+            read(&h, Lent::copied(&buf[..len]))?;
+            return Ok(h);
+        }
+        self.wait_data(len as u64)?;
+        let res = read(&h, self.r.view(self.tail, len));
+        self.tail += len as u64;
+        self.release();
+        res.map(|()| h)
     }
 
     /// Receive one message into `buf`; returns its header. The payload is
@@ -839,5 +944,113 @@ mod tests {
             "{} wake-ups for {N} messages ({moved} bytes through a {CAP}-byte ring): at most {bound}",
             rx.adapt.bells_rung
         );
+    }
+
+    /// Messages of every size up to the ring's, many wrapping at its end:
+    /// each is lent whole, in order, with the bytes the producer wrote; in
+    /// the ring (two parts where it wraps) on a CPU that reads in place,
+    /// else from the buffer; one larger than half the ring from the
+    /// buffer. The producer blocks on a full ring while the consumer holds
+    /// a lent message, so a freed message is never overwritten early.
+    #[test]
+    fn messages_are_lent_where_they_lie_and_whole_across_the_wrap() {
+        const CAP: usize = 16 << 10;
+        let lens: Vec<usize> = (0..300)
+            .map(|i| (i * 997) % (CAP / 2 + 1))
+            .chain([CAP / 2 + 1, CAP - HEADER_LEN, 0, 1, 7])
+            .collect();
+        let (mut tx, mut rx) = ring(CAP, WaitPolicy::Block);
+        let sent = lens.clone();
+        let producer = std::thread::spawn(move || {
+            for (seq, &len) in sent.iter().enumerate() {
+                let payload: Vec<u8> = (0..len)
+                    .map(|i| (i as u64 * 31 + seq as u64) as u8)
+                    .collect();
+                let h = Header {
+                    len: len as u32,
+                    check: 0,
+                    seq: seq as u64,
+                };
+                tx.send(&h, &payload).unwrap();
+            }
+            tx
+        });
+        let mut buf = vec![0u8; CAP];
+        let (mut wrapped, mut in_place, mut copied) = (0, 0, 0);
+        for (seq, &len) in lens.iter().enumerate() {
+            let mut got = Vec::new();
+            let mut lent_in_place = false;
+            let mut parts = 0;
+            let h = rx
+                .recv_with(&mut buf, &mut |h, lent| {
+                    assert_eq!(h.len as usize, lent.len());
+                    lent_in_place = lent.in_place;
+                    parts = lent.parts.iter().filter(|p| !p.is_empty()).count();
+                    got.extend_from_slice(lent.parts[0]);
+                    got.extend_from_slice(lent.parts[1]);
+                    // Held a while: the producer must not write over it.
+                    std::thread::yield_now();
+                    let again: Vec<u8> = lent.parts.concat();
+                    assert_eq!(again, got, "message {seq} changed while lent");
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!((h.seq, h.len as usize), (seq as u64, len));
+            let want: Vec<u8> = (0..len)
+                .map(|i| (i as u64 * 31 + seq as u64) as u8)
+                .collect();
+            assert_eq!(got, want, "message {seq} of {len} bytes");
+            let small = len <= CAP / 2;
+            assert_eq!(
+                lent_in_place,
+                small && crate::frame::wide_loads(),
+                "message {seq}"
+            );
+            if parts == 2 {
+                wrapped += 1;
+            }
+            if lent_in_place {
+                in_place += 1;
+            } else {
+                copied += 1;
+            }
+        }
+        drop(producer.join().unwrap());
+        assert!(copied >= 1);
+        if crate::frame::wide_loads() {
+            assert!(
+                wrapped >= 10,
+                "{wrapped} of {} messages wrapped",
+                lens.len()
+            );
+            assert!(in_place > 200);
+        }
+    }
+
+    /// A consumer's error is returned, and the message it was lent is
+    /// freed all the same: the next message follows.
+    #[test]
+    fn an_error_reading_a_lent_message_is_returned_and_the_stream_goes_on() {
+        let (mut tx, mut rx) = ring(1 << 16, WaitPolicy::Spin);
+        for seq in 0..2u64 {
+            let h = Header {
+                len: 100,
+                check: 0,
+                seq,
+            };
+            tx.send(&h, &[seq as u8; 100]).unwrap();
+        }
+        let mut buf = vec![0u8; 100];
+        let e = rx
+            .recv_with(&mut buf, &mut |_, _| Err(IpcError::Closed))
+            .unwrap_err();
+        assert!(matches!(e, IpcError::Closed), "{e}");
+        let h = rx
+            .recv_with(&mut buf, &mut |_, lent| {
+                assert!(lent.parts.concat().iter().all(|&b| b == 1));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(h.seq, 1);
     }
 }

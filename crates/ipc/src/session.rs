@@ -18,7 +18,7 @@ use commbench_core::rusage::Usage;
 use commbench_core::stats::LatencyHistogram;
 
 use crate::error::{IpcError, Result};
-use crate::frame::{check_frame, fill_pattern, header_for, stamp};
+use crate::frame::{check_frame, check_lent, fill_pattern, header_for, stamp};
 use crate::transport::{Endpoint, MsgRx, MsgTx};
 
 /// Request/response modes of the seed's reqres_loop.
@@ -165,7 +165,32 @@ pub fn serve(ep: Endpoint, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64
     let mut buf = vec![0u8; spec.size];
     let mut done = 0u64;
     match spec.workload {
-        Workload::Reqres(mode) => {
+        Workload::Reqres(Mode::Nores) => {
+            // The server reads and discards: in place where the transport
+            // lends the message (shm), as the stream's client does.
+            let mut scratch = Vec::new();
+            for seq in 0..spec.count {
+                check_abort(abort)?;
+                rx.recv_with(&mut buf, &mut |h, lent| {
+                    check_lent(
+                        spec.session,
+                        seq,
+                        spec.size,
+                        h,
+                        lent,
+                        spec.verify,
+                        &mut scratch,
+                    )?;
+                    if spec.extra_work_ticks > 0 {
+                        commbench_core::delay::tsc_delay_ticks(spec.extra_work_ticks);
+                    }
+                    Ok(())
+                })
+                .map_err(closed(spec, done))?;
+                done += 1;
+            }
+        }
+        Workload::Reqres(Mode::Sync | Mode::Async) => {
             for seq in 0..spec.count {
                 check_abort(abort)?;
                 let h = rx.recv(&mut buf).map_err(closed(spec, done))?;
@@ -174,14 +199,12 @@ pub fn serve(ep: Endpoint, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64
                 if spec.extra_work_ticks > 0 {
                     commbench_core::delay::tsc_delay_ticks(spec.extra_work_ticks);
                 }
-                if mode != Mode::Nores {
-                    if spec.corrupt_at == Some(seq) {
-                        if let Some(b) = payload.last_mut() {
-                            *b ^= 0x5a;
-                        }
+                if spec.corrupt_at == Some(seq) {
+                    if let Some(b) = payload.last_mut() {
+                        *b ^= 0x5a;
                     }
-                    tx.send(&h, payload).map_err(closed(spec, done))?;
                 }
+                tx.send(&h, payload).map_err(closed(spec, done))?;
                 done += 1;
             }
         }
@@ -292,10 +315,24 @@ pub fn client(ep: Endpoint, spec: &SessionSpec, abort: &Arc<AtomicBool>) -> Resu
             out.sent = send_loop(tx.as_mut(), spec, abort)?;
         }
         Workload::Stream => {
+            // The client reads and discards: where the transport lends a
+            // message in place (shm), it reads it there, without a copy.
             let mut rbuf = vec![0u8; spec.size];
+            let mut scratch = Vec::new();
             for seq in 0..spec.count {
                 check_abort(abort)?;
-                recv_checked(rx.as_mut(), &mut rbuf, spec, seq)?;
+                rx.recv_with(&mut rbuf, &mut |h, lent| {
+                    check_lent(
+                        spec.session,
+                        seq,
+                        spec.size,
+                        h,
+                        lent,
+                        spec.verify,
+                        &mut scratch,
+                    )
+                })
+                .map_err(closed(spec, seq))?;
             }
             out.received = spec.count;
         }

@@ -385,6 +385,15 @@ impl MsgRx for ShmRx {
     fn recv(&mut self, buf: &mut [u8]) -> Result<Header> {
         self.0.recv(buf)
     }
+
+    #[inline]
+    fn recv_with(
+        &mut self,
+        buf: &mut [u8],
+        read: &mut dyn FnMut(&Header, crate::ring::Lent<'_>) -> Result<()>,
+    ) -> Result<Header> {
+        self.0.recv_with(buf, read)
+    }
 }
 
 impl Transport for ShmTransport {

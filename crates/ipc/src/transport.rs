@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use crate::error::{IpcError, Result};
 use crate::frame::Header;
+use crate::ring::Lent;
 use crate::wait::WaitPolicy;
 
 /// Sending half of a session.
@@ -27,6 +28,21 @@ pub trait MsgRx: Send {
     /// Receive one message into `buf` (which must be large enough); returns
     /// its header, the payload is `buf[..header.len]`.
     fn recv(&mut self, buf: &mut [u8]) -> Result<Header>;
+
+    /// Receive one message and hand it to `read` where it lies: a shm
+    /// ring lends the bytes in the ring and frees them when `read`
+    /// returns, so the consumer reads them without a copy; the other
+    /// transports receive into `buf` first, the copy a socket or a pipe
+    /// cannot avoid ([`Lent::in_place`] says which).
+    fn recv_with(
+        &mut self,
+        buf: &mut [u8],
+        read: &mut dyn FnMut(&Header, Lent<'_>) -> Result<()>,
+    ) -> Result<Header> {
+        let h = self.recv(buf)?;
+        read(&h, Lent::copied(&buf[..h.len as usize]))?;
+        Ok(h)
+    }
 }
 
 /// Both halves of one session's connection.
