@@ -77,24 +77,30 @@ fn every_mode_and_wait_policy_with_several_sessions() {
 
 #[test]
 fn injected_corruption_is_caught_on_every_transport() {
+    // 40,000 bytes: a stream's shm client reads it where it lies in the
+    // ring (on CPUs with 64-byte loads), 1000 bytes it copies out.
     for t in TransportKind::ALL {
         for workload in [Workload::Reqres(Mode::Sync), Workload::Stream] {
-            let cfg = IpcConfig {
-                transport: t,
-                workload,
-                sessions: 2,
-                size: 1000,
-                count: 50,
-                verify: true,
-                corrupt: Some((1, 17)),
-                ..IpcConfig::default()
-            };
-            match run_report(&cfg) {
-                Err(IpcError::Verify { session, seq, what }) => {
-                    assert_eq!((session, seq), (1, 17), "{t}: {what}");
-                    assert!(what.contains("checksum"), "{what}");
+            for size in [1000, 40_000] {
+                let cfg = IpcConfig {
+                    transport: t,
+                    workload,
+                    sessions: 2,
+                    size,
+                    count: 50,
+                    verify: true,
+                    corrupt: Some((1, 17)),
+                    ..IpcConfig::default()
+                };
+                match run_report(&cfg) {
+                    Err(IpcError::Verify { session, seq, what }) => {
+                        assert_eq!((session, seq), (1, 17), "{t}: {what}");
+                        assert!(what.contains("checksum"), "{what}");
+                    }
+                    other => panic!(
+                        "{t} {workload:?} {size}: expected a verification error, got {other:?}"
+                    ),
                 }
-                other => panic!("{t} {workload:?}: expected a verification error, got {other:?}"),
             }
         }
     }
