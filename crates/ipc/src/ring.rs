@@ -21,7 +21,9 @@
 //! doorbell only then: one wake-up per half ring, never one per message.
 //! Payloads of [`STREAMING_MIN`] and more are copied in with plain or
 //! non-temporal stores, whichever the producer measured to stream faster
-//! ([`StoreChoice`]).
+//! ([`StoreChoice`]). A consumer that only reads a payload of
+//! [`IN_PLACE_MIN`] and more is lent it where it lies
+//! ([`RingRx::recv_with`]) instead of copying it out.
 //! Serves the seed's reqres_loop / data_channel_write rings.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
