@@ -635,7 +635,8 @@ fn mlrsearch_with_a_generator_off_schedule_does_not_hide_the_devices_loss_and_ne
     // host paused for 10 ms, so the loss is the device's (a late trial's
     // loss counts when the lateness cannot explain it) and the min load
     // fails — or, on a host so loaded that the lateness explains it three
-    // times in a row, the search says the host could not measure. Either
+    // times in a row (or that cannot offer even the min load on schedule),
+    // the search says the host could not measure. Either
     // way nothing passed, and every output says so in words, never a 0. (A generator that never keeps its
     // schedule at all is the controller's unit test
     // `a_generator_that_never_keeps_its_schedule_measures_nothing_and_says_why`.)
@@ -678,7 +679,11 @@ fn mlrsearch_with_a_generator_off_schedule_does_not_hide_the_devices_loss_and_ne
                     |t| t["metrics"]["counted"] == true && t["metrics"]["behind_schedule"] == true
                 ));
         }
-        Some("host-trouble") => assert!(note.starts_with("not measured:"), "{note}"),
+        // The host could not keep even the min load on schedule (a
+        // hypervisor's steal, CI's other tests): said, not measured.
+        Some("host-trouble" | "tester-ceiling") => {
+            assert!(note.starts_with("not measured:"), "{note}")
+        }
         _ => panic!("{ndr}"),
     }
     let out = cb().args(args).output().unwrap();

@@ -286,6 +286,65 @@ impl RingRef {
     }
 }
 
+/// The end whose index the other end waits on.
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    /// The consumer waits for the producer's `head`.
+    Producer,
+    /// The producer waits for the consumer's `tail`.
+    Consumer,
+}
+
+impl RingRef {
+    /// Waits, by the run's policy, until `peer`'s index reaches `want`;
+    /// returns the index it saw then, or `Closed` once the peer is gone.
+    fn wait_index(&self, peer: Peer, want: u64, adapt: &mut Adapt, me: &Presence) -> Result<u64> {
+        let h = self.h();
+        let c = &h.ctl.0;
+        let (index, sleep_flag, bell, beat, closed_bit, pid) = match peer {
+            Peer::Producer => (
+                &h.head.0,
+                &c.data_sleep,
+                self.data_bell_r(),
+                &h.prod_beat.0,
+                PRODUCER_CLOSED,
+                &c.producer_pid,
+            ),
+            Peer::Consumer => (
+                &h.tail.0,
+                &c.space_sleep,
+                self.space_bell_r(),
+                &h.cons_beat.0,
+                CONSUMER_CLOSED,
+                &c.consumer_pid,
+            ),
+        };
+        let parties = Parties {
+            awake: self.awake(),
+            sleep_flag,
+            bell,
+            peer: beat,
+            me,
+        };
+        let mut seen = 0;
+        let w = wait::wait_for(
+            self.policy,
+            &parties,
+            adapt,
+            || {
+                seen = index.load(Ordering::Acquire);
+                seen >= want
+            },
+            || index.load(Ordering::Relaxed),
+            || self.peer_gone(closed_bit, pid),
+        );
+        match w {
+            Waited::Closed => Err(IpcError::Closed),
+            _ => Ok(seen),
+        }
+    }
+}
+
 /// A received payload as a consumer is handed it: where it lies (the
 /// second part is empty unless it wraps at a ring's end).
 #[derive(Debug, Clone, Copy)]
@@ -521,30 +580,9 @@ impl RingTx {
                     // woken once per half ring, not per message released.
                     let want = space_want(head, cap);
                     h.ctl.0.space_want.store(want, Ordering::Relaxed);
-                    let mut seen = self.cached_tail;
-                    let r = &self.r;
-                    let parties = Parties {
-                        awake: r.awake(),
-                        sleep_flag: &h.ctl.0.space_sleep,
-                        bell: r.space_bell_r(),
-                        peer: &h.cons_beat.0,
-                        me: &self.me,
-                    };
-                    let w = wait::wait_for(
-                        r.policy,
-                        &parties,
-                        &mut self.adapt,
-                        || {
-                            seen = h.tail.0.load(Ordering::Acquire);
-                            seen >= want
-                        },
-                        || h.tail.0.load(Ordering::Relaxed),
-                        || r.peer_gone(CONSUMER_CLOSED, &h.ctl.0.consumer_pid),
-                    );
-                    self.cached_tail = seen;
-                    if let Waited::Closed = w {
-                        return Err(IpcError::Closed);
-                    }
+                    self.cached_tail =
+                        self.r
+                            .wait_index(Peer::Consumer, want, &mut self.adapt, &self.me)?;
                     continue;
                 }
             }
@@ -651,32 +689,10 @@ impl RingRx {
                 return Ok(avail);
             }
             self.release();
-            let h = self.r.h();
             let want = self.tail + need;
-            let mut seen = self.cached_head;
-            let r = &self.r;
-            let parties = Parties {
-                awake: r.awake(),
-                sleep_flag: &h.ctl.0.data_sleep,
-                bell: r.data_bell_r(),
-                peer: &h.prod_beat.0,
-                me: &self.me,
-            };
-            let w = wait::wait_for(
-                r.policy,
-                &parties,
-                &mut self.adapt,
-                || {
-                    seen = h.head.0.load(Ordering::Acquire);
-                    seen >= want
-                },
-                || h.head.0.load(Ordering::Relaxed),
-                || r.peer_gone(PRODUCER_CLOSED, &h.ctl.0.producer_pid),
-            );
-            self.cached_head = seen;
-            if let Waited::Closed = w {
-                return Err(IpcError::Closed);
-            }
+            self.cached_head =
+                self.r
+                    .wait_index(Peer::Producer, want, &mut self.adapt, &self.me)?;
         }
     }
 

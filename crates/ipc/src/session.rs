@@ -166,27 +166,11 @@ pub fn serve(ep: Endpoint, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64
     let mut done = 0u64;
     match spec.workload {
         Workload::Reqres(Mode::Nores) => {
-            // The server reads and discards: in place where the transport
-            // lends the message (shm), as the stream's client does.
+            // The server reads and discards.
             let mut scratch = Vec::new();
             for seq in 0..spec.count {
                 check_abort(abort)?;
-                rx.recv_with(&mut buf, &mut |h, lent| {
-                    check_lent(
-                        spec.session,
-                        seq,
-                        spec.size,
-                        h,
-                        lent,
-                        spec.verify,
-                        &mut scratch,
-                    )?;
-                    if spec.extra_work_ticks > 0 {
-                        commbench_core::delay::tsc_delay_ticks(spec.extra_work_ticks);
-                    }
-                    Ok(())
-                })
-                .map_err(closed(spec, done))?;
+                recv_discard(rx.as_mut(), &mut buf, &mut scratch, spec, seq, true)?;
                 done += 1;
             }
         }
@@ -237,6 +221,28 @@ fn recv_checked(rx: &mut dyn MsgRx, buf: &mut [u8], spec: &SessionSpec, seq: u64
         &buf[..h.len as usize],
         spec.verify,
     )
+}
+
+/// Receives message `seq` for a consumer that reads and discards: where
+/// the transport lends it in place (shm) it is read there, without a
+/// copy ([`check_lent`]). `work`: spend the server's extra work on it.
+fn recv_discard(
+    rx: &mut dyn MsgRx,
+    buf: &mut [u8],
+    scratch: &mut Vec<u8>,
+    spec: &SessionSpec,
+    seq: u64,
+    work: bool,
+) -> Result<()> {
+    rx.recv_with(buf, &mut |h, lent| {
+        check_lent(spec.session, seq, spec.size, h, lent, spec.verify, scratch)?;
+        if work && spec.extra_work_ticks > 0 {
+            commbench_core::delay::tsc_delay_ticks(spec.extra_work_ticks);
+        }
+        Ok(())
+    })
+    .map(|_| ())
+    .map_err(closed(spec, seq))
 }
 
 fn send_loop(tx: &mut dyn MsgTx, spec: &SessionSpec, abort: &AtomicBool) -> Result<u64> {
@@ -315,24 +321,12 @@ pub fn client(ep: Endpoint, spec: &SessionSpec, abort: &Arc<AtomicBool>) -> Resu
             out.sent = send_loop(tx.as_mut(), spec, abort)?;
         }
         Workload::Stream => {
-            // The client reads and discards: where the transport lends a
-            // message in place (shm), it reads it there, without a copy.
+            // The client reads and discards.
             let mut rbuf = vec![0u8; spec.size];
             let mut scratch = Vec::new();
             for seq in 0..spec.count {
                 check_abort(abort)?;
-                rx.recv_with(&mut rbuf, &mut |h, lent| {
-                    check_lent(
-                        spec.session,
-                        seq,
-                        spec.size,
-                        h,
-                        lent,
-                        spec.verify,
-                        &mut scratch,
-                    )
-                })
-                .map_err(closed(spec, seq))?;
+                recv_discard(rx.as_mut(), &mut rbuf, &mut scratch, spec, seq, false)?;
             }
             out.received = spec.count;
         }
