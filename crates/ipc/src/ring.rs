@@ -726,19 +726,8 @@ impl RingRx {
         buf: &mut [u8],
         read: &mut dyn FnMut(&Header, Lent<'_>) -> Result<()>,
     ) -> Result<Header> {
-        if self.r.aborted() {
-            return Err(IpcError::Aborted);
-        }
-        let mut hb = [0u8; HEADER_LEN];
-        self.read_bytes(&mut hb)?;
-        let h = Header::decode(&hb)?;
+        let h = self.next_header(buf.len())?;
         let len = h.len as usize;
-        if len > buf.len() {
-            return Err(IpcError::TooLarge {
-                len: len as u64,
-                max: buf.len() as u64,
-            });
-        }
         if len < IN_PLACE_MIN || len as u64 > self.r.cap / 2 || !crate::frame::wide_loads() {
             self.read_bytes(&mut buf[..len])?;
             self.release();
@@ -752,23 +741,31 @@ impl RingRx {
         res.map(|()| h)
     }
 
-    /// Receive one message into `buf`; returns its header. The payload is
-    /// `buf[..header.len]`. A payload longer than `buf` is an error.
+    /// The next message's header; an error when the run was aborted or
+    /// its payload is longer than `max`.
     #[inline]
-    pub fn recv(&mut self, buf: &mut [u8]) -> Result<Header> {
+    fn next_header(&mut self, max: usize) -> Result<Header> {
         if self.r.aborted() {
             return Err(IpcError::Aborted);
         }
         let mut hb = [0u8; HEADER_LEN];
         self.read_bytes(&mut hb)?;
         let h = Header::decode(&hb)?;
-        let len = h.len as usize;
-        if len > buf.len() {
+        if h.len as usize > max {
             return Err(IpcError::TooLarge {
-                len: len as u64,
-                max: buf.len() as u64,
+                len: h.len as u64,
+                max: max as u64,
             });
         }
+        Ok(h)
+    }
+
+    /// Receive one message into `buf`; returns its header. The payload is
+    /// `buf[..header.len]`. A payload longer than `buf` is an error.
+    #[inline]
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<Header> {
+        let h = self.next_header(buf.len())?;
+        let len = h.len as usize;
         self.read_bytes(&mut buf[..len])?;
         self.release();
         Ok(h)
