@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use crate::error::{IpcError, Result};
 use crate::frame::{Header, HEADER_LEN};
+use crate::transport::Lent;
 use crate::wait::{self, Adapt, Awake, Beat, Parties, Presence, SharedStats, WaitPolicy, Waited};
 
 /// Bytes reserved for a ring's header (one page so the data is page aligned).
@@ -259,6 +260,15 @@ impl RingRef {
     }
 }
 
+/// The end whose index the other end waits on.
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    /// The consumer waits for the producer's `head`.
+    Producer,
+    /// The producer waits for the consumer's `tail`.
+    Consumer,
+}
+
 impl RingRef {
     /// The `len` bytes of the data area from byte offset `pos` (wrapping),
     /// as they lie: the first part up to the ring's end, the rest from its
@@ -284,18 +294,7 @@ impl RingRef {
             in_place: true,
         }
     }
-}
 
-/// The end whose index the other end waits on.
-#[derive(Debug, Clone, Copy)]
-enum Peer {
-    /// The consumer waits for the producer's `head`.
-    Producer,
-    /// The producer waits for the consumer's `tail`.
-    Consumer,
-}
-
-impl RingRef {
     /// Waits, by the run's policy, until `peer`'s index reaches `want`;
     /// returns the index it saw then, or `Closed` once the peer is gone.
     fn wait_index(&self, peer: Peer, want: u64, adapt: &mut Adapt, me: &Presence) -> Result<u64> {
@@ -342,35 +341,6 @@ impl RingRef {
             Waited::Closed => Err(IpcError::Closed),
             _ => Ok(seen),
         }
-    }
-}
-
-/// A received payload as a consumer is handed it: where it lies (the
-/// second part is empty unless it wraps at a ring's end).
-#[derive(Debug, Clone, Copy)]
-pub struct Lent<'a> {
-    pub parts: [&'a [u8]; 2],
-    /// The bytes lie where the producer wrote them (a ring): the
-    /// consumer's reading is their only pass. False: they were received
-    /// into the consumer's buffer, and that copy read them.
-    pub in_place: bool,
-}
-
-impl<'a> Lent<'a> {
-    /// Bytes received into the consumer's buffer.
-    pub fn copied(b: &'a [u8]) -> Lent<'a> {
-        Lent {
-            parts: [b, &[]],
-            in_place: false,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.parts[0].len() + self.parts[1].len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

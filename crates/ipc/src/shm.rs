@@ -390,7 +390,7 @@ impl MsgRx for ShmRx {
     fn recv_with(
         &mut self,
         buf: &mut [u8],
-        read: &mut dyn FnMut(&Header, crate::ring::Lent<'_>) -> Result<()>,
+        read: &mut dyn FnMut(&Header, crate::transport::Lent<'_>) -> Result<()>,
     ) -> Result<Header> {
         self.0.recv_with(buf, read)
     }

@@ -14,7 +14,6 @@ use std::str::FromStr;
 
 use crate::error::{IpcError, Result};
 use crate::frame::Header;
-use crate::ring::Lent;
 use crate::wait::WaitPolicy;
 
 /// Sending half of a session.
@@ -42,6 +41,35 @@ pub trait MsgRx: Send {
         let h = self.recv(buf)?;
         read(&h, Lent::copied(&buf[..h.len as usize]))?;
         Ok(h)
+    }
+}
+
+/// A received payload as a consumer is handed it: where it lies (the
+/// second part is empty unless it wraps at a ring's end).
+#[derive(Debug, Clone, Copy)]
+pub struct Lent<'a> {
+    pub parts: [&'a [u8]; 2],
+    /// The bytes lie where the producer wrote them (a ring): the
+    /// consumer's reading is their only pass. False: they were received
+    /// into the consumer's buffer, and that copy read them.
+    pub in_place: bool,
+}
+
+impl<'a> Lent<'a> {
+    /// Bytes received into the consumer's buffer.
+    pub fn copied(b: &'a [u8]) -> Lent<'a> {
+        Lent {
+            parts: [b, &[]],
+            in_place: false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.parts[0].len() + self.parts[1].len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
