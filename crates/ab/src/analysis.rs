@@ -154,7 +154,8 @@ impl MetricResult {
         let t = pct / 100.0;
         match self.better {
             Better::Lower => self.ratio.lo > 1.0 + t,
-            Better::Higher => self.ratio.hi < 1.0 - t,
+            // The mirror of 1 + t on the log scale, as `estimate::judge`.
+            Better::Higher => self.ratio.hi < 1.0 / (1.0 + t),
             Better::Unknown => false,
         }
     }

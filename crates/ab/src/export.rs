@@ -77,18 +77,12 @@ pub use commbench_core::lab::answer::num;
 
 fn ratio_text(m: &MetricResult) -> (String, String) {
     let r = &m.ratio;
-    let d = if (r.hi - r.lo).abs() < 0.05 { 3 } else { 2 };
-    let ratio = if r.ratio.is_finite() {
-        format!("{:.d$}×", r.ratio)
+    let (ratio, iv) = commbench_core::estimate::ratio_cells(r.ratio, r.lo, r.hi);
+    if iv == "no interval" {
+        (ratio, "[no interval]".into())
     } else {
-        "-".into()
-    };
-    let iv = if r.lo.is_finite() && r.hi.is_finite() {
-        format!("[{:.d$}, {:.d$}]", r.lo, r.hi)
-    } else {
-        "[no interval]".into()
-    };
-    (ratio, iv)
+        (ratio, iv)
+    }
 }
 
 /// The terminal view: a header with the sides, the pairs and the

@@ -115,7 +115,16 @@ pub fn write_report(results: &[PathBuf], output: &std::path::Path, title: &str) 
         .iter()
         .map(|p| commbench_report::load(p).map_err(crate::lab_err))
         .collect::<Result<Vec<_>, _>>()?;
-    let html = commbench_report::render_html(&runs, title, crate::labs::labs())?;
+    // The overlay's verdicts are compare's: the same floors, learned from
+    // the same store.
+    let store = crate::store::open_existing();
+    let past = store.map(|s| {
+        move |host: &str, lab: &str, test: &str| crate::store::past_records(&s, host, lab, test)
+    });
+    let past_ref: Option<&commbench_report::verdicts::Past> = past
+        .as_ref()
+        .map(|p| p as &commbench_report::verdicts::Past);
+    let html = commbench_report::render_html(&runs, title, crate::labs::labs(), past_ref)?;
     commbench_core::artifact::write_atomic(output, |f| f.write_all(html.as_bytes()))
         .with_context(|| format!("cannot write {}", output.display()))
 }

@@ -517,10 +517,10 @@ pub mod answer {
         format!("{}{u}", t.trim_end_matches(".0"))
     }
 
-    /// `a / b` as "3.2×".
+    /// `a / b` as "3.21×" (three significant digits, as every ratio).
     pub fn ratio(a: f64, b: f64) -> String {
         if b > 0.0 && a.is_finite() {
-            format!("{:.1}×", a / b)
+            crate::estimate::ratio_text(a / b, f64::NAN, f64::NAN)
         } else {
             "-".into()
         }
@@ -549,7 +549,7 @@ pub mod answer {
         if let (Some(sa), Some(sb)) = (samples(&a), samples(&b)) {
             let r = crate::estimate::ratio(&sb, &sa);
             if r.lo.is_finite() && r.hi.is_finite() {
-                return Some(format!("{:.1}× [{:.2}, {:.2}]", r.ratio, r.lo, r.hi));
+                return Some(crate::estimate::ratio_text(r.ratio, r.lo, r.hi));
             }
         }
         let ma = median(a.iter().copied(), |_| true, key)?;

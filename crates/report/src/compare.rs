@@ -99,13 +99,12 @@ impl Change {
                 self.verdict,
                 difference_text(self.difference, &self.unit)
             )
-        } else if self.lo.is_finite() && self.hi.is_finite() {
-            format!(
-                "{} {:.2}× [{:.2}, {:.2}]",
-                self.verdict, self.ratio, self.lo, self.hi
-            )
         } else if self.ratio.is_finite() {
-            format!("{} {:.2}×", self.verdict, self.ratio)
+            format!(
+                "{} {}",
+                self.verdict,
+                commbench_core::estimate::ratio_text(self.ratio, self.lo, self.hi)
+            )
         } else {
             self.verdict.clone()
         }

@@ -100,18 +100,7 @@ pub fn ratio_cells(c: &Change) -> (String, String) {
             "by difference".into(),
         );
     }
-    let d = if (c.hi - c.lo).abs() < 0.05 { 3 } else { 2 };
-    let ratio = if c.ratio.is_finite() {
-        format!("{:.d$}×", c.ratio)
-    } else {
-        "-".into()
-    };
-    let iv = if c.lo.is_finite() && c.hi.is_finite() {
-        format!("[{:.d$}, {:.d$}]", c.lo, c.hi)
-    } else {
-        "no interval".into()
-    };
-    (ratio, iv)
+    commbench_core::estimate::ratio_cells(c.ratio, c.lo, c.hi)
 }
 
 /// What would settle an inconclusive verdict, in words.
@@ -383,7 +372,7 @@ mod tests {
         let a = vec![Record::new("mux", "x").metric("p99_ns", 50_000.0)];
         let b = vec![Record::new("mux", "x").metric("p99_ns", 1_000.0)];
         let t = show(&compare(&a, &b, 0.05, &[], &[]));
-        assert!(t.contains("no samples") && t.contains("0.02×"), "{t}");
+        assert!(t.contains("no samples") && t.contains("0.0200×"), "{t}");
         assert!(
             t.contains("a 50× lower value that nothing here can confirm"),
             "{t}"

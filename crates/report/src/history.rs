@@ -288,8 +288,9 @@ fn trend(
             };
             series.push(Series {
                 name: format!(
-                    "{}: change point at run {run} ({r:.2}× [{lo:.2}, {hi:.2}])",
-                    g.host
+                    "{}: change point at run {run} ({})",
+                    g.host,
+                    commbench_core::estimate::ratio_text(r, lo, hi)
                 ),
                 points: vec![(run - 0.5, ylo), (run - 0.5, yhi)],
             });

@@ -15,10 +15,11 @@
 //! units, every other field in a collapsed block; `suite` records get no
 //! section.
 
-use crate::compare::{compare_with, no_floor, Change, Options};
+use crate::compare::Change;
 use crate::figures::{figures_for_lab, value, Figure, RUN_PARAM};
 use crate::load::Loaded;
 use crate::summary;
+use crate::verdicts::{Comparison, Past, Policy, Run};
 use crate::ReportError;
 use commbench_core::figure::FigureSpec;
 use commbench_core::lab::Lab;
@@ -348,22 +349,6 @@ fn preset_of(l: &Loaded) -> String {
         .to_owned()
 }
 
-/// How two runs' machines or builds differ (CPU, core count, kernel,
-/// build profile), when they do.
-fn machines_differ(a: &Loaded, b: &Loaded) -> Option<String> {
-    let (ea, eb) = (a.environment.as_ref()?, b.environment.as_ref()?);
-    let diffs: Vec<String> = ["cpu_model", "logical_cpus", "kernel", "build_profile"]
-        .iter()
-        .filter(|k| ea.get(**k) != eb.get(**k))
-        .map(|k| format!("{k} {} vs {}", cell_of(ea.get(*k)), cell_of(eb.get(*k))))
-        .collect();
-    (!diffs.is_empty()).then(|| diffs.join("; "))
-}
-
-fn cell_of(v: Option<&Value>) -> String {
-    v.map(cell).unwrap_or_else(|| "?".into())
-}
-
 /// The machine in one line: CPU, cores, kernel, load, build.
 fn machine_line(runs: &[Loaded], all: &[&Record]) -> String {
     let Some(env) = runs.iter().find_map(|l| l.environment.as_ref()) else {
@@ -449,14 +434,22 @@ struct ChangeRow {
 /// "What changed": per later run against the first, compare's verdicts
 /// on the declared headline metrics of records with the same lab, test
 /// and parameters, when both runs are of the same preset; otherwise the
-/// pair is listed as not comparable.
-fn what_changed(runs: &[Loaded], registry: &[&dyn Lab]) -> (Vec<ChangeRow>, Vec<String>, usize) {
+/// pair is listed as not comparable. The verdicts are `compare`'s own
+/// ([`crate::verdicts::Comparison`] at compare's defaults, with the floor
+/// learned from `past`, the cold-start floor without): the overlay never
+/// calls "faster" what compare calls inconclusive.
+fn what_changed(
+    runs: &[Loaded],
+    registry: &[&dyn Lab],
+    past: Option<&Past>,
+) -> (Vec<ChangeRow>, Vec<String>, usize) {
     let mut rows: Vec<(f64, ChangeRow)> = Vec::new();
     let mut not_comparable = Vec::new();
     let mut unchanged = 0;
     let Some((first, rest)) = runs.split_first() else {
         return (Vec::new(), not_comparable, 0);
     };
+    let null = Value::Null;
     for later in rest {
         let label = format!("{} → {}", run_label(first), run_label(later));
         let (pa, pb) = (preset_of(first), preset_of(later));
@@ -466,18 +459,21 @@ fn what_changed(runs: &[Loaded], registry: &[&dyn Lab]) -> (Vec<ChangeRow>, Vec<
             ));
             continue;
         }
-        let differ = machines_differ(first, later);
-        let o = Options {
-            threshold: 0.05,
-            only: &[],
-            ignore_params: &[],
-            noise_floor: &no_floor,
-            default_floor: 0.0,
-            load_gap: 0.0,
-            env_load: (None, None),
-            machines_differ: differ.as_deref(),
-        };
-        let changes: Vec<Change> = compare_with(&first.records, &later.records, &o, registry)
+        let comparison = Comparison::new(
+            Run {
+                records: &first.records,
+                env: first.environment.as_ref().unwrap_or(&null),
+            },
+            Run {
+                records: &later.records,
+                env: later.environment.as_ref().unwrap_or(&null),
+            },
+            Policy::default(),
+            past,
+            registry,
+        );
+        let changes: Vec<Change> = comparison
+            .changes()
             .into_iter()
             .filter(|c| c.headline)
             .collect();
@@ -532,6 +528,7 @@ pub fn render_html(
     runs: &[Loaded],
     title: &str,
     registry: &[&dyn Lab],
+    past: Option<&Past>,
 ) -> Result<String, ReportError> {
     let specs: Vec<FigureSpec> = registry.iter().flat_map(|l| l.figures()).collect();
     let specs = specs.as_slice();
@@ -638,7 +635,7 @@ pub fn render_html(
     let tmpl = env
         .get_template("report")
         .map_err(|e| ReportError::Template(e.to_string()))?;
-    let (changes, not_comparable, unchanged) = what_changed(runs, registry);
+    let (changes, not_comparable, unchanged) = what_changed(runs, registry, past);
     tmpl.render(minijinja::context! {
         title => title,
         generated => commbench_core::env::now_utc(),
@@ -717,7 +714,7 @@ mod tests {
                 .collect(),
             environment: Some(serde_json::json!({"cpu_model": "Test CPU"})),
         };
-        let html = render_html(&[run], "t", &[]).unwrap();
+        let html = render_html(&[run], "t", &[], None).unwrap();
         assert!(html.contains("<svg"), "no svg");
         assert!(html.contains("msgs_per_s vs sessions"));
         assert!(html.contains("latency percentiles"));
@@ -757,7 +754,7 @@ mod tests {
                 "command_line": ["commbench", s, img, svg],
             })),
         };
-        let html = render_html(&[run("a"), run("b")], &format!("{s}{img}"), &[]).unwrap();
+        let html = render_html(&[run("a"), run("b")], &format!("{s}{img}"), &[], None).unwrap();
         assert!(!html.contains("<script"), "a script tag got through");
         assert!(!html.contains("<img"), "an img tag got through");
         assert!(!html.contains("<svg onload"), "an svg tag got through");
@@ -785,7 +782,7 @@ mod tests {
                 records,
                 environment: None,
             };
-            let _ = tx.send(render_html(&[run], "t", &[]));
+            let _ = tx.send(render_html(&[run], "t", &[], None));
         });
         let html = rx
             .recv_timeout(std::time::Duration::from_secs(60))
@@ -826,7 +823,7 @@ mod tests {
             records,
             environment: None,
         };
-        let html = render_html(&[run], "t", &[]).unwrap();
+        let html = render_html(&[run], "t", &[], None).unwrap();
         assert_eq!(html.matches("<figure ").count(), MAX_PAGE_FIGURES);
         assert!(html.contains("No figures: the page already holds 200."));
         assert!(html.contains(&format!(
@@ -887,7 +884,7 @@ mod tests {
             run("alpha", "2026-11-24T10:00:00Z", 1.0, "quick"),
             run("beta", "2026-11-24T11:00:00Z", 2.0, "quick"),
         ];
-        let html = render_html(&runs, "t", &[&lab]).unwrap();
+        let html = render_html(&runs, "t", &[&lab], None).unwrap();
         // Series named by run (the transport, the same everywhere, is said
         // once in the caption).
         assert!(
@@ -910,7 +907,7 @@ mod tests {
             run("alpha", "2026-11-24T10:00:00Z", 1.0, "quick"),
             run("beta", "2026-11-24T11:00:00Z", 2.0, "default"),
         ];
-        let html = render_html(&runs, "t", &[&lab]).unwrap();
+        let html = render_html(&runs, "t", &[&lab], None).unwrap();
         assert!(
             html.contains("not comparable, the runs are of different presets (quick vs default)")
         );
@@ -930,7 +927,7 @@ mod tests {
                 .metric("ns_median", 9.0)],
             environment: None,
         };
-        let html = render_html(&[run], "t", &[&lab]).unwrap();
+        let html = render_html(&[run], "t", &[&lab], None).unwrap();
         assert!(html.contains("href=\"#lab-core\""));
         assert!(html.contains("id=\"lab-core\""));
         assert!(html.contains("core: timer read_cost"));
@@ -974,5 +971,72 @@ mod tests {
         let cell = &t.all_rows[0][file];
         assert_eq!(cell.full, path);
         assert!(cell.text.ends_with('…') && cell.text.chars().count() == CELL_CHARS);
+    }
+
+    /// The overlay's verdict is compare's for every headline metric of
+    /// every generated pair of runs, interval and all (it once skipped the
+    /// between-run floor and called "faster 1.65× [1.60, 1.70]" what
+    /// compare called "inconclusive 1.65× [0.94, 2.89]").
+    #[test]
+    fn the_overlay_gives_compares_verdict_for_every_metric() {
+        let lab = crate::testutil::TestLab(Vec::new());
+        let labs: [&dyn Lab; 1] = [&lab];
+        let env = serde_json::json!({"logical_cpus": 2, "load_average": [1.0, 1.0, 1.0], "hostname": "h"});
+        let mut changed = 0;
+        for seed in 0..200 {
+            let (a, b) = crate::testutil::generated_runs(seed);
+            let loaded = |r: &Vec<Record>, p: &str| Loaded {
+                path: p.into(),
+                records: r.clone(),
+                environment: Some(env.clone()),
+            };
+            let runs = [loaded(&a, "a.jsonl"), loaded(&b, "b.jsonl")];
+            let (rows, _, unchanged) = what_changed(&runs, &labs, None);
+            let compared = crate::verdicts::Comparison::new(
+                crate::verdicts::Run {
+                    records: &a,
+                    env: &env,
+                },
+                crate::verdicts::Run {
+                    records: &b,
+                    env: &env,
+                },
+                crate::verdicts::Policy::default(),
+                None,
+                &labs,
+            )
+            .changes();
+            let mut want: Vec<(String, String, String, String)> = compared
+                .iter()
+                .filter(|c| c.headline && c.verdict != "no change")
+                .map(|c| {
+                    let (r, iv) = crate::compare_text::ratio_cells(c);
+                    (c.metric.clone(), c.verdict.clone(), r, iv)
+                })
+                .collect();
+            let mut got: Vec<(String, String, String, String)> = rows
+                .iter()
+                .map(|r| {
+                    (
+                        r.metric.clone(),
+                        r.verdict.clone(),
+                        r.ratio.clone(),
+                        r.interval.clone(),
+                    )
+                })
+                .collect();
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "seed {seed}");
+            assert_eq!(
+                unchanged,
+                compared
+                    .iter()
+                    .filter(|c| c.headline && c.verdict == "no change")
+                    .count()
+            );
+            changed += got.iter().filter(|g| g.1 != "inconclusive").count();
+        }
+        assert!(changed > 0, "the generator never made a change");
     }
 }

@@ -112,3 +112,50 @@ impl Lab for TestLab {
             .then(|| "clock read measured".to_owned())
     }
 }
+
+/// A generated pair of runs for the judgement's property tests: pipeline
+/// `run` records (TestLab: `ticks_total` a headline cost, `mpps` a
+/// headline rate) at several bursts, each metric over 2–12 repeats of
+/// lognormal noise with occasional outliers, the second run's values
+/// scaled by a per-record factor (none, a few percent, or a step), and now
+/// and then a load or an oversubscribed flag.
+pub(crate) fn generated_runs(seed: u64) -> (Vec<Record>, Vec<Record>) {
+    use commbench_core::estimate::{attach, Estimate, Rng};
+    let mut rng = Rng::new(seed);
+    let mut draw = |n: usize, centre: f64, sigma: f64, rng: &mut Rng| -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let x = centre * (sigma * rng.normal()).exp();
+                if rng.next_f64() < 0.05 {
+                    x * (2.0 + 3.0 * rng.next_f64())
+                } else {
+                    x
+                }
+            })
+            .collect()
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for burst in 1..=(2 + rng.below(6) as u64) {
+        let factor = [1.0, 1.0, 1.03, 0.97, 1.3, 0.7, 2.5][rng.below(7)];
+        let sigma = [0.01, 0.05, 0.2][rng.below(3)];
+        let (na, nb) = (2 + rng.below(11), 2 + rng.below(11));
+        let mut ra = Record::new("pipeline", "run").param("burst", burst);
+        let mut rb = ra.clone();
+        for (key, centre) in [("ticks_total", 100.0), ("mpps", 3.0)] {
+            let xa = draw(na, centre, sigma, &mut rng);
+            let xb = draw(nb, centre * factor, sigma, &mut rng);
+            attach(&mut ra.metrics, key, &Estimate::from_samples(&xa));
+            attach(&mut rb.metrics, key, &Estimate::from_samples(&xb));
+        }
+        if rng.below(6) == 0 {
+            ra.push_metric("load_start", 0.5);
+            rb.push_metric("load_start", 2.0 + rng.next_f64());
+        }
+        if rng.below(8) == 0 {
+            rb.push_metric("oversubscribed", true);
+        }
+        a.push(ra);
+        b.push(rb);
+    }
+    (a, b)
+}

@@ -11,6 +11,7 @@
 //! "inconclusive" is reported as such, never as a pass or a failure.
 
 use crate::{compare_with, no_floor, Change, Options};
+use commbench_core::estimate::COLD_FLOOR;
 use commbench_core::lab::Lab;
 use commbench_core::record::Record;
 use serde_json::Value;
@@ -187,6 +188,161 @@ pub fn env_differences(before: &Value, after: &Value) -> (Vec<String>, Option<St
     (hard, soft)
 }
 
+/// What a comparison is asked, beside the two runs: `compare`'s flags,
+/// and what the report's overlay asks by default ([`Policy::default`]:
+/// the headline metrics at the default threshold, compare's defaults).
+#[derive(Debug, Clone, Copy)]
+pub struct Policy<'a> {
+    /// Relative change below which a difference is no change.
+    pub threshold: f64,
+    /// Judge only these metrics (empty: all).
+    pub only: &'a [String],
+    /// Parameters left out of the match key.
+    pub ignore_params: &'a [String],
+    /// Every metric in focus (named metrics or `--all`), not only
+    /// the headlines.
+    pub everything: bool,
+    /// The floor where none was learned (`--noise-floor`, a fraction);
+    /// None: the cold-start floor, [`COLD_FLOOR`].
+    pub noise_floor: Option<f64>,
+    /// The load gap; None: half the later run's logical CPUs.
+    pub load_gap: Option<f64>,
+}
+
+/// `compare`'s default threshold, 5%.
+pub const DEFAULT_THRESHOLD: f64 = 0.05;
+
+impl Default for Policy<'_> {
+    fn default() -> Self {
+        Policy {
+            threshold: DEFAULT_THRESHOLD,
+            only: &[],
+            ignore_params: &[],
+            everything: false,
+            noise_floor: None,
+            load_gap: None,
+        }
+    }
+}
+
+/// Earlier records of (host, lab, test), oldest first: the results
+/// store's, handed in by the CLI (this crate never opens a store).
+pub type Past<'a> = dyn Fn(&str, &str, &str) -> Vec<crate::floor::PastRecord> + 'a;
+
+/// One judgement of a later run against an earlier one: the one function
+/// `compare`, its regression gate, the report's overlay and `history`'s
+/// trends decide by (a surface may show fewer verdicts, never other ones).
+/// It counts the metrics judged (the family the floor's level covers),
+/// learns each metric's between-run floor from the store at that
+/// family-wise level (else the cold-start floor or `--noise-floor`), and
+/// judges each metric with the environment guards of [`compare_runs`]:
+/// another machine or build, a load gap, an oversubscribed record.
+pub struct Comparison<'a> {
+    before: Run<'a>,
+    after: Run<'a>,
+    policy: Policy<'a>,
+    labs: &'a [&'a dyn Lab],
+    learner: crate::floor::FloorLearner<'a>,
+    /// Metrics judged with samples on both sides.
+    pub judged: usize,
+}
+
+impl<'a> Comparison<'a> {
+    /// Prepares the judgement of `after` against `before`; `past` reads
+    /// the store (None: nothing is learned).
+    pub fn new(
+        before: Run<'a>,
+        after: Run<'a>,
+        policy: Policy<'a>,
+        past: Option<&'a Past<'a>>,
+        labs: &'a [&'a dyn Lab],
+    ) -> Self {
+        let judged = judged_count(
+            before.records,
+            after.records,
+            policy.threshold,
+            policy.only,
+            policy.ignore_params,
+            policy.everything,
+            labs,
+        );
+        let host = after
+            .env
+            .get("hostname")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned();
+        let learner = crate::floor::FloorLearner::new(
+            commbench_core::estimate::familywise_z(judged),
+            past.map(|p| -> Box<crate::floor::PastLoader<'a>> {
+                Box::new(move |lab: &str, test: &str| p(&host, lab, test))
+            }),
+        );
+        Comparison {
+            before,
+            after,
+            policy,
+            labs,
+            learner,
+            judged,
+        }
+    }
+
+    /// The floor where none was learned.
+    pub fn default_floor(&self) -> f64 {
+        self.policy.noise_floor.unwrap_or(COLD_FLOOR)
+    }
+
+    /// Every metric judged against `threshold` (the policy's, or a gate's).
+    pub fn at(&self, threshold: f64) -> Vec<Change> {
+        let learned = |lab: &str, test: &str, params: &str, metric: &str| {
+            self.learner.floor(lab, test, params, metric)
+        };
+        let judge = Judge {
+            noise_floor: &learned,
+            default_floor: self.default_floor(),
+            load_gap: self.policy.load_gap,
+        };
+        compare_runs(
+            self.before,
+            self.after,
+            &judge,
+            threshold,
+            self.policy.only,
+            self.policy.ignore_params,
+            self.labs,
+        )
+    }
+
+    /// Every metric judged against the policy's threshold.
+    pub fn changes(&self) -> Vec<Change> {
+        self.at(self.policy.threshold)
+    }
+
+    /// The metrics in focus judged against `pct` percent: what a
+    /// `--fail-on-regression PCT` gate fails on.
+    pub fn gate_at(&self, pct: f64) -> Vec<Change> {
+        self.at(pct / 100.0)
+    }
+
+    /// No floor was learned and none given: the cold-start floor held.
+    pub fn cold(&self) -> bool {
+        self.learner.learned().is_empty() && self.policy.noise_floor.is_none()
+    }
+
+    /// Where the floors came from, in a line.
+    pub fn floor_note(&self) -> String {
+        self.learner.note(self.default_floor() * 100.0, self.judged)
+    }
+
+    /// How the machines or builds differ (every change is then
+    /// inconclusive), and a load difference worth a word.
+    pub fn machine_notes(&self) -> (Option<String>, Option<String>) {
+        let (hard, soft) = env_differences(self.before.env, self.after.env);
+        ((!hard.is_empty()).then(|| hard.join("; ")), soft)
+    }
+}
+
 /// How many of `changes` have each verdict (`2 faster, 1 no change`).
 pub fn count_line(changes: &[&Change]) -> String {
     let words = [
@@ -350,5 +506,85 @@ mod tests {
         assert_eq!(env_differences(&a, &a), (Vec::new(), None));
         assert_eq!(env_load(&b), Some(1.5));
         assert_eq!(env_load(&Value::Null), None);
+    }
+
+    fn mirrored(word: &str) -> &str {
+        match word {
+            "faster" => "slower",
+            "slower" => "faster",
+            "better" => "worse",
+            "worse" => "better",
+            w => w,
+        }
+    }
+
+    /// B against A is the mirror of A against B, metric by metric:
+    /// the ratio and its interval inverted, faster↔slower, better↔worse,
+    /// the rest alike; and so a gate fails on (A, B) exactly where the
+    /// other order finds an improvement beyond the same threshold. (Two
+    /// quick suites of one binary passed a 10% gate in one order and
+    /// failed it in the other.)
+    #[test]
+    fn compare_b_a_mirrors_compare_a_b_and_the_gate_with_it() {
+        let lab = TestLab(Vec::new());
+        let labs: [&dyn Lab; 1] = [&lab];
+        let env = json!({"logical_cpus": 2, "load_average": [1.0, 1.0, 1.0]});
+        let mut seen = std::collections::BTreeMap::<String, usize>::new();
+        for seed in 0..300 {
+            let (a, b) = crate::testutil::generated_runs(seed);
+            let run = |r| Run {
+                records: r,
+                env: &env,
+            };
+            let policy = Policy {
+                noise_floor: Some([0.0, 0.02, 0.3][seed as usize % 3]),
+                ..Policy::default()
+            };
+            let ab = Comparison::new(run(&a), run(&b), policy, None, &labs);
+            let ba = Comparison::new(run(&b), run(&a), policy, None, &labs);
+            for pct in [5.0, 10.0] {
+                let (x, y) = (ab.gate_at(pct), ba.gate_at(pct));
+                assert_eq!(x.len(), y.len(), "seed {seed}");
+                for (c, d) in x.iter().zip(&y) {
+                    assert_eq!((&c.params, &c.metric), (&d.params, &d.metric));
+                    assert_eq!(
+                        c.verdict,
+                        mirrored(&d.verdict),
+                        "seed {seed} {} {}: {} vs {}",
+                        c.params,
+                        c.metric,
+                        c.summary(),
+                        d.summary()
+                    );
+                    *seen.entry(c.verdict.clone()).or_default() += 1;
+                    let close =
+                        |p: f64, q: f64| (p.is_nan() && q.is_nan()) || (p * q - 1.0).abs() < 1e-9;
+                    assert!(close(c.ratio, d.ratio), "seed {seed}: {c:?} {d:?}");
+                    assert!(close(c.lo, d.hi) && close(c.hi, d.lo), "seed {seed}");
+                }
+                let (gx, gy) = (gate(&x, false), gate(&y, false));
+                let improved = |g: &[Change]| {
+                    split_focus(g, false)
+                        .0
+                        .iter()
+                        .filter(|c| c.verdict == "faster" || c.verdict == "better")
+                        .count()
+                };
+                assert_eq!(gx.regressed.len(), improved(&y), "seed {seed}");
+                assert_eq!(gy.regressed.len(), improved(&x), "seed {seed}");
+                assert_eq!(gx.inconclusive.len(), gy.inconclusive.len());
+            }
+        }
+        // The generator reaches every verdict the mirror maps.
+        for w in [
+            "faster",
+            "slower",
+            "better",
+            "worse",
+            "no change",
+            "inconclusive",
+        ] {
+            assert!(seen.get(w).copied().unwrap_or(0) > 0, "{w}: {seen:?}");
+        }
     }
 }

@@ -18,9 +18,9 @@
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
-use commbench_core::estimate::{familywise_z, COLD_FLOOR, MIN_FLOOR_RUNS};
+use commbench_core::estimate::{COLD_FLOOR, MIN_FLOOR_RUNS};
 use commbench_core::record::Record;
-use commbench_report::{load, params_key, verdicts, Change, FloorLearner, PastLoader};
+use commbench_report::{load, params_key, verdicts, Change};
 use commbench_store::{Filter, Store};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -257,64 +257,39 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         Some(spec) => from_store(a, spec)?,
         None => from_files(a)?,
     };
-    let host = after
-        .env
-        .get("hostname")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown")
-        .to_owned();
     // Shown: the named metrics, every metric with --all, else the headline
     // metrics (every metric of a test no lab declares headlines for).
     let everything = !a.metrics.is_empty() || a.all;
-    // The floor is learned at the family-wise 95% level over the metrics
-    // this comparison judges with samples.
-    let judged = verdicts::judged_count(
-        &before.records,
-        &after.records,
-        a.threshold / 100.0,
-        &a.metrics,
-        &a.ignore_param,
-        everything,
-        crate::labs::labs(),
-    );
-    let z = familywise_z(judged);
     let store = (!a.fixed_noise_floor)
         .then(crate::store::open_existing)
         .flatten();
-    let floors = FloorLearner::new(
-        z,
-        store.map(|s| -> Box<PastLoader> {
-            Box::new(move |lab: &str, test: &str| crate::store::past_records(&s, &host, lab, test))
-        }),
+    let past = store.map(|s| {
+        move |host: &str, lab: &str, test: &str| crate::store::past_records(&s, host, lab, test)
+    });
+    let past_ref: Option<&verdicts::Past> = past.as_ref().map(|p| p as &verdicts::Past);
+    // The one judgement (the report's overlay and history use it too).
+    let comparison = verdicts::Comparison::new(
+        verdicts::Run {
+            records: &before.records,
+            env: &before.env,
+        },
+        verdicts::Run {
+            records: &after.records,
+            env: &after.env,
+        },
+        verdicts::Policy {
+            threshold: a.threshold / 100.0,
+            only: &a.metrics,
+            ignore_params: &a.ignore_param,
+            everything,
+            noise_floor: a.noise_floor.map(|p| p / 100.0),
+            load_gap: a.load_gap,
+        },
+        past_ref,
+        crate::labs::labs(),
     );
-    let default_floor = a.noise_floor.map_or(COLD_FLOOR, |p| p / 100.0);
-    let learned =
-        |lab: &str, test: &str, params: &str, metric: &str| floors.floor(lab, test, params, metric);
-    let (hard, soft) = verdicts::env_differences(&before.env, &after.env);
-    let machines_differ = (!hard.is_empty()).then(|| hard.join("; "));
-    let judging = verdicts::Judge {
-        noise_floor: &learned,
-        default_floor,
-        load_gap: a.load_gap,
-    };
-    let judge = |threshold: f64| {
-        verdicts::compare_runs(
-            verdicts::Run {
-                records: &before.records,
-                env: &before.env,
-            },
-            verdicts::Run {
-                records: &after.records,
-                env: &after.env,
-            },
-            &judging,
-            threshold,
-            &a.metrics,
-            &a.ignore_param,
-            crate::labs::labs(),
-        )
-    };
-    let changes = judge(a.threshold / 100.0);
+    let (machines_differ, soft) = comparison.machine_notes();
+    let changes = comparison.changes();
     if changes.is_empty() {
         anyhow::bail!(
             "no record of {} matches one of {} by lab, test and parameters (or no common metric)",
@@ -333,14 +308,14 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         );
     }
     let (shown, rest) = verdicts::split_focus(&changes, everything);
-    let cold = floors.learned().is_empty() && a.noise_floor.is_none();
+    let cold = comparison.cold();
     if cold {
         eprintln!(
             "compare: cold start: the results store holds fewer than {MIN_FLOOR_RUNS} runs of these tests on this host, so a difference counts only beyond what two back-to-back runs of one binary can differ by here (±{:.0}% between-run floor; --noise-floor sets another)",
             COLD_FLOOR * 100.0
         );
     } else {
-        eprintln!("compare: {}", floors.note(default_floor * 100.0, judged));
+        eprintln!("compare: {}", comparison.floor_note());
     }
     eprintln!(
         "compare: {} metrics; shown {}: {}{}",
@@ -377,7 +352,7 @@ pub fn run(a: &CompareArgs) -> Result<()> {
         a.out.emit(&verdicts::change_records(&shown))?;
     }
     match a.fail_on_regression {
-        Some(pct) => fail_on_regression(&judge(pct / 100.0), pct, everything, a.strict),
+        Some(pct) => fail_on_regression(&comparison.gate_at(pct), pct, everything, a.strict),
         None => Ok(()),
     }
 }

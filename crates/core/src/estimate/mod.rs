@@ -673,7 +673,7 @@ pub fn ratio_hodges_lehmann(before: &[f64], after: &[f64]) -> RatioEstimate {
     let (m, n) = (s.b.len(), s.a.len());
     let positive = s.b.first().is_some_and(|&x| x > 0.0) && s.a.first().is_some_and(|&x| x > 0.0);
     let Some(k) = moses_rank(m, n).filter(|_| positive) else {
-        return bootstrap_from(s);
+        return bootstrap_mirrored(s);
     };
     let lb: Vec<f64> = s.b.iter().map(|x| x.ln()).collect();
     let mut d: Vec<f64> = Vec::with_capacity(m * n);
@@ -694,7 +694,43 @@ pub fn ratio_hodges_lehmann(before: &[f64], after: &[f64]) -> RatioEstimate {
 /// resampled independently [`BOOTSTRAP_RESAMPLES`] times with a seed fixed
 /// by the sample sizes (so scaling the inputs scales nothing else).
 pub fn ratio_bootstrap(before: &[f64], after: &[f64]) -> RatioEstimate {
-    bootstrap_from(prepare(before, after))
+    bootstrap_mirrored(prepare(before, after))
+}
+
+/// [`bootstrap_from`] with the shorter side first, its result inverted
+/// when the sides were swapped for it: the resamples then do not depend
+/// on which side is called "before", so B against A is the mirror of A
+/// against B (the seed and the draw order otherwise gave a slightly
+/// different interval each way round; sides of one size are mirrored
+/// inside [`bootstrap_from`]).
+fn bootstrap_mirrored(s: Sides) -> RatioEstimate {
+    if s.b.len() <= s.a.len() || !s.out.ratio.is_finite() {
+        return bootstrap_from(s);
+    }
+    let Sides { b, a, out } = s;
+    let swapped = bootstrap_from(Sides {
+        out: RatioEstimate {
+            ratio: if out.after_median > 0.0 && out.before_median >= 0.0 {
+                out.before_median / out.after_median
+            } else {
+                f64::NAN
+            },
+            before_median: out.after_median,
+            after_median: out.before_median,
+            n_before: out.n_after,
+            n_after: out.n_before,
+            ..out.clone()
+        },
+        b: a,
+        a: b,
+    });
+    RatioEstimate {
+        ratio: out.ratio,
+        lo: 1.0 / swapped.hi,
+        hi: 1.0 / swapped.lo,
+        method: swapped.method,
+        ..out
+    }
 }
 
 fn bootstrap_from(s: Sides) -> RatioEstimate {
@@ -710,27 +746,55 @@ fn bootstrap_from(s: Sides) -> RatioEstimate {
     }
     let mut rng = Rng::new(SEED ^ (((m as u64) << 32) | n as u64));
     let (mut bb, mut ab) = (vec![0.0; m], vec![0.0; n]);
-    let mut rs: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| {
-            for x in bb.iter_mut() {
-                *x = b[rng.below(m)];
-            }
-            for x in ab.iter_mut() {
-                *x = a[rng.below(n)];
-            }
-            let den = median(&mut bb);
-            let num = median(&mut ab);
-            if den > 0.0 {
-                num / den
-            } else {
-                f64::INFINITY
-            }
-        })
-        .collect();
+    let (mut i, mut j) = (vec![0usize; m], vec![0usize; n]);
+    let mut rs: Vec<f64> = Vec::with_capacity(2 * BOOTSTRAP_RESAMPLES);
+    let mut ratio_of = |bi: &[usize], aj: &[usize], bb: &mut [f64], ab: &mut [f64]| {
+        for (x, &k) in bb.iter_mut().zip(bi) {
+            *x = b[k];
+        }
+        for (x, &k) in ab.iter_mut().zip(aj) {
+            *x = a[k];
+        }
+        let den = median(bb);
+        let num = median(ab);
+        if den > 0.0 {
+            num / den
+        } else {
+            f64::INFINITY
+        }
+    };
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for k in i.iter_mut() {
+            *k = rng.below(m);
+        }
+        for k in j.iter_mut() {
+            *k = rng.below(n);
+        }
+        rs.push(ratio_of(&i, &j, &mut bb, &mut ab));
+        if m == n {
+            // Sides of one size: each draw of indices serves both sides
+            // both ways, so that swapping the sides gives the reciprocal
+            // of every resample (the mirror `bootstrap_mirrored` needs;
+            // sides of different sizes are put in order by size there).
+            rs.push(ratio_of(&j, &i, &mut bb, &mut ab));
+        }
+    }
     rs.sort_by(f64::total_cmp);
     let al = (1.0 - CONFIDENCE) / 2.0;
-    out.lo = percentile_sorted(&rs, al).min(out.ratio);
-    out.hi = percentile_sorted(&rs, 1.0 - al).max(out.ratio);
+    // On the log scale where the ratios allow it: interpolating between
+    // two resamples then commutes with taking reciprocals (swapped sides)
+    // and with scaling a side.
+    let logs = rs.first().is_some_and(|&x| x > 0.0) && rs.last().is_some_and(|x| x.is_finite());
+    let pct = |q: f64| {
+        if logs {
+            let l: Vec<f64> = rs.iter().map(|x| x.ln()).collect();
+            percentile_sorted(&l, q).exp()
+        } else {
+            percentile_sorted(&rs, q)
+        }
+    };
+    out.lo = pct(al).min(out.ratio);
+    out.hi = pct(1.0 - al).max(out.ratio);
     out.method = Method::BootstrapPercentile;
     out
 }
@@ -940,7 +1004,8 @@ pub fn widen(r: &RatioEstimate, noise_floor: f64) -> (f64, f64) {
 
 /// The verdict on a ratio after / before: a change only when the whole
 /// (noise-widened) interval lies beyond the threshold (`lo > 1 + t`: up,
-/// `hi < 1 − t`: down), no change when it lies within [1 − t, 1 + t],
+/// `hi < 1 / (1 + t)`: down), no change when it lies within
+/// [1 / (1 + t), 1 + t],
 /// inconclusive otherwise. Up is a regression for [`Direction::Lower`],
 /// an improvement for [`Direction::Higher`].
 pub fn judge(r: &RatioEstimate, threshold: f64, noise_floor: f64, better: Direction) -> Verdict {
@@ -951,12 +1016,18 @@ pub fn judge(r: &RatioEstimate, threshold: f64, noise_floor: f64, better: Direct
     if lo.is_nan() || hi.is_nan() || r.ratio.is_nan() {
         return Verdict::Inconclusive;
     }
+    // The band is symmetric on the log scale, [1 / (1 + t), 1 + t], so
+    // that judging B against A gives the mirror of A against B (a 1.06×
+    // slowdown is a 0.943× speed-up the other way round; with 1 − t as
+    // the lower edge, 1.051× was "slower" one way and inconclusive the
+    // other, and a gate passed or failed by the order of its arguments).
     let t = threshold.abs();
-    let up = if lo > 1.0 + t {
+    let (down_edge, up_edge) = (1.0 / (1.0 + t), 1.0 + t);
+    let up = if lo > up_edge {
         true
-    } else if hi < 1.0 - t {
+    } else if hi < down_edge {
         false
-    } else if lo >= 1.0 - t && hi <= 1.0 + t {
+    } else if lo >= down_edge && hi <= up_edge {
         return Verdict::NoChange;
     } else {
         return Verdict::Inconclusive;
@@ -1006,31 +1077,70 @@ impl fmt::Display for Judgement {
         if !self.ratio.is_finite() {
             return f.write_str(word);
         }
-        // Three decimals when two would print a tight interval as a point.
-        let d = if (self.hi - self.lo).abs() < 0.05 {
-            3
+        write!(f, "{word} {}", ratio_text(self.ratio, self.lo, self.hi))
+    }
+}
+
+// ---------------------------------------------------------- formatting
+
+/// The decimals that print a ratio and its interval alike: three
+/// significant digits of the ratio (`27.7`, `1.65`, `0.139`), more while
+/// the two ends of an interval that differ would print alike (`[0.22,
+/// 0.22]`), at most six. One precision for all three numbers is what keeps
+/// a printed estimate inside its printed interval: rounding is monotone,
+/// so `lo ≤ ratio ≤ hi` stays true once printed (`0.1× [0.13, 0.15]` came
+/// from printing the ratio with one decimal and the interval with two).
+pub fn ratio_decimals(ratio: f64, lo: f64, hi: f64) -> usize {
+    let mag = |x: f64| {
+        if x.is_finite() && x != 0.0 {
+            x.abs().log10().floor() as i64
         } else {
-            2
-        };
-        let show = |x: f64| {
-            if x.is_nan() {
-                "?".to_owned()
-            } else if x.is_infinite() {
-                "∞".to_owned()
-            } else {
-                format!("{x:.d$}")
-            }
-        };
-        if self.lo.is_nan() && self.hi.is_nan() {
-            return write!(f, "{word} {}×", show(self.ratio));
+            0
         }
-        write!(
-            f,
-            "{word} {}× [{}, {}]",
-            show(self.ratio),
-            show(self.lo),
-            show(self.hi)
-        )
+    };
+    let mut d = (2 - mag(ratio)).clamp(0, 6) as usize;
+    if lo.is_finite() && hi.is_finite() && lo < hi {
+        while d < 6 && format!("{lo:.d$}") == format!("{hi:.d$}") {
+            d += 1;
+        }
+    }
+    d
+}
+
+/// A ratio and its interval as two cells, `0.139×` and `[0.131, 0.148]`,
+/// printed with one precision ([`ratio_decimals`]); `-` for a ratio that
+/// is not finite, `no interval` when an end is not known.
+pub fn ratio_cells(ratio: f64, lo: f64, hi: f64) -> (String, String) {
+    let d = ratio_decimals(ratio, lo, hi);
+    let show = |x: f64| {
+        if x.is_infinite() {
+            "∞".to_owned()
+        } else {
+            format!("{x:.d$}")
+        }
+    };
+    let r = if ratio.is_finite() {
+        format!("{}×", show(ratio))
+    } else {
+        "-".into()
+    };
+    let iv = if lo.is_nan() || hi.is_nan() {
+        "no interval".into()
+    } else {
+        format!("[{}, {}]", show(lo), show(hi))
+    };
+    (r, iv)
+}
+
+/// `0.139× [0.131, 0.148]`, or `1.65×` without an interval: the one way
+/// every surface prints a ratio (compare, the report, history, ab and the
+/// labs' answer lines).
+pub fn ratio_text(ratio: f64, lo: f64, hi: f64) -> String {
+    let (r, iv) = ratio_cells(ratio, lo, hi);
+    if lo.is_nan() || hi.is_nan() {
+        r
+    } else {
+        format!("{r} {iv}")
     }
 }
 
@@ -1048,14 +1158,8 @@ pub fn repeats_to_settle(r: &RatioEstimate, threshold: f64, noise_floor: f64) ->
     }
     let t = threshold.abs();
     let c = r.ratio.ln();
-    let (up, down) = (
-        (1.0 + t).ln(),
-        if t < 1.0 {
-            (1.0 - t).ln()
-        } else {
-            f64::NEG_INFINITY
-        },
-    );
+    // The band [1 / (1 + t), 1 + t] of `judge`, symmetric on the log scale.
+    let (up, down) = ((1.0 + t).ln(), -(1.0 + t).ln());
     // Largest total half-width (log scale) that still settles.
     let target = if c > up {
         c - up
