@@ -366,6 +366,19 @@ mod tests {
                 "{}: a spent budget cut nothing",
                 lab.name()
             );
+            // The Lab contract: every record says under what load, whether
+            // oversubscribed, and where its roles ran (the judgement's
+            // machine-changed guard needs the first three of every lab).
+            for r in rec.records() {
+                let missing = commbench_core::lab::missing_environment(r);
+                assert!(
+                    missing.is_empty(),
+                    "{}: a {}/{} record lacks {missing:?}",
+                    lab.name(),
+                    r.lab,
+                    r.test
+                );
+            }
         }
     }
 }

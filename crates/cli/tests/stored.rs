@@ -164,6 +164,27 @@ fn every_measuring_command_stores_a_run_in_every_output_format() {
                 1,
                 "{path} ({format:?}) stored no run"
             );
+            if format.is_some() && !["reqres_loop", "data_channel_write"].contains(&path.as_str()) {
+                // The Lab contract: every record says the load it ran under,
+                // whether it was oversubscribed and where its roles ran.
+                let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+                    .unwrap_or_else(|e| panic!("{path}: not JSON: {e}"));
+                let recs = doc["records"].as_array().cloned().unwrap_or_default();
+                assert!(!recs.is_empty(), "{path}: no records in {doc}");
+                for r in recs {
+                    let missing: Vec<&str> = commbench_core::lab::ENVIRONMENT
+                        .iter()
+                        .copied()
+                        .filter(|k| r["metrics"].get(*k).is_none())
+                        .collect();
+                    assert!(
+                        missing.is_empty(),
+                        "{path}: a {}/{} record lacks {missing:?}",
+                        r["lab"],
+                        r["test"]
+                    );
+                }
+            }
         }
     }
     std::fs::remove_dir_all(&dir).ok();

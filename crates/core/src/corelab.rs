@@ -19,6 +19,7 @@ use serde_json::Value;
 
 /// Records of `commbench timer`: the TSC and the cost of each clock read.
 pub fn timer_records(batches: usize) -> Vec<Record> {
+    let conditions = crate::rusage::Conditions::begin();
     let t = tsc();
     let mut v = vec![Record::new("timer", "tsc")
         .metric("hz", t.hz())
@@ -42,7 +43,17 @@ pub fn timer_records(batches: usize) -> Vec<Record> {
                 .metric("outliers", c.ns.outliers),
         );
     }
+    stamp_all(&conditions, &mut v);
     v
+}
+
+/// The Lab contract's conditions on every record of one measurement: the
+/// core lab's loops run on the calling thread alone.
+fn stamp_all(conditions: &crate::rusage::Conditions, v: &mut [Record]) {
+    let here = crate::placement::describe(&[("process", None)], &[]);
+    for r in v {
+        conditions.stamp(r, 1, Some(&here));
+    }
 }
 
 /// Where the cycle budget's clock rate came from.
@@ -72,6 +83,7 @@ pub fn budget_records(
         Some(s) => vec![s],
         None => TABLE_SIZES.to_vec(),
     };
+    let conditions = crate::rusage::Conditions::begin();
     let mut v = Vec::new();
     for &l in &links {
         for &s in &sizes {
@@ -90,6 +102,7 @@ pub fn budget_records(
             );
         }
     }
+    stamp_all(&conditions, &mut v);
     Ok(v)
 }
 
@@ -139,34 +152,35 @@ pub fn delay_records(
         for &req in requests {
             rec.progress(&format!("delay: {} {req} ns", m.name()));
             let n = samples.unwrap_or_else(|| default_samples(m, req));
+            let conditions = crate::rusage::Conditions::begin();
             let a = measure(m, req, n, &delays);
-            v.push(
-                Record::new("delay", m.name())
-                    .param("requested_ns", req)
-                    .param("samples", n)
-                    .metric("median_ns", a.measured.median)
-                    .metric("p99_ns", a.measured.p99)
-                    .metric("mean_ns", a.measured.mean)
-                    .metric("min_ns", a.measured.min)
-                    .metric("median_error_pct", a.median_error * 100.0)
-                    .metric("preempted_pct", a.preempted_share * 100.0)
-                    .metric(
-                        "spin_fixed_ns",
-                        if m == DelayMethod::TscSpin {
-                            Some(tsc().ticks_to_ns(delays.spin.fixed_ticks))
-                        } else {
-                            None
-                        },
-                    )
-                    .metric(
-                        "loop_iters_per_ns",
-                        if m == DelayMethod::VolatileLoop {
-                            Some(delays.vloop.iters_per_ns)
-                        } else {
-                            None
-                        },
-                    ),
-            );
+            let mut r = Record::new("delay", m.name())
+                .param("requested_ns", req)
+                .param("samples", n)
+                .metric("median_ns", a.measured.median)
+                .metric("p99_ns", a.measured.p99)
+                .metric("mean_ns", a.measured.mean)
+                .metric("min_ns", a.measured.min)
+                .metric("median_error_pct", a.median_error * 100.0)
+                .metric("preempted_pct", a.preempted_share * 100.0)
+                .metric(
+                    "spin_fixed_ns",
+                    if m == DelayMethod::TscSpin {
+                        Some(tsc().ticks_to_ns(delays.spin.fixed_ticks))
+                    } else {
+                        None
+                    },
+                )
+                .metric(
+                    "loop_iters_per_ns",
+                    if m == DelayMethod::VolatileLoop {
+                        Some(delays.vloop.iters_per_ns)
+                    } else {
+                        None
+                    },
+                );
+            stamp_all(&conditions, std::slice::from_mut(&mut r));
+            v.push(r);
         }
     }
     Ok(v)

@@ -444,6 +444,25 @@ pub fn wants_more(lab: &dyn Lab, runs: &[Record], plan: &crate::estimate::Repeat
 
 /// Whether a metric name is one of the interval fields [`attach_repeats`]
 /// writes beside a value (`msgs_per_s_lo`): `compare` and the tables treat
+/// What every record of every lab carries of the conditions it was
+/// measured under, the Lab contract (the registry test checks each lab's
+/// suite records): the load average at its start and end, whether more
+/// busy threads than CPUs ran (`oversubscribed`), and where each role ran
+/// (`placement`: pinned CPUs, or unpinned and the CPUs it was seen on).
+/// The judgement needs the first three (a change under another load or
+/// on an oversubscribed machine is the machine's); a reader needs the
+/// last to know which answer a figure is.
+pub const ENVIRONMENT: [&str; 4] = ["load_start", "load_end", "oversubscribed", "placement"];
+
+/// The [`ENVIRONMENT`] keys `r` lacks.
+pub fn missing_environment(r: &Record) -> Vec<&'static str> {
+    ENVIRONMENT
+        .iter()
+        .copied()
+        .filter(|k| !r.metrics.contains_key(*k))
+        .collect()
+}
+
 /// them as part of their metric, not as metrics of their own.
 pub fn is_interval_field(key: &str) -> bool {
     ["_lo", "_hi", "_n", "_samples"]

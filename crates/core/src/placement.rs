@@ -211,6 +211,60 @@ pub fn online() -> CpuList {
         .unwrap_or_else(|| CpuList((0..crate::rusage::online_cpus()).collect()))
 }
 
+/// The CPUs the threads of this process last ran on, now (field 39 of
+/// `/proc/self/task/*/stat`): where an unpinned run was seen.
+pub fn seen_cpus() -> Vec<usize> {
+    let mut seen = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return seen;
+    };
+    for t in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        // The fields after the command name, which may hold spaces.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if let Some(cpu) = rest
+            .split_whitespace()
+            .nth(36)
+            .and_then(|f| f.parse::<usize>().ok())
+        {
+            seen.push(cpu);
+        }
+    }
+    seen.sort_unstable();
+    seen.dedup();
+    seen
+}
+
+/// The placement of a run's roles in words, as every record carries it
+/// (`server cpu 1, client cpu 0`; `unpinned (seen on 0-1)`): a role pinned
+/// to its CPUs, or unpinned and the CPUs its threads were `seen` on while
+/// they ran, or, when nobody looked, the CPUs it was allowed
+/// (`unpinned (allowed 0-1)`).
+pub fn describe(roles: &[(&str, Option<&CpuList>)], seen: &[usize]) -> String {
+    let unpinned = || {
+        if seen.is_empty() {
+            format!("unpinned (allowed {})", current_affinity())
+        } else {
+            format!("unpinned (seen on {})", CpuList::from_cpus(seen.to_vec()))
+        }
+    };
+    if roles.iter().all(|(_, c)| c.is_none()) {
+        return unpinned();
+    }
+    roles
+        .iter()
+        .map(|(role, cpus)| match cpus {
+            Some(c) => format!("{role} cpu {c}"),
+            None => format!("{role} {}", unpinned()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl fmt::Display for CpuList {
     /// Compact taskset form: runs of consecutive CPUs as ranges.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -305,6 +305,65 @@ impl RunMeter {
     }
 }
 
+/// The conditions a measurement ran under, for a lab without a
+/// [`RunMeter`] of its own: the load average at its start and end,
+/// whether more threads were runnable than CPUs (sampled at the start, at
+/// [`Conditions::sample`] and at the end), and the CPUs its threads were
+/// seen on. [`Conditions::stamp`] writes what the Lab contract asks of
+/// every record (`lab::ENVIRONMENT`), leaving what a lab wrote itself.
+#[derive(Debug, Clone)]
+pub struct Conditions {
+    load_start: f64,
+    runnable_max: u64,
+    seen: Vec<usize>,
+}
+
+impl Conditions {
+    /// Starts watching: the load and runnable threads now.
+    pub fn begin() -> Self {
+        Conditions {
+            load_start: load_average()[0],
+            runnable_max: runnable_threads(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// One more sample of the runnable threads and the CPUs seen (a lab
+    /// calls it while its threads run).
+    pub fn sample(&mut self) {
+        self.runnable_max = self.runnable_max.max(runnable_threads());
+        self.seen.extend(crate::placement::seen_cpus());
+        self.seen.sort_unstable();
+        self.seen.dedup();
+    }
+
+    /// Writes `load_start`, `load_end`, `oversubscribed` (more runnable
+    /// threads than CPUs, or `threads` busy ones declared beyond them) and
+    /// `placement` (`placement`, else unpinned and the CPUs seen at
+    /// [`Conditions::sample`], or allowed) into `r`
+    /// where it does not carry them yet.
+    pub fn stamp(&self, r: &mut Record, threads: u64, placement: Option<&str>) {
+        let cpus = online_cpus() as u64;
+        let runnable = self.runnable_max.max(runnable_threads());
+        let set = |r: &mut Record, k: &str, v: serde_json::Value| {
+            if !r.metrics.contains_key(k) {
+                r.metrics.insert(k.to_owned(), v);
+            }
+        };
+        set(r, "load_start", self.load_start.into());
+        set(r, "load_end", load_average()[0].into());
+        set(
+            r,
+            "oversubscribed",
+            (runnable > cpus || threads > cpus).into(),
+        );
+        let p = placement
+            .map(str::to_owned)
+            .unwrap_or_else(|| crate::placement::describe(&[("process", None)], &self.seen));
+        set(r, "placement", p.into());
+    }
+}
+
 impl RunUsage {
     fn recompute(&mut self) {
         self.cpu_ns_per_op = if self.ops == 0 {

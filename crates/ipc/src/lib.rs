@@ -309,7 +309,33 @@ impl IpcReport {
         r.push_metric("server_cpu_ns_per_msg", per(self.server_cpu_s));
         r.push_metric("client_cpu_ns_per_msg", per(self.client_cpu_s));
         self.usage.add_to(&mut r);
+        r.push_metric(
+            "placement",
+            placement_words(&self.server_cpus, &self.client_cpus),
+        );
         r
+    }
+}
+
+/// Where the two ends ran, in words: `server cpu 1, client cpu 0`
+/// (pinned as asked), `server and client on one CPU of 0-1` (the run's
+/// own choice), or unpinned.
+fn placement_words(server: &str, client: &str) -> String {
+    let role = |name: &str, applied: &str| match applied {
+        "-" | "" => format!(
+            "{name} unpinned (allowed {})",
+            commbench_core::placement::current_affinity()
+        ),
+        cpus => format!("{name} cpu {cpus}"),
+    };
+    match (server.split_once(':'), client.split_once(':')) {
+        (Some(("pair", l)), _) | (_, Some(("pair", l))) => {
+            format!("each session's server and client on one CPU of {l}")
+        }
+        (Some(("apart", l)), _) | (_, Some(("apart", l))) => {
+            format!("each session's server and client on different CPUs of {l}")
+        }
+        _ => format!("{}, {}", role("server", server), role("client", client)),
     }
 }
 

@@ -1033,6 +1033,7 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
     rec.push_metric("status", status(r));
     rec.push_metric("load_start", load_start);
     rec.push_metric("load_end", load_end);
+    rec.push_metric("oversubscribed", r.oversubscribed);
     rec.push_metric(
         "server_cpus",
         cfg.server_cpus.as_ref().map(|c| c.to_string()),
@@ -1040,6 +1041,16 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
     rec.push_metric(
         "client_cpus",
         cfg.client_cpus.as_ref().map(|c| c.to_string()),
+    );
+    rec.push_metric(
+        "placement",
+        commbench_core::placement::describe(
+            &[
+                ("server", cfg.server_cpus.as_ref()),
+                ("client", cfg.client_cpus.as_ref()),
+            ],
+            &[],
+        ),
     );
     rec
 }

@@ -742,6 +742,7 @@ pub fn run(cfg: &HttpdConfig, rec: &mut Recorder) -> Result<HttpdReport> {
         }
     }
     let mut runs: Vec<Vec<Point>> = points.iter().map(|_| Vec::new()).collect();
+    let mut conditions = commbench_core::rusage::Conditions::begin();
     for rep in 0..cfg.repeat {
         for (i, &(k, n, a)) in points.iter().enumerate() {
             rec.progress(&format!(
@@ -751,10 +752,27 @@ pub fn run(cfg: &HttpdConfig, rec: &mut Recorder) -> Result<HttpdReport> {
                 cfg.repeat
             ));
             runs[i].push(measure(cfg, k, n, a)?);
+            conditions.sample();
         }
     }
+    // The Lab contract's conditions: the server and the load generator's
+    // threads (busy together), and where they ran.
+    let placement = commbench_core::placement::describe(
+        &[
+            (
+                "server",
+                cfg.server_cpu
+                    .map(|c| commbench_core::placement::CpuList::from_cpus(vec![c]))
+                    .as_ref(),
+            ),
+            ("load", cfg.client_cpus.as_ref()),
+        ],
+        &[],
+    );
     for r in &runs {
-        rec.push(record(cfg, r));
+        let mut x = record(cfg, r);
+        conditions.stamp(&mut x, 1 + cfg.load_threads as u64, Some(&placement));
+        rec.push(x);
     }
     Ok(report)
 }

@@ -140,6 +140,10 @@ pub struct BenchRow {
     /// within the run, not between runs).
     pub window_rates: Vec<f64>,
     pub stall_worst_ms: f64,
+    /// The run's conditions as every record carries them (`load_start`,
+    /// `load_end`, `oversubscribed`, `placement`: the Lab contract).
+    #[serde(skip)]
+    pub conditions: Record,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -291,6 +295,9 @@ impl BenchReport {
         // of +-10%), so they are recorded as windows; the samples of a
         // metric are separate runs (`repeats`).
         rec.push_metric("responses_per_s_windows", &r.window_rates);
+        for (k, v) in &r.conditions.metrics {
+            rec.metrics.insert(k.clone(), v.clone());
+        }
         if let Some(rt) = &r.round_trip_ns {
             rec.push_metric("round_trip_ns", rt);
         }
@@ -444,6 +451,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
                 v.name(),
                 plan.min
             ));
+            let conditions = commbench_core::rusage::Conditions::begin();
             let (mut report, mut ctl) = one(cfg, n, tp, v)?;
             if report.rounds[0].partial() {
                 // A slow start on a loaded machine: try once more
@@ -455,7 +463,13 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, BenchEr
                 ));
                 (report, ctl) = one(cfg, n, tp, v)?;
             }
-            runs[i].push(bench_row(&report, &ctl, n, tp, v));
+            let mut row = bench_row(&report, &ctl, n, tp, v);
+            conditions.stamp(
+                &mut row.conditions,
+                (cfg.controller_threads + cfg.emulator_threads) as u64,
+                Some(&placement_of(cfg)),
+            );
+            runs[i].push(row);
         }
     }
     let mut skipped = Vec::new();
@@ -565,7 +579,17 @@ fn bench_row(
             .iter()
             .map(|w| w.stall.worst_ms)
             .fold(0.0, f64::max),
+        conditions: Record::new("openflow", "conditions"),
     }
+}
+
+/// Where the controller and the emulator ran: their CPU lists as asked,
+/// else unpinned and the CPUs they were allowed.
+fn placement_of(cfg: &BenchConfig) -> String {
+    use commbench_core::placement::{describe, CpuList};
+    let parse = |c: &Option<String>| c.as_deref().and_then(|c| CpuList::parse(c).ok());
+    let (c, e) = (parse(&cfg.controller_cpus), parse(&cfg.emulator_cpus));
+    describe(&[("controller", c.as_ref()), ("emulator", e.as_ref())], &[])
 }
 
 /// The suite's openflow step: every configuration five runs or more,

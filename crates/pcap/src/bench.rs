@@ -187,6 +187,9 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
             "bench needs at least one run and one cache state".into(),
         ));
     }
+    // The Lab contract's conditions (load, oversubscription, placement):
+    // each tool runs as one child process, unpinned.
+    let conditions = commbench_core::rusage::Conditions::begin();
     let path_s = cfg.file.display().to_string();
     let bytes = std::fs::metadata(&cfg.file)
         .map_err(|e| PcapError::Io {
@@ -281,6 +284,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                         "file still largely cached after eviction (tmpfs or locked pages?)",
                     );
                 }
+                conditions.stamp(&mut record, 1, None);
                 rec.push(record);
                 runs.push(r);
             }
@@ -356,6 +360,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
                 r.push_metric("real_ratio_vs_commbench", s.real_s / real);
             }
         }
+        conditions.stamp(&mut r, 1, None);
         rec.push(r);
     }
     Ok(BenchReport {

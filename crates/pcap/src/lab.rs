@@ -327,8 +327,8 @@ mod tests {
         let a = PcapLab.answer(&recs).unwrap();
         assert_eq!(
             a,
-            "extraction 3.9 GB per CPU-second; cold cache: 6.4× the warm run's wall time, \
-             6.4× its CPU time (kernel 0.95 s vs 0.02 s), busy on the CPU rather than waiting \
+            "extraction 3.9 GB per CPU-second; cold cache: 6.40× the warm run's wall time, \
+             6.37× its CPU time (kernel 0.95 s vs 0.02 s), busy on the CPU rather than waiting \
              for the disk"
         );
         assert!(!a.contains("GB/s per"));

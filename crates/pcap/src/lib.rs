@@ -104,6 +104,11 @@ pub fn measure_extract(
                 .collect::<Vec<_>>(),
         );
     u.add_to(&mut r);
+    // The extraction's threads are left to the scheduler.
+    r.push_metric(
+        "placement",
+        commbench_core::placement::describe(&[("process", None)], &[]),
+    );
     rec.push(r);
     Ok(rep)
 }

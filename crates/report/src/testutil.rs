@@ -122,7 +122,7 @@ impl Lab for TestLab {
 pub(crate) fn generated_runs(seed: u64) -> (Vec<Record>, Vec<Record>) {
     use commbench_core::estimate::{attach, Estimate, Rng};
     let mut rng = Rng::new(seed);
-    let mut draw = |n: usize, centre: f64, sigma: f64, rng: &mut Rng| -> Vec<f64> {
+    let draw = |n: usize, centre: f64, sigma: f64, rng: &mut Rng| -> Vec<f64> {
         (0..n)
             .map(|_| {
                 let x = centre * (sigma * rng.normal()).exp();

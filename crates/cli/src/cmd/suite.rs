@@ -243,6 +243,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             preset,
             deadline: t0 + Duration::from_secs(b),
         };
+        let conditions = commbench_core::rusage::Conditions::begin();
         let res = step.suite_step(&ctx, &mut rec);
         let secs = t0.elapsed().as_secs_f64();
         // A step is stored as one part of the run, under an id of its own
@@ -256,6 +257,7 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             .metric("records", rec.records().len())
             .metric("store_run", run_id.as_str())
             .metric("store_part", part.as_str());
+        conditions.stamp(&mut s, 0, None);
         let status = match res {
             Ok(out) => {
                 if !out.cut_short.is_empty() {

@@ -748,7 +748,7 @@ fn bootstrap_from(s: Sides) -> RatioEstimate {
     let (mut bb, mut ab) = (vec![0.0; m], vec![0.0; n]);
     let (mut i, mut j) = (vec![0usize; m], vec![0usize; n]);
     let mut rs: Vec<f64> = Vec::with_capacity(2 * BOOTSTRAP_RESAMPLES);
-    let mut ratio_of = |bi: &[usize], aj: &[usize], bb: &mut [f64], ab: &mut [f64]| {
+    let ratio_of = |bi: &[usize], aj: &[usize], bb: &mut [f64], ab: &mut [f64]| {
         for (x, &k) in bb.iter_mut().zip(bi) {
             *x = b[k];
         }
