@@ -156,6 +156,12 @@ impl Recorder {
     pub fn records(&self) -> &[Record] {
         &self.records
     }
+    /// The records kept from index `start` on, to complete (a run's
+    /// conditions written once it has ended: `rusage::Conditions::stamp`).
+    pub fn records_since_mut(&mut self, start: usize) -> &mut [Record] {
+        let start = start.min(self.records.len());
+        &mut self.records[start..]
+    }
     /// Takes the records kept so far, leaving none.
     pub fn take(&mut self) -> Vec<Record> {
         std::mem::take(&mut self.records)

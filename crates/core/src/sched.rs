@@ -50,6 +50,23 @@ pub struct TreeSampler {
 /// descendants; the tree's own threads are read every sample.
 const SCAN_EVERY: u32 = 5;
 
+/// The scheduler's figures of task `tid` of process `pid` now (its
+/// `schedstat`: time on a CPU and waiting for one), None when it is gone.
+pub fn task_times(pid: u32, tid: u32) -> Option<TaskTimes> {
+    read_task(pid, tid)
+}
+
+/// The calling thread's id (from `/proc/thread-self`), for
+/// [`task_times`] read by another thread.
+pub fn current_tid() -> Option<u32> {
+    std::fs::read_link("/proc/thread-self")
+        .ok()?
+        .file_name()?
+        .to_str()?
+        .parse()
+        .ok()
+}
+
 fn read_task(pid: u32, tid: u32) -> Option<TaskTimes> {
     read_task_at(&format!("/proc/{pid}/task/{tid}"))
 }

@@ -545,6 +545,30 @@ fn ndr_answer(ndr: &Record) -> String {
     if !how.is_empty() {
         a.push_str(&format!(" ({})", how.join("; ")));
     }
+    // The device's CPU beside the rate (the figure a shared host repeats),
+    // and a flag when other work took its CPU.
+    if let Some(ns) = ndr.metric_f64("device_cpu_ns_per_frame") {
+        a.push_str(&format!(", device CPU {ns:.0} ns per frame"));
+        if let Some(per) = ndr.metric_f64("rate_per_device_cpu_s") {
+            a.push_str(&format!(
+                ", {} frames per device CPU-second",
+                commbench_core::lab::answer::rate(per)
+            ));
+        }
+    } else if let Some(n) = ndr.metrics.get("device_cpu_note").and_then(|v| v.as_str()) {
+        a.push_str(&format!("; {n}"));
+    }
+    if ndr
+        .metrics
+        .get("device_cpu_shared")
+        .and_then(|v| v.as_bool())
+        == Some(true)
+    {
+        a.push_str(&format!(
+            " [device CPU shared: other work took {:.0}% of it]",
+            ndr.metric_f64("device_cpu_others_pct").unwrap_or(f64::NAN)
+        ));
+    }
     a
 }
 

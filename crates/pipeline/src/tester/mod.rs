@@ -219,6 +219,36 @@ impl RoleCpus {
             .is_some_and(|g| self.sink != Some(g) && self.dut != Some(g))
     }
 
+    /// The placement every record of the tester carries (the Lab
+    /// contract): `generator cpu 0, sink cpu 1, device cpu 1`.
+    pub fn placement(&self) -> String {
+        let one = |c: Option<usize>| c.map(|c| CpuList::from_cpus(vec![c]));
+        let (g, k, d) = (one(self.gen), one(self.sink), one(self.dut));
+        commbench_core::placement::describe(
+            &[
+                ("generator", g.as_ref()),
+                ("sink", k.as_ref()),
+                ("device", d.as_ref()),
+            ],
+            &[],
+        )
+    }
+
+    /// Writes the Lab contract's conditions into the records `rec` kept
+    /// from `start` on: the load over the run, whether the host was
+    /// oversubscribed, and the roles' placement.
+    pub fn stamp(
+        &self,
+        conditions: &commbench_core::rusage::Conditions,
+        rec: &mut commbench_core::Recorder,
+        start: usize,
+    ) {
+        let placement = self.placement();
+        for r in rec.records_since_mut(start) {
+            conditions.stamp(r, 0, Some(&placement));
+        }
+    }
+
     pub fn describe(&self) -> String {
         let f = |c: Option<usize>| c.map_or("-".to_owned(), |c| c.to_string());
         format!(
@@ -243,6 +273,9 @@ enum RunningDut {
         counters: Arc<FwdCounters>,
         thread: Option<std::thread::JoinHandle<io::Result<()>>>,
         work: dut::FwdWork,
+        /// The forwarder thread's id (0 until it has started), for its
+        /// own CPU time.
+        tid: Arc<AtomicU64>,
     },
     Cmd(std::process::Child),
 }
@@ -356,10 +389,16 @@ impl Bench {
                 let counters = Arc::new(FwdCounters::default());
                 let ready = Arc::new(AtomicBool::new(false));
                 let (s2, c2, r2, cpu) = (stop.clone(), counters.clone(), ready.clone(), b.cpus.dut);
+                let tid = Arc::new(AtomicU64::new(0));
+                let t2 = tid.clone();
                 let thread =
                     std::thread::Builder::new()
                         .name("cb-l2fwd".into())
                         .spawn(move || {
+                            t2.store(
+                                commbench_core::sched::current_tid().map_or(0, u64::from),
+                                Ordering::Release,
+                            );
                             netns::enter(&fwd_ns)?;
                             pin(cpu);
                             let far = Instant::now() + Duration::from_secs(365 * 86_400);
@@ -376,6 +415,7 @@ impl Bench {
                     counters,
                     thread: Some(thread),
                     work: *work,
+                    tid,
                 };
                 if thread_finished(&b.running) {
                     b.check_dut()?;
@@ -506,6 +546,27 @@ impl Bench {
         }
     }
 
+    /// CPU time the device's own tasks have run so far, ns (the l2fwd
+    /// thread, or every task of a `cmd:` device's process tree), from the
+    /// scheduler's `schedstat`; None when the device is not ours to
+    /// measure or the kernel does not keep the figures.
+    fn dut_task_ns(&self) -> Option<u64> {
+        match &self.running {
+            RunningDut::L2fwd { tid, .. } => {
+                let tid = u32::try_from(tid.load(Ordering::Acquire)).ok()?;
+                (tid != 0)
+                    .then(|| commbench_core::sched::task_times(std::process::id(), tid))
+                    .flatten()
+                    .map(|t| t.run_ns)
+            }
+            RunningDut::Cmd(child) => {
+                let t = commbench_core::sched::TreeSampler::new(child.id());
+                t.available().then(|| t.totals().run_ns)
+            }
+            RunningDut::Nothing => None,
+        }
+    }
+
     /// The forwarder's injected delay, if the device is commbench's l2fwd.
     pub fn fwd_work(&self) -> Option<dut::FwdWork> {
         match &self.running {
@@ -546,12 +607,16 @@ impl Bench {
         let probe_seen = AtomicBool::new(false);
         let sink_failed = AtomicBool::new(false);
         let gen_done_at = AtomicU64::new(0);
+        // The tester's own threads' CPU time, for telling their share of
+        // the device's CPU (when they are placed on it) from other work's.
+        let (sink_run_ns, gen_run_ns) = (AtomicU64::new(0), AtomicU64::new(0));
         let fwd0 = self.fwd_snapshot();
         let host0 = netns::softnet_drops();
         // The device's CPU around the roles: what it was busy with that
         // the forwarder's own clock does not see (its receive in softirq).
         let dut_cpu = self.dut_cpu();
         let cpu0 = dut_cpu.map(|c| (Instant::now(), CpuTimes::read(&[c])));
+        let dut_own0 = self.dut_task_ns();
         // A new window: what the host did between trials is not this one's.
         if let Some(m) = &mut self.stalls {
             let _ = m.take_window();
@@ -563,6 +628,7 @@ impl Bench {
             + Duration::from_secs(10);
         let (g, k) = std::thread::scope(|s| {
             let sink = s.spawn(|| -> io::Result<(SinkAccount, u64)> {
+                let run0 = commbench_core::sched::this_thread();
                 let r = (|| {
                     if let Some(ns) = &self.sink_ns {
                         netns::enter(ns)?;
@@ -582,9 +648,13 @@ impl Bench {
                 if r.is_err() {
                     sink_failed.store(true, Ordering::Release);
                 }
+                if let (Some(a), Some(b)) = (run0, commbench_core::sched::this_thread()) {
+                    sink_run_ns.store(b.run_ns.saturating_sub(a.run_ns), Ordering::Release);
+                }
                 r
             });
             let gen = s.spawn(|| -> io::Result<GenOut> {
+                let run0 = commbench_core::sched::this_thread();
                 let r = (|| {
                     if let Some(ns) = &self.gen_ns {
                         netns::enter(ns)?;
@@ -607,6 +677,9 @@ impl Bench {
                     )
                 })();
                 gen_done_at.store(realtime_ns().max(1), Ordering::Release);
+                if let (Some(a), Some(b)) = (run0, commbench_core::sched::this_thread()) {
+                    gen_run_ns.store(b.run_ns.saturating_sub(a.run_ns), Ordering::Release);
+                }
                 r
             });
             let g = gen.join();
@@ -637,9 +710,23 @@ impl Bench {
             .as_mut()
             .filter(|m| m.running())
             .map(|m| m.take_window());
+        let own_ns = |pinned: Option<usize>, ns: &AtomicU64| {
+            if pinned.is_some() && pinned == dut_cpu {
+                ns.load(Ordering::Acquire)
+            } else {
+                0
+            }
+        };
+        let tester_on_dut_ns =
+            own_ns(self.cpus.sink, &sink_run_ns) + own_ns(self.cpus.gen, &gen_run_ns);
+        let dut_own_ns = dut_own0
+            .zip(self.dut_task_ns())
+            .map(|(a, b)| b.saturating_sub(a));
         let dut_cpu_window = cpu0.zip(dut_cpu).map(|((t0, c0), c)| DutCpuWindow {
             window_s: t0.elapsed().as_secs_f64(),
             times: CpuTimes::read(&[c]).since(&c0),
+            own_s: dut_own_ns.map(|n| n as f64 / 1e9),
+            tester_s: tester_on_dut_ns as f64 / 1e9,
         });
         let dut_ok = self.check_dut();
         let mut r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
@@ -657,6 +744,10 @@ impl Bench {
 struct DutCpuWindow {
     window_s: f64,
     times: CpuTimes,
+    /// The device's own tasks' CPU time in the window (None: not known).
+    own_s: Option<f64>,
+    /// The tester's threads placed on the device's CPU: their CPU time.
+    tester_s: f64,
 }
 
 impl DutCpuWindow {
@@ -716,8 +807,21 @@ pub const SUITE_DUT: &str = "l2fwd:delay:2000";
 /// through the forwarder (exact counts and latency of every frame);
 /// default, MLRsearch's NDR on it ([`SUITE_GOAL`]).
 pub fn suite_blackbox(quick: bool, rec: &mut commbench_core::Recorder) -> io::Result<()> {
+    let conditions = commbench_core::rusage::Conditions::begin();
+    let start = rec.records().len();
+    let cpus = RoleCpus::for_host();
+    let r = suite_blackbox_records(quick, &cpus, rec);
+    cpus.stamp(&conditions, rec, start);
+    r
+}
+
+fn suite_blackbox_records(
+    quick: bool,
+    cpus: &RoleCpus,
+    rec: &mut commbench_core::Recorder,
+) -> io::Result<()> {
     let dut = DutSpec::parse(SUITE_DUT).map_err(io::Error::other)?;
-    let mut b = Bench::new(&dut, RoleCpus::for_host())?;
+    let mut b = Bench::new(&dut, cpus.clone())?;
     let trial = TrialSpec {
         rate: Rate::Pps(50_000.0),
         duration: Duration::from_millis(200),
@@ -1385,6 +1489,17 @@ pub struct TrialResult {
     pub dut_cpu_system_ms: Option<f64>,
     /// Busy time of the device's CPU per frame the device received, ns.
     pub dut_cpu_ns_per_frame: Option<f64>,
+    /// The device's own CPU time in the trial: its tasks' run time and
+    /// the interrupt and softirq time of its CPU (its receive), ms.
+    pub dut_own_cpu_ms: Option<f64>,
+    /// The share of the device CPU's window that other work took: busy
+    /// time less the device's own and the tester's threads placed there,
+    /// % (a lower bound where a tick of softirq lands in a task's time).
+    pub dut_cpu_others_pct: Option<f64>,
+    /// The device's own CPU time per frame it received, ns.
+    pub dut_own_ns_per_frame: Option<f64>,
+    /// The length of the device CPU's window, ms.
+    pub dut_cpu_window_ms: Option<f64>,
     /// (l2fwd) TSC ticks per frame the device's CPU was busy outside the
     /// forwarder's own rx, work and tx sections: the kernel's receive
     /// into its ring (softirq), and whatever else ran on that CPU (with
@@ -1503,6 +1618,10 @@ impl TrialResult {
             dut_cpu_softirq_ms: None,
             dut_cpu_system_ms: None,
             dut_cpu_ns_per_frame: None,
+            dut_own_cpu_ms: None,
+            dut_cpu_others_pct: None,
+            dut_own_ns_per_frame: None,
+            dut_cpu_window_ms: None,
             fwd_ticks_kernel: None,
             loss_where: String::new(),
             latency: a.latency.summary(),
@@ -1558,11 +1677,21 @@ impl TrialResult {
         self.dut_cpu_busy_ms = Some(busy_s * 1e3);
         self.dut_cpu_softirq_ms = Some(w.times.softirq_s * 1e3);
         self.dut_cpu_system_ms = Some(w.times.system_s * 1e3);
+        self.dut_cpu_window_ms = Some(w.window_s * 1e3);
+        if let Some(own) = w.own_s {
+            let own = own + w.times.softirq_s + w.times.irq_s;
+            self.dut_own_cpu_ms = Some(own * 1e3);
+            if w.window_s > 0.0 {
+                let others = (busy_s - own - w.tester_s).max(0.0);
+                self.dut_cpu_others_pct = Some(100.0 * others / w.window_s);
+            }
+        }
         let frames = self.fwd.map_or(self.received, |f| f.rx);
         if frames == 0 {
             return;
         }
         self.dut_cpu_ns_per_frame = Some(busy_s * 1e9 / frames as f64);
+        self.dut_own_ns_per_frame = self.dut_own_cpu_ms.map(|ms| ms * 1e6 / frames as f64);
         if let Some(f) = &self.fwd {
             let hz = tsc().hz();
             self.fwd_ticks_kernel = kernel_ticks_per_frame(busy_s, hz, f);
@@ -1635,6 +1764,9 @@ impl TrialResult {
             .metric("dut_cpu_softirq_ms", self.dut_cpu_softirq_ms)
             .metric("dut_cpu_system_ms", self.dut_cpu_system_ms)
             .metric("dut_cpu_ns_per_frame", self.dut_cpu_ns_per_frame)
+            .metric("dut_own_cpu_ms", self.dut_own_cpu_ms)
+            .metric("dut_cpu_others_pct", self.dut_cpu_others_pct)
+            .metric("dut_own_ns_per_frame", self.dut_own_ns_per_frame)
             .metric("loss_where", &self.loss_where)
             .metric("latency_p50_ns", l.p50)
             .metric("latency_p90_ns", l.p90)

@@ -115,6 +115,149 @@ pub struct SearchResult {
     pub troubled: usize,
     /// Wall time of the search, s.
     pub search_s: f64,
+    /// The device's own CPU during the search (FD.io CSIT's clocks per
+    /// packet beside NDR/PDR): what a shared host can repeat.
+    pub device: DeviceCpu,
+}
+
+/// The device's CPU over a search: its own CPU time per frame and its
+/// share of its CPU at the found rate (trials at the lower bound), and
+/// the share of its CPU other work took (every counted trial). Empty when
+/// the device is not ours to measure (an `ifaces:` device).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeviceCpu {
+    /// Own CPU ns per frame, one per trial at the found rate.
+    pub ns_per_frame: Vec<f64>,
+    /// Own CPU seconds per second of trial, one per trial at the found rate.
+    pub share: Vec<f64>,
+    /// Other work's share of the device's CPU, %, one per counted trial.
+    pub others_pct: Vec<f64>,
+}
+
+/// Other work's share of the device's CPU above which a search's figures
+/// are flagged "device CPU shared" (the raw NDR then measures the host).
+pub const SHARED_PCT: f64 = 5.0;
+
+/// What one trial measured of the device's CPU (see [`TrialResult`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeviceSample {
+    pub own_cpu_ms: Option<f64>,
+    pub window_ms: Option<f64>,
+    pub own_ns_per_frame: Option<f64>,
+    pub others_pct: Option<f64>,
+}
+
+impl From<&TrialResult> for DeviceSample {
+    fn from(t: &TrialResult) -> Self {
+        DeviceSample {
+            own_cpu_ms: t.dut_own_cpu_ms,
+            window_ms: t.dut_cpu_window_ms,
+            own_ns_per_frame: t.dut_own_ns_per_frame,
+            others_pct: t.dut_cpu_others_pct,
+        }
+    }
+}
+
+impl DeviceCpu {
+    /// From the trials at the found rate and every counted trial.
+    pub fn from_trials<'a>(
+        at_rate: impl IntoIterator<Item = &'a TrialResult>,
+        all: impl IntoIterator<Item = &'a TrialResult>,
+    ) -> Self {
+        Self::from_samples(
+            at_rate.into_iter().map(DeviceSample::from),
+            all.into_iter().map(DeviceSample::from),
+        )
+    }
+
+    /// From the samples of the trials at the found rate and of every
+    /// counted trial.
+    pub fn from_samples(
+        at_rate: impl IntoIterator<Item = DeviceSample>,
+        all: impl IntoIterator<Item = DeviceSample>,
+    ) -> Self {
+        let mut d = DeviceCpu::default();
+        for t in at_rate {
+            if let Some(x) = t.own_ns_per_frame.filter(|x| x.is_finite()) {
+                d.ns_per_frame.push(x);
+            }
+            if let (Some(own), Some(w)) = (t.own_cpu_ms, t.window_ms) {
+                if w > 0.0 && own > 0.0 {
+                    d.share.push(own / w);
+                }
+            }
+        }
+        d.others_pct = all
+            .into_iter()
+            .filter_map(|t| t.others_pct)
+            .filter(|x| x.is_finite())
+            .collect();
+        d
+    }
+
+    /// Whether anything was measured of the device's CPU.
+    pub fn measured(&self) -> bool {
+        !self.ns_per_frame.is_empty() || !self.others_pct.is_empty()
+    }
+
+    /// Other work's median share of the device's CPU, %.
+    pub fn others_median(&self) -> Option<f64> {
+        let mut v = self.others_pct.clone();
+        (!v.is_empty()).then(|| commbench_core::stats::median(&mut v))
+    }
+
+    /// Over [`SHARED_PCT`]: the device's CPU was shared with other work.
+    pub fn shared(&self) -> bool {
+        self.others_median().is_some_and(|x| x > SHARED_PCT)
+    }
+
+    /// Writes the device's figures into a search record: its CPU per
+    /// forwarded frame with the interval over the trials at the found
+    /// rate, its share of its CPU there, the rate per device CPU-second,
+    /// other work's share and the flag; "device CPU not measured" with
+    /// the reason when nothing was.
+    pub fn add_to(&self, r: &mut Record, rate_pps: f64) {
+        use commbench_core::estimate::{attach, Estimate};
+        if !self.measured() {
+            r.push_metric(
+                "device_cpu_note",
+                "device CPU not measured: the device is not one the tester started here",
+            );
+            return;
+        }
+        if !self.ns_per_frame.is_empty() {
+            let e = Estimate::from_samples(&self.ns_per_frame);
+            attach(&mut r.metrics, "device_cpu_ns_per_frame", &e);
+        }
+        if !self.share.is_empty() {
+            let mut v = self.share.clone();
+            let share = commbench_core::stats::median(&mut v);
+            r.push_metric("device_cpu_share_pct", share * 100.0);
+        }
+        if rate_pps.is_finite() && rate_pps > 0.0 {
+            // Frames per second of the device's own CPU time at the found
+            // rate (its CPU per frame inverted): the rate a shared host
+            // repeats, where the raw rate follows the CPU other work
+            // leaves the device.
+            let per: Vec<f64> = self
+                .ns_per_frame
+                .iter()
+                .filter(|x| **x > 0.0)
+                .map(|x| 1e9 / x)
+                .collect();
+            if !per.is_empty() {
+                attach(
+                    &mut r.metrics,
+                    "rate_per_device_cpu_s",
+                    &Estimate::from_samples(&per),
+                );
+            }
+        }
+        if let Some(o) = self.others_median() {
+            r.push_metric("device_cpu_others_pct", o);
+        }
+        r.push_metric("device_cpu_shared", self.shared());
+    }
 }
 
 /// A trial passes with no frame lost (NDR) or at most `loss_pct` lost.
@@ -208,6 +351,7 @@ pub fn search(
         found = (found - res.max(found * 0.01)).max(0.0);
     }
     let tester_limited = limited_by_tester(behind_seen, ceiling, device_fail);
+    let device = DeviceCpu::from_trials(final_trial.iter(), final_trial.iter());
     Ok(SearchResult {
         kind: kind.to_owned(),
         loss_allowed_pct: loss_pct,
@@ -223,6 +367,7 @@ pub fn search(
         goal: None,
         troubled: behind,
         search_s: start.elapsed().as_secs_f64(),
+        device,
     })
 }
 
@@ -336,6 +481,13 @@ fn goal_result(
         goal: Some(g.clone()),
         troubled: out.troubled,
         search_s,
+        device: DeviceCpu::from_trials(
+            counted
+                .iter()
+                .filter(|(x, t)| Some(*x) == g.lower_pps && !g.goal.high_loss(loss_ratio(t)))
+                .map(|(_, t)| t),
+            counted.iter().map(|(_, t)| t),
+        ),
     }
 }
 
@@ -389,6 +541,7 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
             r.push_metric("fwd_ticks_kernel", t.fwd_ticks_kernel);
         }
     }
+    s.device.add_to(&mut r, s.rate_pps);
     r.push_metric("partial", super::interrupted());
     r
 }
@@ -427,6 +580,21 @@ pub fn fold_repeats(v: &[(SearchResult, Record)]) -> Option<Record> {
     let mpps: Vec<f64> = rates.iter().map(|x| x / 1e6).collect();
     fold_metric(&mut r, "rate_mpps", &mpps);
     r.push_metric("rate_cv_pct", cv_pct(&rates));
+    // The device's CPU over the repeats: the rate per device CPU-second
+    // (the figure a shared host repeats) and whether any was shared.
+    if v.iter().any(|(s, _)| s.device.measured()) {
+        let per_cpu: Vec<f64> = v
+            .iter()
+            .filter_map(|(_, x)| x.metric_f64("rate_per_device_cpu_s"))
+            .filter(measured)
+            .collect();
+        fold_metric(&mut r, "rate_per_device_cpu_s", &per_cpu);
+        r.push_metric("rate_per_device_cpu_s_cv_pct", cv_pct(&per_cpu));
+        r.push_metric(
+            "device_cpu_shared",
+            v.iter().any(|(s, _)| s.device.shared()),
+        );
+    }
     r.push_param("repeat", v.len());
     r.push_metric("measured_repeats", rates.len());
     r.push_metric("confirmed", v.iter().all(|(s, _)| s.confirmed));
@@ -773,9 +941,68 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
             },
             lat
         ));
+        notes.push_str(&device_line(&format!("{size} B {}", r.kind), r));
     }
     s.push_str(&notes);
     s
+}
+
+/// A search's device CPU in a line (CSIT's clocks per packet beside the
+/// rate): its own CPU per frame at the found rate with the interval over
+/// those trials, its share of its CPU there, the rate per device
+/// CPU-second, and other work's share of its CPU, flagged over 5%.
+pub fn device_line(label: &str, r: &SearchResult) -> String {
+    let d = &r.device;
+    if !d.measured() {
+        return format!(
+            "{label}: device CPU not measured (the device is not one the tester started here)\n"
+        );
+    }
+    let mut parts = Vec::new();
+    if !d.ns_per_frame.is_empty() {
+        let e = Estimate::from_samples(&d.ns_per_frame);
+        let iv = if e.n >= 2 {
+            format!(" [{}, {}]", or_dash(e.lo, 0), or_dash(e.hi, 0))
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "device CPU {} ns per frame{iv}",
+            or_dash(e.median, 0)
+        ));
+    }
+    if !d.ns_per_frame.is_empty() && r.rate_pps.is_finite() && r.rate_pps > 0.0 {
+        let per: Vec<f64> = d
+            .ns_per_frame
+            .iter()
+            .filter(|x| **x > 0.0)
+            .map(|x| 1e9 / x)
+            .collect();
+        let e = Estimate::from_samples(&per);
+        let share = if d.share.is_empty() {
+            String::new()
+        } else {
+            let mut v = d.share.clone();
+            format!(
+                ", {:.0}% of its CPU's window",
+                commbench_core::stats::median(&mut v) * 100.0
+            )
+        };
+        parts.push(format!(
+            "at {:.0} pps{share}: {:.0} frames per device CPU-second",
+            r.rate_pps, e.median
+        ));
+    }
+    if let Some(o) = d.others_median() {
+        parts.push(format!("other work took {o:.1}% of its CPU"));
+    }
+    let flag = if d.shared() {
+        " — DEVICE CPU SHARED: the rate measures what the host's other work left the device; \
+         compare the rate per device CPU-second"
+    } else {
+        ""
+    };
+    format!("{label}: {}{flag}\n", parts.join("; "))
 }
 
 /// The latency of a search's final trial, µs.
@@ -839,6 +1066,7 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
         if !g.note.is_empty() {
             notes.push_str(&format!("{size} B {}: {}\n", g.goal.code(), g.note));
         }
+        notes.push_str(&device_line(&format!("{size} B {}", g.goal.code()), r));
     }
     s.push_str(&notes);
     s.push_str(&repeats_summary(rows));
@@ -1237,6 +1465,14 @@ pub struct RunReport {
 pub fn run(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError> {
     s.validate()
         .map_err(|e| PipelineError::Config(e.to_string()))?;
+    let conditions = commbench_core::rusage::Conditions::begin();
+    let start = rec.records().len();
+    let r = run_sizes(s, rec);
+    s.offer.cpus.stamp(&conditions, rec, start);
+    r
+}
+
+fn run_sizes(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError> {
     let mut spec0 = s.offer.trial.clone();
     if let Some(z) = s.sizes.first() {
         spec0.sizes = z.clone();
@@ -1605,6 +1841,7 @@ mod tests {
             fail_loss_where: String::new(),
             trials: 20,
             final_trial: None,
+            device: DeviceCpu::default(),
             method: Method::Mlr,
             goal: Some(GoalResult {
                 goal,
@@ -1726,5 +1963,46 @@ mod tests {
         assert_eq!(parse_size_list("rfc2544").unwrap().len(), 7);
         assert_eq!(parse_size_list("64,imix").unwrap()[1].name, "imix");
         assert!(parse_size_list("64,x").is_err());
+    }
+
+    /// One device's NDR read 101k, 52k or 28k pps as other work came and
+    /// went, and said nothing of it: the search record now gives the
+    /// device's own CPU per frame, its share of its CPU, the rate per
+    /// device CPU-second (which stays put when the raw rate halves
+    /// because other work took half the CPU), other work's share and a
+    /// flag over 5%; and says when the device's CPU was not measured.
+    #[test]
+    fn a_search_record_gives_the_devices_cpu_and_flags_a_shared_one() {
+        let trial = |own_ms: f64, window_ms: f64, frames: f64, others: f64| DeviceSample {
+            own_cpu_ms: Some(own_ms),
+            window_ms: Some(window_ms),
+            own_ns_per_frame: Some(own_ms * 1e6 / frames),
+            others_pct: Some(others),
+        };
+        // Quiet: 100k pps with the device's whole CPU.
+        let quiet: Vec<DeviceSample> = (0..5).map(|_| trial(1000.0, 1000.0, 1e5, 0.5)).collect();
+        // Shared: half the CPU taken, 50k pps in half the CPU time.
+        let busy: Vec<DeviceSample> = (0..5).map(|_| trial(500.0, 1000.0, 5e4, 48.0)).collect();
+        let rec = |trials: &[DeviceSample], rate: f64| {
+            let d = DeviceCpu::from_samples(trials.iter().copied(), trials.iter().copied());
+            let mut r = Record::new("pipeline", "rfc2544-ndr");
+            d.add_to(&mut r, rate);
+            r
+        };
+        let (q, b) = (rec(&quiet, 1e5), rec(&busy, 5e4));
+        let per = |r: &Record| r.metric_f64("rate_per_device_cpu_s").unwrap();
+        assert!((per(&q) - 1e5).abs() < 1.0 && (per(&b) - 1e5).abs() < 1.0);
+        assert_eq!(q.metrics["device_cpu_shared"], serde_json::json!(false));
+        assert_eq!(b.metrics["device_cpu_shared"], serde_json::json!(true));
+        assert!((b.metric_f64("device_cpu_others_pct").unwrap() - 48.0).abs() < 1e-9);
+        assert!((q.metric_f64("device_cpu_ns_per_frame").unwrap() - 10_000.0).abs() < 1e-6);
+        assert!(q.metrics.contains_key("device_cpu_ns_per_frame_lo"));
+        // A device on another host: said, never a 0.
+        let none = rec(&[DeviceSample::default()], 1e5);
+        assert!(none.metrics["device_cpu_note"]
+            .as_str()
+            .unwrap()
+            .starts_with("device CPU not measured"));
+        assert!(none.metric_f64("rate_per_device_cpu_s").is_none());
     }
 }

@@ -94,6 +94,14 @@ pub struct Report {
 /// latency), `trial-flow` records when asked, and the `loopback` record
 /// last.
 pub fn run(s: &Spec, rec: &mut Recorder) -> Result<Report, PipelineError> {
+    let conditions = commbench_core::rusage::Conditions::begin();
+    let start = rec.records().len();
+    let r = run_trials(s, rec);
+    s.offer.cpus.stamp(&conditions, rec, start);
+    r
+}
+
+fn run_trials(s: &Spec, rec: &mut Recorder) -> Result<Report, PipelineError> {
     let o = &s.offer;
     let bias = offer_bias(o, rec)?;
     let mut rep = Report::default();
