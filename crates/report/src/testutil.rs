@@ -159,3 +159,19 @@ pub(crate) fn generated_runs(seed: u64) -> (Vec<Record>, Vec<Record>) {
     }
     (a, b)
 }
+
+/// The best of `reps` timings of `f` at each of n and 2n (`f(false)`,
+/// `f(true)`), interleaved (n, 2n, n, 2n, ...) so that a loaded machine
+/// slows both alike; gives best(2n) / best(n). A linear cost gives about
+/// 2, a quadratic one about 4.
+pub(crate) fn doubling_ratio(reps: usize, mut f: impl FnMut(bool)) -> f64 {
+    let mut best = [f64::INFINITY; 2];
+    for _ in 0..reps {
+        for (i, double) in [false, true].into_iter().enumerate() {
+            let t = std::time::Instant::now();
+            f(double);
+            best[i] = best[i].min(t.elapsed().as_secs_f64());
+        }
+    }
+    best[1] / best[0].max(1e-9)
+}
