@@ -968,3 +968,101 @@ fn sigkill_of_a_trial_leaves_namespaces_that_clean_removes_with_the_device_progr
     }
     assert!(device.iter().all(|&p| gone(p)), "{device:?} still running");
 }
+
+/// Issue 50, item 6: a closed terminal (SIGHUP) left a trial's three
+/// `cbpl-*` namespaces (and an rfc2544 search's) until `commbench clean`;
+/// SIGINT removed them. SIGHUP now takes SIGINT's path: nothing is left
+/// once the process is gone, the device program included.
+#[test]
+#[allow(unsafe_code)]
+fn sighup_of_a_trial_or_rfc2544_left_its_namespaces() {
+    if !root() {
+        return;
+    }
+    for args in [
+        &[
+            "pipeline",
+            "trial",
+            "--dut",
+            "cmd:sleep 600",
+            "--rate",
+            "1k",
+            "--no-bias",
+        ][..],
+        &[
+            "pipeline",
+            "rfc2544",
+            "--dut",
+            "cmd:sleep 600",
+            "--sizes",
+            "64",
+            "--max-rate",
+            "1k",
+            "--no-bias",
+        ][..],
+    ] {
+        let child = std::process::Command::new(bin_path())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let prefix = format!("cbpl-{pid}-");
+        let ours = || -> Vec<String> {
+            std::fs::read_dir("/run/netns")
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.starts_with(&prefix))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let fwd = format!("{prefix}0-fwd");
+        let device = || -> Vec<i32> {
+            let out = std::process::Command::new("ip")
+                .args(["netns", "pids", &fwd])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .filter(|p: &i32| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+                .collect()
+        };
+        let start = std::time::Instant::now();
+        while (ours().len() < 3 || device().is_empty())
+            && start.elapsed() < std::time::Duration::from_secs(20)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(ours().len(), 3, "{args:?}: namespaces never appeared");
+        let programs = device();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("interrupted"), "{args:?}: {err}");
+        assert!(ours().is_empty(), "{args:?}: left behind: {:?}", ours());
+        let gone = |p: i32| {
+            !std::path::Path::new(&format!("/proc/{p}")).exists()
+                || std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .is_ok_and(|s| s.contains(") Z "))
+        };
+        let start = std::time::Instant::now();
+        while !programs.iter().all(|&p| gone(p))
+            && start.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            programs.iter().all(|&p| gone(p)),
+            "{args:?}: {programs:?} still running"
+        );
+    }
+}

@@ -343,3 +343,34 @@ fn a_forged_ok_step_without_its_records_was_skipped_on_resume() {
     assert!(text.contains("\"lab\":\"timer\""), "core did not run again");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 50 (minor): when report.html could not be written (a full disk)
+/// the suite exited before storing the run and did not say that
+/// `--resume` would finish it. The run is stored first; the error says
+/// how to get the page; resuming writes it.
+#[test]
+fn an_unwritable_report_cost_the_run_its_place_in_the_store() {
+    let dir = fresh_dir("suite-report-unwritable");
+    let out = dir.join("out");
+    std::fs::create_dir_all(out.join("report.html")).unwrap();
+    let store = dir.join("store.db");
+    cb().args(["suite", "--quick", "--only", "core", "--out"])
+        .arg(&out)
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is a folder"))
+        .stderr(predicate::str::contains("--resume"));
+    assert_eq!(runs_in_store(&store), 1, "the run was not stored");
+    std::fs::remove_dir(out.join("report.html")).unwrap();
+    cb().args(["suite", "--quick", "--only", "core", "--resume"])
+        .arg(&out)
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .success();
+    assert!(out.join("report.html").is_file());
+    assert_eq!(runs_in_store(&store), 1, "stored twice");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

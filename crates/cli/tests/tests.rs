@@ -15,6 +15,7 @@ mod cli;
 mod fuzz_args;
 mod history;
 mod ipc;
+mod merge;
 mod mux;
 mod mux_tls;
 mod openflow;

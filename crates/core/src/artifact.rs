@@ -314,223 +314,88 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// synced, and the temp file is renamed over `path` only when `fill`
 /// succeeded. A full disk or an error leaves the previous file as it was;
 /// a symlink placed at `path` that leads to a regular file (or nowhere) is
-/// replaced, never followed.
+/// replaced, never followed. The new file's mode is 0644 (less the
+/// umask); [`write_atomic_mode`] gives another.
+///
+/// The path is walked from a folder held open, one component at a time
+/// ([`crate::userfile`]): a symbolic link anywhere on it — a folder on
+/// the way (`shared/out` of `-o shared/out/report.html`) or the file
+/// itself — is followed only when it belongs to the caller or to root or
+/// lies in a folder only they can change. Another user's link in a
+/// shared folder is refused naming its owner, as the kernel's
+/// `protected_symlinks` does on hosts that enable it, and the folder the
+/// temp file is made in is the one checked (a folder swapped for a link
+/// meanwhile is not entered).
 ///
 /// A path that is not a file to replace — a character or block device, a
-/// FIFO, a socket (`/dev/null`, a pipe), or a symlink to one
+/// FIFO, a socket (`/dev/null`, a pipe), or a trusted symlink to one
 /// (`/dev/stdout`) — is opened and written in place: renaming over it would
-/// replace the device. It is written only when the caller named it: every
-/// symlink on the way must belong to the caller or to root (a link another
-/// user planted in a shared folder is refused, as the kernel's
-/// `protected_symlinks` does on hosts that enable it), and a FIFO another
-/// user made in a sticky world-writable folder is refused
-/// (`protected_fifos`). A FIFO is opened without blocking: with no reader
-/// the write fails at once with a message instead of hanging.
+/// replace the device. A FIFO another user made in a sticky
+/// world-writable folder is refused (`protected_fifos`). A FIFO is opened
+/// without blocking: with no reader the write fails at once with a
+/// message instead of hanging.
 pub fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Ok(m) = std::fs::symlink_metadata(path) {
-        let t = m.file_type();
-        if t.is_dir() {
-            return Err(std::io::Error::other(format!(
-                "{} is a folder",
-                path.display()
-            )));
-        }
-        let target = if t.is_symlink() {
-            std::fs::metadata(path).ok()
-        } else {
-            Some(m)
-        };
-        if let Some(target) = target.filter(|m| is_special(m.file_type())) {
-            let mut f = open_special(path, &target)?;
+    write_atomic_mode(path, 0o644, fill)
+}
+
+/// [`write_atomic`] with the new file's mode (0600 for a secret: a
+/// token, a key); a device or FIFO written in place keeps its own.
+pub fn write_atomic_mode(
+    path: &Path,
+    mode: u32,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use crate::userfile::{self, Dest};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let (dir, name) = match userfile::destination(path)? {
+        Dest::InPlace(mut f) => {
             fill(&mut f)?;
             return std::io::Write::flush(&mut f);
         }
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
+        Dest::Replace { dir, name } => (dir, name),
     };
-    let base = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(
-        ".{base}.{}-{nanos}-{}.tmp",
+    let tmp = format!(
+        ".{}.{}-{nanos}-{}.tmp",
+        name.to_string_lossy(),
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    let _guard = register_cleanup(&tmp);
+    );
+    let c_tmp = CString::new(tmp.as_bytes()).map_err(std::io::Error::other)?;
+    let c_name = CString::new(name.as_bytes()).map_err(std::io::Error::other)?;
+    let fd = userfile::open_at(
+        dir.fd.as_raw_fd(),
+        &c_tmp,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+        mode,
+    )
+    .map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot create a file in {}: {e}", dir.shown.display()),
+        )
+    })?;
+    let mut f = std::fs::File::from(fd);
+    // The signal handler unlinks by path: this one names the temp file in
+    // the folder held open, whatever happens to the path meanwhile.
+    let _guard = register_cleanup(Path::new(&format!(
+        "/proc/self/fd/{}/{tmp}",
+        dir.fd.as_raw_fd()
+    )));
     let res = fill(&mut f)
         .and_then(|()| std::io::Write::flush(&mut f))
         .and_then(|()| f.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
+        .and_then(|()| userfile::rename_in(&dir, &c_tmp, &c_name));
     if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = userfile::unlink_in(&dir, &c_tmp);
     }
     res
-}
-
-fn is_special(t: std::fs::FileType) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
-}
-
-/// A sticky folder every user may write to (/tmp, a shared drop folder).
-fn sticky_world_writable(m: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = m.permissions().mode();
-    mode & 0o1000 != 0 && mode & 0o002 != 0
-}
-
-/// Every symlink met while resolving `path` belongs to the caller or to
-/// root; otherwise an error naming the link and its owner. At most 40
-/// links are followed (the kernel's limit), so a loop is an error too.
-fn links_are_trusted(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    use std::path::Component;
-    let me = crate::sys::euid();
-    let mut at = if path.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        std::env::current_dir()?
-    };
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    let push = |rest: &mut Vec<std::ffi::OsString>, p: &Path| {
-        let mut parts: Vec<_> = p
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_owned()),
-                Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .collect();
-        parts.reverse();
-        rest.extend(parts);
-    };
-    push(&mut rest, path);
-    let mut follows = 0;
-    while let Some(c) = rest.pop() {
-        if c == ".." {
-            at.pop();
-            continue;
-        }
-        let next = at.join(&c);
-        let m = std::fs::symlink_metadata(&next)?;
-        if !m.file_type().is_symlink() {
-            at = next;
-            continue;
-        }
-        follows += 1;
-        if follows > 40 {
-            return Err(std::io::Error::other(format!(
-                "{}: too many symbolic links on the way",
-                path.display()
-            )));
-        }
-        if m.uid() != me && m.uid() != 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} leads through the symbolic link {} of user {} to a device, FIFO or \
-                     socket; not written through another user's link: name the device \
-                     itself, or give a path to a file",
-                    path.display(),
-                    next.display(),
-                    m.uid()
-                ),
-            ));
-        }
-        if next.starts_with("/proc") && !next.ends_with("self") && !next.ends_with("thread-self") {
-            // A magic link of /proc (/proc/self/fd/1 behind /dev/stdout):
-            // it names one of the process's own open files, and its text
-            // ("pipe:[123]") is no path to walk.
-            return Ok(());
-        }
-        let target = std::fs::read_link(&next)?;
-        if target.is_absolute() {
-            at = PathBuf::from("/");
-        }
-        push(&mut rest, &target);
-    }
-    // A FIFO (or socket) another user made in a sticky world-writable
-    // folder: a planted trap to read what we write (`protected_fifos`).
-    let m = std::fs::symlink_metadata(&at)?;
-    if !m.file_type().is_char_device() && !m.file_type().is_block_device() && m.uid() != me {
-        let dir = at.parent().map(std::fs::metadata).transpose()?;
-        if dir.is_some_and(|d| sticky_world_writable(&d) && d.uid() != m.uid()) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} is a {} of user {} in a folder every user may write to; not \
-                     written (another user's trap?): give a path to a file",
-                    path.display(),
-                    if m.file_type().is_fifo() {
-                        "FIFO"
-                    } else {
-                        "socket"
-                    },
-                    m.uid()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Opens a device, FIFO or socket `path` (whose target's metadata is
-/// `seen`) for writing in place, after [`links_are_trusted`]. A FIFO is
-/// opened non-blocking (no reader: ENXIO at once, not a hang), then made
-/// blocking again for the writes. What was opened must be what was
-/// checked (same device and inode), or a link swapped in between is
-/// refused.
-#[allow(unsafe_code)]
-fn open_special(path: &Path, seen: &std::fs::Metadata) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    links_are_trusted(path)?;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ENXIO) {
-                std::io::Error::other(format!(
-                    "{}: nothing reads from this FIFO or socket; start the reader first, \
-                     or give a path to a file",
-                    path.display()
-                ))
-            } else {
-                e
-            }
-        })?;
-    let got = f.metadata()?;
-    if (got.dev(), got.ino()) != (seen.dev(), seen.ino()) {
-        return Err(std::io::Error::other(format!(
-            "{} changed while it was opened; not written",
-            path.display()
-        )));
-    }
-    let fd = f.as_raw_fd();
-    // SAFETY: fd is open (owned by f) for the whole call; F_GETFL/F_SETFL
-    // only read and set its status flags.
-    unsafe {
-        let flags = crate::syscall!(fcntl(fd, libc::F_GETFL))?;
-        crate::syscall!(fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK))?;
-    }
-    Ok(f)
 }
 
 /// Installs the SIGINT/SIGTERM handler that unlinks registered paths.
@@ -654,6 +519,133 @@ mod tests {
         let mut got = Vec::new();
         let _ = std::io::Read::read_to_end(&mut reader, &mut got);
         assert_eq!(got, b"ok");
+    }
+
+    /// A folder of the test owned by another user (65534, `nobody`), or
+    /// None (skipped) when this process cannot give files away.
+    fn give_away(p: &Path) -> Option<()> {
+        match std::os::unix::fs::lchown(p, Some(65534), Some(65534)) {
+            Ok(()) => Some(()),
+            Err(e) => {
+                crate::testing::skip("root", format!("cannot give a file to another user ({e})"));
+                None
+            }
+        }
+    }
+
+    /// Issue 50, item 2: `-o shared/out/report.html` with `shared/out`
+    /// another user's link to a root-only folder replaced that folder's
+    /// report.html (the link was a folder on the way, which the writer
+    /// did not look at).
+    #[test]
+    fn write_atomic_followed_another_users_folder_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("atomic").unwrap();
+        let private = dir.path().join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(private.join("report.html"), b"root's own").unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let out = shared.join("out");
+        std::os::unix::fs::symlink(&private, &out).unwrap();
+        if give_away(&out).is_none() {
+            return;
+        }
+        let err = write_atomic(&out.join("report.html"), |f| {
+            std::io::Write::write_all(f, b"<html>")
+        })
+        .expect_err("written through another user's folder link");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("user 65534") && msg.contains("shared/out"),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read(private.join("report.html")).unwrap(),
+            b"root's own"
+        );
+        // Deeper, with the link in the middle, and `..` after it.
+        let err = write_atomic(&out.join("../private/report.html"), |f| {
+            std::io::Write::write_all(f, b"<html>")
+        });
+        assert!(err.is_err());
+        assert_eq!(
+            std::fs::read(private.join("report.html")).unwrap(),
+            b"root's own"
+        );
+        // The same link in a folder of that user (their home), not sticky.
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = home.join("out");
+        std::os::unix::fs::symlink(&private, &link).unwrap();
+        give_away(&link).unwrap();
+        give_away(&home).unwrap();
+        let err = write_atomic(&link.join("report.html"), |f| {
+            std::io::Write::write_all(f, b"<html>")
+        })
+        .expect_err("written through a link in another user's folder");
+        assert!(err.to_string().contains("a folder of user 65534"), "{err}");
+        assert_eq!(
+            std::fs::read(private.join("report.html")).unwrap(),
+            b"root's own"
+        );
+        // The caller's own link, and another user's link in a folder only
+        // the caller can change (it was put there by the caller), are
+        // followed.
+        let mine = dir.path().join("mine");
+        std::os::unix::fs::symlink(&private, &mine).unwrap();
+        write_atomic(&mine.join("report.html"), |f| {
+            std::io::Write::write_all(f, b"new")
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(private.join("report.html")).unwrap(), b"new");
+        let given = dir.path().join("given");
+        std::os::unix::fs::symlink(&private, &given).unwrap();
+        give_away(&given).unwrap();
+        write_atomic(&given.join("a.txt"), |f| std::io::Write::write_all(f, b"a")).unwrap();
+        assert_eq!(std::fs::read(private.join("a.txt")).unwrap(), b"a");
+    }
+
+    #[test]
+    fn write_atomic_refuses_a_link_loop_instead_of_spinning() {
+        let dir = TempDir::new("atomic").unwrap();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        let err = write_atomic(&a.join("out.txt"), |f| std::io::Write::write_all(f, b"x"))
+            .expect_err("a loop was walked");
+        assert!(
+            err.to_string().contains("symbolic links on the way"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn write_atomic_writes_in_place_through_dev_fd() {
+        // /dev/fd -> /proc/self/fd: a folder link of root, then a magic
+        // link of the process to an open file (stdout redirected to a
+        // file): written after what it holds, the file not replaced.
+        use std::os::unix::fs::MetadataExt;
+        let dir = TempDir::new("atomic").unwrap();
+        let file = dir.path().join("stdout.txt");
+        std::fs::write(&file, b"table\n").unwrap();
+        let ino = std::fs::metadata(&file).unwrap().ino();
+        let open = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        let path = PathBuf::from(format!(
+            "/dev/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&open)
+        ));
+        write_atomic(&path, |f| std::io::Write::write_all(f, b"json\n")).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"table\njson\n");
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), ino);
+        assert!(std::fs::symlink_metadata("/dev/fd").is_ok());
     }
 
     #[test]

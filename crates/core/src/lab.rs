@@ -243,14 +243,11 @@ pub trait Lab: Sync {
         Vec::new()
     }
 
-    /// Adds the segments of one run (`--segment` files, already checked
-    /// to belong together by [`crate::segment::check_together`]) into
-    /// the run's records; None when this lab writes no segments.
-    fn merge_segments(
-        &self,
-        segments: &[crate::segment::Segment],
-    ) -> Option<Result<Vec<Record>, crate::segment::SegmentError>> {
-        let _ = segments;
+    /// What adds the segments of one run (`--segment` files, each checked
+    /// to belong with the others by [`crate::segment::Together`]) into
+    /// the run's records, one file at a time; None when this lab writes
+    /// no segments.
+    fn segment_merger(&self) -> Option<Box<dyn crate::segment::SegmentMerger>> {
         None
     }
 

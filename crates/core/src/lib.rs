@@ -27,5 +27,6 @@ pub mod stats;
 pub mod sys;
 pub mod testing;
 pub mod timer;
+pub mod userfile;
 
 pub use record::{Format, Record, Recorder};

@@ -391,22 +391,21 @@ pub fn decode_histogram(b64: &str) -> Result<LatencyHistogram, String> {
     LatencyHistogram::from_hdr(&h)
 }
 
-/// Reads and parses a segment file, at most [`MAX_FILE_BYTES`] of it.
+/// Reads and parses a segment file, at most [`MAX_FILE_BYTES`] of it: a
+/// regular file only, opened without blocking (a FIFO among the files of
+/// a shared gather folder is an error at once, not a hang).
 pub fn read_file(path: &Path) -> Result<Segment, SegmentError> {
     let name = path.display().to_string();
-    let io = |source| SegmentError::Io {
-        path: name.clone(),
-        source,
-    };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(io)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(SegmentError::TooLarge { path: name });
-    }
+    let bytes =
+        crate::userfile::read_input(path, MAX_FILE_BYTES, "segment file").map_err(|e| match e {
+            crate::userfile::InputError::TooLarge { .. } => {
+                SegmentError::TooLarge { path: name.clone() }
+            }
+            other => SegmentError::Io {
+                path: name.clone(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })?;
     Segment::parse(&bytes).map_err(|e| match e {
         SegmentError::Malformed { line, what, .. } => SegmentError::Malformed {
             path: name,
@@ -417,35 +416,87 @@ pub fn read_file(path: &Path) -> Result<Segment, SegmentError> {
     })
 }
 
-/// Checks that `segs` (file name, segment) are every share of one run,
-/// each once, started within `max_skew_ms` of each other; the error
-/// names the files and what differs.
-pub fn check_together(segs: &[(String, Segment)], max_skew_ms: u64) -> Result<(), SegmentError> {
-    let not = |m: String| Err(SegmentError::NotTogether(m));
-    let Some((first_name, first)) = segs.first() else {
-        return not("no segment files given".into());
-    };
-    let f = &first.header;
-    let who = |name: &str, h: &Header| format!("{name} (segment {}/{})", h.index, h.count);
-    for (name, s) in &segs[1..] {
-        let h = &s.header;
+/// Adds segments of one run into its records one at a time, each file
+/// dropped once added (`commbench merge` holds one file and the sums,
+/// however many shares): what a lab that writes segments gives
+/// ([`crate::lab::Lab::segment_merger`]).
+pub trait SegmentMerger {
+    /// Adds one segment (already checked by [`Together::add`]).
+    fn add(&mut self, segment: Segment) -> Result<(), SegmentError>;
+    /// The run's records, once every segment was added.
+    fn finish(self: Box<Self>) -> Result<Vec<Record>, SegmentError>;
+}
+
+/// The first segment's identity, which every other must share.
+#[derive(Debug)]
+struct First {
+    name: String,
+    index: u32,
+    count: u32,
+    lab: String,
+    test: String,
+    run: Map<String, Value>,
+}
+
+/// Checks, one segment at a time, that segments are every share of one
+/// run, each once, started within `max_skew_ms` of each other
+/// ([`Together::add`] each, then [`Together::finish`]); keeps the first
+/// header's identity and one name per share, never the segments.
+#[derive(Debug)]
+pub struct Together {
+    max_skew_ms: u64,
+    first: Option<First>,
+    by_index: Vec<Option<String>>,
+    /// The earliest and latest start instant: (ms, name, index).
+    lo: Option<(u64, String, u32)>,
+    hi: Option<(u64, String, u32)>,
+}
+
+impl Together {
+    /// A check of segments started within `max_skew_ms` of each other.
+    pub fn new(max_skew_ms: u64) -> Self {
+        Together {
+            max_skew_ms,
+            first: None,
+            by_index: Vec::new(),
+            lo: None,
+            hi: None,
+        }
+    }
+
+    /// Checks the segment of file `name` against those added before;
+    /// the error names the files and what differs.
+    pub fn add(&mut self, name: &str, h: &Header) -> Result<(), SegmentError> {
+        let not = |m: String| Err(SegmentError::NotTogether(m));
+        let who = |name: &str, index: u32, count: u32| format!("{name} (segment {index}/{count})");
+        let Some(f) = &self.first else {
+            self.first = Some(First {
+                name: name.to_owned(),
+                index: h.index,
+                count: h.count,
+                lab: h.lab.clone(),
+                test: h.test.clone(),
+                run: h.run.clone(),
+            });
+            self.by_index = vec![None; h.count as usize];
+            return self.place(name, h);
+        };
+        let first = who(&f.name, f.index, f.count);
         if (h.lab.as_str(), h.test.as_str()) != (f.lab.as_str(), f.test.as_str()) {
             return not(format!(
-                "not one run: {} is a {} {} segment, {} a {} {} one",
-                who(first_name, f),
+                "not one run: {first} is a {} {} segment, {} a {} {} one",
                 f.lab,
                 f.test,
-                who(name, h),
+                who(name, h.index, h.count),
                 h.lab,
                 h.test
             ));
         }
         if h.count != f.count {
             return not(format!(
-                "not one run: {} splits it in {} and {} in {} (different N)",
-                who(first_name, f),
+                "not one run: {first} splits it in {} and {} in {} (different N)",
                 f.count,
-                who(name, h),
+                who(name, h.index, h.count),
                 h.count
             ));
         }
@@ -458,56 +509,88 @@ pub fn check_together(segs: &[(String, Segment)], max_skew_ms: u64) -> Result<()
                 let show =
                     |v: Option<&Value>| v.map_or(format!("no {k}"), |v| format!("{k} = {v}"));
                 return not(format!(
-                    "not one run: {} has {} and {} has {} (different command or parameters)",
-                    who(first_name, f),
+                    "not one run: {first} has {} and {} has {} (different command or parameters)",
                     show(a),
-                    who(name, h),
+                    who(name, h.index, h.count),
                     show(b)
                 ));
             }
         }
+        self.place(name, h)
     }
-    let n = f.count as usize;
-    let mut by_index: Vec<Option<&str>> = vec![None; n];
-    for (name, s) in segs {
-        let i = s.header.index as usize;
-        match by_index.get(i).copied().flatten() {
-            Some(other) => return not(format!("segment {i}/{n} given twice: {other} and {name}")),
-            None => by_index[i] = Some(name),
+
+    fn place(&mut self, name: &str, h: &Header) -> Result<(), SegmentError> {
+        let (i, n) = (h.index as usize, h.count);
+        // parse_header keeps index < count.
+        let Some(slot) = self.by_index.get_mut(i) else {
+            return Err(SegmentError::NotTogether(format!(
+                "{name}: segment {i}/{n} is not a share of the run"
+            )));
+        };
+        if let Some(other) = slot {
+            return Err(SegmentError::NotTogether(format!(
+                "segment {i}/{n} given twice: {other} and {name}"
+            )));
         }
+        *slot = Some(name.to_owned());
+        let at = (h.start_at_ms, name.to_owned(), h.index);
+        if self.lo.as_ref().is_none_or(|l| at.0 < l.0) {
+            self.lo = Some(at.clone());
+        }
+        if self.hi.as_ref().is_none_or(|l| at.0 > l.0) {
+            self.hi = Some(at);
+        }
+        Ok(())
     }
-    let missing: Vec<String> = (0..n)
-        .filter(|&i| by_index[i].is_none())
-        .map(|i| format!("{i}/{n}"))
-        .collect();
-    if !missing.is_empty() {
-        return not(format!(
-            "segment{} {} missing: a merge needs all {n} shares of the run (have {})",
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", "),
-            segs.iter()
-                .map(|(name, s)| format!("{}/{n} in {name}", s.header.index))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    let (lo, hi) = (
-        segs.iter().min_by_key(|(_, s)| s.header.start_at_ms),
-        segs.iter().max_by_key(|(_, s)| s.header.start_at_ms),
-    );
-    if let (Some((ln, l)), Some((hn, hs))) = (lo, hi) {
-        let skew = hs.header.start_at_ms - l.header.start_at_ms;
-        if skew > max_skew_ms {
+
+    /// Checks that no share is missing and that the start instants lie
+    /// within the skew.
+    pub fn finish(self) -> Result<(), SegmentError> {
+        let not = |m: String| Err(SegmentError::NotTogether(m));
+        let Some(f) = &self.first else {
+            return not("no segment files given".into());
+        };
+        let n = f.count as usize;
+        let missing: Vec<String> = (0..n)
+            .filter(|&i| self.by_index[i].is_none())
+            .map(|i| format!("{i}/{n}"))
+            .collect();
+        if !missing.is_empty() {
+            let have: Vec<String> = self
+                .by_index
+                .iter()
+                .enumerate()
+                .filter_map(|(i, name)| Some(format!("{i}/{n} in {}", name.as_ref()?)))
+                .collect();
             return not(format!(
-                "start times too far apart: {} started at {} ms and {} at {} ms since the epoch, {skew} ms apart (more than --max-skew-ms {max_skew_ms}): give every segment the same --start-at",
-                who(ln, &l.header),
-                l.header.start_at_ms,
-                who(hn, &hs.header),
-                hs.header.start_at_ms
+                "segment{} {} missing: a merge needs all {n} shares of the run (have {})",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", "),
+                have.join(", ")
             ));
         }
+        if let (Some((l, ln, li)), Some((h, hn, hi))) = (&self.lo, &self.hi) {
+            let skew = h - l;
+            if skew > self.max_skew_ms {
+                return not(format!(
+                    "start times too far apart: {ln} (segment {li}/{n}) started at {l} ms and {hn} (segment {hi}/{n}) at {h} ms since the epoch, {skew} ms apart (more than --max-skew-ms {}): give every segment the same --start-at",
+                    self.max_skew_ms
+                ));
+            }
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// Checks that `segs` (file name, segment) are every share of one run,
+/// each once, started within `max_skew_ms` of each other; the error
+/// names the files and what differs ([`Together`] over a slice).
+pub fn check_together(segs: &[(String, Segment)], max_skew_ms: u64) -> Result<(), SegmentError> {
+    let mut t = Together::new(max_skew_ms);
+    for (name, s) in segs {
+        t.add(name, &s.header)?;
+    }
+    t.finish()
 }
 
 #[cfg(test)]

@@ -409,11 +409,8 @@ impl Lab for MuxLab {
         }
         Ok(out)
     }
-    fn merge_segments(
-        &self,
-        segments: &[commbench_core::segment::Segment],
-    ) -> Option<Result<Vec<Record>, commbench_core::segment::SegmentError>> {
-        Some(crate::segment::merge(segments))
+    fn segment_merger(&self) -> Option<Box<dyn commbench_core::segment::SegmentMerger>> {
+        Some(Box::<crate::segment::Merger>::default())
     }
 
     fn clean_leftovers(&self, dry_run: bool) -> Vec<commbench_core::lab::Leftover> {

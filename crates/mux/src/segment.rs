@@ -181,216 +181,296 @@ fn not(m: String) -> SegmentError {
     SegmentError::NotTogether(m)
 }
 
-/// A segment's handshakes: its counts and handshake histogram, with what
-/// its own record says was negotiated (`tls` in its metrics).
-fn tls_of(s: &Segment) -> std::result::Result<crate::tls::TlsOut, SegmentError> {
-    let h = &s.header;
-    let handshake = s.histogram(HANDSHAKE_TAG).cloned().ok_or_else(|| {
-        not(format!(
-            "segment {}/{} ran with --tls but carries no {HANDSHAKE_TAG} histogram",
-            h.index, h.count
-        ))
-    })?;
-    let c = |k: &str| h.counts.get(k).copied().unwrap_or(0);
-    let t = h.record.metrics.get("tls");
-    let text = |k: &str| {
-        t.and_then(|t| t.get(k))
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
-    Ok(crate::tls::TlsOut {
-        full: c(TLS_COUNTS[0]),
-        resumed: c(TLS_COUNTS[1]),
-        failed: c(TLS_COUNTS[2]),
-        first_error: text("first_error"),
-        version: text("version"),
-        cipher: text("cipher"),
-        alpn: text("alpn"),
-        handshake,
-    })
+/// The counts a merge adds (the rest of a header's counts are not read,
+/// so a forged file's thousands of made-up names cost nothing).
+fn added_count(k: &str) -> bool {
+    matches!(
+        k,
+        "scheduled"
+            | "completed"
+            | "held"
+            | "sent"
+            | "connected"
+            | "connect_failures"
+            | "round_trips"
+    ) || TLS_COUNTS.contains(&k)
+        || k.strip_prefix("http.")
+            .is_some_and(|f| HTTP_FIELDS.contains(&f))
 }
 
-/// Refuses HTTPS segments mixed with plain ones (`commbench merge` finds
-/// it first, as a parameter that differs; this says it for callers of
-/// [`merge`] that did not check).
-fn same_tls(segs: &[&Segment]) -> std::result::Result<bool, SegmentError> {
-    let is_tls =
-        |s: &Segment| s.header.run.contains_key("tls") || s.histogram(HANDSHAKE_TAG).is_some();
-    let Some(first) = segs.first() else {
-        return Ok(false);
-    };
-    let tls = is_tls(first);
-    if let Some(other) = segs.iter().find(|s| is_tls(s) != tls) {
-        let (a, b) = if tls { (first, other) } else { (other, first) };
-        return Err(not(format!(
-            "cannot merge HTTPS and plain segments: segment {}/{} ran with --tls and segment {}/{} without; merge the segments of one command",
-            a.header.index, a.header.count, b.header.index, b.header.count
-        )));
+/// The fields of [`crate::http1::Counts`], as `http.NAME` counts carry them.
+const HTTP_FIELDS: [&str; 9] = [
+    "s1xx",
+    "s2xx",
+    "s3xx",
+    "s4xx",
+    "s5xx",
+    "errors",
+    "resets",
+    "reconnects",
+    "timeouts",
+];
+
+/// What the first completed handshake negotiated, or the first failure,
+/// from the segment of the lowest index that has it (as the order of
+/// the shares, whatever the order of the files).
+#[derive(Default)]
+struct TlsText {
+    first_error: Option<(u32, String)>,
+    negotiated: Option<(u32, [Option<String>; 3])>,
+}
+
+/// Adds one run's segments as they come (`commbench merge` streams): the
+/// histograms and counts into running sums, the lowest share's header
+/// kept for the run's parameters; each segment is dropped once added.
+/// Counts add with checked arithmetic: an overflow is an error naming the
+/// count, never a wrapped figure.
+pub struct Merger {
+    /// The header of the lowest share added (the record's metrics and
+    /// the run's parameters).
+    first: Option<Header>,
+    /// Whether the first segment added ran with --tls, and its share.
+    tls: Option<(bool, u32)>,
+    counts: BTreeMap<String, u64>,
+    hists: Vec<LatencyHistogram>,
+    tls_text: TlsText,
+    first_send: Option<u64>,
+    last_send: Option<u64>,
+    partial: bool,
+    oversubscribed: bool,
+    rt_per_s: f64,
+    client_cpu_us: f64,
+    connect_s: f64,
+    connects_per_s: f64,
+}
+
+impl Default for Merger {
+    fn default() -> Self {
+        Merger {
+            first: None,
+            tls: None,
+            counts: BTreeMap::new(),
+            hists: (0..=TAGS.len()).map(|_| LatencyHistogram::new()).collect(),
+            tls_text: TlsText::default(),
+            first_send: None,
+            last_send: None,
+            partial: false,
+            oversubscribed: false,
+            rt_per_s: 0.0,
+            client_cpu_us: 0.0,
+            connect_s: 0.0,
+            connects_per_s: 0.0,
+        }
     }
-    Ok(tls)
 }
 
-/// Adds segments (already checked to be every share of one run,
-/// [`commbench_core::segment::check_together`]) into the run's record.
-pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError> {
-    let mut segs: Vec<&Segment> = segs.iter().collect();
-    segs.sort_by_key(|s| s.header.index);
-    let first = segs.first().ok_or_else(|| not("no segments".into()))?;
-    let tls = same_tls(&segs)?;
-    let h0 = &first.header;
-    let run = &h0.run;
-    let num = |k: &str| run.get(k).and_then(Value::as_f64);
-    let mut cfg = MuxConfig::default();
-    cfg.open.rate = num("rate");
-    cfg.open.max_lag =
-        Duration::from_secs_f64(num("max_lag_us").unwrap_or(1000.0).clamp(0.0, 1e12) / 1e6);
-    cfg.protocol = run
-        .get("protocol")
-        .and_then(Value::as_str)
-        .and_then(crate::Protocol::parse)
-        .unwrap_or(crate::Protocol::Raw);
-    let mut outs = Vec::new();
-    for s in &segs {
+impl commbench_core::segment::SegmentMerger for Merger {
+    fn add(&mut self, s: Segment) -> std::result::Result<(), SegmentError> {
         let h = &s.header;
-        let hist = |tag: &str| -> std::result::Result<LatencyHistogram, SegmentError> {
-            s.histogram(tag).cloned().ok_or_else(|| {
+        let who = format!("segment {}/{}", h.index, h.count);
+        // HTTPS and plain segments are not merged (`commbench merge` finds
+        // it first, as a parameter that differs; this says it for callers
+        // that did not check).
+        let is_tls = h.run.contains_key("tls") || s.histogram(HANDSHAKE_TAG).is_some();
+        match self.tls {
+            None => self.tls = Some((is_tls, h.index)),
+            Some((tls, at)) if tls != is_tls => {
+                let (a, b) = if tls { (at, h.index) } else { (h.index, at) };
+                return Err(not(format!(
+                    "cannot merge HTTPS and plain segments: segment {a}/{n} ran with --tls and segment {b}/{n} without; merge the segments of one command",
+                    n = h.count
+                )));
+            }
+            Some(_) => {}
+        }
+        let tags = TAGS.iter().chain(is_tls.then_some(&HANDSHAKE_TAG));
+        for (i, tag) in tags.enumerate() {
+            let one = s
+                .histogram(tag)
+                .ok_or_else(|| not(format!("{who} has no {tag} histogram")))?;
+            // The histograms add without loss or overflow, or the merge stops.
+            self.hists[i]
+                .try_merge(one)
+                .map_err(|e| not(format!("{tag}: {e}")))?;
+        }
+        for (k, v) in h.counts.iter().filter(|(k, _)| added_count(k)) {
+            let sum = self.counts.entry(k.clone()).or_insert(0);
+            *sum = sum.checked_add(*v).ok_or_else(|| {
                 not(format!(
-                    "segment {}/{} has no {tag} histogram",
-                    h.index, h.count
+                    "the merged count {k} overflows a 64-bit count at {who} (adding {v} to {sum}): a segment file is damaged or forged"
                 ))
-            })
-        };
-        let c = |k: &str| h.counts.get(k).copied().unwrap_or(0);
-        let mut http = serde_json::Map::new();
-        for (k, v) in &h.counts {
-            if let Some(name) = k.strip_prefix("http.") {
-                http.insert(name.into(), (*v).into());
+            })?;
+        }
+        if is_tls {
+            let t = h.record.metrics.get("tls");
+            let text = |k: &str| {
+                t.and_then(|t| t.get(k))
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            };
+            let earlier = |at: Option<u32>| at.is_none_or(|at| h.index < at);
+            if let Some(e) = text("first_error") {
+                if earlier(self.tls_text.first_error.as_ref().map(|x| x.0)) {
+                    self.tls_text.first_error = Some((h.index, e));
+                }
+            }
+            let version = text("version");
+            if version.is_some() && earlier(self.tls_text.negotiated.as_ref().map(|x| x.0)) {
+                self.tls_text.negotiated = Some((h.index, [version, text("cipher"), text("alpn")]));
             }
         }
-        outs.push(OpenOut {
-            corrected: hist(TAGS[0])?,
-            raw: hist(TAGS[1])?,
-            lag: hist(TAGS[2])?,
+        if let Some(f) = h.first_send_unix_ns {
+            self.first_send = Some(self.first_send.map_or(f, |x| x.min(f)));
+        }
+        if let Some(l) = h.last_send_unix_ns {
+            self.last_send = Some(self.last_send.map_or(l, |x| x.max(l)));
+        }
+        let metric = |k: &str| h.record.metrics.get(k).and_then(Value::as_f64);
+        self.partial |= h.record.metrics.get("partial") == Some(&Value::Bool(true));
+        self.oversubscribed |= h.record.metrics.get("oversubscribed") == Some(&Value::Bool(true));
+        self.rt_per_s += metric("rt_per_s").unwrap_or(0.0);
+        self.client_cpu_us += metric("client_cpu_us_per_rt").unwrap_or(0.0)
+            * h.counts.get("round_trips").copied().unwrap_or(0) as f64;
+        self.connect_s = self.connect_s.max(metric("connect_s").unwrap_or(0.0));
+        self.connects_per_s += metric("connects_per_s").unwrap_or(0.0);
+        if self.first.as_ref().is_none_or(|f| h.index < f.index) {
+            self.first = Some(s.header);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> std::result::Result<Vec<Record>, SegmentError> {
+        self.records()
+    }
+}
+
+impl Merger {
+    fn records(self) -> std::result::Result<Vec<Record>, SegmentError> {
+        let h0 = self.first.ok_or_else(|| not("no segments".into()))?;
+        let tls = self.tls.is_some_and(|t| t.0);
+        let run = &h0.run;
+        let num = |k: &str| run.get(k).and_then(Value::as_f64);
+        let mut cfg = MuxConfig::default();
+        cfg.open.rate = num("rate");
+        cfg.open.max_lag =
+            Duration::from_secs_f64(num("max_lag_us").unwrap_or(1000.0).clamp(0.0, 1e12) / 1e6);
+        cfg.protocol = run
+            .get("protocol")
+            .and_then(Value::as_str)
+            .and_then(crate::Protocol::parse)
+            .unwrap_or(crate::Protocol::Raw);
+        let c = |k: &str| self.counts.get(k).copied().unwrap_or(0);
+        let mut http = serde_json::Map::new();
+        for f in HTTP_FIELDS {
+            http.insert(f.into(), c(&format!("http.{f}")).into());
+        }
+        let mut hists = self.hists.into_iter();
+        let mut next = || hists.next().unwrap_or_default();
+        let (corrected, raw, lag, handshake) = (next(), next(), next(), next());
+        let tls_out = if tls {
+            let [version, cipher, alpn] = self.tls_text.negotiated.map(|n| n.1).unwrap_or_default();
+            crate::tls::TlsOut {
+                full: c(TLS_COUNTS[0]),
+                resumed: c(TLS_COUNTS[1]),
+                failed: c(TLS_COUNTS[2]),
+                first_error: self.tls_text.first_error.map(|e| e.1),
+                version,
+                cipher,
+                alpn,
+                handshake,
+            }
+        } else {
+            Default::default()
+        };
+        let sent = c("sent");
+        let all = OpenOut {
+            corrected,
+            raw,
+            lag,
             scheduled: c("scheduled"),
             completed: c("completed"),
             held: c("held"),
-            measured_s: h.measured_s,
-            sent: c("sent"),
+            measured_s: h0.measured_s,
+            sent,
             first_send: 0,
             last_send: 0,
             http: serde_json::from_value(Value::Object(http)).unwrap_or_default(),
-            tls: if tls { tls_of(s)? } else { Default::default() },
-        });
-    }
-    let sum = |k: &str| -> std::result::Result<u64, SegmentError> {
-        segs.iter().try_fold(0u64, |a, s| {
-            a.checked_add(s.header.counts.get(k).copied().unwrap_or(0))
-                .ok_or_else(|| not(format!("{k} overflows")))
-        })
-    };
-    let sent = sum("sent")?;
-    let first_send = segs
-        .iter()
-        .filter_map(|s| s.header.first_send_unix_ns)
-        .min();
-    let last_send = segs.iter().filter_map(|s| s.header.last_send_unix_ns).max();
-    let achieved = match (first_send, last_send) {
-        (Some(a), Some(b)) if b > a && sent >= 2 => {
-            vec![(sent - 1) as f64 / ((b - a) as f64 / 1e9)]
+            tls: tls_out,
+        };
+        let achieved = match (self.first_send, self.last_send) {
+            (Some(a), Some(b)) if b > a && sent >= 2 => {
+                vec![(sent - 1) as f64 / ((b - a) as f64 / 1e9)]
+            }
+            _ => Vec::new(),
+        };
+        let open = harness::open_figures(&cfg, &[&all], achieved, tls)
+            .ok_or_else(|| not("no open-loop figures in the segments".into()))?;
+        let connected = c("connected");
+        let round_trips = c("round_trips");
+        let partial = connected < num("conns").unwrap_or(0.0) as u64 || self.partial;
+        let mut rec = Record::new(&h0.lab, &h0.test);
+        rec.params = run.clone();
+        rec.push_param("segments", h0.count);
+        rec.push_param("start_at_ms", h0.start_at_ms);
+        rec.metrics = h0.record.metrics.clone();
+        for k in [
+            "server_user_us_per_rt",
+            "server_sys_us_per_rt",
+            "server_cpu_us_per_rt",
+            "server_cpu_us_per_rt_total",
+            "server_refused",
+            "events_per_wait",
+            "waits_per_rt",
+            "syscalls_per_rt",
+            "scan_steps_per_rt",
+            "uring_deferred",
+            "client_user_us_per_rt",
+            "client_sys_us_per_rt",
+        ] {
+            rec.push_metric(k, Value::Null);
         }
-        _ => Vec::new(),
-    };
-    // The histograms add without loss or overflow, or the merge stops.
-    for tag in TAGS.into_iter().chain(tls.then_some(HANDSHAKE_TAG)) {
-        let mut all = LatencyHistogram::new();
-        for s in &segs {
-            if let Some(h) = s.histogram(tag) {
-                all.try_merge(h).map_err(|e| not(format!("{tag}: {e}")))?;
+        rec.metrics.remove("too_short");
+        rec.push_metric(
+            "server_cpu_note",
+            "not merged: each segment measured the whole server's CPU over its own window",
+        );
+        rec.push_metric("runs", 1);
+        rec.push_metric("connected", connected);
+        rec.push_metric("connect_failures", c("connect_failures"));
+        rec.push_metric("partial", partial);
+        rec.push_metric("round_trips", round_trips);
+        for k in ["rt_per_s", "rt_per_s_min", "rt_per_s_max"] {
+            rec.push_metric(k, self.rt_per_s);
+        }
+        rec.push_metric(
+            "client_cpu_us_per_rt",
+            self.client_cpu_us / round_trips.max(1) as f64,
+        );
+        rec.push_metric("connect_s", self.connect_s);
+        rec.push_metric("connects_per_s", self.connects_per_s);
+        rec.push_metric("oversubscribed", self.oversubscribed);
+        rec.push_metric("latency_ns", &open.raw_ns);
+        if let Ok(Value::Object(m)) = serde_json::to_value(&open) {
+            for (k, v) in m {
+                rec.metrics.insert(k, v);
             }
         }
+        harness::push_flat(&mut rec, &open.corrected_ns, &open.raw_ns, &open.lag_ns);
+        rec.push_metric("status", harness::status_of(partial, Some(&open)));
+        Ok(vec![rec])
     }
-    let refs: Vec<&OpenOut> = outs.iter().collect();
-    let open = harness::open_figures(&cfg, &refs, achieved, tls)
-        .ok_or_else(|| not("no open-loop figures in the segments".into()))?;
-    let metric = |s: &Segment, k: &str| s.header.record.metrics.get(k).and_then(Value::as_f64);
-    let connected = sum("connected")?;
-    let round_trips = sum("round_trips")?;
-    let partial = connected < num("conns").unwrap_or(0.0) as u64
-        || segs
-            .iter()
-            .any(|s| s.header.record.metrics.get("partial") == Some(&Value::Bool(true)));
-    let rt_per_s: f64 = segs.iter().filter_map(|s| metric(s, "rt_per_s")).sum();
-    let client_cpu_us: f64 = segs
-        .iter()
-        .map(|s| {
-            metric(s, "client_cpu_us_per_rt").unwrap_or(0.0)
-                * s.header.counts.get("round_trips").copied().unwrap_or(0) as f64
-        })
-        .sum();
-    let mut rec = Record::new(&h0.lab, &h0.test);
-    rec.params = run.clone();
-    rec.push_param("segments", h0.count);
-    rec.push_param("start_at_ms", h0.start_at_ms);
-    rec.metrics = h0.record.metrics.clone();
-    for k in [
-        "server_user_us_per_rt",
-        "server_sys_us_per_rt",
-        "server_cpu_us_per_rt",
-        "server_cpu_us_per_rt_total",
-        "server_refused",
-        "events_per_wait",
-        "waits_per_rt",
-        "syscalls_per_rt",
-        "scan_steps_per_rt",
-        "uring_deferred",
-        "client_user_us_per_rt",
-        "client_sys_us_per_rt",
-    ] {
-        rec.push_metric(k, Value::Null);
+}
+
+/// Adds segments (already checked to be every share of one run,
+/// [`commbench_core::segment::check_together`]) into the run's record:
+/// [`Merger`] over a slice.
+pub fn merge(segs: &[Segment]) -> std::result::Result<Vec<Record>, SegmentError> {
+    use commbench_core::segment::SegmentMerger;
+    let mut m = Box::<Merger>::default();
+    for s in segs {
+        m.add(s.clone())?;
     }
-    rec.metrics.remove("too_short");
-    rec.push_metric(
-        "server_cpu_note",
-        "not merged: each segment measured the whole server's CPU over its own window",
-    );
-    rec.push_metric("runs", 1);
-    rec.push_metric("connected", connected);
-    rec.push_metric("connect_failures", sum("connect_failures")?);
-    rec.push_metric("partial", partial);
-    rec.push_metric("round_trips", round_trips);
-    for k in ["rt_per_s", "rt_per_s_min", "rt_per_s_max"] {
-        rec.push_metric(k, rt_per_s);
-    }
-    rec.push_metric(
-        "client_cpu_us_per_rt",
-        client_cpu_us / round_trips.max(1) as f64,
-    );
-    rec.push_metric(
-        "connect_s",
-        segs.iter()
-            .filter_map(|s| metric(s, "connect_s"))
-            .fold(0.0, f64::max),
-    );
-    rec.push_metric(
-        "connects_per_s",
-        segs.iter()
-            .filter_map(|s| metric(s, "connects_per_s"))
-            .sum::<f64>(),
-    );
-    rec.push_metric(
-        "oversubscribed",
-        segs.iter()
-            .any(|s| s.header.record.metrics.get("oversubscribed") == Some(&Value::Bool(true))),
-    );
-    rec.push_metric("latency_ns", &open.raw_ns);
-    if let Ok(Value::Object(m)) = serde_json::to_value(&open) {
-        for (k, v) in m {
-            rec.metrics.insert(k, v);
-        }
-    }
-    harness::push_flat(&mut rec, &open.corrected_ns, &open.raw_ns, &open.lag_ns);
-    rec.push_metric("status", harness::status_of(partial, Some(&open)));
-    Ok(vec![rec])
+    m.finish()
 }
 
 #[cfg(test)]
@@ -498,6 +578,38 @@ mod tests {
         ] {
             assert_eq!(got[k].as_f64(), Some(w), "{k}: {got}");
         }
+    }
+
+    /// Issue 50, item 9: every added count is checked, not only `sent`
+    /// (`completed`, `scheduled`, `held`, `http.*`, `tls.*` wrapped).
+    #[test]
+    fn merged_counts_wrapped_silently() {
+        for k in [
+            "scheduled",
+            "held",
+            "http.s2xx",
+            "http.timeouts",
+            "tls.full",
+            "tls.failed",
+        ] {
+            let mut segs: Vec<Segment> = (0..3)
+                .map(|i| seg(i, true, &values(10, u64::from(i)), [1, 9, 0]))
+                .collect();
+            segs[0].header.counts.insert(k.into(), u64::MAX);
+            segs[2].header.counts.insert(k.into(), 2);
+            let e = merge(&segs).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("the merged count {k} overflows")),
+                "{k}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_http_counts_merge_adds_are_every_field_of_counts() {
+        let v = serde_json::to_value(crate::http1::Counts::default()).unwrap();
+        let fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(fields, HTTP_FIELDS);
     }
 
     #[test]

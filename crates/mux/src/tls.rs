@@ -83,6 +83,10 @@ pub enum TlsSetupError {
     File(PathBuf, String),
     #[error("TLS setup: {0}")]
     Rustls(String),
+    /// A PEM file that is no regular file or too large (the message
+    /// names it).
+    #[error("{0}")]
+    Input(String),
     #[error("no usable root certificate in the system's store ({0}): give --cacert FILE, or --insecure for a self-signed server")]
     NoRoots(String),
     #[error("--sni {0:?} is not a DNS name or IP address")]
@@ -169,11 +173,18 @@ impl ClientTls {
     }
 }
 
+/// A PEM file the user named: a regular file of at most a few MiB,
+/// opened without waiting on a FIFO (`/dev/zero` was a 2 GiB
+/// allocation, a FIFO a hang).
+fn read_pem(p: &Path) -> Result<Vec<u8>, TlsSetupError> {
+    commbench_core::userfile::read_pem(p).map_err(|e| TlsSetupError::Input(e.to_string()))
+}
+
 /// Certificates of a PEM file (at least one).
 fn read_certs(p: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     let bad = |e: String| TlsSetupError::File(p.to_owned(), e);
-    let certs = CertificateDer::pem_file_iter(p)
-        .map_err(|e| bad(e.to_string()))?
+    let pem = read_pem(p)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(e.to_string()))?;
     if certs.is_empty() {
@@ -259,15 +270,35 @@ impl std::fmt::Debug for ServerTls {
     }
 }
 
+/// What ssh says of a private key others can read (`Permissions 0644
+/// for 'key' are too open`): a warning naming the mode and the fix, or
+/// None for a key only its owner can read.
+pub fn key_too_open(key: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(key).ok()?.permissions().mode() & 0o7777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "--key {} is open to other users (mode {mode:04o}): anyone on this host may read \
+             the private key (ssh refuses such a key); chmod 600 {}",
+            key.display(),
+            key.display()
+        )
+    })
+}
+
 /// Builds the server's TLS config: the given certificate and key, or a
 /// self-signed one for `localhost`, `127.0.0.1` and `listen_ip`.
 pub fn server_config(spec: &ServerTlsSpec, listen_ip: &str) -> Result<ServerTls, TlsSetupError> {
     let (chain, key, pem, generated) = match &spec.cert_key {
         Some((cert, key)) => {
             let chain = read_certs(cert)?;
-            let key = PrivateKeyDer::from_pem_file(key)
+            let key_pem = read_pem(key)?;
+            if let Some(w) = key_too_open(key) {
+                eprintln!("commbench mux: warning: {w}");
+            }
+            let key = PrivateKeyDer::from_pem_slice(&key_pem)
                 .map_err(|e| TlsSetupError::File(key.clone(), format!("no usable key: {e}")))?;
-            let pem = std::fs::read_to_string(cert)
+            let pem = String::from_utf8(read_pem(cert)?)
                 .map_err(|e| TlsSetupError::File(cert.clone(), e.to_string()))?;
             (chain, key, pem, false)
         }
@@ -285,8 +316,12 @@ pub fn server_config(spec: &ServerTlsSpec, listen_ip: &str) -> Result<ServerTls,
     };
     let fingerprint = fingerprint(&chain[0]);
     if let Some(out) = &spec.cert_out {
-        std::fs::write(out, pem.as_bytes())
-            .map_err(|e| TlsSetupError::File(out.clone(), e.to_string()))?;
+        // Through the checked writer, as every output: never through
+        // another user's link, never blocked on a FIFO.
+        commbench_core::artifact::write_atomic(out, |f| {
+            std::io::Write::write_all(f, pem.as_bytes())
+        })
+        .map_err(|e| TlsSetupError::File(out.clone(), e.to_string()))?;
     }
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(spec.version.versions())
@@ -509,6 +544,103 @@ mod tests {
         .to_string();
         assert!(e.contains("missing.pem"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 50, item 1: `mux serve --tls --cert-out shared/cert.pem`
+    /// overwrote the root-only file another user's link there led to,
+    /// and a FIFO there blocked the server before it listened.
+    #[test]
+    fn cert_out_wrote_through_another_users_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = commbench_core::artifact::TempDir::new("tls").unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, b"root only").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let out = shared.join("cert.pem");
+        std::os::unix::fs::symlink(&secret, &out).unwrap();
+        let spec = |out: &Path| ServerTlsSpec {
+            cert_out: Some(out.to_owned()),
+            ..Default::default()
+        };
+        if let Err(e) = std::os::unix::fs::lchown(&out, Some(65534), Some(65534)) {
+            commbench_core::testing::skip_part(
+                "another user's link",
+                "root",
+                format!("cannot give the link away ({e})"),
+            );
+        } else {
+            // Another user's link to a regular file: replaced, not followed.
+            server_config(&spec(&out), "127.0.0.1").unwrap();
+            assert_eq!(std::fs::read(&secret).unwrap(), b"root only");
+            assert!(std::fs::read_to_string(&out)
+                .unwrap()
+                .contains("BEGIN CERTIFICATE"));
+            // Another user's link in the way to a folder: refused.
+            let private = dir.path().join("private");
+            std::fs::create_dir(&private).unwrap();
+            let via = shared.join("certs");
+            std::os::unix::fs::symlink(&private, &via).unwrap();
+            std::os::unix::fs::lchown(&via, Some(65534), Some(65534)).unwrap();
+            let e = server_config(&spec(&via.join("cert.pem")), "127.0.0.1")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("user 65534"), "{e}");
+            assert!(!private.join("cert.pem").exists());
+        }
+        // A FIFO with no reader: an error at once, not a server that
+        // never listens.
+        let fifo = dir.path().join("fifo.pem");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = server_config(&spec(&fifo), "127.0.0.1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nothing reads from this FIFO"), "{e}");
+    }
+
+    /// Issue 50, item 4: `--key /dev/zero` aborted allocating 2 GiB, a
+    /// FIFO hung; a key others can read was taken silently.
+    #[test]
+    fn pem_files_that_are_devices_or_fifos_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = commbench_core::artifact::TempDir::new("tls").unwrap();
+        let fifo = dir.path().join("key.pem");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        for (cert, key) in [("/dev/zero", "/dev/zero"), ("/dev/urandom", "/dev/urandom")] {
+            let spec = ServerTlsSpec {
+                cert_key: Some((cert.into(), key.into())),
+                ..Default::default()
+            };
+            let e = server_config(&spec, "127.0.0.1").unwrap_err().to_string();
+            assert!(e.contains("a character device, not a regular file"), "{e}");
+        }
+        let e = ClientTls::new(
+            &ClientTlsSpec {
+                cacert: Some(fifo.clone()),
+                ..Default::default()
+            },
+            "localhost",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        let key = dir.path().join("open.pem");
+        std::fs::write(&key, b"k").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let w = key_too_open(&key).unwrap();
+        assert!(w.contains("mode 0644") && w.contains("chmod 600"), "{w}");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(key_too_open(&key), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! child's stdin/stdout, which no one else can reach.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use crate::{MuxError, Result};
@@ -96,16 +96,18 @@ impl Token {
                 meta.uid()
             )));
         }
-        let mut s = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(256).read_to_string(&mut s))
+        // The checked reader: a FIFO swapped in after the look above is
+        // refused, not waited on.
+        let bytes = commbench_core::userfile::read_input(path, 256, "token file")
             .map_err(|e| MuxError::usage(format!("{what}: cannot read it: {e}")))?;
+        let s = String::from_utf8_lossy(&bytes);
         Token::parse_or_usage(&s, &what)
     }
 
     /// Writes the token to `path`, readable by this user only (mode 0600,
     /// a new file: an existing one is replaced, a symbolic link is not
-    /// followed).
+    /// followed), through the checked writer (no other user's link on
+    /// the way is followed either).
     pub fn write_file(&self, path: &Path) -> Result<()> {
         let err = |e| {
             MuxError::io(
@@ -115,6 +117,8 @@ impl Token {
         };
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_file() || m.file_type().is_symlink() => {
+                // A link is removed, never followed: the token is only
+                // ever written into a new file of its own.
                 std::fs::remove_file(path).map_err(err)?
             }
             Ok(_) => {
@@ -125,13 +129,9 @@ impl Token {
             }
             Err(_) => {}
         }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(err)?;
-        writeln!(f, "{}", self.hex()).map_err(err)
+        let hex = self.hex();
+        commbench_core::artifact::write_atomic_mode(path, 0o600, |f| writeln!(f, "{hex}"))
+            .map_err(err)
     }
 }
 

@@ -7,8 +7,8 @@
 //! Names carry the owner's pid (`cbpl-<pid>-<n>-gen`, veths `cb<pid>x<n>g`...), so
 //! [`clean_leftovers`] can tell a dead run's namespaces from a live one's.
 //! [`Topology`] removes its namespaces (and with them the veths) when dropped:
-//! at the end, on error, and after Ctrl-C (a SIGINT handler only sets a
-//! flag the loops check).
+//! at the end, on error, and after Ctrl-C, SIGTERM or a closed terminal
+//! (SIGHUP): the handler only sets a flag the loops check.
 //!
 //! Counting: generated frames carry a magic and a sequence number; the
 //! forwarder and the sink count only those (a kernel's own stray frames
@@ -35,19 +35,50 @@ pub const MAGIC: [u8; 4] = *b"CBPL";
 const PAYLOAD_OFF: usize = 14 + 20 + 8;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Which of stdout (bit 0) and stderr (bit 1) were a terminal when the
+/// handler was installed.
+static TTY_FDS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
-extern "C" fn on_sigint(_: libc::c_int) {
+#[allow(unsafe_code)]
+extern "C" fn on_sigint(sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    let ttys = TTY_FDS.load(Ordering::SeqCst);
+    if sig == libc::SIGHUP && ttys != 0 {
+        // The terminal is gone: a write to it would fail (EIO), and a
+        // failed eprintln! panics, which would skip the teardown. Point
+        // what was the terminal at /dev/null; files and pipes keep their
+        // output. SAFETY: open, dup2 and close are async-signal-safe.
+        unsafe {
+            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+            if fd >= 0 {
+                if ttys & 1 != 0 {
+                    libc::dup2(fd, 1);
+                }
+                if ttys & 2 != 0 {
+                    libc::dup2(fd, 2);
+                }
+                libc::close(fd);
+            }
+        }
+    }
 }
 
-/// Makes Ctrl-C set a flag instead of killing the process, so the lab
-/// tears down its namespaces.
+/// Makes Ctrl-C, SIGTERM and a closed terminal (SIGHUP) set a flag
+/// instead of killing the process, so the lab tears down its namespaces
+/// and the device program (a SIGHUP left the three `cbpl-*` namespaces of
+/// a trial until `commbench clean`).
 #[allow(unsafe_code)]
 pub fn catch_sigint() {
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    use std::io::IsTerminal;
+    let ttys =
+        u8::from(std::io::stdout().is_terminal()) | u8::from(std::io::stderr().is_terminal()) << 1;
+    TTY_FDS.store(ttys, Ordering::SeqCst);
+    // SAFETY: the handler only stores to atomics and calls
+    // async-signal-safe functions.
     unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(sig, on_sigint as *const () as libc::sighandler_t);
+        }
     }
 }
 

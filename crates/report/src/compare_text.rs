@@ -39,27 +39,52 @@ pub fn varying(changes: &[&Change]) -> HashMap<(String, String), Vec<String>> {
             .push(c);
     }
     seen.into_iter()
-        .map(|(k, cs)| {
-            let mut names: Vec<String> = Vec::new();
-            for c in &cs {
-                for (n, _) in &c.param_list {
-                    if names.contains(n) {
-                        continue;
-                    }
-                    let value = |c: &Change| {
-                        c.param_list
-                            .iter()
-                            .find(|(m, _)| m == n)
-                            .map(|(_, v)| v.clone())
-                    };
-                    let first = value(cs[0]);
-                    if cs.iter().any(|d| value(d) != first) {
-                        names.push(n.clone());
-                    }
-                }
+        .map(|(k, cs)| (k, varying_in(&cs)))
+        .collect()
+}
+
+/// The parameters of one (lab, test)'s changes that differ from the first
+/// change's (or that some change lacks), in first-seen order: one pass,
+/// each change's parameters looked up once. (It rescanned every change
+/// for each parameter of each change while that parameter had not been
+/// found to vary, so a constant one — `samples` of 10,000 delay records,
+/// each its own series — cost n² comparisons: 10 s at 10k, issue 50.)
+fn varying_in(cs: &[&Change]) -> Vec<String> {
+    let Some(first) = cs.first() else {
+        return Vec::new();
+    };
+    // A name given twice counts with its first value, as a lookup finds it.
+    fn values(c: &Change) -> HashMap<&str, &str> {
+        let mut m: HashMap<&str, &str> = HashMap::with_capacity(c.param_list.len());
+        for (n, v) in &c.param_list {
+            m.entry(n.as_str()).or_insert(v.as_str());
+        }
+        m
+    }
+    let first_values = values(first);
+    let mut order: Vec<&str> = Vec::new();
+    let mut varies: HashMap<&str, bool> = HashMap::new();
+    for c in cs {
+        let mine = values(c);
+        for (n, _) in &c.param_list {
+            if !varies.contains_key(n.as_str()) {
+                varies.insert(n, false);
+                order.push(n);
             }
-            (k, names)
-        })
+        }
+        for (n, v) in &mine {
+            if first_values.get(n) != Some(v) {
+                varies.insert(n, true);
+            }
+        }
+        for n in first_values.keys().filter(|n| !mine.contains_key(*n)) {
+            varies.insert(n, true);
+        }
+    }
+    order
+        .into_iter()
+        .filter(|n| varies.get(n) == Some(&true))
+        .map(String::from)
         .collect()
 }
 
@@ -398,6 +423,79 @@ mod tests {
         assert_eq!(
             settle_text(&c[0]).unwrap(),
             "~40 runs per side would settle it"
+        );
+    }
+}
+
+#[cfg(test)]
+mod scaling_tests {
+    use super::*;
+    use crate::compare;
+    use commbench_core::record::Record;
+
+    /// `n` changes of one (lab, test), each its own series (`requested_ns`
+    /// differs) with a parameter that never varies (`samples`), as delay
+    /// records are.
+    fn one_record_series(n: usize) -> Vec<Change> {
+        let a = vec![Record::new("delay", "tsc_spin")
+            .param("requested_ns", 0)
+            .param("samples", 100_000)
+            .metric("median_ns", 100.0)];
+        let b = vec![Record::new("delay", "tsc_spin")
+            .param("requested_ns", 0)
+            .param("samples", 100_000)
+            .metric("median_ns", 101.0)];
+        let one = compare(&a, &b, 0.05, &[], &[]).remove(0);
+        (0..n)
+            .map(|i| {
+                let mut c = one.clone();
+                c.param_list = vec![
+                    ("requested_ns".into(), i.to_string()),
+                    ("samples".into(), "100000".into()),
+                ];
+                c
+            })
+            .collect()
+    }
+
+    /// Issue 50, item 5: compare's table was quadratic in one-record
+    /// series with a constant parameter (2.5k 0.6 s, 5k 2.65 s, 10k
+    /// 10 s): `varying` rescanned every change for `samples`. Doubling
+    /// the changes must about double the time (within 2.5×), not
+    /// quadruple it.
+    #[test]
+    fn varying_was_quadratic_in_one_record_series() {
+        // Large enough that one call takes tens of ms (16k: ~36 ms in a
+        // debug build), where a reading is steady within ~10%.
+        let n = 16_000;
+        let (small, large) = (one_record_series(n), one_record_series(2 * n));
+        let (small, large): (Vec<&Change>, Vec<&Change>) =
+            (small.iter().collect(), large.iter().collect());
+        let v = varying(&small);
+        assert_eq!(
+            v[&("delay".to_string(), "tsc_spin".to_string())],
+            vec!["requested_ns".to_string()]
+        );
+        let ratio = crate::testutil::doubling_ratio(7, |double| {
+            let cs = if double { &large } else { &small };
+            std::hint::black_box(varying(cs));
+        });
+        assert!(
+            ratio < 2.5,
+            "doubling the changes took {ratio:.2}× the time"
+        );
+    }
+
+    #[test]
+    fn a_parameter_some_changes_lack_varies() {
+        let mut cs = one_record_series(3);
+        cs[2].param_list.pop();
+        cs[1].param_list.push(("extra".into(), "1".into()));
+        let refs: Vec<&Change> = cs.iter().collect();
+        let v = varying(&refs);
+        assert_eq!(
+            v[&("delay".to_string(), "tsc_spin".to_string())],
+            vec!["requested_ns", "samples", "extra"]
         );
     }
 }

@@ -35,9 +35,20 @@ pub fn learn_floor(
     metric: &str,
     z: f64,
 ) -> Option<(f64, usize)> {
+    floor_of(
+        past.iter().filter(|s| params_key(&s.record) == params),
+        metric,
+        z,
+    )
+}
+
+/// [`learn_floor`] over records already of one params key.
+fn floor_of<'p>(
+    past: impl Iterator<Item = &'p PastRecord>,
+    metric: &str,
+    z: f64,
+) -> Option<(f64, usize)> {
     let mut points: Vec<(i64, &str, f64)> = past
-        .iter()
-        .filter(|s| params_key(&s.record) == params)
         .filter_map(|s| {
             Some((
                 s.started_unix,
@@ -64,6 +75,9 @@ pub struct Learned {
 /// The earlier records of a (lab, test) on the host being compared.
 pub type PastLoader<'a> = dyn Fn(&str, &str) -> Vec<PastRecord> + 'a;
 
+/// A test's earlier records by [`params_key`].
+type ByParams = HashMap<String, Vec<PastRecord>>;
+
 /// Learns floors one (lab, test) at a time through a loader, reading each
 /// (lab, test) once, and keeps what it learned for [`FloorLearner::note`].
 /// Its [`FloorLearner::floor`] is what `compare`'s `Options::noise_floor`
@@ -71,7 +85,11 @@ pub type PastLoader<'a> = dyn Fn(&str, &str) -> Vec<PastRecord> + 'a;
 pub struct FloorLearner<'a> {
     load: Option<Box<PastLoader<'a>>>,
     z: f64,
-    series: RefCell<HashMap<(String, String), Vec<PastRecord>>>,
+    /// Each (lab, test)'s earlier records by params key, grouped once
+    /// when loaded: a floor asked per series scanned (and keyed) every
+    /// earlier record of the test each time, n² for n one-record series
+    /// (`history` of a 10k-record run took 20 s, issue 50).
+    series: RefCell<HashMap<(String, String), ByParams>>,
     learned: RefCell<Vec<Learned>>,
 }
 
@@ -91,10 +109,16 @@ impl<'a> FloorLearner<'a> {
     pub fn floor(&self, lab: &str, test: &str, params: &str, metric: &str) -> Option<f64> {
         let load = self.load.as_ref()?;
         let mut cache = self.series.borrow_mut();
-        let past = cache
+        let by_params = cache
             .entry((lab.to_owned(), test.to_owned()))
-            .or_insert_with(|| load(lab, test));
-        let (f, runs) = learn_floor(past, params, metric, self.z)?;
+            .or_insert_with(|| {
+                let mut m = ByParams::new();
+                for p in load(lab, test) {
+                    m.entry(params_key(&p.record)).or_default().push(p);
+                }
+                m
+            });
+        let (f, runs) = floor_of(by_params.get(params)?.iter(), metric, self.z)?;
         self.learned.borrow_mut().push(Learned {
             what: format!("{lab}/{test} {metric}"),
             floor: f,
@@ -166,6 +190,36 @@ mod tests {
             .map(|(i, s)| past(i as i64, s, 1, 1000.0 + i as f64))
             .collect();
         assert_eq!(learn_floor(&mixed, &key, "msgs_per_s", 2.0), None);
+    }
+
+    /// Issue 50, item 5: `history` of one 10k-record run took 20 s: the
+    /// learner keyed every earlier record of the test once per series.
+    /// Doubling the one-record series must about double the time (within
+    /// 2.5×, best of five interleaved), not quadruple it.
+    #[test]
+    fn floors_per_series_were_quadratic_in_one_record_series() {
+        let series = |n: u64| -> Vec<PastRecord> {
+            (0..n)
+                .flat_map(|s| (0..4).map(move |i| past(i, "a", s, 1000.0 + i as f64)))
+                .collect()
+        };
+        let n = 1_500u64;
+        let keys = |n: u64| -> Vec<String> {
+            (0..n).map(|s| params_key(&rec("reqres", s, 0.0))).collect()
+        };
+        let (small, large) = ((series(n), keys(n)), (series(2 * n), keys(2 * n)));
+        let run = |(past, keys): &(Vec<PastRecord>, Vec<String>)| {
+            let past = past.clone();
+            let l = FloorLearner::new(2.0, Some(Box::new(move |_: &str, _: &str| past.clone())));
+            let learned = keys
+                .iter()
+                .filter(|k| l.floor("ipc", "reqres", k, "msgs_per_s").is_some())
+                .count();
+            assert_eq!(learned, keys.len());
+        };
+        let ratio =
+            crate::testutil::doubling_ratio(5, |double| run(if double { &large } else { &small }));
+        assert!(ratio < 2.5, "doubling the series took {ratio:.2}× the time");
     }
 
     #[test]

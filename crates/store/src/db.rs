@@ -258,6 +258,14 @@ impl Store {
             owner: user_name(owner),
             me: user_name(me),
         };
+        // Never a store reached through another user's link (a folder on
+        // the way included), as every file commbench writes.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            commbench_core::userfile::check_folder(dir).map_err(|e| StoreError::Open {
+                path: p.clone(),
+                reason: e.to_string(),
+            })?;
+        }
         match std::fs::metadata(path) {
             Ok(m) if !m.is_file() => {
                 return Err(foreign(&format!(

@@ -130,6 +130,9 @@ pub fn export(
     let io = |what: &str, p: &Path, e: std::io::Error| {
         invalid(format!("cannot {what} {}: {e}", p.display()))
     };
+    // Never into a folder reached through another user's link; each file
+    // is written through the checked writer too.
+    commbench_core::userfile::check_folder(dir).map_err(|e| invalid(e.to_string()))?;
     if let Ok(mut it) = std::fs::read_dir(dir) {
         if it.next().is_some() {
             return Err(invalid(format!(
@@ -163,15 +166,16 @@ pub fn export(
             .join(format!("host={}", escape_partition(host)));
         std::fs::create_dir_all(&d).map_err(|e| io("create", &d, e))?;
         let path = d.join(format!("part-0.{}", format.ext()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| io("create", &path, e))?;
-        match format {
-            ExportFormat::Jsonl => write_jsonl(file, rows).map_err(|e| io("write", &path, e))?,
-            ExportFormat::Parquet => write_parquet(file, rows, &path)?,
-        }
+        let mut parquet_err = None;
+        commbench_core::artifact::write_atomic(&path, |f| match format {
+            ExportFormat::Jsonl => write_jsonl(f.try_clone()?, rows),
+            ExportFormat::Parquet => write_parquet(f.try_clone()?, rows, &path).map_err(|e| {
+                let io = std::io::Error::other(e.to_string());
+                parquet_err = Some(e);
+                io
+            }),
+        })
+        .map_err(|e| parquet_err.take().unwrap_or_else(|| io("write", &path, e)))?;
         sum.files += 1;
         sum.rows += rows.len();
     }

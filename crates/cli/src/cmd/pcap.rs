@@ -472,21 +472,23 @@ fn run_gen(a: &GenArgs) -> Result<()> {
         }
     } else {
         let path = a.output.as_deref().unwrap_or(std::path::Path::new("-"));
-        // `-o /dev/stdout` or `-o /dev/tty` reach a terminal too; the
-        // check needs the opened file, so it is opened without truncating
-        // (a terminal is never truncated, a file is truncated below).
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        refuse_terminal(f.is_terminal())?;
-        if f.metadata().is_ok_and(|m| m.is_file()) {
-            f.set_len(0)
-                .with_context(|| format!("cannot truncate {}", path.display()))?;
-        }
-        generate(&cfg, &mut f).with_context(|| format!("writing {}", path.display()))?
+        // Through the checked writer, as every output (a new file renamed
+        // into place; never through another user's link). `-o /dev/stdout`
+        // or `-o /dev/tty` reach a terminal too: the check needs the
+        // opened file, so it is made inside, before a byte is written.
+        let mut terminal = false;
+        let mut rep = None;
+        let written = commbench_core::artifact::write_atomic(path, |f| {
+            if f.is_terminal() {
+                terminal = true;
+                return Err(std::io::Error::other("a terminal"));
+            }
+            rep = Some(generate(&cfg, f)?);
+            Ok(())
+        });
+        refuse_terminal(terminal)?;
+        written.with_context(|| format!("writing {}", path.display()))?;
+        rep.context("the capture was not generated")?
     };
     let mix: Vec<String> = rep
         .per_kind

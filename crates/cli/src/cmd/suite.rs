@@ -300,9 +300,6 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     progress.finish();
     let mut records = kept;
     records.extend(fresh.iter().cloned());
-    let report = dir.join("report.html");
-    crate::output::write_report(std::slice::from_ref(&path), &report, "commbench suite")?;
-
     // Into the store once, step by step: every step is one part of the
     // run, and a part the store holds already is skipped, so a resume
     // that replays kept steps (the journal lost, the last store
@@ -322,6 +319,11 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             dir.display()
         ),
     }
+    // The page last: a page that cannot be written (a full disk) must not
+    // cost the run its place in the store, and resuming writes it.
+    let report = dir.join("report.html");
+    let report_failed =
+        crate::output::write_report(std::slice::from_ref(&path), &report, "commbench suite").err();
     if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
         print!(
             "{}",
@@ -330,10 +332,21 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
         println!(
             "\nall records: {}\nreport:      {}",
             path.display(),
-            report.display()
+            if report_failed.is_some() {
+                "not written (see below)".to_string()
+            } else {
+                report.display().to_string()
+            }
         );
     } else {
         a.output.write_with(&records, &env)?;
+    }
+    if let Some(e) = report_failed {
+        anyhow::bail!(
+            "{e:#}; the run's records are in {} and the store: `commbench suite --resume {}` writes the page once it can be written",
+            path.display(),
+            dir.display()
+        );
     }
     if !failed.is_empty() {
         anyhow::bail!(

@@ -185,6 +185,9 @@ const LOCK: &str = ".commbench-suite.lock";
 /// for a symlink between two of our writes).
 pub(super) fn check_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
+    // Reached through another user's link (`--out shared/out`, `shared/out`
+    // theirs): refused, as every write refuses it.
+    commbench_core::userfile::check_folder(dir).map_err(|e| crate::usage(e.to_string()))?;
     let m = std::fs::metadata(dir)
         .with_context(|| format!("cannot read output folder {}", dir.display()))?;
     if !m.is_dir() {
