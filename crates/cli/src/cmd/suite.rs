@@ -322,16 +322,14 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             dir.display()
         ),
     }
-    if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
-        print!(
-            "{}",
-            commbench_report::summary::render(&records, &env, crate::labs::labs())
-        );
-        println!(
-            "\nall records: {}\nreport:      {}",
+    if a.output.is_table() {
+        // The answers, on the terminal or in `-o summary.txt`.
+        a.output.write_text(&format!(
+            "{}\nall records: {}\nreport:      {}\n",
+            commbench_report::summary::render(&records, &env, crate::labs::labs()),
             path.display(),
             report.display()
-        );
+        ))?;
     } else {
         a.output.write_with(&records, &env)?;
     }
