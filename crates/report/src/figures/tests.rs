@@ -784,3 +784,28 @@ fn latency_ladders_are_panels_with_short_names_and_never_series_not_drawn() {
     assert_eq!(drawn, 48, "every ladder of every record drawn");
     assert_eq!(ladders[0].legend[0].name, "poll, scan");
 }
+
+/// A caption computed "requested delay 10000 ns / requested delay 100 ns
+/// = 91×": a ratio of the measured values at two requested delays, read
+/// as a ratio of the requests. Bars over levels of a number get their
+/// values, and no highest-over-lowest ratio.
+#[test]
+fn a_caption_divided_two_requested_delays() {
+    let recs: Vec<Record> = [100.0_f64, 10_000.0]
+        .iter()
+        .map(|d| {
+            Record::new("delay", "nanosleep")
+                .param("requested_ns", *d)
+                .metric("median_ns", d + 60_000.0 * (d / 10_000.0).max(0.01))
+        })
+        .collect();
+    let refs: Vec<&Record> = recs.iter().collect();
+    let s = FigureSpec {
+        y: "median_ns",
+        x_label: "requested delay (ns)",
+        ..spec(FigureKind::Bar, "delay", "nanosleep", "requested_ns")
+    };
+    let f = &declared_figures("delay", &refs, &[s], &[]).unwrap()[0];
+    assert!(!f.computed.contains(" / "), "{}", f.computed);
+    assert!(f.computed.contains("requested delay"), "{}", f.computed);
+}
