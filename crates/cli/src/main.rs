@@ -7,6 +7,8 @@ mod cmd;
 mod error;
 mod labs;
 mod output;
+#[cfg(test)]
+mod output_rule_tests;
 mod progress;
 mod store;
 
@@ -139,7 +141,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    // `-o FILE` is checked against the command's formats before anything
+    // runs (see output::Rule).
+    if let Err(e) = output::check_matches(&matches) {
+        eprintln!("commbench: {e:#}");
+        return ExitCode::from(2);
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let internal = match &cli.command {
         Command::IpcClient(_) => true,
         Command::Mux(a) => cmd::mux::is_harness_child(a),

@@ -533,3 +533,85 @@ fn compare_judges_rates_and_costs_by_their_declared_direction() {
     .code(1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `timer -o out.json` wrote the terminal table (and `compare` then
+/// refused it as "not commbench output"); `report -o rep.pdf` wrote HTML
+/// under that name; `suite -o summary.txt` wrote record dumps and no
+/// answers. Each extension now writes its format, and any other is
+/// refused with the list before anything runs.
+#[test]
+fn o_file_ignored_its_extension_on_most_commands() {
+    let dir = fresh_dir("o-ext");
+    for (ext, check) in [
+        (
+            "json",
+            (|t: &str| {
+                let v: Value = serde_json::from_str(t).expect("one JSON document");
+                assert_valid(&v);
+            }) as fn(&str),
+        ),
+        ("jsonl", |t: &str| {
+            for l in t.lines() {
+                assert_valid(&serde_json::from_str(l).expect("a JSON line"));
+            }
+        }),
+        ("csv", |t: &str| {
+            assert!(t.lines().next().unwrap().starts_with("lab,test"), "{t}")
+        }),
+        ("txt", |t: &str| {
+            assert!(
+                !t.trim_start().starts_with('{') && !t.starts_with("lab,"),
+                "{t}"
+            );
+            assert!(t.contains("rdtsc"), "{t}");
+        }),
+    ] {
+        let p = dir.join(format!("out.{ext}"));
+        cb().args(["--no-store", "timer", "--batches", "20", "-o"])
+            .arg(&p)
+            .assert()
+            .success()
+            .stdout("");
+        check(&std::fs::read_to_string(&p).unwrap());
+    }
+    // What timer wrote as JSON, compare reads.
+    let j = dir.join("out.json");
+    cb().args(["--no-store", "compare"])
+        .arg(&j)
+        .arg(&j)
+        .assert()
+        .success();
+    for (args, bad) in [
+        (vec!["timer", "--batches", "20"], "out.pdf"),
+        (vec!["report", "x.json"], "rep.pdf"),
+        (vec!["report", "x.json"], "rep.png"),
+        (vec!["suite", "--quick", "--only", "core"], "summary.md"),
+    ] {
+        let p = dir.join(bad);
+        cb().arg("--no-store")
+            .args(&args)
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                ".{} is not a format",
+                bad.rsplit('.').next().unwrap()
+            )))
+            .stderr(predicate::str::contains(".html").or(predicate::str::contains(".jsonl")));
+        assert!(!p.exists(), "{bad} was written");
+    }
+    // The suite's answers, not its records, in summary.txt.
+    let s = dir.join("summary.txt");
+    cb().args(["--no-store", "suite", "--quick", "--only", "core", "--out"])
+        .arg(dir.join("suite"))
+        .arg("-o")
+        .arg(&s)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&s).unwrap();
+    assert!(text.contains("how exactly can a loop wait"), "{text}");
+    assert!(text.contains("report:"), "{text}");
+    assert!(!text.contains("lab: timer"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

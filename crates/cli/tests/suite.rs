@@ -374,3 +374,79 @@ fn an_unwritable_report_cost_the_run_its_place_in_the_store() {
     assert_eq!(runs_in_store(&store), 1, "stored twice");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `suite --only core --out D` then `suite --only pcap --out D`: exit 0,
+/// and results.jsonl went from 12 core records to 9 pcap records without
+/// a word. Now the second is refused and names what to do; --force
+/// replaces the run.
+#[test]
+fn suite_out_on_a_folder_holding_another_run_was_overwritten_without_a_word() {
+    let dir = fresh_dir("suite-overwrite");
+    let (out, store) = (dir.join("out"), dir.join("store.db"));
+    assert!(core_suite(&out, &store).status.success());
+    let before = std::fs::read(out.join("results.jsonl")).unwrap();
+    cb().args(["suite", "--quick", "--only", "pcap", "--no-store", "--out"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds another suite run"))
+        .stderr(predicate::str::contains("--resume"))
+        .stderr(predicate::str::contains("new folder"))
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(std::fs::read(out.join("results.jsonl")).unwrap(), before);
+    cb().args([
+        "suite",
+        "--quick",
+        "--only",
+        "core",
+        "--no-store",
+        "--force",
+        "--out",
+    ])
+    .arg(&out)
+    .assert()
+    .success();
+    let after = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert!(after.contains("\"lab\":\"timer\""), "{after}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--resume D` of a finished `--only core` folder ran the five other
+/// steps; it accepted `--quick` on a default folder; and a resume that ran
+/// nothing rewrote every record's environment as its own. Now the folder
+/// says what its run asked for and a resume holds to it.
+#[test]
+fn a_resume_ran_steps_the_folder_never_asked_for_and_rewrote_their_provenance() {
+    let dir = fresh_dir("suite-asked");
+    let (out, store) = (dir.join("out"), dir.join("store.db"));
+    assert!(core_suite(&out, &store).status.success());
+    let before = std::fs::read(out.join("results.jsonl")).unwrap();
+    // No --only, no --quick: the folder's own selection and preset (a
+    // step added with --only on purpose would run).
+    let o = cb()
+        .args(["suite", "--no-store", "--resume"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("core: kept from"), "{err}");
+    for other in ["ipc", "openflow", "mux", "pcap", "pipeline"] {
+        assert!(!err.contains(&format!("] {other}")), "{other} ran: {err}");
+    }
+    // Byte for byte: every record's environment is the run's that measured it.
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(out.join("results.jsonl")).unwrap()),
+        String::from_utf8_lossy(&before)
+    );
+    // Another preset is refused.
+    cb().args(["suite", "--no-store", "--full", "--resume"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "that run used the quick preset, not full",
+        ));
+    assert_eq!(std::fs::read(out.join("results.jsonl")).unwrap(), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -846,6 +846,21 @@ pub struct MuxReport {
 /// Runs every engine × lookup, interleaved over `cfg.repeat` repeats; one
 /// record per configuration goes to `rec`.
 pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
+    let all: Vec<(EngineKind, Lookup)> = cfg
+        .engines
+        .iter()
+        .flat_map(|&e| cfg.lookups.iter().map(move |&l| (e, l)))
+        .collect();
+    run_configs(cfg, &all, rec)
+}
+
+/// Like [`run`], but only the (engine, lookup) pairs of `wanted`, in that
+/// order (`--reproduce-seed --quick` runs three of the six).
+pub fn run_configs(
+    cfg: &MuxConfig,
+    wanted: &[(EngineKind, Lookup)],
+    rec: &mut Recorder,
+) -> Result<MuxReport> {
     cfg.validate()?;
     if cfg.netns {
         limits::enter_private_netns()?;
@@ -860,17 +875,17 @@ pub fn run(cfg: &MuxConfig, rec: &mut Recorder) -> Result<MuxReport> {
     let load_start = load_average()[0];
     let mut configs: Vec<(EngineKind, Lookup)> = Vec::new();
     let mut skipped = Vec::new();
-    for &e in &cfg.engines {
+    for &(e, l) in wanted {
         if e == EngineKind::IoUring && cfg.remote.is_none() {
             if let Some(why) = e.unavailable_here() {
-                rec.progress(&format!("mux: io-uring skipped: {why}"));
-                skipped.push((e.as_str().to_owned(), why));
+                if !skipped.iter().any(|(s, _)| s == e.as_str()) {
+                    rec.progress(&format!("mux: io-uring skipped: {why}"));
+                    skipped.push((e.as_str().to_owned(), why));
+                }
                 continue;
             }
         }
-        for &l in &cfg.lookups {
-            configs.push((e, l));
-        }
+        configs.push((e, l));
     }
     if configs.is_empty() {
         return Err(MuxError::Unavailable(format!(

@@ -23,15 +23,81 @@ pub struct SeedPlan {
     pub active: usize,
     /// Connections of the scan-vs-N step (a tenth of conns).
     pub small_conns: usize,
+    /// Runs per configuration, interleaved: a ratio to poll needs at
+    /// least two on each side for an interval, so the default is 3.
+    pub repeat: u32,
+    /// The configurations of the every-connection-active steps.
+    pub configs: Vec<(EngineKind, Lookup)>,
+    /// The quick plan (its 1%-active step runs once).
+    pub quick: bool,
+}
+
+/// Runs per configuration when `--repeat` is not given: the fewest that
+/// give every ratio to poll a 95% interval with a point to spare.
+pub const DEFAULT_REPEAT: u32 = 3;
+
+/// A connect (and its accept and close) costs about as much as this many
+/// round trips: 10,000 connections took 0.8 s and 100,000 round trips
+/// 1.3 s of the same run (debug build, 2026-11-28). The time-left estimate
+/// weighs each step's connections and round trips by it.
+const CONNECT_IN_ROUND_TRIPS: f64 = 6.0;
+
+/// One step of the grid: a harness run of its configurations.
+#[derive(Debug, Clone)]
+pub struct SeedStep {
+    pub conns: usize,
+    /// Connections doing rounds (None: all).
+    pub active: Option<usize>,
+    pub rounds: u64,
+    pub configs: Vec<(EngineKind, Lookup)>,
+    /// Runs per configuration.
+    pub repeat: u32,
+    /// What progress lines call it.
+    pub what: String,
+}
+
+impl SeedStep {
+    /// Its work in round-trip equivalents (connects weighed by
+    /// [`CONNECT_IN_ROUND_TRIPS`]), over every configuration and repeat:
+    /// what the time-left estimate divides the time so far by.
+    pub fn work(&self) -> f64 {
+        let active = self.active.unwrap_or(self.conns) as f64;
+        let one = self.conns as f64 * CONNECT_IN_ROUND_TRIPS + active * self.rounds as f64;
+        one * self.configs.len() as f64 * f64::from(self.repeat.max(1))
+    }
 }
 
 impl SeedPlan {
-    /// The article's grid; `quick` divides the rounds by 10.
-    pub fn new(quick: bool) -> Self {
-        let rounds = if quick {
-            vec![10, 50, 100]
+    /// The article's grid (R = 100, 500, 1,000 at N = 10,000, every
+    /// engine and lookup). `quick` answers the same question in about a
+    /// minute: R divided by 100 and at least 2 (2, 5, 10), only the three
+    /// configurations the verdict compares (indexed poll, epoll-lt with
+    /// the scan and indexed), each repeated for an interval, and the
+    /// 1%-active step (a ~10× ratio, read without an interval) once.
+    /// N stays 10,000: at 5,000 the scan's +2 µs per round trip drowned in
+    /// the system time's noise (every interval "cannot tell", 40 s); at
+    /// 10,000 with R = 1, 5, 10 it took 62 s, about half of it connecting
+    /// (27 runs of 10,000 connects), and R = 1 (10,000 round trips, a few
+    /// 4 ms CPU-time ticks) could not tell (release build, 2 vCPUs, load
+    /// 1.1, 2026-11-28). `repeat` None is [`DEFAULT_REPEAT`].
+    pub fn new(quick: bool, repeat: Option<u32>) -> Self {
+        let (rounds, configs) = if quick {
+            (
+                vec![2, 5, 10],
+                vec![
+                    (EngineKind::Poll, Lookup::Index),
+                    (EngineKind::EpollLt, Lookup::Scan),
+                    (EngineKind::EpollLt, Lookup::Index),
+                ],
+            )
         } else {
-            vec![100, 500, 1000]
+            let mut c = Vec::new();
+            for e in [EngineKind::Poll, EngineKind::EpollLt, EngineKind::EpollEt] {
+                for l in [Lookup::Scan, Lookup::Index] {
+                    c.push((e, l));
+                }
+            }
+            (vec![100, 500, 1000], c)
         };
         SeedPlan {
             conns: 10_000,
@@ -39,7 +105,51 @@ impl SeedPlan {
             size: 1024,
             active: 100,
             small_conns: 1000,
+            quick,
+            repeat: repeat.unwrap_or(DEFAULT_REPEAT),
+            configs,
         }
+    }
+
+    /// The grid's steps: one per round count, then the 1%-active step and
+    /// the scan at a tenth of N.
+    pub fn steps(&self) -> Vec<SeedStep> {
+        let mut out: Vec<SeedStep> = self
+            .rounds
+            .iter()
+            .map(|&r| SeedStep {
+                conns: self.conns,
+                active: None,
+                rounds: r,
+                configs: self.configs.clone(),
+                repeat: self.repeat,
+                what: format!("N={} R={r}, every connection active", self.conns),
+            })
+            .collect();
+        let r = *self.rounds.last().unwrap_or(&100);
+        out.push(SeedStep {
+            conns: self.conns,
+            active: Some(self.active),
+            rounds: r,
+            configs: vec![
+                (EngineKind::Poll, Lookup::Index),
+                (EngineKind::EpollLt, Lookup::Index),
+            ],
+            repeat: if self.quick { 1 } else { self.repeat },
+            what: format!("N={} R={r}, {} active", self.conns, self.active),
+        });
+        out.push(SeedStep {
+            conns: self.small_conns,
+            active: None,
+            rounds: r,
+            configs: vec![
+                (EngineKind::EpollLt, Lookup::Scan),
+                (EngineKind::EpollLt, Lookup::Index),
+            ],
+            repeat: self.repeat,
+            what: format!("N={} R={r}, the scan at a tenth of N", self.small_conns),
+        });
+        out
     }
 }
 
@@ -52,106 +162,95 @@ pub struct SeedPoint {
     pub results: Vec<ConfigResult>,
 }
 
-impl SeedPlan {
-    /// The grid's steps: one per round count, then the 1%-active step and
-    /// the scan at a tenth of N.
-    pub fn steps(&self) -> usize {
-        self.rounds.len() + 2
-    }
+/// Where a run of the grid is: the step about to start (`done` of the
+/// plan's steps finished, `work_done` of `work_total` round-trip
+/// equivalents, see [`SeedStep::work`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SeedProgress<'a> {
+    pub done: usize,
+    pub steps: usize,
+    pub what: &'a str,
+    pub work_done: f64,
+    pub work_total: f64,
 }
 
 /// Runs the grid with `base`'s placement, threads, timeout and netns
-/// settings; `on_step(done, steps, what)` is called before each step
-/// starts (`done` of `steps` finished) and once at the end, so a caller
-/// can say how far it is and how long the rest will take.
+/// settings; `on_step` is called before each step starts and once at the
+/// end, so a caller can say how far it is and how long the rest will take.
 pub fn run(
     base: &MuxConfig,
     plan: &SeedPlan,
     rec: &mut Recorder,
-    on_step: &mut dyn FnMut(usize, usize, &str),
+    on_step: &mut dyn FnMut(SeedProgress<'_>),
 ) -> Result<Vec<SeedPoint>> {
-    let mut points = Vec::new();
     let steps = plan.steps();
-    for &r in &plan.rounds {
-        on_step(
-            points.len(),
-            steps,
-            &format!("N={} R={r}, every connection active", plan.conns),
-        );
+    let work_total: f64 = steps.iter().map(SeedStep::work).sum();
+    let mut work_done = 0.0;
+    let mut points = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        on_step(SeedProgress {
+            done: i,
+            steps: steps.len(),
+            what: &step.what,
+            work_done,
+            work_total,
+        });
+        let mut engines: Vec<EngineKind> = step.configs.iter().map(|c| c.0).collect();
+        engines.dedup();
+        let mut lookups: Vec<Lookup> = Vec::new();
+        for c in &step.configs {
+            if !lookups.contains(&c.1) {
+                lookups.push(c.1);
+            }
+        }
         let cfg = MuxConfig {
-            engines: vec![EngineKind::Poll, EngineKind::EpollLt, EngineKind::EpollEt],
-            lookups: vec![Lookup::Scan, Lookup::Index],
-            conns: plan.conns,
-            active: None,
-            rounds: r,
+            engines,
+            lookups,
+            conns: step.conns,
+            active: step.active,
+            rounds: step.rounds,
             size: plan.size,
+            repeat: step.repeat,
             ..base.clone()
         };
-        let rep = harness::run(&cfg, rec)?;
+        let rep = harness::run_configs(&cfg, &step.configs, rec)?;
         points.push(SeedPoint {
-            rounds: r,
-            conns: plan.conns,
-            active: plan.conns,
+            rounds: step.rounds,
+            conns: step.conns,
+            active: step.active.unwrap_or(step.conns),
             results: rep.results,
         });
+        work_done += step.work();
     }
-    let r = *plan.rounds.last().unwrap_or(&100);
-    on_step(
-        points.len(),
-        steps,
-        &format!("N={} R={r}, {} active", plan.conns, plan.active),
-    );
-    let cfg = MuxConfig {
-        engines: vec![EngineKind::Poll, EngineKind::EpollLt],
-        lookups: vec![Lookup::Index],
-        conns: plan.conns,
-        active: Some(plan.active),
-        rounds: r,
-        size: plan.size,
-        ..base.clone()
-    };
-    let rep = harness::run(&cfg, rec)?;
-    points.push(SeedPoint {
-        rounds: r,
-        conns: plan.conns,
-        active: plan.active,
-        results: rep.results,
+    on_step(SeedProgress {
+        done: steps.len(),
+        steps: steps.len(),
+        what: "done",
+        work_done,
+        work_total,
     });
-    on_step(
-        points.len(),
-        steps,
-        &format!("N={} R={r}, the scan at a tenth of N", plan.small_conns),
-    );
-    let cfg = MuxConfig {
-        engines: vec![EngineKind::EpollLt],
-        lookups: vec![Lookup::Scan, Lookup::Index],
-        conns: plan.small_conns,
-        active: None,
-        rounds: r,
-        size: plan.size,
-        ..base.clone()
-    };
-    let rep = harness::run(&cfg, rec)?;
-    points.push(SeedPoint {
-        rounds: r,
-        conns: plan.small_conns,
-        active: plan.small_conns,
-        results: rep.results,
-    });
-    on_step(points.len(), steps, "done");
     Ok(points)
 }
 
 /// What `--reproduce-seed` says before each step and at the end: which
-/// step of how many, and from the steps so far how long the rest will
-/// take (even `--quick` runs 10,000 connections per server for minutes).
-pub fn progress_line(done: usize, steps: usize, what: &str, elapsed_s: f64) -> String {
+/// step of how many, and how long the rest will take — the time so far
+/// per unit of work done times the work left, because the steps differ
+/// tenfold (R = 1 against R = 10): "about 81 s left" from equal steps
+/// was followed by 217 s more.
+pub fn progress_line(p: SeedProgress<'_>, elapsed_s: f64) -> String {
+    let SeedProgress {
+        done,
+        steps,
+        what,
+        work_done,
+        work_total,
+    } = p;
     if done >= steps {
         format!("mux --reproduce-seed: {steps} steps in {elapsed_s:.0} s")
-    } else if done == 0 {
-        format!("mux --reproduce-seed: step 1 of {steps} ({what}); each step's time will say how long the rest takes")
+    } else if done == 0 || work_done <= 0.0 {
+        format!("mux --reproduce-seed: step 1 of {steps} ({what}); the first step's time will say how long the rest takes")
     } else {
-        let left = elapsed_s / done as f64 * (steps - done) as f64;
+        let left = elapsed_s / work_done * (work_total - work_done).max(0.0);
         format!(
             "mux --reproduce-seed: step {} of {steps} ({what}); {elapsed_s:.0} s so far, about {left:.0} s left",
             done + 1
@@ -306,13 +405,37 @@ pub fn verdict(points: &[SeedPoint], conns: usize) -> Vec<String> {
             "It does not lose to poll here: the seed's finding is not reproduced on this machine."
                 .to_owned()
         } else {
-            let mut w = if loses_last {
-                "It loses to poll at the most rounds".to_owned()
-            } else {
-                "It does not clearly lose to poll".to_owned()
+            // Where it loses, where not, and where the intervals cannot
+            // tell, each named by its round counts.
+            let at = |want: &[Side]| -> Vec<String> {
+                s.iter()
+                    .filter(|x| want.contains(&x.1))
+                    .map(|x| x.0.to_string())
+                    .collect()
             };
+            let mut parts = Vec::new();
+            let more = at(&[Side::More]);
+            if !more.is_empty() {
+                parts.push(format!(
+                    "{} to poll at R={}",
+                    if loses_last {
+                        "It loses"
+                    } else {
+                        "It loses only"
+                    },
+                    more.join(", ")
+                ));
+            }
+            let not = at(&[Side::Less, Side::Level]);
+            if !not.is_empty() {
+                parts.push(format!("it does not lose at R={}", not.join(", ")));
+            }
             if let Some(u) = unsure(EngineKind::EpollLt, Lookup::Scan, &s) {
-                w.push_str(&format!("; {u}"));
+                parts.push(u);
+            }
+            let mut w = parts.join("; ");
+            if let Some(first) = w.get(..1) {
+                w = first.to_uppercase() + &w[1..];
             }
             w.push('.');
             w
@@ -430,6 +553,7 @@ pub fn verdict_record(lines: &[String], plan: &SeedPlan) -> Record {
         .param("rounds", &plan.rounds)
         .param("size", plan.size)
         .param("active", plan.active)
+        .param("repeat", plan.repeat)
         .metric("verdict", lines)
 }
 
@@ -577,12 +701,92 @@ mod tests {
     /// The quick run took 163 s with no word on a non-terminal.
     #[test]
     fn the_seed_run_says_which_step_it_is_at_and_how_long_the_rest_takes() {
-        assert!(progress_line(0, 5, "N=10000 R=10", 0.0).contains("step 1 of 5 (N=10000 R=10)"));
+        let at = |done, what, work_done, work_total| SeedProgress {
+            done,
+            steps: 5,
+            what,
+            work_done,
+            work_total,
+        };
+        assert!(progress_line(at(0, "N=10000 R=10", 0.0, 10.0), 0.0)
+            .contains("step 1 of 5 (N=10000 R=10)"));
         assert_eq!(
-            progress_line(2, 5, "x", 60.0),
+            progress_line(at(2, "x", 40.0, 100.0), 60.0),
             "mux --reproduce-seed: step 3 of 5 (x); 60 s so far, about 90 s left"
         );
-        assert!(progress_line(5, 5, "done", 150.0).ends_with("5 steps in 150 s"));
+        assert!(progress_line(at(5, "done", 100.0, 100.0), 150.0).ends_with("5 steps in 150 s"));
+    }
+
+    /// "About 81 s left" at 20 s, and the run ended at 237 s: the estimate
+    /// took every step to cost what the first (the fewest rounds) did.
+    /// Here each step's time follows its work, so the estimate after any
+    /// step is the rest's time exactly.
+    #[test]
+    fn the_seed_time_left_is_weighed_by_each_steps_work_not_its_count() {
+        for quick in [true, false] {
+            let plan = SeedPlan::new(quick, None);
+            let steps = plan.steps();
+            let work: Vec<f64> = steps.iter().map(SeedStep::work).collect();
+            let total: f64 = work.iter().sum();
+            // The steps differ: equal shares would be far off.
+            let max = work.iter().cloned().fold(0.0, f64::max);
+            let min = work.iter().cloned().fold(f64::INFINITY, f64::min);
+            assert!(max > 3.0 * min, "{work:?}");
+            let secs_per_work = 2e-5;
+            let mut done_work = 0.0;
+            for (i, w) in work.iter().enumerate().skip(1) {
+                done_work += work[i - 1];
+                let elapsed = done_work * secs_per_work;
+                let line = progress_line(
+                    SeedProgress {
+                        done: i,
+                        steps: steps.len(),
+                        what: "x",
+                        work_done: done_work,
+                        work_total: total,
+                    },
+                    elapsed,
+                );
+                let want = (total - done_work) * secs_per_work;
+                assert!(line.ends_with(&format!("about {want:.0} s left")), "{line}");
+                let _ = w;
+            }
+        }
+    }
+
+    /// `mux --reproduce-seed --quick` ran 3 min 57 s and answered nothing:
+    /// one run per point, no interval. The quick plan repeats every
+    /// configuration the verdict compares (an interval needs two runs a
+    /// side) and runs only those.
+    #[test]
+    fn the_quick_seed_plan_repeats_for_an_interval_and_runs_what_the_verdict_compares() {
+        let q = SeedPlan::new(true, None);
+        assert!(q.repeat >= 3, "{}", q.repeat);
+        assert_eq!(q.rounds, vec![2, 5, 10]);
+        assert_eq!(
+            q.configs,
+            vec![
+                (EngineKind::Poll, Lookup::Index),
+                (EngineKind::EpollLt, Lookup::Scan),
+                (EngineKind::EpollLt, Lookup::Index),
+            ]
+        );
+        // Every pair a verdict sentence reads runs at every full-N step.
+        for s in q.steps().iter().take(q.rounds.len()) {
+            for c in [
+                (EngineKind::Poll, Lookup::Index),
+                (EngineKind::EpollLt, Lookup::Scan),
+                (EngineKind::EpollLt, Lookup::Index),
+            ] {
+                assert!(s.configs.contains(&c), "{s:?}");
+            }
+        }
+        // The quick run's work is a small share of the full one's.
+        let w = |p: &SeedPlan| -> f64 { p.steps().iter().map(SeedStep::work).sum() };
+        let full = SeedPlan::new(false, None);
+        assert_eq!(full.configs.len(), 6);
+        assert!(w(&q) * 50.0 < w(&full), "{} vs {}", w(&q), w(&full));
+        assert_eq!(SeedPlan::new(true, Some(1)).repeat, 1);
     }
 
     #[test]

@@ -134,12 +134,14 @@ impl ClientTls {
                 .with_no_client_auth()
         } else {
             let mut roots = rustls::RootCertStore::empty();
+            let mut pinned = Vec::new();
             match &spec.cacert {
                 Some(p) => {
                     for c in read_certs(p)? {
-                        roots.add(c).map_err(|e| {
+                        roots.add(c.clone()).map_err(|e| {
                             TlsSetupError::File(p.clone(), format!("not a CA certificate: {e}"))
                         })?;
+                        pinned.push(c);
                     }
                 }
                 None => {
@@ -156,7 +158,20 @@ impl ClientTls {
                     }
                 }
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider(),
+            )
+            .build()
+            .map_err(|e| TlsSetupError::Rustls(e.to_string()))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(CaFileVerifier {
+                    webpki,
+                    pinned,
+                    noted: std::sync::atomic::AtomicBool::new(false),
+                }))
+                .with_no_client_auth()
         };
         config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
         config.resumption = rustls::client::Resumption::in_memory_sessions(CLIENT_SESSIONS);
@@ -191,6 +206,213 @@ fn read_certs(p: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
         return Err(bad("no PEM certificate in it".into()));
     }
     Ok(certs)
+}
+
+/// The usual verification (chain to a root, the name, dates), plus what
+/// curl accepts and webpki does not: the server presenting, as its own
+/// certificate, exactly one of the `--cacert` file's certificates when
+/// that certificate says CA:TRUE — what `openssl req -x509` makes by
+/// default. webpki refuses it (CaUsedAsEndEntity: a CA certificate may
+/// only sign others) after it has checked the dates; here the name is
+/// checked too, and the run says once on stderr what it accepted and how
+/// to make a certificate any client takes.
+#[derive(Debug)]
+struct CaFileVerifier {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    /// The `--cacert` file's certificates (empty: the system's roots).
+    pinned: Vec<CertificateDer<'static>>,
+    noted: std::sync::atomic::AtomicBool,
+}
+
+/// How to make a self-signed certificate that every client accepts: a
+/// leaf (CA:FALSE) that names the host in subjectAltName.
+pub const MAKE_A_CERTIFICATE: &str = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -keyout key.pem -out cert.pem -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE (or let `mux serve --tls --cert-out cert.pem` make one)";
+
+impl ServerCertVerifier for CaFileVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let err =
+            match self
+                .webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+        let ca_as_leaf = matches!(
+            &err,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o))
+                if o.to_string().contains("CaUsedAsEndEntity")
+        );
+        if !ca_as_leaf
+            || !self
+                .pinned
+                .iter()
+                .any(|p| p.as_ref() == end_entity.as_ref())
+        {
+            return Err(err);
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        if !self.noted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "mux: note: the server's certificate is a CA certificate (basicConstraints CA:TRUE, what `openssl req -x509` makes by default) used as its own; accepted, as curl does, because it is byte for byte the one in --cacert and names {}. Strict clients refuse it; one they all take: {MAKE_A_CERTIFICATE}",
+                server_name.to_str()
+            );
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod ca_as_leaf_tests {
+    use super::*;
+
+    /// A self-signed certificate as `openssl req -x509` makes it:
+    /// basicConstraints CA:TRUE, the names in subjectAltName (`names`
+    /// empty: none). Returns (cert PEM, key PEM).
+    fn openssl_like(names: &[&str]) -> (String, String) {
+        let mut p =
+            rcgen::CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = p.self_signed(&key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// Handshakes in memory: the server with `cert`/`key`, the load side
+    /// trusting `cacert` and asking for `sni`. The client's error, if any.
+    fn handshake(cert: &str, key: &str, cacert: &str, sni: &str) -> Result<(), String> {
+        let dir = std::env::temp_dir().join(format!(
+            "cb-tls-ca-{}-{}",
+            std::process::id(),
+            std::thread::current()
+                .name()
+                .unwrap_or("t")
+                .replace(':', "_")
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, cacert).unwrap();
+        let client = ClientTls::new(
+            &ClientTlsSpec {
+                sni: Some(sni.into()),
+                cacert: Some(ca),
+                ..Default::default()
+            },
+            "localhost",
+        )
+        .map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_dir_all(&dir);
+        let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+        let sc = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let mut s = rustls::ServerConnection::new(Arc::new(sc)).unwrap();
+        let mut c = client.connect().unwrap();
+        // A bounded number of flights: a handshake takes two or three.
+        for _ in 0..10 {
+            let mut buf = Vec::new();
+            while c.wants_write() {
+                c.write_tls(&mut buf).unwrap();
+            }
+            let mut rd = &buf[..];
+            while !rd.is_empty() {
+                s.read_tls(&mut rd).unwrap();
+            }
+            s.process_new_packets()
+                .map_err(|e| format!("server: {e}"))?;
+            let mut buf = Vec::new();
+            while s.wants_write() {
+                s.write_tls(&mut buf).unwrap();
+            }
+            let mut rd = &buf[..];
+            while !rd.is_empty() {
+                c.read_tls(&mut rd).unwrap();
+            }
+            c.process_new_packets().map_err(|e| e.to_string())?;
+            if !c.is_handshaking() && !s.is_handshaking() {
+                return Ok(());
+            }
+        }
+        Err("no handshake in ten flights".into())
+    }
+
+    /// `openssl req -x509 …` (CA:TRUE by default), then `mux load --tls
+    /// --cacert cert.pem`: "invalid peer certificate: … CaUsedAsEndEntity
+    /// … give --cacert FILE … or --insecure". curl accepts the same file;
+    /// so does the load side now, checking the name as before.
+    #[test]
+    fn the_usual_self_signed_ca_true_certificate_was_refused_with_advice_to_do_what_was_done() {
+        let (cert, key) = openssl_like(&["localhost"]);
+        handshake(&cert, &key, &cert, "localhost").unwrap();
+        // Trusting another certificate: still refused, and the hint no
+        // longer says to give what was given.
+        let (other, _) = openssl_like(&["localhost"]);
+        let e = handshake(&cert, &key, &other, "localhost").unwrap_err();
+        assert!(!hint(&e).is_empty(), "{e}");
+        // A leaf made as the note says is accepted through the usual path.
+        let leaf = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let (lc, lk) = (leaf.cert.pem(), leaf.key_pair.serialize_pem());
+        handshake(&lc, &lk, &lc, "localhost").unwrap();
+        assert!(MAKE_A_CERTIFICATE.contains("CA:FALSE"));
+        assert!(MAKE_A_CERTIFICATE.contains("subjectAltName"));
+    }
+
+    /// A wrong `--sni` got the same "give --cacert … or --insecure" hint.
+    #[test]
+    fn a_wrong_sni_was_told_to_give_cacert_instead_of_the_name() {
+        for (cert, key) in [openssl_like(&["localhost"]), {
+            let l = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+            (l.cert.pem(), l.key_pair.serialize_pem())
+        }] {
+            let e = handshake(&cert, &key, &cert, "other.example").unwrap_err();
+            assert!(e.contains("not valid for name"), "{e}");
+            let h = hint(&e);
+            assert!(h.contains("--sni"), "{h}");
+            assert!(
+                !h.contains("--insecure") && !h.contains("give --cacert"),
+                "{h}"
+            );
+        }
+        // No name in subjectAltName at all: says so, and how to add one.
+        let (cert, key) = openssl_like(&[]);
+        let e = handshake(&cert, &key, &cert, "localhost").unwrap_err();
+        let h = hint(&e);
+        assert!(h.contains("subjectAltName"), "{e}{h}");
+    }
 }
 
 /// `--insecure`: any chain and name are accepted; the handshake's
@@ -472,9 +694,19 @@ impl TlsOut {
     }
 }
 
-/// What to do about a handshake failure, from its reason.
+/// What to do about a handshake failure, from its reason. The name
+/// first: a wrong `--sni` once got the advice to give `--cacert`, which
+/// had been given.
 fn hint(why: &str) -> &'static str {
-    if why.contains("certificate") || why.contains("UnknownIssuer") {
+    if why.contains("not valid for name") || why.contains("NotValidForName") {
+        if why.contains("not valid for any names") {
+            ": the certificate names no host in subjectAltName (a CN alone is not checked) — make one that does: openssl req -x509 … -addext subjectAltName=DNS:localhost,IP:127.0.0.1, or let `mux serve --tls --cert-out FILE` make one"
+        } else {
+            ": the certificate does not name the host the load side asked for — give --sni with a name it holds (listed above), or connect by that name"
+        }
+    } else if why.contains("CaUsedAsEndEntity") {
+        ": the server's certificate is a CA certificate (CA:TRUE) that is not the one in --cacert; a server needs a leaf certificate (CA:FALSE) — make one with: openssl req -x509 … -addext basicConstraints=critical,CA:FALSE -addext subjectAltName=DNS:localhost"
+    } else if why.contains("certificate") || why.contains("UnknownIssuer") {
         ": the server's certificate is not trusted here — give --cacert FILE (the certificate `mux serve --tls --cert-out FILE` wrote), or --insecure for a self-signed server"
     } else if why.contains("version") || why.contains("ProtocolVersion") {
         ": no TLS version both sides allow — check --tls-version"

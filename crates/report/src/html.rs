@@ -177,7 +177,10 @@ fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTabl
             .any(|r| r.params.get(*k) != first.and_then(|f| f.params.get(*k)))
     });
     let overlaid = recs.iter().any(|r| r.params.contains_key(RUN_PARAM));
-    let mut metrics: Vec<(&str, String)> = Vec::new();
+    // (key, header, divisor): a column of nanoseconds reads in µs or ms
+    // when its values are that large (the mux open table's p99 read
+    // "2.46M" under "(ns)").
+    let mut metrics: Vec<(&str, String, f64)> = Vec::new();
     if let Some(l) = lab {
         let mut heads: Vec<_> = l.headlines(test);
         if heads.is_empty() {
@@ -189,9 +192,19 @@ fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTabl
                 .collect();
         }
         for m in heads {
-            if recs.iter().any(|r| r.metric_f64(m.key).is_some()) {
-                metrics.push((m.key, format!("{} ({})", m.label, m.unit)));
-            }
+            let top = recs
+                .iter()
+                .filter_map(|r| r.metric_f64(m.key))
+                .filter(|v| v.is_finite())
+                .map(f64::abs)
+                .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+            let Some(top) = top else { continue };
+            let (unit, d) = match m.unit {
+                "ns" if top >= 1e6 => ("ms", 1e6),
+                "ns" if top >= 1e4 => ("µs", 1e3),
+                u => (u, 1.0),
+            };
+            metrics.push((m.key, format!("{} ({unit})", m.label), d));
         }
     }
     let flagged = |r: &Record| -> Vec<&str> {
@@ -212,7 +225,7 @@ fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTabl
         columns.push("run".to_owned());
     }
     columns.extend(params.iter().map(|p| p.replace('_', " ")));
-    columns.extend(metrics.iter().map(|(_, h)| h.clone()));
+    columns.extend(metrics.iter().map(|(_, h, _)| h.clone()));
     if any_flag {
         columns.push("flags".into());
     }
@@ -234,17 +247,20 @@ fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTabl
                     v.is_some_and(Value::is_number),
                 ));
             }
-            for (k, _) in &metrics {
+            for (k, _, d) in &metrics {
                 let text = match r.metric_f64(k) {
                     Some(v) => {
                         let iv = r
                             .metric_f64(&format!("{k}_lo"))
                             .zip(r.metric_f64(&format!("{k}_hi")));
                         match iv {
-                            Some((lo, hi)) => {
-                                format!("{} [{}, {}]", value(v, ""), value(lo, ""), value(hi, ""))
-                            }
-                            None => value(v, ""),
+                            Some((lo, hi)) => format!(
+                                "{} [{}, {}]",
+                                value(v / d, ""),
+                                value(lo / d, ""),
+                                value(hi / d, "")
+                            ),
+                            None => value(v / d, ""),
                         }
                     }
                     None => String::new(),

@@ -298,6 +298,8 @@ pub struct Plot {
     /// The axis labels as drawn (with "log scale" when it is one).
     pub x_desc: String,
     pub y_desc: String,
+    /// The title as drawn: its unit is the y axis's ("" when none drawn).
+    pub title: String,
 }
 
 /// The series as they will be drawn: points that are not [`plottable`]
@@ -487,6 +489,22 @@ fn time_unit(label: &str, lo: f64, hi: f64, log: bool) -> (String, f64) {
     (label.to_owned(), 1.0)
 }
 
+/// A title whose unit is the axis's: when [`time_unit`] drew the axis in
+/// µs or ms (`scale` 1e3 or 1e6), the title's "ns" says so too ("CPU per
+/// message (ns)" over an axis in µs; `(TSC spin, ns)`).
+fn title_in(title: &str, scale: f64) -> String {
+    let unit = if scale == 1e6 {
+        "ms"
+    } else if scale == 1e3 {
+        "µs"
+    } else {
+        return title.to_owned();
+    };
+    title
+        .replace("(ns)", &format!("({unit})"))
+        .replace(", ns)", &format!(", {unit})"))
+}
+
 /// Axis tick text: 1.5k, 20M, 3G instead of 20000000.0.
 pub fn si(v: &f64) -> String {
     let a = v.abs();
@@ -504,7 +522,15 @@ pub fn si(v: &f64) -> String {
     } else {
         (*v, "")
     };
-    let s = format!("{x:.2}");
+    // Two decimals, or below 1 enough for the first two significant
+    // digits: a log axis in µs once ticked 5 ns and 10 ns both "0.01",
+    // and 2 ns "0".
+    let decimals = if a > 0.0 && a < 1.0 {
+        ((-a.log10().floor()) as usize + 1).max(2)
+    } else {
+        2
+    };
+    let s = format!("{x:.decimals$}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("{s}{suffix}")
 }
@@ -680,6 +706,7 @@ fn lines(
     };
     let (y_label, y_scale) = time_unit(axes.y, ylo, yhi, y_log);
     let y_desc = desc(&y_label, y_log);
+    let title = title_in(axes.title, y_scale);
     let y_fmt = move |v: &f64| si(&(v / y_scale));
     let mut buf = String::new();
     {
@@ -687,7 +714,7 @@ fn lines(
             SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
         let mut b = ChartBuilder::on(&root);
-        b.caption(axes.title, ("sans-serif", TITLE_PX))
+        b.caption(title.as_str(), ("sans-serif", TITLE_PX))
             .margin(12)
             .margin_right(if ladder { 36 } else { right_margin(&refs) })
             .x_label_area_size(52)
@@ -785,6 +812,7 @@ fn lines(
         y_log,
         x_desc,
         y_desc,
+        title,
     })
 }
 
@@ -950,6 +978,7 @@ pub fn bar_plot(
     };
     let (y_label, y_scale) = time_unit(axes.y, ylo, yhi, log);
     let y_desc = desc(&y_label, log);
+    let title = title_in(axes.title, y_scale);
     let y_fmt = move |v: &f64| si(&(v / y_scale));
     let mut buf = String::new();
     {
@@ -957,7 +986,7 @@ pub fn bar_plot(
             SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
         let mut b = ChartBuilder::on(&root);
-        b.caption(axes.title, ("sans-serif", TITLE_PX))
+        b.caption(title.as_str(), ("sans-serif", TITLE_PX))
             .margin(12)
             .margin_right(right_margin(&refs))
             .x_label_area_size(52)
@@ -1071,7 +1100,68 @@ pub fn bar_plot(
         y_log: log,
         x_desc: axes.x.to_owned(),
         y_desc,
+        title,
     })
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::*;
+
+    /// A log axis in µs ticked "0.01, 0.01" and "0" (5 ns, 10 ns and 2 ns
+    /// over 1,000): every tick of a log axis now reads differently, and
+    /// none reads 0.
+    #[test]
+    fn a_log_axis_had_duplicate_tick_labels_and_a_zero() {
+        for (lo, hi) in [(2.0, 5_000.0), (1.5, 40_000.0), (0.3, 900.0), (8.0, 2e7)] {
+            let (_, scale) = time_unit("latency (ns)", lo, hi, true);
+            let ticks = log_ticks(lo, hi);
+            let labels: Vec<String> = ticks.iter().map(|t| si(&(t / scale))).collect();
+            let mut seen = std::collections::HashSet::new();
+            for l in &labels {
+                assert!(seen.insert(l.clone()), "{l} twice: {labels:?}");
+                assert_ne!(l, "0", "{labels:?}");
+            }
+        }
+        assert_eq!(si(&0.005), "0.005");
+        assert_eq!(si(&0.01), "0.01");
+        assert_eq!(si(&0.5), "0.5");
+        assert_eq!(si(&12.345), "12.35");
+        assert_eq!(si(&2000.0), "2k");
+    }
+
+    /// Titles said "(ns)" over axes drawn in µs (delay, ipc CPU per
+    /// message, ipc p99): the title's unit is the axis's.
+    #[test]
+    fn a_title_said_ns_over_an_axis_in_microseconds() {
+        let s = vec![Series {
+            name: "a".into(),
+            points: vec![(1.0, 5_000.0), (2.0, 9_000.0), (3.0, 12_000.0)],
+        }];
+        let p = line_plot(
+            &Axes::new(
+                "ipc: CPU per message vs sessions (ns)",
+                "sessions",
+                "CPU per message (ns)",
+            ),
+            &s,
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert!(p.y_desc.contains("(µs)"), "{}", p.y_desc);
+        assert_eq!(p.title, "ipc: CPU per message vs sessions (µs)");
+        assert!(
+            p.svg.contains("(µs)</text>") || p.svg.contains("(µs)"),
+            "title drawn"
+        );
+        assert!(!p.svg.contains("sessions (ns)"), "the drawn title");
+        assert_eq!(
+            title_in("delay: measured median vs requested (TSC spin, ns)", 1e3),
+            "delay: measured median vs requested (TSC spin, µs)"
+        );
+        assert_eq!(title_in("a (ns)", 1.0), "a (ns)");
+    }
 }
 
 #[cfg(test)]

@@ -89,9 +89,9 @@ pub struct AbArgs {
     /// Exit 1 when a headline metric is slower/worse with its whole interval beyond PCT percent.
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     pub fail_on_regression: Option<f64>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: AbFormat,
+    /// Output format (default: table; with -o FILE, the format its extension names: .txt, .csv, .json, .jsonl).
+    #[arg(long, value_enum)]
+    pub format: Option<AbFormat>,
     /// With --format github-benchmark: the direction of the metrics in the file (the action takes one per file).
     #[arg(long, value_enum, default_value = "smaller")]
     pub github_tool: GithubToolArg,
@@ -326,7 +326,10 @@ pub fn run(a: &AbArgs) -> Result<()> {
     // anything else can go wrong.
     let fp = commbench_core::env::Fingerprint::collect();
     crate::store::keep(&records, &fp.to_value());
-    let text = match a.format {
+    let given = a.format.map(|f| crate::output::value_name(&f));
+    let chosen = crate::output::AB.choose("ab", given.as_deref(), a.output.as_deref())?;
+    let format = AbFormat::from_str(chosen, true).unwrap_or(AbFormat::Table);
+    let text = match format {
         AbFormat::Table => Some(export::table(&report, a.all)),
         AbFormat::Bmf => Some(pretty(&export::bmf(&report, a.all))),
         AbFormat::GithubBenchmark => {
@@ -342,17 +345,17 @@ pub fn run(a: &AbArgs) -> Result<()> {
         Some(t) => write_text(a.output.as_ref(), &t)?,
         None => {
             let out = crate::output::OutputArgs {
-                format: match a.format {
+                format: Some(match format {
                     AbFormat::Csv => crate::output::FormatArg::Csv,
                     AbFormat::Json => crate::output::FormatArg::Json,
                     _ => crate::output::FormatArg::Jsonl,
-                },
+                }),
                 output: a.output.clone(),
             };
             out.write_with(&records, &fp.to_value())?;
         }
     }
-    if a.format != AbFormat::Table || a.output.is_some() {
+    if format != AbFormat::Table || a.output.is_some() {
         // The verdicts on stderr when stdout carries data.
         eprint!("{}", export::table(&report, false));
     }

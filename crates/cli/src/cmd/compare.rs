@@ -337,17 +337,14 @@ pub fn run(a: &CompareArgs) -> Result<()> {
             "compare: runs made at different times carry the machine's drift; for a decisive before/after run both builds side by side on this machine: commbench ab -L bin OLD,NEW -- '{{bin}} COMMAND' (docs/ci.md)"
         );
     }
-    if a.out.format == crate::output::FormatArg::Table && a.out.output.is_none() {
-        print!(
-            "{}",
-            commbench_report::compare_text::text(
-                &shown,
-                &before.label,
-                &after.label,
-                a.threshold / 100.0,
-                crate::labs::labs()
-            )
-        );
+    if a.out.is_table() {
+        a.out.write_text(&commbench_report::compare_text::text(
+            &shown,
+            &before.label,
+            &after.label,
+            a.threshold / 100.0,
+            crate::labs::labs(),
+        ))?;
     } else {
         a.out.emit(&verdicts::change_records(&shown))?;
     }

@@ -164,6 +164,19 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
             "--plot writes HTML: give -o FILE (trend.html)",
         ));
     }
+    let given = a.out.format.map(|f| crate::output::value_name(&f));
+    let chosen =
+        crate::output::HISTORY.choose("history", given.as_deref(), a.out.output.as_deref())?;
+    if a.plot && chosen != "html" {
+        return Err(crate::usage(
+            "--plot writes HTML: name the file .html (trend.html)",
+        ));
+    }
+    if !a.plot && chosen == "html" {
+        return Err(crate::usage(
+            "-o *.html is the trend page: add --plot, or name the file .txt, .csv, .json or .jsonl for the records",
+        ));
+    }
     let mut store = crate::store::open_for_reading()?;
     if let Some(name) = &a.save_baseline {
         return save_baseline(&mut store, name, &a.run);

@@ -155,10 +155,10 @@ pub struct RunArgs {
     /// Run in a private network namespace the tool creates (root), with its own somaxconn and port range.
     #[arg(long)]
     pub netns: bool,
-    /// Run the article's grid (N=10000; R=100,500,1000; K=1024; poll, epoll-lt, epoll-et; scan and index; then 1% active) and print a verdict.
+    /// Run the article's grid (N=10000; R=100,500,1000; K=1024; poll, epoll-lt, epoll-et; scan and index; then 1% active), each configuration --repeat times (default 3), and print a verdict with 95% intervals.
     #[arg(long)]
     pub reproduce_seed: bool,
-    /// With --reproduce-seed: rounds divided by 10.
+    /// With --reproduce-seed: under a minute — N = 5000, R = 2, 10, 20 (the article's spacing) and only the three configurations the verdict compares.
     #[arg(long)]
     pub quick: bool,
     /// Calibration aid: the server busy-waits NS nanoseconds (TSC) for every read that carried data, before echoing — a known extra cost per round trip, to check that `commbench ab` finds a change of known size.
@@ -197,9 +197,9 @@ pub struct LoadOpts {
     /// Load worker processes, 1..=64: splits the connections (for more than one process's descriptors).
     #[arg(long, default_value_t = 1)]
     pub load_procs: usize,
-    /// Runs per configuration, interleaved (A B C A B C), 1..=100.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    /// Runs per configuration, interleaved (A B C A B C), 1..=100 (default: 1; with --reproduce-seed 3, the fewest that give each ratio an interval).
+    #[arg(long, value_parser = crate::args::number_in(1u32, 100, "--repeat must be 1..=100"))]
+    pub repeat: Option<u32>,
     /// CPU placement per role, taskset syntax: `--cpus server=0 --cpus client=1`.
     #[arg(long, value_name = "ROLE=LIST")]
     pub cpus: Vec<String>,
@@ -386,7 +386,7 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         },
         load_threads: o.load_threads,
         load_procs: o.load_procs,
-        repeat: o.repeat,
+        repeat: o.repeat.unwrap_or(1),
         server_cpus,
         client_cpus,
         timeout: Duration::from_secs_f64(o.timeout),
@@ -501,14 +501,14 @@ pub fn run(a: &MuxArgs) -> Result<()> {
     cfg.extra_work_ns = r.extra_work_ns;
     let mut rec = crate::progress::recorder();
     if r.reproduce_seed {
-        let plan = seed::SeedPlan::new(r.quick);
-        // Minutes even with --quick: where it is and how long the rest
-        // takes, on a terminal or not.
+        let plan = seed::SeedPlan::new(r.quick, r.load.repeat);
+        // A minute with --quick, an hour without: where it is and how
+        // long the rest takes, on a terminal or not.
         let started = std::time::Instant::now();
-        let mut on_step = |done: usize, steps: usize, what: &str| {
+        let mut on_step = |p: seed::SeedProgress<'_>| {
             eprintln!(
                 "{}",
-                seed::progress_line(done, steps, what, started.elapsed().as_secs_f64())
+                seed::progress_line(p, started.elapsed().as_secs_f64())
             );
         };
         let points = seed::run(&cfg, &plan, &mut rec, &mut on_step).map_err(crate::lab_err);

@@ -78,7 +78,7 @@ pub struct ExtractArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
     /// Output encoding (default: from --output's extension, .csv, .jsonl or
-    /// .parquet; else csv).
+    /// .parquet; csv for a name without one; any other extension is refused).
     #[arg(long, value_enum)]
     pub format: Option<DataFormat>,
     /// Page compression of `--format parquet`.
@@ -132,7 +132,7 @@ pub struct GenArgs {
     /// All-zero payloads (compress ~50:1).
     #[arg(long)]
     pub zero_payload: bool,
-    /// Write the capture to FILE (default or `-`: standard output, never a terminal).
+    /// Write the capture to FILE (default or `-`: standard output, never a terminal); .pcap, .pcap.gz (as --gzip) or .pcap.zst (as --zstd).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -153,35 +153,16 @@ fn default_threads() -> usize {
         .min(256)
 }
 
-/// The output encoding: --format, else the one --output's extension names
-/// (`.csv`, `.jsonl`/`.ndjson`, `.parquet`/`.pq`), else CSV. A --format
-/// that contradicts the extension, or `.json` (one JSON document, which
-/// no format here writes), is a usage error: never CSV bytes in a file
-/// named `.parquet`.
+/// The output encoding by the one `-o` rule ([`crate::output::EXTRACT`]):
+/// the extension's format (`.csv`, `.jsonl`/`.ndjson`, `.parquet`/`.pq`),
+/// `--format` for a name without one, else CSV; a --format that
+/// contradicts the extension, or any other extension (`.json`: one JSON
+/// document, which extract does not write), is a usage error: never CSV
+/// bytes in a file named `.parquet`.
 fn data_format(given: Option<DataFormat>, output: Option<&std::path::Path>) -> Result<DataFormat> {
-    let ext = output
-        .and_then(|p| p.extension())
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    let named =
-        match ext.as_deref() {
-            Some("csv") => Some(DataFormat::Csv),
-            Some("jsonl" | "ndjson") => Some(DataFormat::Jsonl),
-            Some("parquet" | "pq") => Some(DataFormat::Parquet),
-            Some("json") if given != Some(DataFormat::Jsonl) => return Err(crate::usage(
-                "--output *.json: extract writes JSON Lines (one object per line), not one JSON \
-                 document; name the file .jsonl or give --format jsonl",
-            )),
-            _ => None,
-        };
-    match (given, named) {
-        (Some(g), Some(n)) if g != n => Err(crate::usage(format!(
-            "--format {} but --output names a .{} file; give one or the other",
-            format!("{g:?}").to_ascii_lowercase(),
-            ext.unwrap_or_default()
-        ))),
-        (Some(g), _) => Ok(g),
-        (None, n) => Ok(n.unwrap_or(DataFormat::Csv)),
-    }
+    let given = given.map(|g| crate::output::value_name(&g));
+    let chosen = crate::output::EXTRACT.choose("pcap extract", given.as_deref(), output)?;
+    Ok(DataFormat::from_str(chosen, true).unwrap_or(DataFormat::Csv))
 }
 
 fn run_extract(a: &ExtractArgs) -> Result<()> {
@@ -447,12 +428,22 @@ fn run_gen(a: &GenArgs) -> Result<()> {
     let cfg = GenConfig {
         size,
         seed: a.seed,
-        compression: if a.gzip {
-            Compression::Gzip
-        } else if a.zstd {
-            Compression::Zstd
-        } else {
-            Compression::None
+        // `-o x.pcap.gz` compresses as --gzip does; a flag that
+        // contradicts the name, or another extension, is refused.
+        compression: match crate::output::CAPTURE.choose(
+            "pcap gen",
+            if a.gzip {
+                Some("gzip")
+            } else if a.zstd {
+                Some("zstd")
+            } else {
+                None
+            },
+            a.output.as_deref(),
+        )? {
+            "gzip" => Compression::Gzip,
+            "zstd" => Compression::Zstd,
+            _ => Compression::None,
         },
         nsec: a.nsec,
         snaplen: a.snaplen,

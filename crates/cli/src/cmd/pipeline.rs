@@ -738,7 +738,7 @@ fn run_crosscheck(a: &CrosscheckArgs) -> Result<()> {
     crate::progress::finish();
     let table = crosscheck::table(&r);
     a.out.emit_or_show(&rec.take(), || table.clone())?;
-    if a.out.format != crate::output::FormatArg::Table || a.out.output.is_some() {
+    if !a.out.is_table() || a.out.output.is_some() {
         eprint!("{table}");
     }
     check_interrupted(r.interrupted)

@@ -9,7 +9,7 @@ pub struct ReportArgs {
     /// Result files (--format json or jsonl output, or a suite's results.jsonl).
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
-    /// Where to write the page.
+    /// Where to write the page (.html or .htm: the page is HTML and nothing else).
     #[arg(long, short = 'o', default_value = "report.html")]
     pub output: PathBuf,
     /// Page title.
@@ -18,6 +18,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
+    crate::output::HTML.choose("report", None, Some(&a.output))?;
     crate::output::write_report(&a.results, &a.output, &a.title)?;
     eprintln!("report: {}", a.output.display());
     Ok(())

@@ -33,7 +33,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod folder;
-use folder::{append_synced, check_dir, journal, kept_parts, resumed, FolderLock, RESULTS};
+use folder::{
+    append_synced, asked, check_dir, clear_run, holds_a_run, journal, kept_parts, resumed,
+    FolderLock, RESULTS,
+};
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
@@ -52,9 +55,12 @@ pub struct SuiteArgs {
     /// Leave these steps out (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub skip: Vec<String>,
-    /// Continue an interrupted suite in DIR: steps it finished are kept, the others run.
+    /// Continue an interrupted suite in DIR: steps it finished are kept, the others of what that run asked for (its --only/--skip and preset, kept in DIR) run.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// With --out: replace the run the folder holds (without it, such a folder is refused).
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -152,15 +158,25 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
             )));
         }
     }
-    let preset = if a.quick {
-        Preset::Quick
+    let given_preset = if a.quick {
+        Some(Preset::Quick)
     } else if a.full {
-        Preset::Full
+        Some(Preset::Full)
     } else {
-        Preset::Default
+        None
     };
+    let mut preset = given_preset.unwrap_or(Preset::Default);
+    let selected = |only: &[String], skip: &[String]| -> Vec<&'static str> {
+        all.iter()
+            .map(|s| s.name())
+            .filter(|n| only.is_empty() || only.iter().any(|o| o == n))
+            .filter(|n| !skip.iter().any(|o| o == n))
+            .collect()
+    };
+    let mut chosen_names = selected(&a.only, &a.skip);
     // The folder is checked before anything in it is read: a folder
     // another user could have prepared is refused first.
+    let mut replace = false;
     let (dir, resumed) = match &a.resume {
         Some(d) => {
             if let Err(e) = std::fs::metadata(d) {
@@ -170,6 +186,42 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
                 )));
             }
             check_dir(d)?;
+            // The folder's run said what it was: a resume runs what it
+            // asked for, never more (a finished `--only core` folder ran
+            // the five other steps), and with its preset.
+            if let Some(asked) = asked(d)? {
+                if let Some(p) = asked.preset.as_deref() {
+                    let theirs = [Preset::Quick, Preset::Default, Preset::Full]
+                        .into_iter()
+                        .find(|x| x.name() == p);
+                    if let Some(theirs) = theirs {
+                        if given_preset.is_some_and(|g| g != theirs) {
+                            return Err(crate::usage(format!(
+                                "--resume {}: that run used the {p} preset, not {}; resume it as it was (drop --quick/--full{}) or give a new folder with --out",
+                                d.display(),
+                                preset.name(),
+                                match theirs {
+                                    Preset::Quick => ", add --quick",
+                                    Preset::Full => ", add --full",
+                                    Preset::Default => "",
+                                }
+                            )));
+                        }
+                        preset = theirs;
+                    }
+                }
+                // Without --only/--skip, the steps it asked for; with
+                // them, what they say (a step added on purpose runs).
+                if let Some(steps) = asked.steps {
+                    if a.only.is_empty() && a.skip.is_empty() {
+                        chosen_names = all
+                            .iter()
+                            .map(|s| s.name())
+                            .filter(|n| steps.iter().any(|s| s == n))
+                            .collect();
+                    }
+                }
+            }
             (d.clone(), Some(resumed(d, all)?))
         }
         None => {
@@ -181,22 +233,37 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
                 .create(&d)
                 .with_context(|| format!("cannot create output folder {}", d.display()))?;
             check_dir(&d)?;
+            // Another run's records are never overwritten without a word.
+            if holds_a_run(&d) {
+                if !a.force {
+                    return Err(crate::usage(format!(
+                        "--out {}: the folder holds another suite run ({RESULTS}); `--resume {}` goes on with it, or give a new folder, or add --force to replace it",
+                        d.display(),
+                        d.display()
+                    )));
+                }
+                replace = true;
+            }
             (d, None)
         }
     };
     let _lock = FolderLock::take(&dir)?;
+    if replace {
+        clear_run(&dir)?;
+    }
     // The id the run has in the results store, kept in every step record
     // so that a resumed suite adds its steps to the same run.
     let run_id = match resumed.as_ref().and_then(|r| r.run_id.clone()) {
         Some(id) => id,
         None => commbench_store::new_run_id()?,
     };
-    let (kept, done) = resumed.map_or((Vec::new(), Vec::new()), |r| (r.kept, r.done));
+    let (kept, kept_lines, done) = resumed.map_or((Vec::new(), Vec::new(), Vec::new()), |r| {
+        (r.kept, r.kept_lines, r.done)
+    });
     let chosen: Vec<&dyn Lab> = all
         .iter()
         .copied()
-        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s.name()))
-        .filter(|s| !a.skip.iter().any(|o| o == s.name()))
+        .filter(|s| chosen_names.contains(&s.name()))
         .collect();
     let todo: Vec<&dyn Lab> = chosen
         .iter()
@@ -210,14 +277,17 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let fp = Fingerprint::collect();
     let env = fp.to_value();
     let path = dir.join(RESULTS);
-    // The folder's results start as what is kept (nothing for a new run);
+    // The folder's results start as what is kept (nothing for a new run),
+    // line for line as the run that measured them wrote them (a resume
+    // that ran nothing rewrote every record's environment as its own);
     // every finished step is appended to it, synced, as it ends.
-    commbench_core::artifact::write_atomic(&path, |f| export(&kept, Format::Jsonl, &env, f))
+    commbench_core::artifact::write_atomic(&path, |f| std::io::Write::write_all(f, &kept_lines))
         .with_context(|| format!("cannot write {}", path.display()))?;
     journal(
         &dir,
         serde_json::json!({"event": "begin", "at": now_utc(), "pid": std::process::id(),
-            "preset": preset.name(), "todo": todo.iter().map(|s| s.name()).collect::<Vec<_>>()}),
+            "preset": preset.name(), "steps": chosen_names,
+            "todo": todo.iter().map(|s| s.name()).collect::<Vec<_>>()}),
     )?;
     let mut finished: Vec<&str> = chosen
         .iter()
@@ -324,20 +394,18 @@ pub fn run(a: &SuiteArgs) -> Result<()> {
     let report = dir.join("report.html");
     let report_failed =
         crate::output::write_report(std::slice::from_ref(&path), &report, "commbench suite").err();
-    if a.output.format == crate::output::FormatArg::Table && a.output.output.is_none() {
-        print!(
-            "{}",
-            commbench_report::summary::render(&records, &env, crate::labs::labs())
-        );
-        println!(
-            "\nall records: {}\nreport:      {}",
+    if a.output.is_table() {
+        // The answers, on the terminal or in `-o summary.txt`.
+        a.output.write_text(&format!(
+            "{}\nall records: {}\nreport:      {}\n",
+            commbench_report::summary::render(&records, &env, crate::labs::labs()),
             path.display(),
             if report_failed.is_some() {
                 "not written (see below)".to_string()
             } else {
                 report.display().to_string()
             }
-        );
+        ))?;
     } else {
         a.output.write_with(&records, &env)?;
     }

@@ -273,6 +273,13 @@ fn grouped_numbers(
     sentences: &mut Vec<String>,
 ) -> DataTable {
     let unit = labels.unit;
+    // Categories that are levels of a number (requested delays, sizes)
+    // are not alternatives: no "highest / lowest" ratio between them.
+    let numeric_x = frame
+        .mine
+        .iter()
+        .filter_map(|r| r.params.get(frame.spec.x))
+        .all(serde_json::Value::is_number);
     let mut data = frame.table(vec![
         labels.x.clone(),
         "series".into(),
@@ -304,7 +311,7 @@ fn grouped_numbers(
             });
         }
         if si < SHOWN_SERIES && !entries.is_empty() {
-            let body = values_sentence(&entries);
+            let body = values_sentence(&entries, !numeric_x);
             sentences.push(if series.len() == 1 {
                 format!("{body}.")
             } else {

@@ -206,7 +206,12 @@ pub(super) fn finish(
         sentences.push(PANEL_SENTENCE.to_owned());
     }
     Figure {
-        title: frame.title(),
+        // The title as the plot drew it (its unit the axis's).
+        title: if plot.title.is_empty() {
+            frame.title()
+        } else {
+            plot.title.clone()
+        },
         caption: frame.spec.caption.to_owned(),
         computed: sentences.join(" "),
         more_x: String::new(),

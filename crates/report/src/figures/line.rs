@@ -3,9 +3,11 @@
 //! where every point of the series is one record carrying an interval.
 //!
 //! Invariants: a curve needs [`CURVE_X`] distinct x values: with fewer
-//! (the suite's two offered rates made a "hockey stick" of two points)
-//! the medians are drawn as dots, not joined, and the caption says so and
-//! what would measure more (the figure's `more_x`); every series with a
+//! (the suite's two offered rates made a "hockey stick" of two points;
+//! seven default-suite figures drew one dot on an empty 0.9–1.1 axis)
+//! the medians are drawn as bars, one group per x value, side by side,
+//! with their error bars, and the caption says so and what would measure
+//! more (the figure's `more_x`); every series with a
 //! point is drawn, one of a single point as a dot; -0.0 and 0.0 are one
 //! x; a point that is the median of several records (overlaid runs) has
 //! no interval, so its series gets no band.
@@ -13,7 +15,7 @@
 use super::frame::{interval_cell, median_of, num, Frame, Spread};
 use super::words::{interval_sentence, more_series, ratio, value, x_words, SHOWN_SERIES};
 use super::{DataCell, Figure, Meta};
-use crate::plot::{line_plot, scatter_plot, si, Band, Series};
+use crate::plot::{bar_plot, line_plot, si, Band, Series};
 use crate::ReportError;
 use std::collections::{HashMap, HashSet};
 
@@ -121,15 +123,15 @@ fn distinct_x(series: &[Series]) -> Vec<f64> {
     xs
 }
 
-/// The sentence of a line drawn as dots: why, and the x values it has.
-fn dots_sentence(xs: &[f64], x_label: &str) -> String {
+/// The sentence of a line drawn as bars: why, and the x values it has.
+fn bars_sentence(xs: &[f64], x_label: &str) -> String {
     let have = match xs {
         [one] => format!("one ({})", si(one)),
         [a, b] => format!("two ({} and {})", si(a), si(b)),
         _ => format!("{}", xs.len()),
     };
     format!(
-        "Dots, not lines: a curve needs at least three values of {x_label}, and these records have {have}."
+        "Bars, not lines: a curve needs at least three values of {x_label}, and these records have {have}."
     )
 }
 
@@ -155,7 +157,30 @@ pub(super) fn line_figure(frame: &Frame, meta: Meta) -> Result<Option<Figure>, R
     let plot = if curve {
         line_plot(&labels.axes(), &series, &bands, &labels.refs)?
     } else {
-        scatter_plot(&labels.axes(), &series, &labels.refs)?
+        // One group of bars per x value, a bar per series in it.
+        let cats: Vec<String> = xs.iter().map(si).collect();
+        let at = |s: &Series, x: f64| {
+            s.points
+                .iter()
+                .find(|p| (p.0 + 0.0).to_bits() == (x + 0.0).to_bits())
+                .map(|p| p.1)
+        };
+        let vals: Vec<(String, Vec<Option<f64>>)> = series
+            .iter()
+            .map(|s| (s.name.clone(), xs.iter().map(|&x| at(s, x)).collect()))
+            .collect();
+        let errs: Vec<Vec<Option<(f64, f64)>>> = series
+            .iter()
+            .map(|s| {
+                xs.iter()
+                    .map(|&x| {
+                        at(s, x)?;
+                        ones.get(&PointKey::new(s.name.clone(), x))?.interval
+                    })
+                    .collect()
+            })
+            .collect();
+        bar_plot(&labels.axes(), &cats, &vals, false, &errs, &labels.refs)?
     };
     let mut data = frame.table(vec![
         "series".into(),
@@ -165,7 +190,7 @@ pub(super) fn line_figure(frame: &Frame, meta: Meta) -> Result<Option<Figure>, R
         "runs".into(),
     ]);
     let mut sentences: Vec<String> = frame
-        .fixed_sentence(if curve { "lines" } else { "dots" })
+        .fixed_sentence(if curve { "lines" } else { "bars" })
         .into_iter()
         .collect();
     let xw = |x: f64| x_words(&labels.x, &crate::plot::si(&x));
@@ -211,20 +236,16 @@ pub(super) fn line_figure(frame: &Frame, meta: Meta) -> Result<Option<Figure>, R
         let drawn: usize = bands.iter().map(Vec::len).sum();
         sentences.push(interval_sentence(drawn, total, &repeats, "Bands"));
     } else {
-        sentences.push(dots_sentence(&xs, &labels.x));
-        let with = series
+        sentences.push(bars_sentence(&xs, &labels.x));
+        let with: Vec<usize> = series
             .iter()
             .flat_map(|s| s.points.iter().map(move |p| (s, p.0)))
-            .filter(|(s, x)| {
-                ones.get(&PointKey::new(s.name.clone(), *x))
-                    .is_some_and(|o| o.interval.is_some())
+            .filter_map(|(s, x)| {
+                let o = ones.get(&PointKey::new(s.name.clone(), x))?;
+                o.interval.map(|_| o.repeats)
             })
-            .count();
-        sentences.push(if with == 0 {
-            interval_sentence(0, total, &[], "Error bars")
-        } else {
-            "The dots carry no error bars; the 95% intervals are in the numbers below.".to_owned()
-        });
+            .collect();
+        sentences.push(interval_sentence(with.len(), total, &with, "Error bars"));
     }
     let mut fig = labels.finish(frame, plot, sentences, data);
     if !curve {

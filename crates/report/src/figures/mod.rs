@@ -12,7 +12,7 @@
 //! every number a caption quotes is computed from the values drawn, which
 //! the figure also carries as its [`DataTable`]; a figure is drawn only
 //! when its records fill it (a ladder needs three quantiles; a line with
-//! fewer than three x values is drawn as dots and says what would measure
+//! fewer than three x values is drawn as bars and says what would measure
 //! more); a figure of more series than a legend holds is drawn as panels
 //! on the same axes, never by dropping series; a lab that declares figures
 //! never gets a guessed line; overlaid runs are told apart by
@@ -96,7 +96,7 @@ pub struct Figure {
     /// What the figure left out to stay drawable ("" when nothing).
     pub left_out: String,
     /// A command that measures a line at more x values, when the records
-    /// hold too few for a curve and it is drawn as dots ("" otherwise).
+    /// hold too few for a curve and it is drawn as bars ("" otherwise).
     pub more_x: String,
     /// What the plot spans (the axes of the panels beside it).
     #[serde(skip)]

@@ -122,6 +122,7 @@ fn nothing_to_draw(frame: &Frame, missing: usize, x: &str, y: &str) -> Figure {
         y_log: false,
         x_desc: x.to_owned(),
         y_desc: y.to_owned(),
+        title: String::new(),
     };
     let data = DataTable {
         fixed: String::new(),

@@ -542,26 +542,27 @@ fn hockey_stick() -> FigureSpec {
 }
 
 /// Issue 34: the C10K "hockey stick" was a line through two offered
-/// rates. Two x values make dots, not a curve, with a sentence saying a
-/// curve needs three and the command that measures more; three make the
-/// line again.
+/// rates; issue 51: seven default-suite figures drew one dot on an empty
+/// 0.9–1.1 axis. Fewer than three x values make bars side by side (one
+/// group per x value), with a sentence saying a curve needs three and
+/// the command that measures more; three make the line again.
 #[test]
-fn a_hockey_stick_from_two_offered_rates_is_dots_that_say_a_curve_needs_three() {
+fn a_line_of_fewer_than_three_x_values_is_bars_side_by_side_not_dots() {
     let two = open_loop(&[2000.0, 8000.0]);
     let refs: Vec<&Record> = two.iter().collect();
     let f = &declared_figures("mux", &refs, &[hockey_stick()], &[]).unwrap()[0];
-    assert!(f.legend.iter().all(|l| l.mark == "dot"), "{:?}", f.legend);
-    assert_eq!(f.svg.matches("<circle").count(), 4, "one dot per point");
+    assert!(f.legend.iter().all(|l| l.mark == "bar"), "{:?}", f.legend);
+    assert_eq!(f.svg.matches("<circle").count(), 0, "no dots");
     assert!(
         f.computed.contains(
-            "Dots, not lines: a curve needs at least three values of offered rate (requests/s), \
+            "Bars, not lines: a curve needs at least three values of offered rate (requests/s), \
              and these records have two (2k and 8k)."
         ),
         "{}",
         f.computed
     );
     assert!(
-        f.computed.contains("All dots: conns 1000."),
+        f.computed.contains("All bars: conns 1000."),
         "{}",
         f.computed
     );
@@ -572,7 +573,7 @@ fn a_hockey_stick_from_two_offered_rates_is_dots_that_say_a_curve_needs_three() 
     let refs3: Vec<&Record> = three.iter().collect();
     let l = &declared_figures("mux", &refs3, &[hockey_stick()], &[]).unwrap()[0];
     assert!(l.legend.iter().all(|l| l.mark == "line"), "{:?}", l.legend);
-    assert!(!l.computed.contains("Dots"), "{}", l.computed);
+    assert!(!l.computed.contains("Bars, not"), "{}", l.computed);
     assert!(l.more_x.is_empty());
     // A line in a series' colour: one per engine in the line, none
     // among the dots.
@@ -591,14 +592,16 @@ fn a_hockey_stick_from_two_offered_rates_is_dots_that_say_a_curve_needs_three() 
             })
             .collect::<Vec<_>>()
     };
-    assert_eq!(joined(f), [0, 0], "the dots are not joined");
+    assert_eq!(joined(f), [0, 0], "the bars are not joined");
     assert_eq!(joined(l), [1, 1], "one line per engine");
 
-    // One offered rate: a dot per engine, not "nothing to draw".
+    // One offered rate: a bar per engine, not "nothing to draw".
     let one = open_loop(&[2000.0]);
     let refs1: Vec<&Record> = one.iter().collect();
     let d = &declared_figures("mux", &refs1, &[hockey_stick()], &[]).unwrap()[0];
-    assert_eq!(d.svg.matches("<circle").count(), 2);
+    assert_eq!(d.svg.matches("<circle").count(), 0);
+    assert_eq!(d.legend.len(), 2, "{:?}", d.legend);
+    assert!(d.legend.iter().all(|l| l.mark == "bar"), "{:?}", d.legend);
     assert!(
         d.computed.contains("these records have one (2k)"),
         "{}",
@@ -607,7 +610,7 @@ fn a_hockey_stick_from_two_offered_rates_is_dots_that_say_a_curve_needs_three() 
 }
 
 /// A line series measured at one x only used to vanish from a line
-/// figure (a series needed two points); it is drawn as a dot and listed.
+/// figure (a series needed two points); it is drawn as a single point and listed.
 #[test]
 fn a_line_series_of_one_point_is_drawn_not_dropped() {
     let mut recs = open_loop(&[2000.0, 8000.0, 16000.0]);
@@ -780,4 +783,29 @@ fn latency_ladders_are_panels_with_short_names_and_never_series_not_drawn() {
     }
     assert_eq!(drawn, 48, "every ladder of every record drawn");
     assert_eq!(ladders[0].legend[0].name, "poll, scan");
+}
+
+/// A caption computed "requested delay 10000 ns / requested delay 100 ns
+/// = 91×": a ratio of the measured values at two requested delays, read
+/// as a ratio of the requests. Bars over levels of a number get their
+/// values, and no highest-over-lowest ratio.
+#[test]
+fn a_caption_divided_two_requested_delays() {
+    let recs: Vec<Record> = [100.0_f64, 10_000.0]
+        .iter()
+        .map(|d| {
+            Record::new("delay", "nanosleep")
+                .param("requested_ns", *d)
+                .metric("median_ns", d + 60_000.0 * (d / 10_000.0).max(0.01))
+        })
+        .collect();
+    let refs: Vec<&Record> = recs.iter().collect();
+    let s = FigureSpec {
+        y: "median_ns",
+        x_label: "requested delay (ns)",
+        ..spec(FigureKind::Bar, "delay", "nanosleep", "requested_ns")
+    };
+    let f = &declared_figures("delay", &refs, &[s], &[]).unwrap()[0];
+    assert!(!f.computed.contains(" / "), "{}", f.computed);
+    assert!(f.computed.contains("requested delay"), "{}", f.computed);
 }

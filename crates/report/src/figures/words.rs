@@ -101,8 +101,11 @@ pub(super) struct Entry {
 }
 
 /// The caption's sentence for one series of bars or a stacked figure's
-/// totals: each category's value, then the highest over the lowest.
-pub(super) fn values_sentence(entries: &[Entry]) -> String {
+/// totals: each category's value, then the highest over the lowest when
+/// the categories are alternatives (`shm / uds`), never when they are
+/// levels of a quantity ("requested delay 10000 ns / requested delay 100
+/// ns = 91×" read as a ratio of the two requests).
+pub(super) fn values_sentence(entries: &[Entry], alternatives: bool) -> String {
     let mut parts: Vec<String> = entries
         .iter()
         .take(SHOWN_VALUES)
@@ -112,7 +115,7 @@ pub(super) fn values_sentence(entries: &[Entry]) -> String {
         parts.push(format!("{} more below", entries.len() - SHOWN_VALUES));
     }
     let mut s = parts.join(", ");
-    if let Some(r) = extremes_ratio(entries) {
+    if let Some(r) = extremes_ratio(entries).filter(|_| alternatives) {
         s.push_str(&format!("; {r}"));
     }
     s

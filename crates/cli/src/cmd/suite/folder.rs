@@ -57,10 +57,12 @@ fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
 }
 
 /// The records of a suite folder's `results.jsonl`, read as the suite
-/// appends it: one record per line, step by step. A last line cut short by
-/// a kill (no newline, not JSON) is left out with a warning; any other bad
-/// line is an error.
-pub(super) fn read_results(path: &Path) -> Result<Vec<Record>, String> {
+/// appends it: one record per line, step by step, each with its line as
+/// written (a resume writes kept records back byte for byte: their
+/// environment is the run's that measured them, never the resume's). A
+/// last line cut short by a kill (no newline, not JSON) is left out with
+/// a warning; any other bad line is an error.
+pub(super) fn read_results(path: &Path) -> Result<Vec<(Record, Vec<u8>)>, String> {
     let bytes = read_regular(path, MAX_RESULTS_BYTES)?
         .ok_or_else(|| format!("{} does not exist", path.display()))?;
     let complete = bytes.ends_with(b"\n");
@@ -78,7 +80,9 @@ pub(super) fn read_results(path: &Path) -> Result<Vec<Record>, String> {
         match serde_json::from_slice::<Record>(line) {
             Ok(mut r) => {
                 r.environment = None;
-                out.push(r);
+                let mut raw = line.to_vec();
+                raw.push(b'\n');
+                out.push((r, raw));
             }
             Err(_) if i + 1 == n && !complete => {
                 eprintln!(
@@ -106,6 +110,8 @@ fn metric_str<'a>(r: &'a Record, name: &str) -> Option<&'a str> {
 /// finished, those steps, and the run id they were stored under.
 pub(super) struct Resumed {
     pub kept: Vec<Record>,
+    /// The kept records' lines as the folder holds them.
+    pub kept_lines: Vec<u8>,
     pub done: Vec<String>,
     pub run_id: Option<String>,
 }
@@ -128,16 +134,15 @@ pub(super) fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<Resumed> {
             .map(|s| s.name())
     };
     let mut held: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    for r in records.iter().filter(|r| r.lab != "suite") {
+    for (r, _) in records.iter().filter(|(r, _)| r.lab != "suite") {
         if let Some(s) = step_of(&r.lab) {
             *held.entry(s).or_default() += 1;
         }
     }
     let mut done: Vec<String> = Vec::new();
-    for r in records
-        .iter()
-        .filter(|r| r.lab == "suite" && r.test == "step" && metric_str(r, "status") == Some("ok"))
-    {
+    for (r, _) in records.iter().filter(|(r, _)| {
+        r.lab == "suite" && r.test == "step" && metric_str(r, "status") == Some("ok")
+    }) {
         let Some(step) = r.params.get("step").and_then(|v| v.as_str()) else {
             continue;
         };
@@ -156,23 +161,94 @@ pub(super) fn resumed(dir: &Path, all: &[&dyn Lab]) -> Result<Resumed> {
         }
     }
     let is_done = |step: Option<&str>| step.is_some_and(|s| done.iter().any(|d| d == s));
-    let kept: Vec<Record> = records
-        .into_iter()
-        .filter(|r| {
-            if r.lab == "suite" {
-                is_done(r.params.get("step").and_then(|v| v.as_str()))
-            } else {
-                is_done(step_of(&r.lab))
-            }
-        })
-        .collect();
+    let mut kept = Vec::new();
+    let mut kept_lines = Vec::new();
+    for (r, raw) in records {
+        let keep = if r.lab == "suite" {
+            is_done(r.params.get("step").and_then(|v| v.as_str()))
+        } else {
+            is_done(step_of(&r.lab))
+        };
+        if keep {
+            kept.push(r);
+            kept_lines.extend_from_slice(&raw);
+        }
+    }
     let run_id = kept
         .iter()
         .filter(|r| r.lab == "suite")
         .filter_map(|r| metric_str(r, "store_run"))
         .find(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit()))
         .map(str::to_owned);
-    Ok(Resumed { kept, done, run_id })
+    Ok(Resumed {
+        kept,
+        kept_lines,
+        done,
+        run_id,
+    })
+}
+
+/// What a folder's run asked for, from its journal's last `begin` (a
+/// resume that added a step on purpose asked for it too): the preset and
+/// the steps (its --only/--skip). `steps` is None for a folder written
+/// before the journal recorded them.
+pub(super) struct Asked {
+    pub preset: Option<String>,
+    pub steps: Option<Vec<String>>,
+}
+
+/// Reads [`Asked`] from `dir`'s journal (None: no journal, or no begin
+/// line in it). A journal that is not a regular file is an error.
+pub(super) fn asked(dir: &Path) -> Result<Option<Asked>> {
+    let path = dir.join(JOURNAL);
+    let bytes = read_regular(&path, MAX_JOURNAL_BYTES).map_err(|e| {
+        crate::usage(format!(
+            "--resume {}: {e} (give the folder of a suite run)",
+            dir.display()
+        ))
+    })?;
+    let Some(bytes) = bytes else { return Ok(None) };
+    for line in bytes.rsplit(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v.get("event").and_then(|e| e.as_str()) != Some("begin") {
+            continue;
+        }
+        let steps = v.get("steps").and_then(|s| s.as_array()).map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        });
+        return Ok(Some(Asked {
+            preset: v.get("preset").and_then(|p| p.as_str()).map(str::to_owned),
+            steps,
+        }));
+    }
+    Ok(None)
+}
+
+/// Whether `dir` holds a suite run already (its results or journal as
+/// regular files): `--out` there would overwrite it. A symlink planted
+/// under those names is not a run (it is replaced, never followed).
+pub(super) fn holds_a_run(dir: &Path) -> bool {
+    [RESULTS, JOURNAL]
+        .iter()
+        .any(|f| std::fs::symlink_metadata(dir.join(f)).is_ok_and(|m| m.is_file() && m.len() > 0))
+}
+
+/// Removes a previous run's files for `--out DIR --force`.
+pub(super) fn clear_run(dir: &Path) -> Result<()> {
+    for f in [RESULTS, JOURNAL, "report.html"] {
+        match std::fs::remove_file(dir.join(f)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot remove {}", dir.join(f).display()))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The folder's files.
