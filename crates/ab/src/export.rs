@@ -22,6 +22,8 @@ use std::fmt::Write;
 pub fn to_records(r: &AbReport) -> Vec<Record> {
     let (ab, ba) = r.orders();
     let (contaminated, failed) = r.redone();
+    let common: std::collections::HashMap<_, _> =
+        r.common_params.iter().map(|(k, p)| (k, p)).collect();
     r.results
         .iter()
         .map(|m| {
@@ -33,8 +35,9 @@ pub fn to_records(r: &AbReport) -> Vec<Record> {
                 .param("command", &r.spec.template)
                 .param("placement", r.spec.placement.describe())
                 .param("seed", r.spec.seed)
-                .param("threshold_pct", 100.0 * r.spec.threshold);
-            if let Some((_, p)) = r.common_params.iter().find(|(k, _)| *k == m.key) {
+                .param("threshold_pct", 100.0 * r.spec.threshold)
+                .param("containment", &r.containment);
+            if let Some(p) = common.get(&m.key) {
                 let shown: Vec<String> =
                     p.iter().map(|(k, v)| format!("{k}={}", show(v))).collect();
                 rec.push_param("params", shown.join(" "));
@@ -144,6 +147,7 @@ pub fn table(r: &AbReport, all: bool) -> String {
             let _ = writeln!(o, "  last: {w}");
         }
     }
+    let _ = writeln!(o, "trials held by: {}", r.containment);
     if !r.sched_available {
         let _ = writeln!(
             o,
@@ -160,6 +164,14 @@ pub fn table(r: &AbReport, all: bool) -> String {
         }
     }
     let rows: Vec<&MetricResult> = r.results.iter().filter(|m| all || m.headline).collect();
+    if r.kept() == 0 {
+        let _ = writeln!(
+            o,
+            "\nno pair was kept before the run stopped ({}): nothing to judge",
+            r.stop.describe()
+        );
+        return o;
+    }
     if rows.is_empty() {
         let _ = writeln!(
             o,

@@ -148,7 +148,7 @@ pub struct PairLog {
     /// How much the machine held A's and B's trial back
     /// ([`trial::Trial::interference`]).
     pub interference: [f64; 2],
-    /// CPU seconds (user + sys) of A's and B's trial.
+    /// CPU seconds (user + sys) of A's and B's trial, whole tree.
     pub cpu_s: [f64; 2],
     /// Involuntary context switches of A's and B's trial.
     pub involuntary_ctx: [u64; 2],
@@ -223,6 +223,10 @@ pub struct AbReport {
     pub varied_params: Vec<(RecordKey, Vec<ParamDiff>)>,
     /// Whether scheduler counters could be read (a kernel with schedstats).
     pub sched_available: bool,
+    /// How the trials' process trees were held (`core::proctree`): the
+    /// cgroups used, or why none was, beside the subreaper and the death
+    /// signal that always hold.
+    pub containment: String,
 }
 
 impl AbReport {
@@ -274,6 +278,10 @@ pub enum AbError {
         "no metric of side A's records is also in side B's: they ran different tests ({a} vs {b})"
     )]
     NothingInCommon { a: String, b: String },
+    #[error("interrupted in the warm-up, before any pair was kept")]
+    Interrupted,
+    #[error("cannot make ab the subreaper of its trials (PR_SET_CHILD_SUBREAPER): {0}")]
+    Subreaper(std::io::Error),
 }
 
 /// Where a run is, for a progress line.
@@ -320,7 +328,6 @@ impl Runner<'_> {
         Launch {
             argv: self.spec.sides[side].argv.clone(),
             records: self.dir.path().join(format!("{n:05}-{label}.jsonl")),
-            stderr: self.dir.path().join(format!("{n:05}-{label}.err")),
             cpus,
         }
     }
@@ -368,7 +375,7 @@ fn pair_log(order: Order, a: &Trial, b: &Trial) -> PairLog {
         redone_because: None,
         wall_s: [a.wall_s, b.wall_s],
         interference: [a.interference(), b.interference()],
-        cpu_s: [a.usage.cpu_s(), b.usage.cpu_s()],
+        cpu_s: [a.tree.cpu_s(), b.tree.cpu_s()],
         involuntary_ctx: [a.usage.involuntary_ctx, b.usage.involuntary_ctx],
         migrations: [a.sched.migrations, b.sched.migrations],
         steal_s: [a.cpu.steal_s, b.cpu.steal_s],
@@ -389,10 +396,14 @@ type ParamsSplit = (
 
 fn params_split(a: &[Record], b: &[Record]) -> ParamsSplit {
     let (ka, kb) = (shape_of(a), shape_of(b));
+    // An index, not a search per record: a trial of 40k records took 10 s
+    // of ab's CPU here when B's place of each of A's records was searched.
+    let where_b: std::collections::HashMap<&RecordKey, usize> =
+        kb.iter().enumerate().map(|(j, k)| (k, j)).collect();
     let mut common = Vec::new();
     let mut varied = Vec::new();
     for (i, k) in ka.iter().enumerate() {
-        let Some(j) = kb.iter().position(|x| x == k) else {
+        let Some(&j) = where_b.get(k) else {
             continue;
         };
         let (pa, pb) = (&a[i].params, &b[j].params);
@@ -422,17 +433,22 @@ fn params_split(a: &[Record], b: &[Record]) -> ParamsSplit {
 /// start) and are not judged; a side that cannot run at all is an error
 /// here, before any pair, and so are two sides without a metric in
 /// common. Returns the last warm-up's records of A and B.
-fn warm_up(runner: &mut Runner<'_>) -> Result<[Vec<Record>; 2], AbError> {
+fn warm_up(runner: &mut Runner<'_>) -> Result<([Vec<Record>; 2], String), AbError> {
     let spec = runner.spec;
     let mut first_records: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+    let mut containment = String::new();
     for _ in 0..spec.warmup_pairs.max(1) {
-        let (a, b) = runner
-            .pair(Order::AB)
-            .map_err(|(side, err)| AbError::Warmup {
+        let (a, b) = runner.pair(Order::AB).map_err(|(side, err)| {
+            if err == TrialError::Interrupted {
+                return AbError::Interrupted;
+            }
+            AbError::Warmup {
                 side: if side == 0 { 'A' } else { 'B' },
                 value: spec.sides[side].value.clone(),
                 err,
-            })?;
+            }
+        })?;
+        containment = a.containment.clone();
         first_records = [a.records, b.records];
     }
     let va = values_of(&first_records[0]);
@@ -450,7 +466,7 @@ fn warm_up(runner: &mut Runner<'_>) -> Result<[Vec<Record>; 2], AbError> {
             b: names(&first_records[1]),
         });
     }
-    Ok(first_records)
+    Ok((first_records, containment))
 }
 
 /// Runs the comparison. `labs` gives metric directions and headlines;
@@ -461,6 +477,9 @@ pub fn run(
     stop: &AtomicBool,
     progress: &mut dyn Progress,
 ) -> Result<AbReport, AbError> {
+    // Whatever a trial detaches (setsid, a double fork) is reparented
+    // here, not to init, to be killed and reaped with its trial.
+    commbench_core::proctree::become_subreaper().map_err(AbError::Subreaper)?;
     let dir = TempDir::new("ab").map_err(AbError::TempDir)?;
     let mut runner = Runner {
         spec,
@@ -471,7 +490,7 @@ pub fn run(
     let t0 = Instant::now();
     let min_pairs = even(spec.min_pairs.max(2));
     let max_pairs = even(spec.max_pairs.max(min_pairs));
-    let first_records = warm_up(&mut runner)?;
+    let (first_records, containment) = warm_up(&mut runner)?;
     let shapes = [shape_of(&first_records[0]), shape_of(&first_records[1])];
     let (common_params, varied_params) = params_split(&first_records[0], &first_records[1]);
 
@@ -610,6 +629,10 @@ pub fn run(
         common_params,
         varied_params,
         sched_available,
+        containment: format!(
+            "{}; ab is the trials' subreaper, and each trial dies with ab (PR_SET_PDEATHSIG)",
+            containment
+        ),
     })
 }
 

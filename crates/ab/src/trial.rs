@@ -1,29 +1,41 @@
 //! One trial: a side's command run once as a child that writes its records
 //! as JSON Lines to a file of ours, with what the machine did to it.
 //!
-//! The child runs in its own process group (so a timeout or an interrupt
-//! ends it and everything it started), with the results store turned off
+//! The child runs as a process tree `ab` owns (`core::proctree`): in a
+//! cgroup of its own where the host gives one (its CPU, peak memory and a
+//! sure kill), in its own process group, killed by the kernel when the
+//! thread that spawned it dies (`PR_SET_PDEATHSIG`; a duet's spawner
+//! threads live until the trial ends), and with `ab` as the subreaper of
+//! whatever it detaches (`setsid` and a double fork come back to `ab`).
+//! When the child exits, everything it left running is killed and reaped,
+//! and counted with it. It runs with the results store turned off
 //! (`COMMBENCH_NO_STORE=1`: trials are not runs of their own), pinned to
 //! the side's CPUs by inheriting the spawning thread's affinity, and with
 //! its scheduler counters sampled every [`SAMPLE_EVERY`] until it exits
-//! (read once more while it is an unreaped zombie).
+//! (read once more while it is an unreaped zombie); its exit is seen at
+//! once through a pidfd.
 //!
 //! Invariants: a trial that did not exit 0, wrote no record, or wrote a
 //! line that is not a record is an error, never a measurement; the records
-//! file is read with a size bound ([`MAX_RECORDS_BYTES`]); every child is
-//! reaped before the trial returns, also on timeout and interrupt.
+//! file is read with a size bound ([`MAX_RECORDS_BYTES`]); only the last
+//! [`STDERR_TAIL`] bytes of its stderr are kept, read as it writes; every
+//! process of the tree is killed and reaped before the trial returns, also
+//! on timeout and interrupt.
 
 use commbench_core::placement::{current_affinity, CpuList};
+use commbench_core::proctree::{self, TreeGroup};
 use commbench_core::record::Record;
 use commbench_core::rusage::{wait_child, ChildExit, Usage};
 use commbench_core::sched::{
     exited_unreaped, kill_group, CpuTimes, StartBarrier, TaskTimes, TreeSampler,
 };
 use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How often a running child's scheduler counters are read.
@@ -32,8 +44,10 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// Largest records file read from one trial.
 pub const MAX_RECORDS_BYTES: u64 = 64 << 20;
 
-/// Stderr kept from a failed trial for its error message.
-const STDERR_TAIL: usize = 2000;
+/// Stderr kept from a trial for its error message: the last bytes, kept
+/// as the child writes (a trial that writes 50 MiB to stderr costs ab
+/// 2 kB, not 50 MiB).
+pub const STDERR_TAIL: usize = 2000;
 
 /// What went wrong with one trial.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -66,15 +80,45 @@ fn tail_of(s: &str) -> String {
     }
 }
 
+/// What the whole process tree of a trial used: the child, everything it
+/// started, and everything those left behind (daemons included).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TreeUsage {
+    /// User CPU (s).
+    pub user_s: f64,
+    /// System CPU (s).
+    pub sys_s: f64,
+    /// The largest peak resident set of any one process of the tree (KiB;
+    /// wait4's `ru_maxrss`, as hyperfine's memory figure).
+    pub max_rss_kib: u64,
+    /// The tree's peak memory as its cgroup counted it (bytes, page cache
+    /// included), where a memory cgroup held it.
+    pub memory_peak_bytes: Option<u64>,
+    /// Processes that outlived the child and were killed and reaped (a
+    /// daemon it detached, a job it left in the background).
+    pub left_behind: usize,
+}
+
+impl TreeUsage {
+    /// CPU seconds (user + sys).
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+}
+
 /// One finished trial.
 #[derive(Debug, Clone)]
 pub struct Trial {
     /// The records it wrote, in order.
     pub records: Vec<Record>,
-    /// Wall time from the start (or the barrier) to exit.
+    /// Wall time from the start (or the barrier) to the child's exit.
     pub wall_s: f64,
     /// The child's own resource usage (wait4).
     pub usage: Usage,
+    /// The whole tree's.
+    pub tree: TreeUsage,
+    /// How the tree was held (`cgroup v2 (kill, cpu) + cgroup v1 memory`).
+    pub containment: String,
     /// Scheduler counters of its threads and descendants.
     pub sched: TaskTimes,
     /// Steal, softirq and irq time of the CPUs it could use.
@@ -113,8 +157,6 @@ pub struct Launch {
     pub argv: Vec<String>,
     /// Where it writes its records.
     pub records: PathBuf,
-    /// Where its stderr goes (kept for error messages).
-    pub stderr: PathBuf,
     /// Pinned to these CPUs (None: the CPUs `ab` itself may use).
     pub cpus: Option<CpuList>,
 }
@@ -124,14 +166,14 @@ impl Launch {
         self.argv.join(" ")
     }
 
-    fn command(&self) -> Result<Command, TrialError> {
+    fn program(&self) -> String {
+        self.argv.first().cloned().unwrap_or_default()
+    }
+
+    fn command(&self, group: &TreeGroup) -> Result<Command, TrialError> {
         let (program, args) = self.argv.split_first().ok_or_else(|| TrialError::Spawn {
             program: String::new(),
             err: "empty command".into(),
-        })?;
-        let err = std::fs::File::create(&self.stderr).map_err(|e| TrialError::Spawn {
-            program: program.clone(),
-            err: format!("cannot create {}: {e}", self.stderr.display()),
         })?;
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -142,8 +184,9 @@ impl Launch {
             .env("COMMBENCH_NO_STORE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(err)
+            .stderr(Stdio::piped())
             .process_group(0);
+        group.arm(&mut cmd);
         Ok(cmd)
     }
 }
@@ -166,11 +209,39 @@ fn spawn_pinned(cmd: &mut Command, cpus: Option<&CpuList>) -> std::io::Result<Ch
 
 struct Running {
     child: Child,
+    pidfd: Option<OwnedFd>,
+    stderr: Option<mpsc::Receiver<Vec<u8>>>,
     sampler: TreeSampler,
     cpu_before: CpuTimes,
     cpus: Vec<usize>,
     wall_s: f64,
     exited: bool,
+}
+
+/// Reads a child's stream to its end on a thread of its own, keeping the
+/// last [`STDERR_TAIL`] bytes; the receiver gets them at the end.
+fn tail_reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tail: Vec<u8> = Vec::with_capacity(2 * STDERR_TAIL);
+        let mut buf = [0u8; 8192];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    tail.extend_from_slice(&buf[..n]);
+                    if tail.len() > 2 * STDERR_TAIL {
+                        tail.drain(..tail.len() - STDERR_TAIL);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let keep = tail.len().saturating_sub(STDERR_TAIL);
+        let _ = tx.send(tail.split_off(keep));
+    });
+    rx
 }
 
 /// Runs the launches at the same time (one for a sequential trial, two for
@@ -180,111 +251,200 @@ pub fn run_together(
     timeout: Duration,
     stop: &AtomicBool,
 ) -> Vec<Result<Trial, TrialError>> {
+    let mut groups: Vec<TreeGroup> = launches.iter().map(|_| TreeGroup::create("ab")).collect();
     let mut cmds = Vec::with_capacity(launches.len());
-    for l in launches {
-        match l.command() {
+    for (l, g) in launches.iter().zip(&groups) {
+        match l.command(g) {
             Ok(c) => cmds.push(c),
             Err(e) => return launches.iter().map(|_| Err(e.clone())).collect(),
         }
     }
-    let spawned = match spawn_all(cmds, launches) {
-        Ok(s) => s,
-        Err(e) => return launches.iter().map(|_| Err(e.clone())).collect(),
+    if cmds.len() == 1 {
+        let child = spawn_pinned(&mut cmds[0], launches[0].cpus.as_ref());
+        return supervise(vec![child], launches, &mut groups, timeout, stop);
+    }
+    let barrier = match StartBarrier::new() {
+        Ok(b) => b,
+        Err(e) => {
+            let e = TrialError::Barrier(e.to_string());
+            return launches.iter().map(|_| Err(e.clone())).collect();
+        }
     };
+    for c in cmds.iter_mut() {
+        barrier.arm(c);
+    }
+    let n = cmds.len();
+    // The spawner threads live until the trials end: a child's death
+    // signal fires when the thread that forked it exits.
+    let end = std::sync::Barrier::new(n + 1);
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        for (i, (mut c, l)) in cmds.into_iter().zip(launches).enumerate() {
+            let (tx, end) = (tx.clone(), &end);
+            s.spawn(move || {
+                let _ = tx.send((i, spawn_pinned(&mut c, l.cpus.as_ref())));
+                end.wait();
+            });
+        }
+        let released = barrier.release(n, Duration::from_secs(30));
+        let mut spawned: Vec<Option<std::io::Result<Child>>> = (0..n).map(|_| None).collect();
+        for _ in 0..n {
+            if let Ok((i, r)) = rx.recv() {
+                spawned[i] = Some(r);
+            }
+        }
+        let mut spawned: Vec<std::io::Result<Child>> = spawned
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(std::io::Error::other("spawner lost"))))
+            .collect();
+        if let Err(e) = released {
+            // A duet is both or nothing.
+            for r in spawned.iter_mut() {
+                if let Ok(c) = r {
+                    kill_group(c.id());
+                    let _ = c.wait();
+                }
+                *r = Err(std::io::Error::other(format!("start barrier: {e}")));
+            }
+        }
+        let out = supervise(spawned, launches, &mut groups, timeout, stop);
+        end.wait();
+        out
+    })
+}
+
+/// Watches the spawned children until they exit (or the timeout or an
+/// interrupt ends them), then kills and reaps what their trees left, and
+/// reads each trial's outcome.
+fn supervise(
+    spawned: Vec<std::io::Result<Child>>,
+    launches: &[Launch],
+    groups: &mut [TreeGroup],
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Vec<Result<Trial, TrialError>> {
     let t0 = Instant::now();
     let mut running: Vec<Result<Running, TrialError>> = spawned
         .into_iter()
         .zip(launches)
-        .map(|(r, l)| {
+        .zip(groups.iter_mut())
+        .map(|((r, l), g)| {
             let cpus = l
                 .cpus
                 .as_ref()
                 .map(|c| c.cpus().to_vec())
                 .unwrap_or_else(|| current_affinity().cpus().to_vec());
-            r.map(|child| Running {
-                sampler: TreeSampler::new(child.id()),
-                cpu_before: CpuTimes::read(&cpus),
-                child,
-                cpus,
-                wall_s: 0.0,
-                exited: false,
+            r.map(|mut child| {
+                g.keep_joined(child.id());
+                Running {
+                    pidfd: proctree::pidfd_open(child.id()).ok(),
+                    stderr: child.stderr.take().map(tail_reader),
+                    sampler: TreeSampler::new(child.id()),
+                    cpu_before: CpuTimes::read(&cpus),
+                    child,
+                    cpus,
+                    wall_s: 0.0,
+                    exited: false,
+                }
             })
             .map_err(|e| TrialError::Spawn {
-                program: l.argv.first().cloned().unwrap_or_default(),
+                program: l.program(),
                 err: e.to_string(),
             })
         })
         .collect();
-    let killed = watch(&mut running, t0, timeout, stop);
+    let killed = watch(&mut running, groups, t0, timeout, stop);
+    // Everything the trees left (a daemon, a background job) is killed,
+    // and the children reaped; then whatever came back to this subreaper.
+    for (r, g) in running.iter().zip(groups.iter()) {
+        if let Ok(r) = r {
+            g.kill();
+            kill_group(r.child.id());
+        }
+    }
+    let mut mains: Vec<Option<(ChildExit, Usage)>> = running
+        .iter()
+        .map(|r| {
+            r.as_ref()
+                .ok()
+                .and_then(|r| wait_child(r.child.id() as libc::pid_t).ok())
+        })
+        .collect();
+    let orphans = proctree::kill_other_children(&[]);
+    let seen: Vec<Vec<u32>> = running
+        .iter()
+        .map(|r| {
+            r.as_ref()
+                .map(|r| r.sampler.pids_seen())
+                .unwrap_or_default()
+        })
+        .collect();
+    let alone = running.len() == 1;
     running
         .into_iter()
         .zip(launches)
-        .map(|(r, l)| finish(r?, l, killed.as_ref()))
+        .zip(groups.iter())
+        .enumerate()
+        .map(|(i, ((r, l), g))| {
+            let r = r?;
+            let main = mains[i].take().ok_or_else(|| TrialError::Spawn {
+                program: l.program(),
+                err: "cannot wait for it".into(),
+            })?;
+            // Orphans are this trial's when it ran alone, else those its
+            // sampler saw in its tree.
+            let mine: Vec<&(u32, ChildExit, Usage)> = orphans
+                .iter()
+                .filter(|(pid, _, _)| alone || seen[i].contains(pid))
+                .collect();
+            let mut tree = TreeUsage {
+                user_s: main.1.user_s,
+                sys_s: main.1.sys_s,
+                max_rss_kib: main.1.max_rss_kib,
+                memory_peak_bytes: None,
+                left_behind: mine.len(),
+            };
+            for (_, _, u) in &mine {
+                tree.user_s += u.user_s;
+                tree.sys_s += u.sys_s;
+                tree.max_rss_kib = tree.max_rss_kib.max(u.max_rss_kib);
+            }
+            let gu = g.usage();
+            if let (Some(u), Some(s)) = (gu.user_s, gu.sys_s) {
+                tree.user_s = u;
+                tree.sys_s = s;
+            }
+            tree.memory_peak_bytes = gu.memory_peak_bytes;
+            finish(r, main, tree, g.mechanism(), l, killed.as_ref())
+        })
         .collect()
 }
 
-/// Spawns the commands: directly for one, from threads behind a start
-/// barrier for several (spawn returns only after exec, which the barrier
-/// holds). A barrier that fails stops whatever did start.
-fn spawn_all(
-    mut cmds: Vec<Command>,
-    launches: &[Launch],
-) -> Result<Vec<std::io::Result<Child>>, TrialError> {
-    if cmds.len() == 1 {
-        return Ok(vec![spawn_pinned(&mut cmds[0], launches[0].cpus.as_ref())]);
-    }
-    let barrier = StartBarrier::new().map_err(|e| TrialError::Barrier(e.to_string()))?;
-    for c in cmds.iter_mut() {
-        barrier.arm(c);
-    }
-    let n = cmds.len();
-    Ok(std::thread::scope(|s| {
-        let handles: Vec<_> = cmds
-            .into_iter()
-            .zip(launches)
-            .map(|(mut c, l)| s.spawn(move || spawn_pinned(&mut c, l.cpus.as_ref())))
-            .collect();
-        let released = barrier.release(n, Duration::from_secs(30));
-        let out: Vec<_> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("spawner panicked")))
-            })
-            .collect();
-        let Err(e) = released else {
-            return out;
-        };
-        // A duet is both or nothing.
-        out.into_iter()
-            .map(|r| {
-                if let Ok(mut c) = r {
-                    kill_group(c.id());
-                    let _ = c.wait();
-                }
-                Err(std::io::Error::other(format!("start barrier: {e}")))
-            })
-            .collect()
-    }))
-}
-
 /// Samples the running children every [`SAMPLE_EVERY`] until all have
-/// exited (left unreaped); on an interrupt or past `timeout`, kills their
-/// groups and returns why.
+/// exited (left unreaped), waking at once on an exit (pidfd); on an
+/// interrupt or past `timeout`, kills their trees and returns why.
 fn watch(
     running: &mut [Result<Running, TrialError>],
+    groups: &[TreeGroup],
     t0: Instant,
     timeout: Duration,
     stop: &AtomicBool,
 ) -> Option<TrialError> {
+    let mut last_sample = Instant::now();
     loop {
+        let sample = last_sample.elapsed() >= SAMPLE_EVERY;
+        if sample {
+            last_sample = Instant::now();
+        }
         let mut all = true;
         for r in running.iter_mut().flatten().filter(|r| !r.exited) {
-            r.sampler.sample();
+            if sample {
+                r.sampler.sample();
+            }
             if exited_unreaped(r.child.id() as libc::pid_t, false).unwrap_or(true) {
+                r.wall_s = t0.elapsed().as_secs_f64();
                 r.sampler.sample();
                 r.exited = true;
-                r.wall_s = t0.elapsed().as_secs_f64();
             } else {
                 all = false;
             }
@@ -300,10 +460,36 @@ fn watch(
                 limit_s: timeout.as_secs_f64(),
             }
         } else {
-            std::thread::sleep(SAMPLE_EVERY);
+            let wait = SAMPLE_EVERY
+                .saturating_sub(last_sample.elapsed())
+                .min(timeout.saturating_sub(t0.elapsed()))
+                .max(Duration::from_millis(1));
+            let mut fds: Vec<libc::pollfd> = running
+                .iter()
+                .flatten()
+                .filter(|r| !r.exited)
+                .filter_map(|r| r.pidfd.as_ref())
+                .map(|fd| libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            if fds.len() == running.iter().flatten().filter(|r| !r.exited).count() {
+                // A signal ends the poll early (EINTR: 0), as an exit does.
+                let _ = commbench_core::sys::poll(&mut fds, wait.as_millis() as i32);
+            } else {
+                // No pidfd (a kernel before 5.3): look again soon.
+                std::thread::sleep(wait.min(Duration::from_millis(2)));
+            }
             continue;
         };
-        for r in running.iter_mut().flatten().filter(|r| !r.exited) {
+        for (r, g) in running.iter_mut().zip(groups) {
+            let Ok(r) = r else { continue };
+            if r.exited {
+                continue;
+            }
+            g.kill();
             kill_group(r.child.id());
             // SIGKILL cannot be ignored: this wait ends.
             let _ = exited_unreaped(r.child.id() as libc::pid_t, true);
@@ -314,16 +500,25 @@ fn watch(
     }
 }
 
-/// Reaps an exited child and reads what it wrote: its records, or why it
+/// Reads what an exited (and reaped) child wrote: its records, or why it
 /// is not a measurement.
-fn finish(r: Running, l: &Launch, killed: Option<&TrialError>) -> Result<Trial, TrialError> {
+fn finish(
+    r: Running,
+    (exit, usage): (ChildExit, Usage),
+    tree: TreeUsage,
+    containment: String,
+    l: &Launch,
+    killed: Option<&TrialError>,
+) -> Result<Trial, TrialError> {
     let cpu = CpuTimes::read(&r.cpus).since(&r.cpu_before);
-    let (exit, usage) = wait_child(r.child.id() as libc::pid_t).map_err(|e| TrialError::Spawn {
-        program: l.argv.first().cloned().unwrap_or_default(),
-        err: format!("cannot wait for it: {e}"),
-    })?;
-    // The group may have stragglers (a server the command started).
-    kill_group(r.child.id());
+    // The tree is dead: the pipe's last writer is gone. A writer that
+    // escaped (no cgroup, a process that left the tree's reach) is not
+    // waited for past a second.
+    let stderr = r
+        .stderr
+        .and_then(|rx| rx.recv_timeout(Duration::from_secs(1)).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     match killed {
         Some(TrialError::Timeout { limit_s, .. }) => {
             return Err(TrialError::Timeout {
@@ -334,7 +529,6 @@ fn finish(r: Running, l: &Launch, killed: Option<&TrialError>) -> Result<Trial, 
         Some(e) => return Err(e.clone()),
         None => {}
     }
-    let stderr = read_tail(&l.stderr);
     if exit != ChildExit::Code(0) {
         let how = match exit {
             ChildExit::Code(c) => format!("exited {c}"),
@@ -360,23 +554,12 @@ fn finish(r: Running, l: &Launch, killed: Option<&TrialError>) -> Result<Trial, 
         records,
         wall_s: r.wall_s,
         usage,
+        tree,
+        containment,
         sched: r.sampler.totals(),
         cpu,
         cpus: r.cpus,
     })
-}
-
-/// The last [`STDERR_TAIL`] bytes of a file, as text.
-fn read_tail(p: &Path) -> String {
-    use std::io::{Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(p) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = f.seek(SeekFrom::Start(len.saturating_sub(STDERR_TAIL as u64)));
-    let mut buf = Vec::new();
-    let _ = f.take(STDERR_TAIL as u64).read_to_end(&mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// The records of a JSON Lines file (blank lines skipped), at most
@@ -414,7 +597,6 @@ mod tests {
         Launch {
             argv: vec!["sh".into(), "-c".into(), script.into(), "sh".into()],
             records: dir.join(format!("{name}.jsonl")),
-            stderr: dir.join(format!("{name}.err")),
             cpus: None,
         }
     }

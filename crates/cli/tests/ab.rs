@@ -400,3 +400,187 @@ fn ab_keeps_its_verdicts_in_the_store() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A fake build that writes one record (ab's records mode) and first runs
+/// `body` (shell), e.g. a daemon it detaches.
+fn fake_build_doing(dir: &std::path::Path, name: &str, body: &str) -> String {
+    let p = dir.join(name);
+    let rec = r#"{"schema_version":2,"lab":"ipc","test":"reqres","params":{},"metrics":{"cpu_ns_per_op":1000,"msgs_per_s":5000}}"#;
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = --output ] && out=$2; shift; done\n{body}\necho '{rec}' > \"$out\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+/// Processes whose command line holds `needle` (a `sleep` of a duration
+/// no other test uses).
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A `sleep` duration unique to this test process and `tag`.
+fn marker(tag: u32) -> String {
+    format!("{}.{}{tag}", 4000 + tag, std::process::id())
+}
+
+fn ab_leftovers_in(tmp: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("commbench-ab-"))
+        .collect()
+}
+
+/// Six pairs of a trial that detaches a daemon (`setsid … &`, as nginx
+/// does) left two processes per pair running after ab returned (21 after
+/// six pairs); with and without a cgroup, none is left.
+#[test]
+fn ab_trial_that_daemonizes_leaves_no_process() {
+    for (i, no_cgroup) in [false, true].into_iter().enumerate() {
+        let dir = fresh_dir("ab-daemon");
+        let m = marker(10 + i as u32);
+        let side = fake_build_doing(
+            &dir,
+            "srv",
+            &format!("setsid sleep {m} &\n(setsid sleep {m} &) &\nsleep 0.01"),
+        );
+        let mut c = cb();
+        if no_cgroup {
+            c.env("COMMBENCH_NO_CGROUP", "1");
+        }
+        let out = c
+            .env("TMPDIR", &dir)
+            .args(["ab", "-L", "bin", &format!("{side},{side}")])
+            .args(QUICK)
+            .args(["--", "{bin}"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if no_cgroup {
+            assert!(text.contains("no cgroup (turned off"), "{text}");
+        }
+        assert!(text.contains("subreaper"), "{text}");
+        let left = processes_with(&format!("sleep {m}"));
+        assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
+        assert!(
+            ab_leftovers_in(&dir).is_empty(),
+            "{:?}",
+            ab_leftovers_in(&dir)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Starts ab on a trial that never ends (a daemon beside a long sleep)
+/// and waits until both run; returns ab's child and the marker.
+fn ab_stuck_in_a_trial(
+    dir: &std::path::Path,
+    tag: u32,
+    no_cgroup: bool,
+) -> (std::process::Child, String) {
+    let m = marker(tag);
+    let side = fake_build_doing(dir, "stuck", &format!("setsid sleep {m} &\nsleep {m}"));
+    let mut c = std::process::Command::new(bin_path());
+    if no_cgroup {
+        c.env("COMMBENCH_NO_CGROUP", "1");
+    }
+    let child = c
+        .env("COMMBENCH_NO_STORE", "1")
+        .env("TMPDIR", dir)
+        .args(["ab", "-L", "bin", &format!("{side},{side}")])
+        .args(QUICK)
+        .args(["--", "{bin}"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while processes_with(&format!("sleep {m}")).len() < 2 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the trial did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (child, m)
+}
+
+fn gone_within(m: &str, secs: u64) -> Vec<u32> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let left = processes_with(&format!("sleep {m}"));
+        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(secs) {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A closed terminal (SIGHUP) ended ab with 129 and left its running
+/// trial reparented to init and its temp dir behind: now ab cleans up as
+/// on SIGINT, and exits 129.
+#[test]
+fn ab_sighup_leaves_no_trial_and_no_temp_dir() {
+    let dir = fresh_dir("ab-hup");
+    let (child, m) = ab_stuck_in_a_trial(&dir, 20, false);
+    commbench_core::sys::kill(child.id() as i32, libc::SIGHUP).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(129),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left = gone_within(&m, 5);
+    assert!(left.is_empty(), "left {left:?}");
+    assert!(
+        ab_leftovers_in(&dir).is_empty(),
+        "{:?}",
+        ab_leftovers_in(&dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGKILL of ab left its trial running (and, without a death signal,
+/// every daemon it had detached); the main child now dies with ab, and
+/// `commbench clean` kills what remains (found by cgroup, or by the name
+/// in its environment) and removes the temp dir.
+#[test]
+fn ab_sigkill_leaves_nothing_after_clean() {
+    for (i, no_cgroup) in [false, true].into_iter().enumerate() {
+        let dir = fresh_dir("ab-kill");
+        let (mut child, m) = ab_stuck_in_a_trial(&dir, 30 + i as u32, no_cgroup);
+        commbench_core::sys::kill(child.id() as i32, libc::SIGKILL).unwrap();
+        child.wait().unwrap();
+        cb().env("TMPDIR", &dir).arg("clean").assert().success();
+        let left = gone_within(&m, 5);
+        assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
+        assert!(
+            ab_leftovers_in(&dir).is_empty(),
+            "{:?}",
+            ab_leftovers_in(&dir)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -239,6 +239,14 @@ pub fn spec(a: &AbArgs) -> Result<AbSpec> {
                 "a duet needs two different CPUs (--duet-cpus A,B); this process may use only one",
             ));
         }
+        // A CPU ab may not use would make its trial fail to start, which
+        // the start barrier then waited 30 s for.
+        let may = commbench_core::placement::current_affinity();
+        if let Some(c) = [c0, c1].into_iter().find(|c| !may.cpus().contains(c)) {
+            return Err(crate::usage(format!(
+                "--duet-cpus: CPU {c} is not one this process may use ({may}); give two of those"
+            )));
+        }
         Placement::Duet([c0, c1])
     } else {
         Placement::Sequential(Some(
@@ -312,12 +320,25 @@ impl Progress for Line {
 /// Runs `commbench ab`.
 pub fn run(a: &AbArgs) -> Result<()> {
     let spec = spec(a)?;
-    let stop = commbench_core::sys::stop_on_signal();
+    // SIGHUP (a closed terminal) as SIGINT: the running trial's tree is
+    // killed, the temp dir removed, and ab exits 128 + the signal.
+    let stop = commbench_core::sys::stop_on_signal_or_hangup();
     let mut line = Line {
         tty: std::io::stderr().is_terminal(),
         last: None,
     };
-    let report = commbench_ab::run(&spec, crate::labs::labs(), stop, &mut line)?;
+    let report = match commbench_ab::run(&spec, crate::labs::labs(), stop, &mut line) {
+        Err(commbench_ab::AbError::Interrupted) => {
+            if line.tty {
+                eprintln!();
+            }
+            eprintln!(
+                "ab: interrupted in the warm-up, before any pair was kept; nothing to report"
+            );
+            std::process::exit(interrupted_code());
+        }
+        r => r?,
+    };
     if line.tty {
         eprintln!();
     }
@@ -371,9 +392,18 @@ pub fn run(a: &AbArgs) -> Result<()> {
         }
     }
     if report.stop == commbench_ab::Stop::Interrupted {
-        std::process::exit(130);
+        std::process::exit(interrupted_code());
     }
     Ok(())
+}
+
+/// 128 + the signal that stopped the run (130 for SIGINT, 129 for
+/// SIGHUP, 143 for SIGTERM), as the signal itself would have ended it.
+fn interrupted_code() -> i32 {
+    match commbench_core::sys::stop_signal() {
+        0 => 130,
+        s => 128 + s,
+    }
 }
 
 fn pretty(v: &serde_json::Value) -> String {
