@@ -291,6 +291,16 @@ fn equivalence_bound(lo: f64, hi: f64) -> Option<String> {
     Some(format!("{:.1}%", (b * 10.0).ceil() / 10.0))
 }
 
+/// A benchmark's name in the exports: `LAB/TEST` of a matched record, or
+/// for an exec run B's command.
+fn bench_name(r: &AbReport, m: &MetricResult) -> String {
+    if m.key.lab == "exec" {
+        r.spec.sides[1].command_line()
+    } else {
+        m.key.name()
+    }
+}
+
 /// Bencher Metric Format: per matched record (`LAB/TEST`), each metric's
 /// B median with its 95% interval, and `<metric>.ratio`, the paired ratio
 /// B/A with its interval.
@@ -299,7 +309,7 @@ pub fn bmf(r: &AbReport, all: bool) -> Value {
     for m in r.results.iter().filter(|m| all || m.headline) {
         let e = Estimate::from_samples(&m.b);
         let bench = out
-            .entry(m.key.name())
+            .entry(bench_name(r, m))
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(o) = bench {
             o.insert(
@@ -344,7 +354,7 @@ pub fn github(r: &AbReport, tool: GithubTool, all: bool) -> Value {
             let (ratio, iv) = ratio_text(m);
             let hw = (e.hi - e.lo) / 2.0;
             json!({
-                "name": format!("{} {}", m.key.name(), m.metric),
+                "name": format!("{} {}", bench_name(r, m), m.metric),
                 "unit": m.unit,
                 "value": e.median,
                 "range": if hw.is_finite() { format!("± {}", num(hw, "")) } else { String::new() },

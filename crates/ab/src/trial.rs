@@ -31,7 +31,7 @@ use commbench_core::sched::{
 };
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +70,18 @@ pub enum TrialError {
     Interrupted,
     #[error("the start barrier failed: {0}")]
     Barrier(String),
+    #[error("`{command}` printed nothing that --metric {name} matches{}", tail_of(.stdout))]
+    NoMetric {
+        command: String,
+        name: String,
+        stdout: String,
+    },
+    #[error("--prepare `{command}` {how}{}", tail_of(.stderr))]
+    Prepare {
+        command: String,
+        how: String,
+        stderr: String,
+    },
 }
 
 fn tail_of(s: &str) -> String {
@@ -150,13 +162,57 @@ impl Trial {
     }
 }
 
+/// A number a program prints, taken from its standard output
+/// (`--metric NAME=REGEX`): the regex's first group (else the whole
+/// match) of the last line that matches, as a number.
+#[derive(Debug, Clone)]
+pub struct OutputMetric {
+    /// The metric's name in the trial's record.
+    pub name: String,
+    /// What to look for, line by line.
+    pub pattern: regex::Regex,
+    /// Which way is better.
+    pub better: commbench_core::lab::Better,
+}
+
+/// What a program that writes no records is measured by: its process
+/// tree, timed whole.
+#[derive(Debug, Clone, Default)]
+pub struct Exec {
+    /// Operations one run does (`--ops N`): per-operation figures.
+    pub ops: Option<u64>,
+    /// Numbers it prints.
+    pub outputs: Vec<OutputMetric>,
+}
+
+/// How a trial's outcome is read.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// A commbench command: `--format jsonl --output FILE` appended, its
+    /// records read back from FILE.
+    Records(PathBuf),
+    /// Any program: one record of lab `exec`, test `command`, made by ab
+    /// from the tree's wall time, CPU and memory ([`exec_record`]).
+    Exec(Exec),
+}
+
+impl Mode {
+    /// Removes a records file once read (exec: nothing to remove).
+    pub fn remove_file(&self) {
+        if let Mode::Records(f) = self {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
 /// How to start one child.
 #[derive(Debug, Clone)]
 pub struct Launch {
-    /// Program and arguments (the records options are appended).
+    /// Program and arguments (in records mode, the records options are
+    /// appended).
     pub argv: Vec<String>,
-    /// Where it writes its records.
-    pub records: PathBuf,
+    /// How its outcome is read.
+    pub mode: Mode,
     /// Pinned to these CPUs (None: the CPUs `ab` itself may use).
     pub cpus: Option<CpuList>,
 }
@@ -176,14 +232,18 @@ impl Launch {
             err: "empty command".into(),
         })?;
         let mut cmd = Command::new(program);
-        cmd.args(args)
-            .arg("--format")
-            .arg("jsonl")
-            .arg("--output")
-            .arg(&self.records)
-            .env("COMMBENCH_NO_STORE", "1")
+        cmd.args(args);
+        let mut stdout = Stdio::null();
+        match &self.mode {
+            Mode::Records(file) => {
+                cmd.arg("--format").arg("jsonl").arg("--output").arg(file);
+            }
+            Mode::Exec(e) if !e.outputs.is_empty() => stdout = Stdio::piped(),
+            Mode::Exec(_) => {}
+        }
+        cmd.env("COMMBENCH_NO_STORE", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .process_group(0);
         group.arm(&mut cmd);
@@ -211,6 +271,7 @@ struct Running {
     child: Child,
     pidfd: Option<OwnedFd>,
     stderr: Option<mpsc::Receiver<Vec<u8>>>,
+    stdout: Option<mpsc::Receiver<Scanned>>,
     sampler: TreeSampler,
     cpu_before: CpuTimes,
     cpus: Vec<usize>,
@@ -244,12 +305,204 @@ fn tail_reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
     rx
 }
 
+/// What a child printed on stdout: its last [`STDERR_TAIL`] bytes, and
+/// per [`OutputMetric`] the number of the last line that matched.
+type Scanned = (Vec<u8>, Vec<Option<f64>>);
+
+/// Longest line looked at by `--metric`: a longer one is cut there.
+const MAX_LINE: usize = 64 << 10;
+
+/// Reads a child's stdout on a thread of its own, line by line, keeping
+/// each pattern's last number and the output's tail; memory stays bounded
+/// by [`MAX_LINE`] whatever it prints.
+fn scan_reader(
+    mut r: impl Read + Send + 'static,
+    patterns: Vec<regex::Regex>,
+) -> mpsc::Receiver<Scanned> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut found: Vec<Option<f64>> = vec![None; patterns.len()];
+        let mut tail: Vec<u8> = Vec::new();
+        let mut line: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 8192];
+        let look = |line: &[u8], found: &mut Vec<Option<f64>>| {
+            let text = String::from_utf8_lossy(line);
+            for (i, p) in patterns.iter().enumerate() {
+                if let Some(v) = p.captures(&text).and_then(|c| {
+                    let m = c.get(1).or_else(|| c.get(0))?;
+                    number_in(m.as_str())
+                }) {
+                    found[i] = Some(v);
+                }
+            }
+        };
+        loop {
+            let n = match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 2 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    look(&line, &mut found);
+                    line.clear();
+                } else if line.len() < MAX_LINE {
+                    line.push(b);
+                }
+            }
+        }
+        if !line.is_empty() {
+            look(&line, &mut found);
+        }
+        let keep = tail.len().saturating_sub(STDERR_TAIL);
+        let _ = tx.send((tail.split_off(keep), found));
+    });
+    rx
+}
+
+/// The number in a matched text: `12,345.6`, `1.2e6`, `  42 `; commas
+/// between digits are thousands separators.
+pub fn number_in(s: &str) -> Option<f64> {
+    let t: String = s
+        .trim()
+        .chars()
+        .filter(|c| *c != ',' && *c != '_')
+        .collect();
+    let start = t.find(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.')?;
+    let body = &t[start..];
+    let end = body
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || ((c == '-' || c == '+') && (i == 0 || body[..i].ends_with(['e', 'E'])))
+                || ((c == 'e' || c == 'E') && i > 0))
+        })
+        .map_or(body.len(), |(i, _)| i);
+    body[..end].parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// The record ab makes of an exec trial: lab `exec`, test `command`, the
+/// tree's wall time, CPU (user, system, both), the largest process's peak
+/// RSS, the cgroup's memory peak where one was counted, per-operation
+/// figures with `ops`, and the numbers the program printed.
+pub fn exec_record(
+    wall_s: f64,
+    tree: &TreeUsage,
+    exec: &Exec,
+    printed: &[(String, f64)],
+) -> Record {
+    let mut r = Record::new("exec", "command");
+    r.push_metric("wall_s", wall_s);
+    r.push_metric("cpu_s", tree.cpu_s());
+    r.push_metric("user_s", tree.user_s);
+    r.push_metric("sys_s", tree.sys_s);
+    r.push_metric("max_rss_kib", tree.max_rss_kib);
+    if let Some(b) = tree.memory_peak_bytes {
+        r.push_metric("memory_peak_kib", b / 1024);
+    }
+    if let Some(n) = exec.ops.filter(|&n| n > 0) {
+        let n = n as f64;
+        r.push_metric("wall_ns_per_op", wall_s * 1e9 / n);
+        r.push_metric("cpu_ns_per_op", tree.cpu_s() * 1e9 / n);
+        if wall_s > 0.0 {
+            r.push_metric("ops_per_s", n / wall_s);
+        }
+    }
+    for (name, v) in printed {
+        r.push_metric(name, *v);
+    }
+    r
+}
+
+/// Runs a `--setup`, `--prepare` or `--cleanup` command to its end (not
+/// timed), in `group` (whatever it leaves running stays there: a server a
+/// setup started lives until the group is dropped); stopped past
+/// `timeout` or on an interrupt.
+pub fn run_aux(
+    argv: &[String],
+    group: &TreeGroup,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<(), TrialError> {
+    let (program, args) = argv.split_first().ok_or_else(|| TrialError::Spawn {
+        program: String::new(),
+        err: "empty command".into(),
+    })?;
+    let command = argv.join(" ");
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("COMMBENCH_NO_STORE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    group.arm(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| TrialError::Spawn {
+        program: program.clone(),
+        err: e.to_string(),
+    })?;
+    let err = child.stderr.take().map(tail_reader);
+    let t0 = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Ok(st),
+            Ok(None) if stop.load(Ordering::Relaxed) => break Err(TrialError::Interrupted),
+            Ok(None) if t0.elapsed() > timeout => {
+                break Err(TrialError::Prepare {
+                    command: command.clone(),
+                    how: format!(
+                        "ran longer than {:.0} s and was stopped",
+                        timeout.as_secs_f64()
+                    ),
+                    stderr: String::new(),
+                })
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => {
+                break Err(TrialError::Spawn {
+                    program: program.clone(),
+                    err: e.to_string(),
+                })
+            }
+        }
+    };
+    if status.is_err() {
+        kill_group(child.id());
+        let _ = child.wait();
+    }
+    let status = status?;
+    if status.success() {
+        return Ok(());
+    }
+    // Its output pipe may be held by what it left running: not waited for.
+    let stderr = err
+        .and_then(|rx| rx.recv_timeout(Duration::from_millis(200)).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    Err(TrialError::Prepare {
+        command,
+        how: match (status.code(), status.signal()) {
+            (Some(c), _) => format!("exited {c}"),
+            (_, Some(s)) => format!("was killed by signal {s}"),
+            _ => "failed".into(),
+        },
+        stderr,
+    })
+}
+
 /// Runs the launches at the same time (one for a sequential trial, two for
 /// a duet behind a start barrier) and returns each one's outcome, in order.
 pub fn run_together(
     launches: &[Launch],
     timeout: Duration,
     stop: &AtomicBool,
+    keep: &[u32],
 ) -> Vec<Result<Trial, TrialError>> {
     let mut groups: Vec<TreeGroup> = launches.iter().map(|_| TreeGroup::create("ab")).collect();
     let mut cmds = Vec::with_capacity(launches.len());
@@ -260,8 +513,12 @@ pub fn run_together(
         }
     }
     if cmds.len() == 1 {
+        // The clock starts before the spawn: spawn returns only once the
+        // child has exec'd, and on a busy machine this thread may wake
+        // milliseconds after the child began (`sleep 0.01` timed 7.5 ms).
+        let t0 = Instant::now();
         let child = spawn_pinned(&mut cmds[0], launches[0].cpus.as_ref());
-        return supervise(vec![child], launches, &mut groups, timeout, stop);
+        return supervise(vec![child], launches, &mut groups, t0, timeout, stop, keep);
     }
     let barrier = match StartBarrier::new() {
         Ok(b) => b,
@@ -287,6 +544,7 @@ pub fn run_together(
             });
         }
         let released = barrier.release(n, Duration::from_secs(30));
+        let t0 = Instant::now();
         let mut spawned: Vec<Option<std::io::Result<Child>>> = (0..n).map(|_| None).collect();
         for _ in 0..n {
             if let Ok((i, r)) = rx.recv() {
@@ -307,7 +565,7 @@ pub fn run_together(
                 *r = Err(std::io::Error::other(format!("start barrier: {e}")));
             }
         }
-        let out = supervise(spawned, launches, &mut groups, timeout, stop);
+        let out = supervise(spawned, launches, &mut groups, t0, timeout, stop, keep);
         end.wait();
         out
     })
@@ -320,10 +578,11 @@ fn supervise(
     spawned: Vec<std::io::Result<Child>>,
     launches: &[Launch],
     groups: &mut [TreeGroup],
+    t0: Instant,
     timeout: Duration,
     stop: &AtomicBool,
+    keep: &[u32],
 ) -> Vec<Result<Trial, TrialError>> {
-    let t0 = Instant::now();
     let mut running: Vec<Result<Running, TrialError>> = spawned
         .into_iter()
         .zip(launches)
@@ -339,6 +598,13 @@ fn supervise(
                 Running {
                     pidfd: proctree::pidfd_open(child.id()).ok(),
                     stderr: child.stderr.take().map(tail_reader),
+                    stdout: match (&l.mode, child.stdout.take()) {
+                        (Mode::Exec(e), Some(out)) => Some(scan_reader(
+                            out,
+                            e.outputs.iter().map(|o| o.pattern.clone()).collect(),
+                        )),
+                        _ => None,
+                    },
                     sampler: TreeSampler::new(child.id()),
                     cpu_before: CpuTimes::read(&cpus),
                     child,
@@ -370,7 +636,8 @@ fn supervise(
                 .and_then(|r| wait_child(r.child.id() as libc::pid_t).ok())
         })
         .collect();
-    let orphans = proctree::kill_other_children(&[]);
+    // (`keep`: what a --setup command left running for every trial.)
+    let orphans = proctree::kill_other_children(keep);
     let seen: Vec<Vec<u32>> = running
         .iter()
         .map(|r| {
@@ -540,16 +807,41 @@ fn finish(
             stderr,
         });
     }
-    let records = read_records(&l.records).map_err(|err| TrialError::BadRecord {
-        command: l.command_line(),
-        err,
-    })?;
-    if records.is_empty() {
-        return Err(TrialError::NoRecords {
-            command: l.command_line(),
-            stderr,
-        });
-    }
+    let records = match &l.mode {
+        Mode::Records(file) => {
+            let records = read_records(file).map_err(|err| TrialError::BadRecord {
+                command: l.command_line(),
+                err,
+            })?;
+            if records.is_empty() {
+                return Err(TrialError::NoRecords {
+                    command: l.command_line(),
+                    stderr,
+                });
+            }
+            records
+        }
+        Mode::Exec(e) => {
+            let (tail, found) = r
+                .stdout
+                .and_then(|rx| rx.recv_timeout(Duration::from_secs(1)).ok())
+                .unwrap_or_default();
+            let mut printed = Vec::new();
+            for (i, o) in e.outputs.iter().enumerate() {
+                match found.get(i).copied().flatten() {
+                    Some(v) => printed.push((o.name.clone(), v)),
+                    None => {
+                        return Err(TrialError::NoMetric {
+                            command: l.command_line(),
+                            name: o.name.clone(),
+                            stdout: String::from_utf8_lossy(&tail).into_owned(),
+                        })
+                    }
+                }
+            }
+            vec![exec_record(r.wall_s, &tree, e, &printed)]
+        }
+    };
     Ok(Trial {
         records,
         wall_s: r.wall_s,
@@ -596,7 +888,7 @@ mod tests {
         // `sh -c SCRIPT sh --format jsonl --output FILE`: $4 is the file.
         Launch {
             argv: vec!["sh".into(), "-c".into(), script.into(), "sh".into()],
-            records: dir.join(format!("{name}.jsonl")),
+            mode: Mode::Records(dir.join(format!("{name}.jsonl"))),
             cpus: None,
         }
     }
@@ -612,6 +904,7 @@ mod tests {
             &[launch(dir.path(), "a", ONE_RECORD)],
             Duration::from_secs(60),
             &stop,
+            &[],
         );
         let t = r[0].as_ref().unwrap();
         assert_eq!(t.records.len(), 1);
@@ -627,6 +920,7 @@ mod tests {
             &[launch(dir.path(), "a", "echo boom >&2; exit 3")],
             Duration::from_secs(60),
             &stop,
+            &[],
         );
         let e = r[0].as_ref().unwrap_err();
         assert!(matches!(e, TrialError::Exit { .. }), "{e:?}");
@@ -642,12 +936,14 @@ mod tests {
             &[launch(dir.path(), "a", "true")],
             Duration::from_secs(60),
             &stop,
+            &[],
         );
         assert!(matches!(r[0], Err(TrialError::NoRecords { .. })));
         let r = run_together(
             &[launch(dir.path(), "b", r#"echo 'not json' > "$4""#)],
             Duration::from_secs(60),
             &stop,
+            &[],
         );
         assert!(matches!(r[0], Err(TrialError::BadRecord { .. })), "{r:?}");
     }
@@ -661,8 +957,19 @@ mod tests {
             &[launch(dir.path(), "a", "sleep 60 & sleep 60")],
             Duration::from_millis(300),
             &stop,
+            &[],
         );
         assert!(matches!(r[0], Err(TrialError::Timeout { .. })), "{r:?}");
+    }
+
+    #[test]
+    fn printed_numbers_are_read_with_separators_and_exponents() {
+        assert_eq!(number_in("  12,345.5 "), Some(12345.5));
+        assert_eq!(number_in("1.5e6"), Some(1.5e6));
+        assert_eq!(number_in("-3"), Some(-3.0));
+        assert_eq!(number_in("42req"), Some(42.0));
+        assert_eq!(number_in("none"), None);
+        assert_eq!(number_in("inf"), None);
     }
 
     #[test]
@@ -676,6 +983,7 @@ mod tests {
             ],
             Duration::from_secs(60),
             &stop,
+            &[],
         );
         assert_eq!(r.len(), 2);
         assert!(r.iter().all(|t| t.as_ref().unwrap().records.len() == 1));

@@ -76,6 +76,7 @@ fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
     let out = cb()
         .args([
             "ab",
+            "--records",
             "-L",
             "bin",
             &format!("{old},{new}"),
@@ -118,6 +119,7 @@ fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
     let gate = |pct: &str| {
         cb().args([
             "ab",
+            "--records",
             "-L",
             "bin",
             &format!("{old},{new}"),
@@ -145,12 +147,21 @@ fn ab_writes_bencher_and_github_benchmark_json() {
     let new = fake_build(&dir, "new", 900.0, 55_000.0);
     let sides = format!("{old},{new}");
     let bmf = dir.join("ab.bmf.json");
-    cb().args(["ab", "-L", "bin", &sides, "--format", "bmf", "-o"])
-        .arg(&bmf)
-        .args(QUICK)
-        .args(["--", "{bin} ipc reqres"])
-        .assert()
-        .success();
+    cb().args([
+        "ab",
+        "--records",
+        "-L",
+        "bin",
+        &sides,
+        "--format",
+        "bmf",
+        "-o",
+    ])
+    .arg(&bmf)
+    .args(QUICK)
+    .args(["--", "{bin} ipc reqres"])
+    .assert()
+    .success();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
     let m = &v["ipc/reqres"]["cpu_ns_per_op"];
     assert_eq!(m["value"].as_f64(), Some(900.0), "{v}");
@@ -163,13 +174,21 @@ fn ab_writes_bencher_and_github_benchmark_json() {
         ("bigger", "msgs_per_s", "faster"),
     ] {
         let gh = dir.join(format!("ab.{tool}.json"));
-        cb().args(["ab", "-L", "bin", &sides, "--format", "github-benchmark"])
-            .args(["--github-tool", tool, "-o"])
-            .arg(&gh)
-            .args(QUICK)
-            .args(["--", "{bin} ipc reqres"])
-            .assert()
-            .success();
+        cb().args([
+            "ab",
+            "--records",
+            "-L",
+            "bin",
+            &sides,
+            "--format",
+            "github-benchmark",
+        ])
+        .args(["--github-tool", tool, "-o"])
+        .arg(&gh)
+        .args(QUICK)
+        .args(["--", "{bin} ipc reqres"])
+        .assert()
+        .success();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&gh).unwrap()).unwrap();
         let list = v.as_array().unwrap();
         assert_eq!(list.len(), 1, "{v}");
@@ -203,8 +222,8 @@ fn ab_refuses_what_it_cannot_compare() {
         assert!(err.contains(needle), "{args:?}: {err}");
     };
     usage(
-        &["ab", "-L", "x", "1,2,3", "--", "budget", "--size", "{x}"],
-        "exactly two values",
+        &["ab", "-L", "x", "1", "--", "budget", "--size", "{x}"],
+        "at least two values",
     );
     usage(&["ab", "-L", "x", "1,2", "--", "budget"], "never uses {x}");
     usage(
@@ -466,7 +485,7 @@ fn ab_trial_that_daemonizes_leaves_no_process() {
         }
         let out = c
             .env("TMPDIR", &dir)
-            .args(["ab", "-L", "bin", &format!("{side},{side}")])
+            .args(["ab", "--records", "-L", "bin", &format!("{side},{side}")])
             .args(QUICK)
             .args(["--", "{bin}"])
             .output()
@@ -508,7 +527,7 @@ fn ab_stuck_in_a_trial(
     let child = c
         .env("COMMBENCH_NO_STORE", "1")
         .env("TMPDIR", dir)
-        .args(["ab", "-L", "bin", &format!("{side},{side}")])
+        .args(["ab", "--records", "-L", "bin", &format!("{side},{side}")])
         .args(QUICK)
         .args(["--", "{bin}"])
         .stdout(std::process::Stdio::null())
@@ -582,5 +601,180 @@ fn ab_sigkill_leaves_nothing_after_clean() {
             ab_leftovers_in(&dir)
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `ab` of a program that writes no records: the new user's first try,
+/// `sleep {d}`, failed with "sleep: unrecognized option '--format'". Now
+/// it is timed as a process tree, and three values give two comparisons
+/// against the first, exported in hyperfine's JSON and Markdown.
+#[test]
+fn ab_times_any_program_and_exports_hyperfine_json() {
+    let dir = fresh_dir("ab-exec");
+    let json = dir.join("h.json");
+    let md = dir.join("h.md");
+    let out = cb()
+        .args([
+            "ab",
+            "-L",
+            "d",
+            "0.01,0.02,0.03",
+            "-r",
+            "6",
+            "--warmup",
+            "0",
+        ])
+        .args(["--contamination", "99", "--export-json"])
+        .arg(&json)
+        .arg("--export-markdown")
+        .arg(&md)
+        .args(["--", "sleep {d}"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("exec/command wall_s").count(), 2, "{text}");
+    assert!(text.contains("A = 0.01, B = 0.03"), "{text}");
+    // hyperfine's schema, as a script reading hyperfine's file checks it.
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().expect("results[]");
+    assert_eq!(results.len(), 3);
+    let number = |x: &Value| x.is_number();
+    for (i, r) in results.iter().enumerate() {
+        assert!(r["command"].is_string(), "{r}");
+        for k in ["mean", "median", "user", "system", "min", "max"] {
+            assert!(number(&r[k]), "{k}: {r}");
+        }
+        assert!(number(&r["stddev"]) || r["stddev"].is_null(), "{r}");
+        let times = r["times"].as_array().unwrap();
+        assert!(times.iter().all(number));
+        let codes = r["exit_codes"].as_array().unwrap();
+        assert_eq!(codes.len(), times.len());
+        assert!(codes.iter().all(|c| c.as_i64() == Some(0)));
+        assert!(r["memory_usage_byte"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.as_u64().is_some()));
+        let params = r["parameters"].as_object().unwrap();
+        assert!(params["d"].is_string());
+        // The baseline's runs pooled over both comparisons.
+        assert_eq!(times.len(), if i == 0 { 12 } else { 6 }, "{r}");
+        let (mean, min, max) = (
+            r["mean"].as_f64().unwrap(),
+            r["min"].as_f64().unwrap(),
+            r["max"].as_f64().unwrap(),
+        );
+        assert!(min <= mean && mean <= max, "{r}");
+    }
+    assert_eq!(results[2]["command"], "sleep 0.03");
+    assert_eq!(results[1]["parameters"]["d"], "0.02");
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        table.starts_with("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |\n|:---|---:|---:|---:|---:|\n"),
+        "{table}"
+    );
+    assert_eq!(table.lines().count(), 5, "{table}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An external program on both sides with a number it prints
+/// (`--metric`), per-operation figures (`--ops`), and hyperfine's
+/// --setup, --prepare and --cleanup, each run as often as it should be.
+#[test]
+fn ab_reads_a_number_the_program_prints_and_runs_setup_prepare_cleanup() {
+    let dir = fresh_dir("ab-exec");
+    let d = dir.display();
+    let out = cb()
+        .args(["ab", "-L", "v", "100,200", "-r", "6", "--warmup", "1"])
+        .args(["--contamination", "99", "--ops", "1000", "--format", "json"])
+        .args(["--metric", "got:higher=value=([0-9]+)"])
+        .args(["--setup", &format!("echo s >> {d}/setup-{{v}}")])
+        .args(["--prepare", &format!("echo p >> {d}/prepare-{{v}}")])
+        .args(["--cleanup", &format!("echo c >> {d}/cleanup-{{v}}")])
+        .args(["--", "echo", "value={v}"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let got = recs
+        .iter()
+        .find(|r| r["params"]["metric"] == "got")
+        .expect("got");
+    assert_eq!(got["metrics"]["ratio"], 2.0, "{got}");
+    assert_eq!(got["metrics"]["verdict"], "faster", "{got}");
+    assert_eq!(got["metrics"]["headline"], true, "{got}");
+    let metrics: Vec<&str> = recs
+        .iter()
+        .map(|r| r["params"]["metric"].as_str().unwrap())
+        .collect();
+    for m in [
+        "wall_s",
+        "cpu_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kib",
+        "cpu_ns_per_op",
+        "ops_per_s",
+    ] {
+        assert!(metrics.contains(&m), "{m} not in {metrics:?}");
+    }
+    let lines = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    for side in ["100", "200"] {
+        assert_eq!(lines(&format!("setup-{side}")), 1);
+        assert_eq!(lines(&format!("cleanup-{side}")), 1);
+        // Six kept pairs and one warm-up pair: a prepare before each trial.
+        assert_eq!(lines(&format!("prepare-{side}")), 7);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A daemonizing command timed as a process tree: the daemon is killed
+/// with its trial, with and without a cgroup, and counted in its tree.
+#[test]
+fn ab_exec_of_a_daemonizing_command_leaves_no_process() {
+    for (i, no_cgroup) in [false, true].into_iter().enumerate() {
+        let m = marker(40 + i as u32);
+        let mut c = cb();
+        if no_cgroup {
+            c.env("COMMBENCH_NO_CGROUP", "1");
+        }
+        let out = c
+            .args([
+                "ab",
+                "-L",
+                "x",
+                "1,2",
+                "-r",
+                "6",
+                "--warmup",
+                "0",
+                "--contamination",
+                "99",
+            ])
+            .args(["--", &format!("setsid sleep {m} & : {{x}}")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let left = processes_with(&format!("sleep {m}"));
+        assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
     }
 }
