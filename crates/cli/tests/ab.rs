@@ -778,3 +778,43 @@ fn ab_exec_of_a_daemonizing_command_leaves_no_process() {
         assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
     }
 }
+
+/// `commbench estimate`: the statistics bench/'s scripts print, from
+/// core::estimate (their own copy, bench/stats.py, is gone).
+#[test]
+fn estimate_prints_what_core_computes() {
+    let run = |args: &[&str]| {
+        let out = cb().arg("estimate").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        )
+    };
+    let (code, text) = run(&["median", "10.2", "10.4", "9.9", "10.1", "10.3", "10.0"]);
+    assert_eq!(code, Some(0));
+    let e = commbench_core::estimate::Estimate::from_samples(&[10.2, 10.4, 9.9, 10.1, 10.3, 10.0]);
+    assert_eq!(text, format!("{:.3} [{:.3}, {:.3}]", e.median, e.lo, e.hi));
+    let (_, text) = run(&[
+        "ratio",
+        "--before",
+        "1 1.1 0.9 1",
+        "--after",
+        "2,2.2,1.8,2",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!((v["estimate"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{v}");
+    let (_, text) = run(&[
+        "paired",
+        "--before",
+        "1 2 3 4 5 6",
+        "--after",
+        "2 4 6 8 10 12",
+    ]);
+    assert_eq!(text, "2.00× [2.00, 2.00]");
+    assert_eq!(run(&["median", "ten"]).0, Some(2));
+    assert_eq!(
+        run(&["paired", "--before", "1 2", "--after", "1"]).0,
+        Some(2)
+    );
+}
