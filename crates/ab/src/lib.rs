@@ -89,20 +89,13 @@ impl Side {
         }
     }
 
-    /// The command as one line (words with spaces quoted).
+    /// The command as one line (words with spaces quoted; a command line
+    /// that runs through a shell, `SHELL -c LINE`, as its LINE).
     pub fn command_line(&self) -> String {
-        self.argv
-            .iter()
-            .map(|w| {
-                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c))
-                {
-                    format!("'{}'", w.replace('\'', "'\\''"))
-                } else {
-                    w.clone()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        match self.argv.as_slice() {
+            [_, c, line] if c == "-c" => line.clone(),
+            argv => trial::command_line(argv),
+        }
     }
 }
 

@@ -205,6 +205,21 @@ impl Mode {
     }
 }
 
+/// Words as one command line a shell would split back into them (words
+/// with spaces or quotes in single quotes).
+pub fn command_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c)) {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            } else {
+                w.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// How to start one child.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -219,7 +234,7 @@ pub struct Launch {
 
 impl Launch {
     fn command_line(&self) -> String {
-        self.argv.join(" ")
+        command_line(&self.argv)
     }
 
     fn program(&self) -> String {
@@ -434,7 +449,7 @@ pub fn run_aux(
         program: String::new(),
         err: "empty command".into(),
     })?;
-    let command = argv.join(" ");
+    let command = command_line(argv);
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env("COMMBENCH_NO_STORE", "1")
