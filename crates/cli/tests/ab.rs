@@ -637,7 +637,11 @@ fn ab_times_any_program_and_exports_hyperfine_json() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(text.matches("commbench ab · d: A = 0.01").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("commbench ab · d: A = 0.01").count(),
+        2,
+        "{text}"
+    );
     assert!(text.contains("A = 0.01, B = 0.03"), "{text}");
     // hyperfine's schema, as a script reading hyperfine's file checks it.
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
