@@ -9,7 +9,7 @@
 # the server on CPU 0 and the client on CPU 1. Prints round-trip p50/p99,
 # round trips/s, CPU per round trip (both ends, getrusage) and context
 # switches per round trip: medians of REPEAT with their 95% intervals
-# (bench/stats.py, order statistics) and ranges, and every ratio
+# (commbench estimate, order statistics) and ranges, and every ratio
 # commbench / iceoryx2 with its 95% interval (Hodges-Lehmann over the
 # interleaved repeats, Moses' interval): a target such as "<= 1.05x" is met
 # only when the interval's upper bound is. A median's interval needs >= 6
@@ -40,7 +40,7 @@ CB, ICE = os.environ["CB"], os.environ["ICE"]
 REPEAT = int(os.environ["REPEAT"])
 SIZES = [("8", 8), ("128", 128), ("1K", 1024), ("64K", 65536)]
 sys.path.insert(0, os.environ["BENCH"])
-from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci
 
 def ours(size, wait):
     out = subprocess.run([CB, "--no-store", "ipc", "reqres", "--transport", "shm", "--wait", wait,
@@ -101,7 +101,7 @@ python3 - "$((COUNT * 5))" <<'EOF'
 import json, os, statistics, subprocess, sys
 COUNT = int(sys.argv[1]); CB, ICE = os.environ["CB"], os.environ["ICE"]; REPEAT = int(os.environ["REPEAT"])
 sys.path.insert(0, os.environ["BENCH"])
-from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci
 SIZES = [("8", 8), ("128", 128), ("1K", 1024), ("64K", 65536)]
 def ours(size, wait):
     out = subprocess.run([CB, "--no-store", "ipc", "stream", "--transport", "shm", "--wait", wait, "--size", size,

@@ -4,7 +4,7 @@
 # every core taken — the situation most users benchmark in. For each size,
 # client layout and session count: msgs/s, CPU per message (both ends) and
 # context switches per message, medians of REPEAT interleaved rounds with
-# their 95% intervals (bench/stats.py, from the per-round samples commbench
+# their 95% intervals (commbench estimate, from the per-round samples commbench
 # records), and every shm / pipe ratio with its 95% interval (Hodges-Lehmann
 # over the interleaved rounds, Moses' interval): a target such as
 # "<= 1.05x" is met only when the interval's upper bound is. A median's
@@ -39,7 +39,7 @@ for size in 0 128 1K; do
     python3 -c '
 import json, math, sys
 sys.path.insert(0, sys.argv[2])
-from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci
 
 def samples(m, k):
     # Per-round values (commbench --repeat records them as KEY_samples);

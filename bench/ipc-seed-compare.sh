@@ -11,7 +11,7 @@
 # and CPU per operation (round trip or message, both ends, getrusage: the
 # C programs over their loop, commbench's threads over the run from its
 # stderr line), medians with their 95% intervals; the ratio commbench / C
-# is the Hodges-Lehmann estimate with its 95% interval (bench/stats.py); a
+# is the Hodges-Lehmann estimate with its 95% interval (commbench estimate); a
 # target such as ">= 1.0x" is met when the interval's lower bound is. The
 # wait strategy each commbench run reported (stderr) is counted per set.
 # Placement: none asked (commbench chooses its own and says which). The
@@ -40,7 +40,7 @@ echo "command: bench/ipc-seed-compare.sh $ROUNDS $COUNT $SCOUNT $SETS  (binary $
 python3 - <<'PY'
 import json, os, random, re, signal, subprocess, sys, time
 sys.path.insert(0, os.environ["BENCH"])
-from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci
 
 CB, C = os.environ["CB"], os.environ["C"]
 ROUNDS, COUNT, SCOUNT = int(os.environ["ROUNDS"]), os.environ["COUNT"], os.environ["SCOUNT"]

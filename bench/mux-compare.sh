@@ -5,7 +5,7 @@
 # client; and, with sockperf installed, sockperf's client and server against
 # ours in both directions. Runs in a private network namespace when root.
 # Every median is printed with its 95% interval and every ratio commbench /
-# peer with its 95% interval over the interleaved repeats (bench/stats.py:
+# peer with its 95% interval over the interleaved repeats (commbench estimate:
 # Hodges-Lehmann, Moses' interval); a target such as "<= 1.05x" is met only
 # when the interval's upper bound is. A median's interval needs >= 6 repeats
 # ("n<6" below that; the default --repeat is 5, 7 with --uring), a

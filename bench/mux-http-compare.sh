@@ -5,7 +5,7 @@
 # and 10,000 keep-alive connections, interleaved over --repeat: requests per
 # second, requests per load-generator CPU-second, and at a fixed rate
 # commbench's corrected and raw p99 beside h2load's (bench/mux/http_compare.py;
-# medians with 95% intervals, ratios with bench/stats.py). Runs in a private
+# medians with 95% intervals, ratios with commbench estimate). Runs in a private
 # network namespace when root; servers pinned to CPU 1, generators to CPU 0.
 #
 #   bash bench/mux-http-compare.sh [--conns 1000,10000] [--servers nginx,lighttpd]

@@ -4,7 +4,7 @@
 # `commbench controller` and a minimal C controller
 # (bench/openflow/c_controller.c); see bench/openflow/compare.py. Prints
 # every median with its 95% interval and every ratio ours / peer with its
-# 95% interval over the interleaved repeats (bench/stats.py). A median's
+# 95% interval over the interleaved repeats (commbench estimate). A median's
 # interval needs >= 6 repeats ("n<6: no interval"; the default is 5), a
 # ratio's >= 2.
 #

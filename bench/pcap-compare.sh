@@ -6,7 +6,7 @@
 #   CSV program (bench/pcap-baseline), vs `tcpdump -nn -e -v -S -tt -r`,
 #   vs `tshark -T fields`, and gzip input vs `zcat file | commbench pcap extract -`.
 # After each pair: CPU and real time per tool as median [95% interval]
-# (bench/stats.py, from the per-run records) and ours / peer for both as
+# (commbench estimate, from the per-run records) and ours / peer for both as
 # the Hodges-Lehmann estimate with its 95% interval over the interleaved
 # runs; a target such as "<= 1.05x" is met only when the interval's upper
 # bound is. A median's interval needs >= 6 runs ("n<6: no interval"; the
@@ -36,7 +36,7 @@ summary() { # jsonl: per tool median [95%], ours / peer [95%]
   python3 - "$PWD/bench" "$1" <<'EOF'
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from stats import fmt_median, fmt_ratio, median_ci, ratio_ci
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci
 runs = {}
 for line in open(sys.argv[2]):
     r = json.loads(line)

@@ -18,7 +18,7 @@
 #     -b RATEpps (its 1-second token bursts) and -t GAP (sendto + nanosleep).
 #
 # Medians with 95% intervals and ratios with Hodges-Lehmann intervals come
-# from bench/stats.py (an interval needs >= 6 rounds; ratios >= 2).
+# from commbench estimate (an interval needs >= 6 rounds; ratios >= 2).
 # Usage: bench/pipeline-blackbox-compare.sh [ROUNDS] [FRAMES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,7 +107,7 @@ done
 python3 - "$OUT" "$PWD/bench" <<'PY'
 import sys, collections
 sys.path.insert(0, sys.argv[2])
-from stats import median_ci, ratio_ci, fmt_median, fmt_ratio
+from cbestimate import median_ci, ratio_ci, fmt_median, fmt_ratio
 out = sys.argv[1]
 def num(x):
     try: return float(x)

@@ -18,7 +18,7 @@
 #          sendmmsg) on one veth pair in a namespace the script creates and
 #          removes; and gen → fwd → sink over veth with AF_PACKET vs AF_XDP
 #          receive (commbench pipeline netns --rx)
-# Every median is also printed with its 95% interval (bench/stats.py, order
+# Every median is also printed with its 95% interval (commbench estimate, order
 # statistics) and every ratio with the Hodges-Lehmann estimate over the
 # interleaved rounds and its 95% interval (Moses), beside the ratio of the
 # medians: a target such as "<= 1.05x C" is met only when the interval's
@@ -52,29 +52,15 @@ if pkg-config --exists libdpdk 2>/dev/null &&
   SOFTRSS=$OUT/softrss-bin
 fi
 
-BENCH=$PWD/bench
 # ci FILE: median [95% interval] of the numbers in FILE.
 # ratio BEFORE AFTER: AFTER / BEFORE, Hodges-Lehmann [95% interval].
+# Both by commbench itself (`commbench estimate`).
+nums() { tr -s ' \t' '\n\n' < "$1" | grep -E '^-?[0-9.]+([eE][-+]?[0-9]+)?$' | tr '\n' ' '; }
 ci() {
-  python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from stats import fmt_median, median_ci
-def nums(f):
-    out = []
-    for t in open(f).read().split():
-        try: out.append(float(t))
-        except ValueError: pass
-    return out
-print(fmt_median(median_ci(nums(sys.argv[2])), 2))' "$BENCH" "$1"
+  local n; n=$(nums "$1")
+  if [ -n "$n" ]; then "$CB" --no-store estimate --digits 2 median $n 2>/dev/null; else echo "nan [no samples]"; fi
 }
-ratio() {
-  python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from stats import fmt_ratio, ratio_ci
-def nums(f):
-    out = []
-    for t in open(f).read().split():
-        try: out.append(float(t))
-        except ValueError: pass
-    return out
-print(fmt_ratio(ratio_ci(nums(sys.argv[2]), nums(sys.argv[3]))))' "$BENCH" "$1" "$2"
-}
+ratio() { "$CB" --no-store estimate ratio --before "$(nums "$1")" --after "$(nums "$2")" 2>/dev/null; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f %.2f %.2f\n", m, a[1], a[NR]}'; }
 
 ours() {

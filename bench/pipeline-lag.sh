@@ -6,7 +6,7 @@
 # of the shared host touches every side alike. Per side: each trial's
 # generator lag p99, how many trials stayed under the lag bound (issue 37:
 # >= 19 of 20 at <= 150 kpps), the median lag p99 with its 95% interval
-# (bench/stats.py), the roles' CPUs the records name and the stall
+# (commbench estimate), the roles' CPUs the records name and the stall
 # monitor's worst gap; then each side's median over the first side's with
 # its Hodges-Lehmann 95% interval.
 # Usage: bench/pipeline-lag.sh RUNS RATE 'LABEL|ENV|OPTIONS' 'LABEL|ENV|OPTIONS' ...
@@ -49,7 +49,7 @@ echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" "$@" <<'EOF'
 import sys
 sys.path.insert(0, "bench")
-from stats import median_ci, ratio_ci, fmt_ratio
+from cbestimate import median_ci, ratio_ci, fmt_ratio
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 labels = [s.split("|")[0] for s in sys.argv[2:]]
 def f(x):

@@ -6,7 +6,7 @@
 # root. Per run and goal: the relevant lower bound (the NDR / PDR), the
 # conditional throughput, how it was decided, tester_limited with the
 # generator's ceiling, the troubled (uncounted) trials and the wall time.
-# Per device and goal: the median with its 95% interval (bench/stats.py),
+# Per device and goal: the median with its 95% interval (commbench estimate),
 # the CV, the worst run's distance from the median, how many runs lie
 # within ±10% of it, and the longest run. For l2fwd:delay:NS devices also
 # the white-box prediction (`crosscheck --delays NS`, CROSSCHECK=0 skips
@@ -102,7 +102,7 @@ fi
 python3 - "$out" "$pred" <<'PY'
 import math, statistics, sys
 sys.path.insert(0, "bench")
-from stats import median_ci
+from cbestimate import median_ci
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 pred, extra = {}, {}
 for l in open(sys.argv[2]):

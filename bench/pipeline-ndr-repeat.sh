@@ -8,7 +8,7 @@
 # its lowest failing trial were lost (the device's ring, the host, the
 # sink). Then per ring: the median NDR with its 95% interval and the
 # coefficient of variation, and the ratio deep / default with its interval
-# (bench/stats.py).
+# (commbench estimate).
 # Usage: bench/pipeline-ndr-repeat.sh [ROUNDS] [DELAY_NS] [BLOCKS]
 #   env: CPUS (0,0,1), TX (af-xdp), LAG_US (10000), DURATION_S (0.5)
 set -euo pipefail
@@ -41,18 +41,20 @@ for r in json.load(sys.stdin)["records"]:
 ' "$ring" "$i" | tee -a "$out"
   done
 done
-python3 - "$out" <<'PY'
-import statistics, subprocess, sys
+python3 - "$out" "$PWD/bench" <<'PY'
+import statistics, sys
+sys.path.insert(0, sys.argv[2])
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci
 rows = [l.split() for l in open(sys.argv[1])]
 rates = {k: [float(r[2]) for r in rows if r[0] == k] for k in ("default", "deep")}
 for k, v in rates.items():
     if not v:
         continue
-    med = subprocess.run(["python3", "bench/stats.py", "median", *map(str, v)], capture_output=True, text=True).stdout.strip()
+    med = fmt_median(median_ci(v))
     cv = statistics.pstdev(v) / statistics.mean(v) * 100 if statistics.mean(v) > 0 else float("nan")
     where = sorted({r[5].replace("_", " ") for r in rows if r[0] == k})
     print(f"{k:8} NDR pps {med}  CV {cv:.1f}%  losses above it in: {', '.join(where)}")
 if rates["default"] and rates["deep"]:
-    r = subprocess.run(["python3", "bench/stats.py", "ratio", " ".join(map(str, rates["default"])), " ".join(map(str, rates["deep"]))], capture_output=True, text=True).stdout.strip()
+    r = fmt_ratio(ratio_ci(rates["default"], rates["deep"]))
     print(f"deep / default: {r}")
 PY

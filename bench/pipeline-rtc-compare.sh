@@ -9,7 +9,7 @@
 #   C-native     rtc.c with gcc -O3 -march=native
 # Same instruction set on both sides of each ratio. Medians with their 95%
 # interval, ratios as Hodges-Lehmann estimates with Moses' 95% interval
-# (bench/stats.py); a target such as "<= 1.0x C" is met when the interval's
+# (commbench estimate); a target such as "<= 1.0x C" is met when the interval's
 # upper bound is.
 # Usage: bench/pipeline-rtc-compare.sh [ROUNDS] [PACKETS]
 set -euo pipefail
@@ -39,7 +39,7 @@ done
 python3 - "$PWD/bench" "$OUT/rounds" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
-from stats import fmt_median, median_ci, fmt_ratio, ratio_ci
+from cbestimate import fmt_median, median_ci, fmt_ratio, ratio_ci
 rows = [list(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
 cols = [list(c) for c in zip(*rows)]
 for name, c in zip(["ours", "C (gcc -O3)", "ours native", "C native (gcc -O3 -march=native)"], cols):

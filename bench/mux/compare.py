@@ -6,7 +6,7 @@ outside (utime/stime in /proc/PID/stat before it accepts and after the load
 closed its connections: server CPU per round trip including accept and
 close); the load runs pinned to the other CPU. Servers are interleaved
 (A B C A B C) over the repeats and summarised as medians with min-max and
-their 95% intervals (bench/stats.py, order statistics); every ratio
+their 95% intervals (commbench estimate, order statistics); every ratio
 commbench / peer is the Hodges-Lehmann estimate over the interleaved
 repeats with its 95% interval (Moses), beside the ratio of the medians: a
 target such as "<= 1.05x" is met only when the interval's upper bound is.
@@ -23,7 +23,7 @@ Called by bench/mux-compare.sh, which builds the programs first.
 import argparse, json, os, socket, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stats import fmt_ratio, median_ci, ratio_ci  # noqa: E402
+from cbestimate import fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 

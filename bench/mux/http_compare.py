@@ -14,7 +14,7 @@ For every server and connection count:
     connection then sends its requests closed-loop, so its latency is the
     uncorrected kind); wrk's closed-loop p99 beside them.
 Servers are pinned to --server-cpu, generators to --client-cpu. Medians
-with 95% intervals and ratios (Hodges-Lehmann, Moses) from bench/stats.py.
+with 95% intervals and ratios (Hodges-Lehmann, Moses) from commbench estimate.
 Servers are stopped and their temp dirs removed at the end, on error and
 on Ctrl-C.
 
@@ -42,7 +42,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from stats import median_ci, ratio_ci, fmt_ratio  # noqa: E402
+from cbestimate import median_ci, ratio_ci, fmt_ratio  # noqa: E402
 
 BODY = b"hello, world\n"
 

@@ -15,7 +15,7 @@ an error. nginx (keep-alive, epoll; with --tls over TLS 1.3, a P-256
 certificate generated for the run) is pinned to --server-cpu and the
 segments to --client-cpu. With --one-process, each run also measures the
 same load from one unsegmented `mux load` process, interleaved (order
-flipped every other run). Medians with 95% intervals (bench/stats.py).
+flipped every other run). Medians with 95% intervals (commbench estimate).
 """
 import argparse
 import json
@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from http_compare import Server, make_cert  # noqa: E402
-from stats import median_ci  # noqa: E402
+from cbestimate import median_ci  # noqa: E402
 
 COUNTS = ["scheduled", "completed", "held", "round_trips", "connected", "connect_failures"]
 HISTS = ["corrected_ns", "raw_ns", "lag_ns"]

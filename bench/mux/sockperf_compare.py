@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """sockperf side by side with the mux lab, both directions, at the same
 connection count, interleaved over repeats (medians with their 95%
-intervals, bench/stats.py; every ratio commbench / sockperf the
+intervals, commbench estimate; every ratio commbench / sockperf the
 Hodges-Lehmann estimate over the interleaved repeats with its 95% interval,
 so that a target such as "<= 1.05x" is met only when the upper bound is; a
 median's interval needs >= 6 repeats, "n<6" below that, the default is 5;
@@ -20,7 +20,7 @@ bench/mux-compare.sh.
 import argparse, json, os, re, socket, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stats import fmt_ratio, median_ci, ratio_ci  # noqa: E402
+from cbestimate import fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 

@@ -8,7 +8,7 @@ session cache) at --close-conns. Per run: the server's CPU per request
 (read by the load side through the control channel, accept and close of
 the window included), requests/s, and the load side's CPU per request.
 Medians with 95% intervals, the ratio second / first engine as a
-Hodges-Lehmann estimate with Moses' 95% interval (bench/stats.py).
+Hodges-Lehmann estimate with Moses' 95% interval (commbench estimate).
 Server on --server-cpu, load on --client-cpu."""
 import argparse
 import json
@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from stats import median_ci, ratio_ci, fmt_ratio  # noqa: E402
+from cbestimate import median_ci, ratio_ci, fmt_ratio  # noqa: E402
 
 TOKEN = "00112233445566778899aabbccddeeff"
 

@@ -25,6 +25,7 @@ import argparse, math, os, resource, socket, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (measure, next_port, start_server, stop)
+from cbestimate import fmt_median, fmt_ratio, median_ci, ratio_ci  # noqa: E402
 
 
 def rss_kib(pid):
@@ -33,59 +34,6 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def median_ci(v, level=0.95):
-    """Median with the largest order-statistic interval [x(k), x(n+1-k)]
-    whose binomial coverage is at least `level`; returns (median, lo, hi,
-    coverage)."""
-    v = sorted(v)
-    n = len(v)
-    med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-    best = (v[0], v[-1], 1 - 2 * 0.5 ** n)
-    for k in range(1, n // 2 + 1):
-        cov = 1 - 2 * sum(math.comb(n, i) for i in range(k)) * 0.5 ** n
-        if cov >= level:
-            best = (v[k - 1], v[n - k], cov)
-    return med, best[0], best[1], best[2]
-
-
-def mw_counts(m, n):
-    """Null distribution of the Mann-Whitney U for sizes m, n (counts)."""
-    # f[i][j] = list of counts of U for i, j
-    from functools import lru_cache
-
-    @lru_cache(None)
-    def f(i, j):
-        if i == 0 or j == 0:
-            return (1,)
-        a = f(i - 1, j)  # largest is from the first sample: adds j
-        b = f(i, j - 1)
-        out = [0] * (i * j + 1)
-        for u, c in enumerate(a):
-            out[u + j] += c
-        for u, c in enumerate(b):
-            out[u] += c
-        return tuple(out)
-    return f(m, n)
-
-
-def hl_ratio(before, after, level=0.95):
-    """Hodges-Lehmann ratio after/before with Moses' interval."""
-    m, n = len(before), len(after)
-    d = sorted(math.log(a) - math.log(b) for a in after for b in before)
-    mid = d[len(d) // 2] if len(d) % 2 else (d[len(d) // 2 - 1] + d[len(d) // 2]) / 2
-    counts = mw_counts(m, n)
-    total = sum(counts)
-    k, cum = 0, 0
-    for u, c in enumerate(counts):
-        if 2 * (cum + c) / total > 1 - level:
-            break
-        cum += c
-        k = u + 1
-    if k == 0:
-        return math.exp(mid), float("nan"), float("nan")
-    return math.exp(mid), math.exp(min(d[k - 1], mid)), math.exp(max(d[m * n - k], mid))
 
 
 def idle_rss(cmd_of, conns, label):
@@ -158,19 +106,17 @@ def main():
           f"server on CPU {a.server_cpu}, load (commbench mux load) on CPU {a.load_cpu}; "
           f"load average {load0[0]:.2f}/{load0[1]:.2f} -> {load1[0]:.2f}/{load1[1]:.2f}; "
           f"{time.time()-t0:.0f} s; kernel {os.uname().release}")
-    print("# server CPU per round trip, us: median [distribution-free 95% interval] (coverage)")
+    print("# server CPU per round trip, us: median [95% interval] (commbench estimate)")
     for name, _ in servers:
-        med, lo, hi, cov = median_ci(res[name])
-        print(f"  {name:28s} {med:7.3f} [{lo:.3f}, {hi:.3f}] ({cov*100:.1f}%)   all: "
+        print(f"  {name:28s} {fmt_median(median_ci(res[name]))}   all: "
               + " ".join(f"{x:.3f}" for x in res[name]))
     c = res[servers[0][0]]
-    print("# ratio to the C server: Hodges-Lehmann [Moses 95% interval]")
+    print("# ratio to the C server: Hodges-Lehmann [Moses 95% interval] (commbench estimate)")
     for name, _ in servers[1:]:
-        r, lo, hi = hl_ratio(c, res[name])
-        print(f"  {name:28s} {r:.3f} [{lo:.3f}, {hi:.3f}]")
+        print(f"  {name:28s} {fmt_ratio(ratio_ci(c, res[name]))}")
     if a.before:
-        r, lo, hi = hl_ratio(res["commbench io-uring before"], res["commbench io-uring"])
-        print(f"  after / before               {r:.3f} [{lo:.3f}, {hi:.3f}]")
+        r = ratio_ci(res["commbench io-uring before"], res["commbench io-uring"])
+        print(f"  after / before               {fmt_ratio(r)}")
     if a.idle:
         print(f"# VmRSS of the server with {a.idle} idle connections (--max-conns {a.idle}), MiB: "
               "empty / all connected / 3 s after they left")

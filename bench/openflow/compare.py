@@ -12,7 +12,7 @@ from /proc/PID/stat (utime + stime, split user / sys) around the run;
 responses counted by the generator (commbench cbench: its 'responses:'
 line; real cbench: the sum of its per-window 'total = X per ms' lines times
 the window length). Prints the medians over the repeats with their 95%
-intervals (bench/stats.py, order statistics) and ranges, and the ratios the
+intervals (commbench estimate, order statistics) and ranges, and the ratios the
 issue asks for (ours / peer), each the Hodges-Lehmann estimate over the
 interleaved repeats with its 95% interval, for the total and for user and
 sys time apart: a target such as "<= 1.05x" is met only when the
@@ -42,7 +42,7 @@ usage: compare.py CBENCH_REAL C_CONTROLLER COMMBENCH [--repeat 5] [--switches 16
 import argparse, os, re, signal, socket, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stats import fmt_median, fmt_ratio, median_ci, paired_ratio_ci, ratio_ci  # noqa: E402
+from cbestimate import fmt_median, fmt_ratio, median_ci, paired_ratio_ci, ratio_ci  # noqa: E402
 
 TCK = os.sysconf("SC_CLK_TCK")
 

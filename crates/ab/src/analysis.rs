@@ -161,17 +161,35 @@ impl MetricResult {
     }
 }
 
+/// A metric ab itself declares (an exec trial's wall time, CPU, memory,
+/// and the numbers `--metric` takes from a program's output): its
+/// direction, kind and unit, ahead of the labs' declarations and the
+/// name guess.
+#[derive(Debug, Clone)]
+pub struct Decl {
+    /// The metric's name.
+    pub metric: String,
+    /// Which way is better.
+    pub better: Better,
+    /// Time/rate or cost.
+    pub quantity: Quantity,
+    /// Its unit.
+    pub unit: String,
+}
+
 /// Judges every metric both sides carry in every pair, with 95%
 /// intervals (the verdicts a run reports).
 pub fn judge_all(
     pairs: &[(Values, Values)],
     labs: &[&dyn Lab],
+    decls: &[Decl],
     only: &[String],
     threshold: f64,
 ) -> Vec<MetricResult> {
     judge_all_at(
         pairs,
         labs,
+        decls,
         only,
         threshold,
         commbench_core::estimate::CONFIDENCE,
@@ -184,6 +202,7 @@ pub fn judge_all(
 pub fn judge_all_at(
     pairs: &[(Values, Values)],
     labs: &[&dyn Lab],
+    decls: &[Decl],
     only: &[String],
     threshold: f64,
     confidence: f64,
@@ -204,7 +223,11 @@ pub fn judge_all_at(
         if a.is_empty() {
             continue;
         }
-        let (better, quantity) = direction(labs, &key.lab, &key.test, metric);
+        let decl = decls.iter().find(|d| d.metric == *metric);
+        let (better, quantity) = match decl {
+            Some(d) => (d.better, d.quantity),
+            None => direction(labs, &key.lab, &key.test, metric),
+        };
         let spec = find(labs, &key.lab).and_then(|l| l.metric(&key.test, metric));
         let headline = if only.is_empty() {
             spec.is_some_and(|s| s.headline)
@@ -223,7 +246,10 @@ pub fn judge_all_at(
             better,
             quantity,
             label: spec.map(|s| s.label.to_owned()).unwrap_or_default(),
-            unit: spec.map(|s| s.unit.to_owned()).unwrap_or_default(),
+            unit: match decl {
+                Some(d) => d.unit.clone(),
+                None => spec.map(|s| s.unit.to_owned()).unwrap_or_default(),
+            },
             ratio,
             verdict,
             settle,
@@ -286,7 +312,7 @@ mod tests {
             })
             .collect();
         let only = vec!["x_per_s".to_owned()];
-        let r = judge_all(&pairs, &[], &only, 0.02);
+        let r = judge_all(&pairs, &[], &[], &only, 0.02);
         let m = r.iter().find(|m| m.metric == "x_per_s").unwrap();
         assert!(m.headline);
         assert_eq!(m.word(), "slower");
@@ -323,7 +349,7 @@ mod tests {
             .collect();
         let only = vec!["x_per_s".to_owned()];
         let at = |c: f64| {
-            let r = judge_all_at(&pairs, &[], &only, 0.015, c);
+            let r = judge_all_at(&pairs, &[], &[], &only, 0.015, c);
             r.into_iter().find(|m| m.metric == "x_per_s").unwrap()
         };
         assert_eq!(at(0.95).word(), "slower");

@@ -22,6 +22,8 @@ use std::fmt::Write;
 pub fn to_records(r: &AbReport) -> Vec<Record> {
     let (ab, ba) = r.orders();
     let (contaminated, failed) = r.redone();
+    let common: std::collections::HashMap<_, _> =
+        r.common_params.iter().map(|(k, p)| (k, p)).collect();
     r.results
         .iter()
         .map(|m| {
@@ -33,8 +35,9 @@ pub fn to_records(r: &AbReport) -> Vec<Record> {
                 .param("command", &r.spec.template)
                 .param("placement", r.spec.placement.describe())
                 .param("seed", r.spec.seed)
-                .param("threshold_pct", 100.0 * r.spec.threshold);
-            if let Some((_, p)) = r.common_params.iter().find(|(k, _)| *k == m.key) {
+                .param("threshold_pct", 100.0 * r.spec.threshold)
+                .param("containment", &r.containment);
+            if let Some(p) = common.get(&m.key) {
                 let shown: Vec<String> =
                     p.iter().map(|(k, v)| format!("{k}={}", show(v))).collect();
                 rec.push_param("params", shown.join(" "));
@@ -138,6 +141,7 @@ pub fn table(r: &AbReport, all: bool) -> String {
             let _ = writeln!(o, "  last: {w}");
         }
     }
+    let _ = writeln!(o, "trials held by: {}", r.containment);
     if !r.sched_available {
         let _ = writeln!(
             o,
@@ -154,6 +158,14 @@ pub fn table(r: &AbReport, all: bool) -> String {
         }
     }
     let rows: Vec<&MetricResult> = r.results.iter().filter(|m| all || m.headline).collect();
+    if r.kept() == 0 {
+        let _ = writeln!(
+            o,
+            "\nno pair was kept before the run stopped ({}): nothing to judge",
+            r.stop.describe()
+        );
+        return o;
+    }
     if rows.is_empty() {
         let _ = writeln!(
             o,
@@ -273,6 +285,16 @@ fn equivalence_bound(lo: f64, hi: f64) -> Option<String> {
     Some(format!("{:.1}%", (b * 10.0).ceil() / 10.0))
 }
 
+/// A benchmark's name in the exports: `LAB/TEST` of a matched record, or
+/// for an exec run B's command.
+fn bench_name(r: &AbReport, m: &MetricResult) -> String {
+    if m.key.lab == "exec" {
+        r.spec.sides[1].command_line()
+    } else {
+        m.key.name()
+    }
+}
+
 /// Bencher Metric Format: per matched record (`LAB/TEST`), each metric's
 /// B median with its 95% interval, and `<metric>.ratio`, the paired ratio
 /// B/A with its interval.
@@ -281,7 +303,7 @@ pub fn bmf(r: &AbReport, all: bool) -> Value {
     for m in r.results.iter().filter(|m| all || m.headline) {
         let e = Estimate::from_samples(&m.b);
         let bench = out
-            .entry(m.key.name())
+            .entry(bench_name(r, m))
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(o) = bench {
             o.insert(
@@ -326,7 +348,7 @@ pub fn github(r: &AbReport, tool: GithubTool, all: bool) -> Value {
             let (ratio, iv) = ratio_text(m);
             let hw = (e.hi - e.lo) / 2.0;
             json!({
-                "name": format!("{} {}", m.key.name(), m.metric),
+                "name": format!("{} {}", bench_name(r, m), m.metric),
                 "unit": m.unit,
                 "value": e.median,
                 "range": if hw.is_finite() { format!("± {}", num(hw, "")) } else { String::new() },

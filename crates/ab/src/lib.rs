@@ -41,20 +41,24 @@
 
 pub mod analysis;
 pub mod export;
+pub mod hyperfine;
 pub mod trial;
 
 use analysis::{
-    judge_all, judge_all_at, shape_of, undecided, values_of, MetricResult, RecordKey, Values,
+    judge_all, judge_all_at, shape_of, undecided, values_of, Decl, MetricResult, RecordKey, Values,
 };
 use commbench_core::artifact::TempDir;
 use commbench_core::estimate::Rng;
 use commbench_core::lab::Lab;
+use commbench_core::lab::{Better, Quantity};
 use commbench_core::placement::CpuList;
+use commbench_core::proctree::TreeGroup;
 use commbench_core::record::Record;
 use serde_json::{Map, Value};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-use trial::{run_together, Launch, Trial, TrialError};
+use trial::{run_aux, run_together, Launch, Mode, Trial, TrialError};
+pub use trial::{Exec, OutputMetric};
 
 /// One side of the comparison.
 #[derive(Debug, Clone)]
@@ -63,6 +67,36 @@ pub struct Side {
     pub value: String,
     /// The command line with the value substituted: program first.
     pub argv: Vec<String>,
+    /// Run once before the side's first trial, not timed (`--setup`);
+    /// what it leaves running lives until the run ends.
+    pub setup: Option<Vec<String>>,
+    /// Run before each of the side's trials, not timed (`--prepare`).
+    pub prepare: Option<Vec<String>>,
+    /// Run once after the side's last trial (`--cleanup`), also after an
+    /// interrupt or an error.
+    pub cleanup: Option<Vec<String>>,
+}
+
+impl Side {
+    /// A side that runs `argv` alone (no setup, prepare or cleanup).
+    pub fn new(value: impl Into<String>, argv: Vec<String>) -> Side {
+        Side {
+            value: value.into(),
+            argv,
+            setup: None,
+            prepare: None,
+            cleanup: None,
+        }
+    }
+
+    /// The command as one line (words with spaces quoted; a command line
+    /// that runs through a shell, `SHELL -c LINE`, as its LINE).
+    pub fn command_line(&self) -> String {
+        match self.argv.as_slice() {
+            [_, c, line] if c == "-c" => line.clone(),
+            argv => trial::command_line(argv),
+        }
+    }
 }
 
 /// How the two sides are placed.
@@ -123,6 +157,60 @@ pub struct AbSpec {
     pub metrics: Vec<String>,
     /// A trial running longer than this is stopped (a failed trial).
     pub trial_timeout: Duration,
+    /// Any program, timed as a process tree (None: a commbench command,
+    /// read through its records).
+    pub exec: Option<Exec>,
+}
+
+impl AbSpec {
+    /// The metrics judged as headlines: those asked for by name, else for
+    /// an exec run the numbers the program prints and its CPU (per
+    /// operation with `--ops`), else wall time and CPU; else (records)
+    /// the labs' declared headlines (empty here).
+    pub fn headline_metrics(&self) -> Vec<String> {
+        if !self.metrics.is_empty() {
+            return self.metrics.clone();
+        }
+        let Some(e) = &self.exec else {
+            return Vec::new();
+        };
+        let per_op = e.ops.is_some_and(|n| n > 0);
+        let mut v: Vec<String> = e.outputs.iter().map(|o| o.name.clone()).collect();
+        if v.is_empty() {
+            v.push(if per_op { "wall_ns_per_op" } else { "wall_s" }.into());
+        }
+        v.push(if per_op { "cpu_ns_per_op" } else { "cpu_s" }.into());
+        v
+    }
+
+    /// The directions and units of the metrics ab makes itself (exec).
+    pub fn decls(&self) -> Vec<Decl> {
+        let Some(e) = &self.exec else {
+            return Vec::new();
+        };
+        let d = |m: &str, better, quantity, unit: &str| Decl {
+            metric: m.into(),
+            better,
+            quantity,
+            unit: unit.into(),
+        };
+        let mut v = vec![
+            d("wall_s", Better::Lower, Quantity::Time, "s"),
+            d("cpu_s", Better::Lower, Quantity::Cost, "s"),
+            d("user_s", Better::Lower, Quantity::Cost, "s"),
+            d("sys_s", Better::Lower, Quantity::Cost, "s"),
+            d("max_rss_kib", Better::Lower, Quantity::Cost, "KiB"),
+            d("memory_peak_kib", Better::Lower, Quantity::Cost, "KiB"),
+            d("wall_ns_per_op", Better::Lower, Quantity::Time, "ns"),
+            d("cpu_ns_per_op", Better::Lower, Quantity::Cost, "ns"),
+            d("ops_per_s", Better::Higher, Quantity::Time, "ops/s"),
+        ];
+        for o in &e.outputs {
+            v.retain(|x| x.metric != o.name);
+            v.push(d(&o.name, o.better, Quantity::Time, ""));
+        }
+        v
+    }
 }
 
 /// Which side ran first in a pair.
@@ -148,8 +236,14 @@ pub struct PairLog {
     /// How much the machine held A's and B's trial back
     /// ([`trial::Trial::interference`]).
     pub interference: [f64; 2],
-    /// CPU seconds (user + sys) of A's and B's trial.
+    /// CPU seconds (user + sys) of A's and B's trial, whole tree.
     pub cpu_s: [f64; 2],
+    /// User CPU seconds of A's and B's trial, whole tree.
+    pub user_s: [f64; 2],
+    /// System CPU seconds of A's and B's trial, whole tree.
+    pub sys_s: [f64; 2],
+    /// The largest peak RSS of any process of A's and B's trial (KiB).
+    pub max_rss_kib: [u64; 2],
     /// Involuntary context switches of A's and B's trial.
     pub involuntary_ctx: [u64; 2],
     /// CPU migrations of A's and B's trial.
@@ -223,6 +317,10 @@ pub struct AbReport {
     pub varied_params: Vec<(RecordKey, Vec<ParamDiff>)>,
     /// Whether scheduler counters could be read (a kernel with schedstats).
     pub sched_available: bool,
+    /// How the trials' process trees were held (`core::proctree`): the
+    /// cgroups used, or why none was, beside the subreaper and the death
+    /// signal that always hold.
+    pub containment: String,
 }
 
 impl AbReport {
@@ -274,6 +372,16 @@ pub enum AbError {
         "no metric of side A's records is also in side B's: they ran different tests ({a} vs {b})"
     )]
     NothingInCommon { a: String, b: String },
+    #[error("interrupted in the warm-up, before any pair was kept")]
+    Interrupted,
+    #[error("cannot make ab the subreaper of its trials (PR_SET_CHILD_SUBREAPER): {0}")]
+    Subreaper(std::io::Error),
+    #[error("side {side} ({value}): --setup failed: {err}")]
+    Setup {
+        side: char,
+        value: String,
+        err: TrialError,
+    },
 }
 
 /// Where a run is, for a progress line.
@@ -310,6 +418,10 @@ struct Runner<'a> {
     dir: TempDir,
     stop: &'a AtomicBool,
     trial_no: usize,
+    /// What the sides' --setup commands left running (a server for every
+    /// trial): held until the run ends, and not killed after each trial.
+    setup_group: Option<TreeGroup>,
+    keep: Vec<u32>,
 }
 
 impl Runner<'_> {
@@ -319,10 +431,61 @@ impl Runner<'_> {
         let label = if side == 0 { 'a' } else { 'b' };
         Launch {
             argv: self.spec.sides[side].argv.clone(),
-            records: self.dir.path().join(format!("{n:05}-{label}.jsonl")),
-            stderr: self.dir.path().join(format!("{n:05}-{label}.err")),
+            mode: match &self.spec.exec {
+                Some(e) => Mode::Exec(e.clone()),
+                None => Mode::Records(self.dir.path().join(format!("{n:05}-{label}.jsonl"))),
+            },
             cpus,
         }
+    }
+
+    /// Each side's --setup, once, before anything else.
+    fn setup(&mut self) -> Result<(), AbError> {
+        let group = TreeGroup::create("ab");
+        for (i, side) in self.spec.sides.iter().enumerate() {
+            if let Some(argv) = &side.setup {
+                run_aux(argv, &group, self.spec.trial_timeout, self.stop).map_err(|err| {
+                    if err == TrialError::Interrupted {
+                        return AbError::Interrupted;
+                    }
+                    AbError::Setup {
+                        side: if i == 0 { 'A' } else { 'B' },
+                        value: side.value.clone(),
+                        err,
+                    }
+                })?;
+            }
+        }
+        self.keep = commbench_core::proctree::children();
+        self.setup_group = Some(group);
+        Ok(())
+    }
+
+    /// Each side's --cleanup (errors said on stderr: the run's verdicts
+    /// stand), then whatever the setups left running is ended.
+    fn cleanup(&mut self) {
+        let group = TreeGroup::create("ab");
+        for side in &self.spec.sides {
+            if let Some(argv) = &side.cleanup {
+                let never = AtomicBool::new(false);
+                if let Err(e) = run_aux(argv, &group, self.spec.trial_timeout, &never) {
+                    eprintln!("ab: side {}: --cleanup: {e}", side.value);
+                }
+            }
+        }
+        drop(group);
+        self.setup_group = None;
+        self.keep.clear();
+        commbench_core::proctree::kill_other_children(&[]);
+    }
+
+    /// A side's --prepare before one of its trials.
+    fn prepare(&self, side: usize) -> Result<(), (usize, TrialError)> {
+        if let Some(argv) = &self.spec.sides[side].prepare {
+            let group = TreeGroup::create("ab");
+            run_aux(argv, &group, self.spec.trial_timeout, self.stop).map_err(|e| (side, e))?;
+        }
+        Ok(())
     }
 
     /// Runs one pair; returns A's and B's trials, or which side (0: A,
@@ -332,21 +495,27 @@ impl Runner<'_> {
         let timeout = self.spec.trial_timeout;
         let (t_first, t_second) = match self.spec.placement.clone() {
             Placement::Sequential(cpus) => {
+                self.prepare(first)?;
                 let l1 = self.launch(first, cpus.clone());
-                let t1 = run_together(std::slice::from_ref(&l1), timeout, self.stop).remove(0);
-                let _ = std::fs::remove_file(&l1.records);
+                let t1 = run_together(std::slice::from_ref(&l1), timeout, self.stop, &self.keep)
+                    .remove(0);
+                l1.mode.remove_file();
                 let t1 = t1.map_err(|e| (first, e))?;
+                self.prepare(1 - first)?;
                 let l2 = self.launch(1 - first, cpus);
-                let t2 = run_together(std::slice::from_ref(&l2), timeout, self.stop).remove(0);
-                let _ = std::fs::remove_file(&l2.records);
+                let t2 = run_together(std::slice::from_ref(&l2), timeout, self.stop, &self.keep)
+                    .remove(0);
+                l2.mode.remove_file();
                 (t1, t2.map_err(|e| (1 - first, e))?)
             }
             Placement::Duet([c0, c1]) => {
+                self.prepare(first)?;
+                self.prepare(1 - first)?;
                 let l1 = self.launch(first, Some(CpuList::from_cpus(vec![c0])));
                 let l2 = self.launch(1 - first, Some(CpuList::from_cpus(vec![c1])));
-                let mut r = run_together(&[l1.clone(), l2.clone()], timeout, self.stop);
-                let _ = std::fs::remove_file(&l1.records);
-                let _ = std::fs::remove_file(&l2.records);
+                let mut r = run_together(&[l1.clone(), l2.clone()], timeout, self.stop, &self.keep);
+                l1.mode.remove_file();
+                l2.mode.remove_file();
                 let t2 = r.remove(1);
                 let t1 = r.remove(0);
                 let t1 = t1.map_err(|e| (first, e))?;
@@ -368,7 +537,10 @@ fn pair_log(order: Order, a: &Trial, b: &Trial) -> PairLog {
         redone_because: None,
         wall_s: [a.wall_s, b.wall_s],
         interference: [a.interference(), b.interference()],
-        cpu_s: [a.usage.cpu_s(), b.usage.cpu_s()],
+        cpu_s: [a.tree.cpu_s(), b.tree.cpu_s()],
+        user_s: [a.tree.user_s, b.tree.user_s],
+        sys_s: [a.tree.sys_s, b.tree.sys_s],
+        max_rss_kib: [a.tree.max_rss_kib, b.tree.max_rss_kib],
         involuntary_ctx: [a.usage.involuntary_ctx, b.usage.involuntary_ctx],
         migrations: [a.sched.migrations, b.sched.migrations],
         steal_s: [a.cpu.steal_s, b.cpu.steal_s],
@@ -389,10 +561,14 @@ type ParamsSplit = (
 
 fn params_split(a: &[Record], b: &[Record]) -> ParamsSplit {
     let (ka, kb) = (shape_of(a), shape_of(b));
+    // An index, not a search per record: a trial of 40k records took 10 s
+    // of ab's CPU here when B's place of each of A's records was searched.
+    let where_b: std::collections::HashMap<&RecordKey, usize> =
+        kb.iter().enumerate().map(|(j, k)| (k, j)).collect();
     let mut common = Vec::new();
     let mut varied = Vec::new();
     for (i, k) in ka.iter().enumerate() {
-        let Some(j) = kb.iter().position(|x| x == k) else {
+        let Some(&j) = where_b.get(k) else {
             continue;
         };
         let (pa, pb) = (&a[i].params, &b[j].params);
@@ -422,17 +598,22 @@ fn params_split(a: &[Record], b: &[Record]) -> ParamsSplit {
 /// start) and are not judged; a side that cannot run at all is an error
 /// here, before any pair, and so are two sides without a metric in
 /// common. Returns the last warm-up's records of A and B.
-fn warm_up(runner: &mut Runner<'_>) -> Result<[Vec<Record>; 2], AbError> {
+fn warm_up(runner: &mut Runner<'_>) -> Result<([Vec<Record>; 2], String), AbError> {
     let spec = runner.spec;
     let mut first_records: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+    let mut containment = String::new();
     for _ in 0..spec.warmup_pairs.max(1) {
-        let (a, b) = runner
-            .pair(Order::AB)
-            .map_err(|(side, err)| AbError::Warmup {
+        let (a, b) = runner.pair(Order::AB).map_err(|(side, err)| {
+            if err == TrialError::Interrupted {
+                return AbError::Interrupted;
+            }
+            AbError::Warmup {
                 side: if side == 0 { 'A' } else { 'B' },
                 value: spec.sides[side].value.clone(),
                 err,
-            })?;
+            }
+        })?;
+        containment = a.containment.clone();
         first_records = [a.records, b.records];
     }
     let va = values_of(&first_records[0]);
@@ -450,7 +631,7 @@ fn warm_up(runner: &mut Runner<'_>) -> Result<[Vec<Record>; 2], AbError> {
             b: names(&first_records[1]),
         });
     }
-    Ok(first_records)
+    Ok((first_records, containment))
 }
 
 /// Runs the comparison. `labs` gives metric directions and headlines;
@@ -461,17 +642,38 @@ pub fn run(
     stop: &AtomicBool,
     progress: &mut dyn Progress,
 ) -> Result<AbReport, AbError> {
+    // Whatever a trial detaches (setsid, a double fork) is reparented
+    // here, not to init, to be killed and reaped with its trial.
+    commbench_core::proctree::become_subreaper().map_err(AbError::Subreaper)?;
     let dir = TempDir::new("ab").map_err(AbError::TempDir)?;
     let mut runner = Runner {
         spec,
         dir,
         stop,
         trial_no: 0,
+        setup_group: None,
+        keep: Vec::new(),
     };
+    let out = runner
+        .setup()
+        .and_then(|()| run_pairs(&mut runner, labs, progress));
+    runner.cleanup();
+    out
+}
+
+/// The warm-up and the pairs (between the setups and the cleanups).
+fn run_pairs(
+    runner: &mut Runner<'_>,
+    labs: &[&dyn Lab],
+    progress: &mut dyn Progress,
+) -> Result<AbReport, AbError> {
+    let (spec, stop) = (runner.spec, runner.stop);
+    let headline_metrics = spec.headline_metrics();
+    let decls = spec.decls();
     let t0 = Instant::now();
     let min_pairs = even(spec.min_pairs.max(2));
     let max_pairs = even(spec.max_pairs.max(min_pairs));
-    let first_records = warm_up(&mut runner)?;
+    let (first_records, containment) = warm_up(runner)?;
     let shapes = [shape_of(&first_records[0]), shape_of(&first_records[1])];
     let (common_params, varied_params) = params_split(&first_records[0], &first_records[1]);
 
@@ -505,6 +707,9 @@ pub fn run(
                     wall_s: [f64::NAN; 2],
                     interference: [f64::NAN; 2],
                     cpu_s: [f64::NAN; 2],
+                    user_s: [f64::NAN; 2],
+                    sys_s: [f64::NAN; 2],
+                    max_rss_kib: [0; 2],
                     involuntary_ctx: [0; 2],
                     migrations: [0; 2],
                     steal_s: [f64::NAN; 2],
@@ -558,7 +763,8 @@ pub fn run(
             results = judge_all_at(
                 &values,
                 labs,
-                &spec.metrics,
+                &decls,
+                &headline_metrics,
                 spec.threshold,
                 INTERIM_CONFIDENCE,
             );
@@ -600,7 +806,13 @@ pub fn run(
     // run too). A run stopped by a 99% look keeps its verdicts: the 95%
     // interval lies inside the 99% one.
     let balanced = values.len() - values.len() % 2;
-    results = judge_all(&values[..balanced], labs, &spec.metrics, spec.threshold);
+    results = judge_all(
+        &values[..balanced],
+        labs,
+        &decls,
+        &headline_metrics,
+        spec.threshold,
+    );
     Ok(AbReport {
         spec: spec.clone(),
         pairs,
@@ -610,6 +822,10 @@ pub fn run(
         common_params,
         varied_params,
         sched_available,
+        containment: format!(
+            "{}; ab is the trials' subreaper, and each trial dies with ab (PR_SET_PDEATHSIG)",
+            containment
+        ),
     })
 }
 

@@ -18,10 +18,7 @@ v=$(( level * {factor} + r ))
 echo '{{"schema_version":2,"lab":"fake","test":"t","params":{{"x":1,"side":"{value}"}},"metrics":{{"cost_ns":'$v',"other_per_s":5}}}}' > "$4""#,
         c = cnt.display()
     );
-    Side {
-        value: value.into(),
-        argv: vec!["sh".into(), "-c".into(), script, "sh".into()],
-    }
+    Side::new(value, vec!["sh".into(), "-c".into(), script, "sh".into()])
 }
 
 fn spec(a: Side, b: Side) -> AbSpec {
@@ -41,6 +38,7 @@ fn spec(a: Side, b: Side) -> AbSpec {
         contamination: f64::INFINITY,
         metrics: vec!["cost_ns".into()],
         trial_timeout: Duration::from_secs(60),
+        exec: None,
     }
 }
 
@@ -104,14 +102,14 @@ fn a_known_change_is_found_through_the_drift() {
 #[test]
 fn a_side_that_cannot_run_is_named_in_the_warm_up() {
     let dir = TempDir::new("abtest").unwrap();
-    let bad = Side {
-        value: "broken".into(),
-        argv: vec![
+    let bad = Side::new(
+        "broken",
+        vec![
             "sh".into(),
             "-c".into(),
             "echo no such test >&2; exit 2".into(),
         ],
-    };
+    );
     let s = spec(side(dir.path(), "a", 1000), bad);
     let e = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap_err();
     let msg = e.to_string();

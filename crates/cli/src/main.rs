@@ -50,6 +50,8 @@ enum Command {
     Ab(Box<cmd::ab::AbArgs>),
     /// Compare two result files: ratios, change and a verdict beyond a noise threshold.
     Compare(cmd::compare::CompareArgs),
+    /// A median or a ratio with its 95% interval, from numbers given here (the statistics bench/'s scripts print).
+    Estimate(cmd::estimate::EstimateArgs),
     /// Add the segment files of one run split over processes or hosts (`mux load --segment`) into its records.
     Merge(cmd::merge::MergeArgs),
     /// Runs kept in the results store and the trend of each test's headline metric; baselines.
@@ -98,6 +100,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(a) => cmd::suite::run(&a),
         Command::Ab(a) => cmd::ab::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
+        Command::Estimate(a) => cmd::estimate::run(&a),
         Command::Report(a) => cmd::report::run(&a),
         Command::History(a) => cmd::history::run(&a),
         Command::Merge(a) => cmd::merge::run(&a),

@@ -76,6 +76,7 @@ fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
     let out = cb()
         .args([
             "ab",
+            "--records",
             "-L",
             "bin",
             &format!("{old},{new}"),
@@ -118,6 +119,7 @@ fn ab_finds_a_known_change_and_the_gate_fails_on_it() {
     let gate = |pct: &str| {
         cb().args([
             "ab",
+            "--records",
             "-L",
             "bin",
             &format!("{old},{new}"),
@@ -145,12 +147,21 @@ fn ab_writes_bencher_and_github_benchmark_json() {
     let new = fake_build(&dir, "new", 900.0, 55_000.0);
     let sides = format!("{old},{new}");
     let bmf = dir.join("ab.bmf.json");
-    cb().args(["ab", "-L", "bin", &sides, "--format", "bmf", "-o"])
-        .arg(&bmf)
-        .args(QUICK)
-        .args(["--", "{bin} ipc reqres"])
-        .assert()
-        .success();
+    cb().args([
+        "ab",
+        "--records",
+        "-L",
+        "bin",
+        &sides,
+        "--format",
+        "bmf",
+        "-o",
+    ])
+    .arg(&bmf)
+    .args(QUICK)
+    .args(["--", "{bin} ipc reqres"])
+    .assert()
+    .success();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
     let m = &v["ipc/reqres"]["cpu_ns_per_op"];
     assert_eq!(m["value"].as_f64(), Some(900.0), "{v}");
@@ -163,13 +174,21 @@ fn ab_writes_bencher_and_github_benchmark_json() {
         ("bigger", "msgs_per_s", "faster"),
     ] {
         let gh = dir.join(format!("ab.{tool}.json"));
-        cb().args(["ab", "-L", "bin", &sides, "--format", "github-benchmark"])
-            .args(["--github-tool", tool, "-o"])
-            .arg(&gh)
-            .args(QUICK)
-            .args(["--", "{bin} ipc reqres"])
-            .assert()
-            .success();
+        cb().args([
+            "ab",
+            "--records",
+            "-L",
+            "bin",
+            &sides,
+            "--format",
+            "github-benchmark",
+        ])
+        .args(["--github-tool", tool, "-o"])
+        .arg(&gh)
+        .args(QUICK)
+        .args(["--", "{bin} ipc reqres"])
+        .assert()
+        .success();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&gh).unwrap()).unwrap();
         let list = v.as_array().unwrap();
         assert_eq!(list.len(), 1, "{v}");
@@ -203,8 +222,8 @@ fn ab_refuses_what_it_cannot_compare() {
         assert!(err.contains(needle), "{args:?}: {err}");
     };
     usage(
-        &["ab", "-L", "x", "1,2,3", "--", "budget", "--size", "{x}"],
-        "exactly two values",
+        &["ab", "-L", "x", "1", "--", "budget", "--size", "{x}"],
+        "at least two values",
     );
     usage(&["ab", "-L", "x", "1,2", "--", "budget"], "never uses {x}");
     usage(
@@ -399,4 +418,407 @@ fn ab_keeps_its_verdicts_in_the_store() {
         assert_eq!(util::runs_in_store(&store), 1, "{format}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fake build that writes one record (ab's records mode) and first runs
+/// `body` (shell), e.g. a daemon it detaches.
+fn fake_build_doing(dir: &std::path::Path, name: &str, body: &str) -> String {
+    let p = dir.join(name);
+    let rec = r#"{"schema_version":2,"lab":"ipc","test":"reqres","params":{},"metrics":{"cpu_ns_per_op":1000,"msgs_per_s":5000}}"#;
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = --output ] && out=$2; shift; done\n{body}\necho '{rec}' > \"$out\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+/// Processes whose command line holds `needle` (a `sleep` of a duration
+/// no other test uses).
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A `sleep` duration unique to this test process and `tag`.
+fn marker(tag: u32) -> String {
+    format!("{}.{}{tag}", 4000 + tag, std::process::id())
+}
+
+fn ab_leftovers_in(tmp: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("commbench-ab-"))
+        .collect()
+}
+
+/// Six pairs of a trial that detaches a daemon (`setsid … &`, as nginx
+/// does) left two processes per pair running after ab returned (21 after
+/// six pairs); with and without a cgroup, none is left.
+#[test]
+fn ab_trial_that_daemonizes_leaves_no_process() {
+    for (i, no_cgroup) in [false, true].into_iter().enumerate() {
+        let dir = fresh_dir("ab-daemon");
+        let m = marker(10 + i as u32);
+        let side = fake_build_doing(
+            &dir,
+            "srv",
+            &format!("setsid sleep {m} &\n(setsid sleep {m} &) &\nsleep 0.01"),
+        );
+        let mut c = cb();
+        if no_cgroup {
+            c.env("COMMBENCH_NO_CGROUP", "1");
+        }
+        let out = c
+            .env("TMPDIR", &dir)
+            .args(["ab", "--records", "-L", "bin", &format!("{side},{side}")])
+            .args(QUICK)
+            .args(["--", "{bin}"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if no_cgroup {
+            assert!(text.contains("no cgroup (turned off"), "{text}");
+        }
+        assert!(text.contains("subreaper"), "{text}");
+        let left = processes_with(&format!("sleep {m}"));
+        assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
+        assert!(
+            ab_leftovers_in(&dir).is_empty(),
+            "{:?}",
+            ab_leftovers_in(&dir)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Starts ab on a trial that never ends (a daemon beside a long sleep)
+/// and waits until both run; returns ab's child and the marker.
+fn ab_stuck_in_a_trial(
+    dir: &std::path::Path,
+    tag: u32,
+    no_cgroup: bool,
+) -> (std::process::Child, String) {
+    let m = marker(tag);
+    let side = fake_build_doing(dir, "stuck", &format!("setsid sleep {m} &\nsleep {m}"));
+    let mut c = std::process::Command::new(bin_path());
+    if no_cgroup {
+        c.env("COMMBENCH_NO_CGROUP", "1");
+    }
+    let child = c
+        .env("COMMBENCH_NO_STORE", "1")
+        .env("TMPDIR", dir)
+        .args(["ab", "--records", "-L", "bin", &format!("{side},{side}")])
+        .args(QUICK)
+        .args(["--", "{bin}"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while processes_with(&format!("sleep {m}")).len() < 2 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the trial did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (child, m)
+}
+
+fn gone_within(m: &str, secs: u64) -> Vec<u32> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let left = processes_with(&format!("sleep {m}"));
+        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(secs) {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A closed terminal (SIGHUP) ended ab with 129 and left its running
+/// trial reparented to init and its temp dir behind: now ab cleans up as
+/// on SIGINT, and exits 129.
+#[test]
+fn ab_sighup_leaves_no_trial_and_no_temp_dir() {
+    let dir = fresh_dir("ab-hup");
+    let (child, m) = ab_stuck_in_a_trial(&dir, 20, false);
+    commbench_core::sys::kill(child.id() as i32, libc::SIGHUP).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(129),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left = gone_within(&m, 5);
+    assert!(left.is_empty(), "left {left:?}");
+    assert!(
+        ab_leftovers_in(&dir).is_empty(),
+        "{:?}",
+        ab_leftovers_in(&dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGKILL of ab left its trial running (and, without a death signal,
+/// every daemon it had detached); the main child now dies with ab, and
+/// `commbench clean` kills what remains (found by cgroup, or by the name
+/// in its environment) and removes the temp dir.
+#[test]
+fn ab_sigkill_leaves_nothing_after_clean() {
+    for (i, no_cgroup) in [false, true].into_iter().enumerate() {
+        let dir = fresh_dir("ab-kill");
+        let (mut child, m) = ab_stuck_in_a_trial(&dir, 30 + i as u32, no_cgroup);
+        commbench_core::sys::kill(child.id() as i32, libc::SIGKILL).unwrap();
+        child.wait().unwrap();
+        cb().env("TMPDIR", &dir).arg("clean").assert().success();
+        let left = gone_within(&m, 5);
+        assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
+        assert!(
+            ab_leftovers_in(&dir).is_empty(),
+            "{:?}",
+            ab_leftovers_in(&dir)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `ab` of a program that writes no records: the new user's first try,
+/// `sleep {d}`, failed with "sleep: unrecognized option '--format'". Now
+/// it is timed as a process tree, and three values give two comparisons
+/// against the first, exported in hyperfine's JSON and Markdown.
+#[test]
+fn ab_times_any_program_and_exports_hyperfine_json() {
+    let dir = fresh_dir("ab-exec");
+    let json = dir.join("h.json");
+    let md = dir.join("h.md");
+    let out = cb()
+        .args([
+            "ab",
+            "-L",
+            "d",
+            "0.01,0.02,0.03",
+            "-r",
+            "6",
+            "--warmup",
+            "0",
+        ])
+        .args(["--contamination", "99", "--export-json"])
+        .arg(&json)
+        .arg("--export-markdown")
+        .arg(&md)
+        .args(["--", "sleep {d}"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("commbench ab · d: A = 0.01").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("A = 0.01, B = 0.03"), "{text}");
+    // hyperfine's schema, as a script reading hyperfine's file checks it.
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().expect("results[]");
+    assert_eq!(results.len(), 3);
+    let number = |x: &Value| x.is_number();
+    for (i, r) in results.iter().enumerate() {
+        assert!(r["command"].is_string(), "{r}");
+        for k in ["mean", "median", "user", "system", "min", "max"] {
+            assert!(number(&r[k]), "{k}: {r}");
+        }
+        assert!(number(&r["stddev"]) || r["stddev"].is_null(), "{r}");
+        let times = r["times"].as_array().unwrap();
+        assert!(times.iter().all(number));
+        let codes = r["exit_codes"].as_array().unwrap();
+        assert_eq!(codes.len(), times.len());
+        assert!(codes.iter().all(|c| c.as_i64() == Some(0)));
+        assert!(r["memory_usage_byte"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.as_u64().is_some()));
+        let params = r["parameters"].as_object().unwrap();
+        assert!(params["d"].is_string());
+        // The baseline's runs pooled over both comparisons.
+        assert_eq!(times.len(), if i == 0 { 12 } else { 6 }, "{r}");
+        let (mean, min, max) = (
+            r["mean"].as_f64().unwrap(),
+            r["min"].as_f64().unwrap(),
+            r["max"].as_f64().unwrap(),
+        );
+        assert!(min <= mean && mean <= max, "{r}");
+    }
+    assert_eq!(results[2]["command"], "sleep 0.03");
+    assert_eq!(results[1]["parameters"]["d"], "0.02");
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        table.starts_with("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |\n|:---|---:|---:|---:|---:|\n"),
+        "{table}"
+    );
+    assert_eq!(table.lines().count(), 5, "{table}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An external program on both sides with a number it prints
+/// (`--metric`), per-operation figures (`--ops`), and hyperfine's
+/// --setup, --prepare and --cleanup, each run as often as it should be.
+#[test]
+fn ab_reads_a_number_the_program_prints_and_runs_setup_prepare_cleanup() {
+    let dir = fresh_dir("ab-exec");
+    let d = dir.display();
+    let out = cb()
+        .args(["ab", "-L", "v", "100,200", "-r", "6", "--warmup", "1"])
+        .args(["--contamination", "99", "--ops", "1000", "--format", "json"])
+        .args(["--metric", "got:higher=value=([0-9]+)"])
+        .args(["--setup", &format!("echo s >> {d}/setup-{{v}}")])
+        .args(["--prepare", &format!("echo p >> {d}/prepare-{{v}}")])
+        .args(["--cleanup", &format!("echo c >> {d}/cleanup-{{v}}")])
+        .args(["--", "echo", "value={v}"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let got = recs
+        .iter()
+        .find(|r| r["params"]["metric"] == "got")
+        .expect("got");
+    assert_eq!(got["metrics"]["ratio"], 2.0, "{got}");
+    assert_eq!(got["metrics"]["verdict"], "faster", "{got}");
+    assert_eq!(got["metrics"]["headline"], true, "{got}");
+    let metrics: Vec<&str> = recs
+        .iter()
+        .map(|r| r["params"]["metric"].as_str().unwrap())
+        .collect();
+    for m in [
+        "wall_s",
+        "cpu_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kib",
+        "cpu_ns_per_op",
+        "ops_per_s",
+    ] {
+        assert!(metrics.contains(&m), "{m} not in {metrics:?}");
+    }
+    let lines = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    for side in ["100", "200"] {
+        assert_eq!(lines(&format!("setup-{side}")), 1);
+        assert_eq!(lines(&format!("cleanup-{side}")), 1);
+        // Six kept pairs and one warm-up pair: a prepare before each trial.
+        assert_eq!(lines(&format!("prepare-{side}")), 7);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A daemonizing command timed as a process tree: the daemon is killed
+/// with its trial, with and without a cgroup, and counted in its tree.
+#[test]
+fn ab_exec_of_a_daemonizing_command_leaves_no_process() {
+    for (i, no_cgroup) in [false, true].into_iter().enumerate() {
+        let m = marker(40 + i as u32);
+        let mut c = cb();
+        if no_cgroup {
+            c.env("COMMBENCH_NO_CGROUP", "1");
+        }
+        let out = c
+            .args([
+                "ab",
+                "-L",
+                "x",
+                "1,2",
+                "-r",
+                "6",
+                "--warmup",
+                "0",
+                "--contamination",
+                "99",
+            ])
+            .args(["--", &format!("setsid sleep {m} & : {{x}}")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let left = processes_with(&format!("sleep {m}"));
+        assert!(left.is_empty(), "no_cgroup {no_cgroup}: left {left:?}");
+    }
+}
+
+/// `commbench estimate`: the statistics bench/'s scripts print, from
+/// core::estimate (their own copy, bench/stats.py, is gone).
+#[test]
+fn estimate_prints_what_core_computes() {
+    let run = |args: &[&str]| {
+        let out = cb().arg("estimate").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        )
+    };
+    let (code, text) = run(&["median", "10.2", "10.4", "9.9", "10.1", "10.3", "10.0"]);
+    assert_eq!(code, Some(0));
+    let e = commbench_core::estimate::Estimate::from_samples(&[10.2, 10.4, 9.9, 10.1, 10.3, 10.0]);
+    assert_eq!(text, format!("{:.3} [{:.3}, {:.3}]", e.median, e.lo, e.hi));
+    let (_, text) = run(&[
+        "ratio",
+        "--before",
+        "1 1.1 0.9 1",
+        "--after",
+        "2,2.2,1.8,2",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!((v["estimate"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{v}");
+    let (_, text) = run(&[
+        "paired",
+        "--before",
+        "1 2 3 4 5 6",
+        "--after",
+        "2 4 6 8 10 12",
+    ]);
+    assert_eq!(text, "2.00× [2.00, 2.00]");
+    assert_eq!(run(&["median", "ten"]).0, Some(2));
+    assert_eq!(
+        run(&["paired", "--before", "1 2", "--after", "1"]).0,
+        Some(2)
+    );
 }

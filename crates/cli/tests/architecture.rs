@@ -606,3 +606,56 @@ fn every_test_file_is_a_module_of_the_one_test_binary() {
         "crates/cli/tests files not declared in tests.rs (add `mod NAME;` there): {missing:?}"
     );
 }
+
+/// bench/ held a second implementation of the statistics (`stats.py`,
+/// "computed the way commbench's compare computes them", and a private
+/// `median_ci` with a Mann-Whitney table in `mux/uring_compare.py`), which
+/// drifts from crates/core's. Its scripts now ask `commbench estimate` or
+/// run `commbench ab`: no interval, rank or Hodges-Lehmann code of their
+/// own.
+#[test]
+fn bench_holds_no_statistics_of_its_own() {
+    let mut found = Vec::new();
+    let mut stack = vec![root().join("bench")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if name != "target" {
+                    stack.push(p);
+                }
+                continue;
+            }
+            if !(name.ends_with(".py") || name.ends_with(".sh")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let shim = name == "cbestimate.py";
+            for needle in [
+                "def median_ci",
+                "def ratio_ci",
+                "def paired_ratio_ci",
+                "def hl_ratio",
+                "def signed_rank",
+                "math.comb(",
+                "Z95",
+                "from stats import",
+                "stats.py",
+            ] {
+                // The shim's functions only call `commbench estimate`.
+                let allowed = shim && needle.starts_with("def ");
+                if text.contains(needle) && !allowed {
+                    found.push(format!("{} holds {needle:?}", p.display()));
+                }
+            }
+            if shim && !text.contains(r#""estimate""#) {
+                found.push(format!(
+                    "{} no longer calls `commbench estimate`",
+                    p.display()
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -18,6 +18,7 @@ pub mod figure;
 pub mod lab;
 pub mod linerate;
 pub mod placement;
+pub mod proctree;
 pub mod record;
 pub mod rusage;
 pub mod sched;

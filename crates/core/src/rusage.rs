@@ -44,6 +44,11 @@ impl Usage {
         }
     }
 
+    /// From a raw `rusage` (what wait4 or getrusage filled).
+    pub fn from_rusage(r: &libc::rusage) -> Self {
+        Self::from_raw(r)
+    }
+
     #[allow(unsafe_code)]
     fn get(who: libc::c_int) -> Self {
         // SAFETY: zeroed rusage is a valid value; getrusage fills it.

@@ -176,6 +176,17 @@ impl TreeSampler {
         n
     }
 
+    /// Every process of the tree seen so far (the root first).
+    pub fn pids_seen(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.pids.clone();
+        for (pid, _) in self.seen.keys() {
+            if !v.contains(pid) {
+                v.push(*pid);
+            }
+        }
+        v
+    }
+
     /// The counters of every thread seen, summed.
     pub fn totals(&self) -> TaskTimes {
         self.seen

@@ -445,6 +445,30 @@ pub fn stop_on_signal() -> &'static std::sync::atomic::AtomicBool {
     &STOP_SIGNAL
 }
 
+static STOP_SIGNAL_NUMBER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_stop_or_hangup(sig: libc::c_int) {
+    STOP_SIGNAL_NUMBER.store(sig, std::sync::atomic::Ordering::SeqCst);
+    STOP_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// [`stop_on_signal`], and SIGHUP too (the terminal closed): the flag is
+/// set, [`stop_signal`] says which signal came, and the caller cleans up
+/// and exits 128 + that number, as the signal itself would have ended it.
+pub fn stop_on_signal_or_hangup() -> &'static std::sync::atomic::AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to atomics (async-signal-safe).
+        unsafe { libc::signal(sig, on_stop_or_hangup as *const () as libc::sighandler_t) };
+    }
+    &STOP_SIGNAL
+}
+
+/// The signal that set the flag of [`stop_on_signal_or_hangup`] (0: none
+/// yet).
+pub fn stop_signal() -> i32 {
+    STOP_SIGNAL_NUMBER.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// The TCP congestion control algorithm of a socket (TCP_CONGESTION).
 pub fn tcp_congestion(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 16];

@@ -12,6 +12,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod exec;
+
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum AbFormat {
     /// The verdicts, one line per headline metric.
@@ -37,16 +39,59 @@ pub enum GithubToolArg {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
+  commbench ab -L d 0.01,0.02 -- 'sleep {d}'
+  commbench ab -L bin ./old/app,./new/app --ops 100000 -- '{bin} --iterations 100000'
+  commbench ab -L srv old,new --setup './start-{srv}' --cleanup './stop-{srv}' \\
+      --metric 'rps:higher=Requests/sec:\\s*([0-9.]+)' -- 'wrk -t1 -c8 -d5s http://127.0.0.1:8080/'
   commbench ab -L work delay:1000,delay:1030 -- pipeline run --mode rtc --work {work} --repeat 1
   commbench ab -L bin ./old/commbench,./new/commbench -- '{bin} ipc reqres --transport pipe --count 20000 --repeat 1'
   commbench ab --duet -L bin ./old/commbench,./new/commbench -- '{bin} pcap extract f.pcap --threads 1'
 
-Each trial runs the command once with `--format jsonl --output FILE` appended and reads its
-records; records are matched by lab, test and their place among the test's records.")]
+A commbench command (a subcommand, or a program whose file name starts with `commbench`, or any
+program with --records) runs once per trial with `--format jsonl --output FILE` appended, and its
+records are matched by lab, test and their place among the test's records. Any other program (or
+any command with --exec) is timed as a whole process tree: wall time, user and system CPU and peak
+memory of it and everything it starts, daemons included.")]
 pub struct AbArgs {
-    /// The varied parameter and its two values: `-L NAME A,B`; `{NAME}` in the command becomes A, then B.
+    /// The varied parameter and its values: `-L NAME A,B[,C...]`; `{NAME}` in the command becomes each; with more than two, each value is compared with the first.
     #[arg(short = 'L', long = "parameter-list", num_args = 2, value_names = ["NAME", "A,B"], required = true)]
     pub list: Vec<String>,
+    /// Time the command as a process tree even if it is a commbench command (it writes no records).
+    #[arg(long, conflicts_with = "records")]
+    pub exec: bool,
+    /// Read the command's records (`--format jsonl --output FILE` appended) although it is not a commbench binary.
+    #[arg(long)]
+    pub records: bool,
+    /// Operations one run of the command does: adds per-operation figures (wall_ns_per_op, cpu_ns_per_op, ops_per_s), judged instead of the totals.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
+    /// A number the program prints, as a metric: `NAME=REGEX` (first group, else the whole match, of the last matching line of stdout); `NAME:higher=…` or `NAME:lower=…` says which way is better when the name does not (`…_per_s` is higher, `…_ms` lower). Repeatable.
+    #[arg(long = "metric", value_name = "NAME=REGEX")]
+    pub metric: Vec<String>,
+    /// Run once per side before its first trial, not timed (hyperfine's --setup); `{NAME}` is substituted; what it leaves running lives until ab ends.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Run before every trial, not timed (hyperfine's --prepare).
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Run once per side after its last trial (hyperfine's --cleanup), also after an interrupt.
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+    /// The shell that runs a command line with shell syntax (pipes, `&`, `;`, redirections, `$`); `none` runs every command without one (its words split as a shell would). A plain command line never goes through a shell.
+    #[arg(long, value_name = "SHELL", default_value = "sh")]
+    pub shell: String,
+    /// No shell: `--shell=none` (hyperfine's -N).
+    #[arg(short = 'N')]
+    pub no_shell: bool,
+    /// Exactly N pairs (--min-pairs and --max-pairs N).
+    #[arg(short = 'r', long, value_name = "N", value_parser = clap::value_parser!(u32).range(6..=10_000))]
+    pub runs: Option<u32>,
+    /// Also write hyperfine's JSON (results[] with times, mean, stddev, median, user, system, min, max, exit_codes, parameters) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write hyperfine's Markdown table (Relative: the paired ratio with its 95% interval) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
     /// Pin every trial of both sides to these CPUs (e.g. 1 or 0-1); default: the CPUs ab may use.
     #[arg(long, value_name = "LIST", value_parser = parse_cpus, conflicts_with = "duet")]
     pub cpus: Option<CpuList>,
@@ -194,37 +239,56 @@ fn side_argv(template: &[String], name: &str, value: &str) -> Result<Vec<String>
 }
 
 /// Builds the spec from the arguments (usage errors for bad sides).
-pub fn spec(a: &AbArgs) -> Result<AbSpec> {
+pub fn specs(a: &AbArgs) -> Result<Vec<AbSpec>> {
     let [name, values] = a.list.as_slice() else {
-        return Err(crate::usage("-L takes a name and two values: -L NAME A,B"));
+        return Err(crate::usage("-L takes a name and its values: -L NAME A,B"));
     };
     if name.is_empty() || name.contains(['{', '}']) {
         return Err(crate::usage(format!("-L {name:?}: give a plain name")));
     }
     let vals: Vec<&str> = values.split(',').collect();
-    let [va, vb] = vals.as_slice() else {
+    if vals.len() < 2 {
         return Err(crate::usage(format!(
-            "-L {name} {values}: give exactly two values, A,B (got {})",
-            vals.len()
+            "-L {name} {values}: give at least two values, A,B (each further value is compared with A)"
         )));
+    }
+    let exec = exec::mode(a)?;
+    let template = match &exec {
+        Some(_) => exec::command_words(&a.command, exec::shell(a))?,
+        None => words(&a.command)?,
     };
-    let template = words(&a.command)?;
     let pat = format!("{{{name}}}");
     if !template.iter().any(|w| w.contains(&pat)) {
         return Err(crate::usage(format!(
             "the command never uses {pat}, so both sides would run the same command; for an A/A check give one value twice: -L bin ./commbench,./commbench -- '{{bin}} pipeline run'"
         )));
     }
-    let sides = [
-        Side {
-            value: (*va).to_owned(),
-            argv: side_argv(&template, name, va)?,
-        },
-        Side {
-            value: (*vb).to_owned(),
-            argv: side_argv(&template, name, vb)?,
-        },
-    ];
+    let side = |v: &str| -> Result<Side> {
+        let aux = |c: &Option<String>| -> Result<Option<Vec<String>>> {
+            c.as_ref()
+                .map(|c| {
+                    let w = exec::command_words(std::slice::from_ref(c), exec::shell(a))?;
+                    Ok(commbench_ab::substitute(&w, name, v))
+                })
+                .transpose()
+        };
+        Ok(Side {
+            value: v.to_owned(),
+            argv: if exec.is_some() {
+                let mut w = commbench_ab::substitute(&template, name, v);
+                if w.first().is_some_and(|f| f != "ab" && is_subcommand(f)) {
+                    let me = std::env::current_exe().context("cannot find this binary's path")?;
+                    w.insert(0, me.display().to_string());
+                }
+                w
+            } else {
+                side_argv(&template, name, v)?
+            },
+            setup: aux(&a.setup)?,
+            prepare: aux(&a.prepare)?,
+            cleanup: aux(&a.cleanup)?,
+        })
+    };
     let placement = if a.duet {
         let [c0, c1] = a.duet_cpus.unwrap_or_else(|| {
             let on = commbench_core::placement::current_affinity();
@@ -239,6 +303,14 @@ pub fn spec(a: &AbArgs) -> Result<AbSpec> {
                 "a duet needs two different CPUs (--duet-cpus A,B); this process may use only one",
             ));
         }
+        // A CPU ab may not use would make its trial fail to start, which
+        // the start barrier then waited 30 s for.
+        let may = commbench_core::placement::current_affinity();
+        if let Some(c) = [c0, c1].into_iter().find(|c| !may.cpus().contains(c)) {
+            return Err(crate::usage(format!(
+                "--duet-cpus: CPU {c} is not one this process may use ({may}); give two of those"
+            )));
+        }
         Placement::Duet([c0, c1])
     } else {
         Placement::Sequential(Some(
@@ -247,27 +319,37 @@ pub fn spec(a: &AbArgs) -> Result<AbSpec> {
                 .unwrap_or_else(commbench_core::placement::current_affinity),
         ))
     };
-    if a.max_pairs < a.min_pairs {
+    let (min_pairs, max_pairs) = match a.runs {
+        Some(n) => (n, n),
+        None => (a.min_pairs, a.max_pairs),
+    };
+    if max_pairs < min_pairs {
         return Err(crate::usage(format!(
-            "--max-pairs {} is below --min-pairs {}",
-            a.max_pairs, a.min_pairs
+            "--max-pairs {max_pairs} is below --min-pairs {min_pairs}"
         )));
     }
-    Ok(AbSpec {
-        name: name.clone(),
-        sides,
-        template: template.join(" "),
-        placement,
-        min_pairs: a.min_pairs as usize,
-        max_pairs: a.max_pairs as usize,
-        budget: a.budget,
-        warmup_pairs: a.warmup as usize,
-        seed: a.seed,
-        threshold: a.threshold / 100.0,
-        contamination: a.contamination / 100.0,
-        metrics: a.metrics.clone(),
-        trial_timeout: a.trial_timeout,
-    })
+    let base = side(vals[0])?;
+    vals[1..]
+        .iter()
+        .map(|v| {
+            Ok(AbSpec {
+                name: name.clone(),
+                sides: [base.clone(), side(v)?],
+                template: template.join(" "),
+                placement: placement.clone(),
+                min_pairs: min_pairs as usize,
+                max_pairs: max_pairs as usize,
+                budget: a.budget,
+                warmup_pairs: a.warmup as usize,
+                seed: a.seed,
+                threshold: a.threshold / 100.0,
+                contamination: a.contamination / 100.0,
+                metrics: a.metrics.clone(),
+                trial_timeout: a.trial_timeout,
+                exec: exec.clone(),
+            })
+        })
+        .collect()
 }
 
 /// A progress line on stderr: a live line on a terminal, else a line at
@@ -309,19 +391,45 @@ impl Progress for Line {
     }
 }
 
-/// Runs `commbench ab`.
+/// Runs `commbench ab`: one comparison per value after the first.
 pub fn run(a: &AbArgs) -> Result<()> {
-    let spec = spec(a)?;
-    let stop = commbench_core::sys::stop_on_signal();
-    let mut line = Line {
-        tty: std::io::stderr().is_terminal(),
-        last: None,
-    };
-    let report = commbench_ab::run(&spec, crate::labs::labs(), stop, &mut line)?;
-    if line.tty {
-        eprintln!();
+    let specs = specs(a)?;
+    // SIGHUP (a closed terminal) as SIGINT: the running trial's tree is
+    // killed, the temp dir removed, and ab exits 128 + the signal.
+    let stop = commbench_core::sys::stop_on_signal_or_hangup();
+    let tty = std::io::stderr().is_terminal();
+    let mut reports = Vec::new();
+    for spec in &specs {
+        if specs.len() > 1 {
+            eprintln!(
+                "ab: {} = {} against {}",
+                spec.name, spec.sides[1].value, spec.sides[0].value
+            );
+        }
+        let mut line = Line { tty, last: None };
+        let report = match commbench_ab::run(spec, crate::labs::labs(), stop, &mut line) {
+            Err(commbench_ab::AbError::Interrupted) if reports.is_empty() => {
+                if tty {
+                    eprintln!();
+                }
+                eprintln!(
+                    "ab: interrupted in the warm-up, before any pair was kept; nothing to report"
+                );
+                std::process::exit(interrupted_code());
+            }
+            Err(commbench_ab::AbError::Interrupted) => break,
+            r => r?,
+        };
+        if tty {
+            eprintln!();
+        }
+        let interrupted = report.stop == commbench_ab::Stop::Interrupted;
+        reports.push(report);
+        if interrupted {
+            break;
+        }
     }
-    let records = export::to_records(&report);
+    let records: Vec<_> = reports.iter().flat_map(export::to_records).collect();
     // Kept in the store first: a measured result is written before
     // anything else can go wrong.
     let fp = commbench_core::env::Fingerprint::collect();
@@ -329,15 +437,26 @@ pub fn run(a: &AbArgs) -> Result<()> {
     let given = a.format.map(|f| crate::output::value_name(&f));
     let chosen = crate::output::AB.choose("ab", given.as_deref(), a.output.as_deref())?;
     let format = AbFormat::from_str(chosen, true).unwrap_or(AbFormat::Table);
+    let tables = || {
+        reports
+            .iter()
+            .map(|r| export::table(r, a.all))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let text = match format {
-        AbFormat::Table => Some(export::table(&report, a.all)),
-        AbFormat::Bmf => Some(pretty(&export::bmf(&report, a.all))),
+        AbFormat::Table => Some(tables()),
+        AbFormat::Bmf => Some(pretty(&merged(
+            reports.iter().map(|r| export::bmf(r, a.all)),
+        ))),
         AbFormat::GithubBenchmark => {
             let tool = match a.github_tool {
                 GithubToolArg::Smaller => GithubTool::Smaller,
                 GithubToolArg::Bigger => GithubTool::Bigger,
             };
-            Some(pretty(&export::github(&report, tool, a.all)))
+            Some(pretty(&merged(
+                reports.iter().map(|r| export::github(r, tool, a.all)),
+            )))
         }
         AbFormat::Csv | AbFormat::Json | AbFormat::Jsonl => None,
     };
@@ -355,15 +474,37 @@ pub fn run(a: &AbArgs) -> Result<()> {
             out.write_with(&records, &fp.to_value())?;
         }
     }
+    if let Some(p) = &a.export_json {
+        write_text(Some(p), &pretty(&commbench_ab::hyperfine::json(&reports)))?;
+    }
+    if let Some(p) = &a.export_markdown {
+        write_text(Some(p), &commbench_ab::hyperfine::markdown(&reports))?;
+    }
     if format != AbFormat::Table || a.output.is_some() {
         // The verdicts on stderr when stdout carries data.
-        eprint!("{}", export::table(&report, false));
+        eprint!(
+            "{}",
+            reports
+                .iter()
+                .map(|r| export::table(r, false))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
     }
     if let Some(pct) = a.fail_on_regression {
-        let bad: Vec<String> = report
-            .headlines()
-            .filter(|m| m.regressed_beyond(pct))
-            .map(|m| format!("{} {}", m.key.name(), m.metric))
+        let bad: Vec<String> = reports
+            .iter()
+            .flat_map(|r| {
+                r.headlines().filter(|m| m.regressed_beyond(pct)).map(|m| {
+                    format!(
+                        "{} = {}: {} {}",
+                        r.spec.name,
+                        r.spec.sides[1].value,
+                        m.key.name(),
+                        m.metric
+                    )
+                })
+            })
             .collect();
         if !bad.is_empty() {
             eprintln!(
@@ -373,10 +514,56 @@ pub fn run(a: &AbArgs) -> Result<()> {
             std::process::exit(1);
         }
     }
-    if report.stop == commbench_ab::Stop::Interrupted {
-        std::process::exit(130);
+    if reports.len() < specs.len()
+        || reports
+            .iter()
+            .any(|r| r.stop == commbench_ab::Stop::Interrupted)
+    {
+        std::process::exit(interrupted_code());
     }
     Ok(())
+}
+
+/// Several comparisons' exports as one: objects merged (a name taken
+/// twice gets the comparison's value appended), arrays concatenated.
+fn merged(parts: impl Iterator<Item = serde_json::Value>) -> serde_json::Value {
+    use serde_json::Value;
+    let mut obj = serde_json::Map::new();
+    let mut arr = Vec::new();
+    let mut is_obj = true;
+    for (i, p) in parts.enumerate() {
+        match p {
+            Value::Object(o) => {
+                for (k, v) in o {
+                    let k = if obj.contains_key(&k) {
+                        format!("{k} #{}", i + 1)
+                    } else {
+                        k
+                    };
+                    obj.insert(k, v);
+                }
+            }
+            Value::Array(v) => {
+                is_obj = false;
+                arr.extend(v);
+            }
+            _ => {}
+        }
+    }
+    if is_obj {
+        Value::Object(obj)
+    } else {
+        Value::Array(arr)
+    }
+}
+
+/// 128 + the signal that stopped the run (130 for SIGINT, 129 for
+/// SIGHUP, 143 for SIGTERM), as the signal itself would have ended it.
+fn interrupted_code() -> i32 {
+    match commbench_core::sys::stop_signal() {
+        0 => 130,
+        s => 128 + s,
+    }
 }
 
 fn pretty(v: &serde_json::Value) -> String {

@@ -1,6 +1,7 @@
 //! `commbench clean`: remove what dead runs left in /dev/shm and the temp
-//! dir (named by `commbench_core::artifact::name`) and the network
-//! namespaces of `pipeline netns` runs; live runs are left alone.
+//! dir (named by `commbench_core::artifact::name`), the network
+//! namespaces of `pipeline netns` runs, and the trials (cgroups and
+//! processes) of `ab` runs killed by SIGKILL; live runs are left alone.
 use crate::output::OutputArgs;
 use anyhow::Result;
 use clap::Args;
@@ -20,13 +21,17 @@ pub fn run(a: &CleanArgs) -> Result<()> {
     // What each lab's dead runs left elsewhere (network namespaces and
     // their veths of `pipeline netns` runs, servers of `mux httpd` runs) —
     // first, since a leftover server is found through its temp dir.
-    let netns: Vec<_> = crate::labs::labs()
-        .iter()
-        .flat_map(|l| {
+    // The process trees of `ab` runs that died by SIGKILL (their cgroups
+    // and the processes that carry their name) go first of all.
+    let trees = commbench_core::proctree::clean_leftovers(a.dry_run);
+    let netns: Vec<_> = trees
+        .into_iter()
+        .map(|e| ("ab", e))
+        .chain(crate::labs::labs().iter().flat_map(|l| {
             l.clean_leftovers(a.dry_run)
                 .into_iter()
                 .map(move |e| (l.name(), e))
-        })
+        }))
         .collect();
     let entries = artifact::clean(a.dry_run);
     let mut records: Vec<Record> = entries
@@ -51,7 +56,10 @@ pub fn run(a: &CleanArgs) -> Result<()> {
         .map(|e| e.action.as_str())
         .chain(netns.iter().map(|(_, e)| e.action.as_str()))
         .collect();
-    let removed = actions.iter().filter(|a| **a == "removed").count();
+    let removed = actions
+        .iter()
+        .filter(|a| **a == "removed" || **a == "killed")
+        .count();
     let live = actions.iter().filter(|a| **a == "live").count();
     let errors = actions.iter().filter(|a| a.starts_with("error")).count();
     eprintln!(

@@ -5,6 +5,7 @@ pub mod clean;
 pub mod compare;
 pub mod delay;
 pub mod env;
+pub mod estimate;
 pub mod history;
 pub mod ipc;
 pub mod merge;

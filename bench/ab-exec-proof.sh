@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `commbench ab` on any program against hyperfine (issue 52's target): a
+# CPU-bound awk loop of N and 1.03·N iterations, RUNS times each:
+#   - ab on the known 3% change: how often the headline (CPU) is flagged
+#     slower, and how often the truth 1.03 lies inside its 95% interval;
+#   - ab A/A (N against N): how often a headline is flagged at all;
+#   - hyperfine (-N, the same wall budget per run, --export-json): how
+#     often its mean ± stddev of A and of B do not overlap.
+# Every figure is ab's own (its records) or hyperfine's own JSON.
+# Usage: bench/ab-exec-proof.sh [RUNS] [BUDGET_S] [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-10}
+BUDGET=${2:-60}
+N=${3:-2000000}
+N2=$((N * 103 / 100))
+CB=${CB:-$PWD/target/release/commbench}
+OUT=${OUT:-/tmp/ab-exec-proof}
+mkdir -p "$OUT"
+export COMMBENCH_NO_STORE=1
+AWK="awk 'BEGIN{for(i=0;i<{n};i++)s+=i}'"
+echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)  N=$N  budget ${BUDGET}s  runs $RUNS"
+for i in $(seq 1 "$RUNS"); do
+  for kind in known aa; do
+    b=$N2; [ "$kind" = aa ] && b=$N
+    "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json \
+      -o "$OUT/$kind-$i.json" -- "$AWK" 2>/dev/null || true
+  done
+  # hyperfine with ab's wall time: as many runs as fit in it, A then B.
+  secs=$(python3 -c "import json;print(json.load(open('$OUT/known-$i.json'))['records'][0]['metrics']['elapsed_s'])")
+  per=$(python3 -c "import json;r=[x for x in json.load(open('$OUT/known-$i.json'))['records'] if x['params']['metric']=='wall_s'][0]['metrics'];print(r['a_median'])")
+  k=$(python3 -c "print(max(2, int($secs / 2 / $per)))")
+  hyperfine -N --runs "$k" --export-json "$OUT/hf-$i.json" \
+    "awk 'BEGIN{for(i=0;i<$N;i++)s+=i}'" "awk 'BEGIN{for(i=0;i<$N2;i++)s+=i}'" >/dev/null 2>&1 || true
+done
+python3 - "$OUT" "$RUNS" <<'PY'
+import json, os, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+def ab(path, metric):
+    if not os.path.exists(path):
+        return None
+    for r in json.load(open(path))["records"]:
+        if r["params"]["metric"] == metric:
+            return r["metrics"]
+for metric in ("cpu_s", "wall_s"):
+    k = [ab(f"{out}/known-{i}.json", metric) for i in range(1, runs + 1)]
+    a = [ab(f"{out}/aa-{i}.json", metric) for i in range(1, runs + 1)]
+    k = [m for m in k if m]; a = [m for m in a if m]
+    flagged = sum(m["verdict"] == "slower" for m in k)
+    inside = sum(m["ratio_lo"] <= 1.03 <= m["ratio_hi"] for m in k)
+    aa = sum(m["verdict"] in ("slower", "faster") for m in a)
+    print(f"ab {metric}: known 3% flagged slower in {flagged}/{len(k)}, 1.03 inside the interval {inside}/{len(k)}; "
+          f"A/A flagged {aa}/{len(a)}; pairs (median) {sorted(m['pairs'] for m in k)[len(k)//2] if k else '-'}")
+    for m in k:
+        print(f"   known: {m['verdict']} {m['ratio']:.4f} [{m['ratio_lo']:.4f}, {m['ratio_hi']:.4f}] {m['pairs']} pairs {m['elapsed_s']:.0f} s")
+sep = 0; n = 0
+for i in range(1, runs + 1):
+    p = f"{out}/hf-{i}.json"
+    if not os.path.exists(p):
+        continue
+    r = json.load(open(p))["results"]
+    n += 1
+    a, b = r[0], r[1]
+    s = (a["mean"] + a["stddev"] < b["mean"] - b["stddev"]) or (b["mean"] + b["stddev"] < a["mean"] - a["stddev"])
+    sep += s
+    print(f"   hyperfine {i}: A {a['mean']:.4f} ± {a['stddev']:.4f}, B {b['mean']:.4f} ± {b['stddev']:.4f}, {len(a['times'])} runs each: {'separate' if s else 'overlap'}")
+print(f"hyperfine: mean ± stddev of A and B separate in {sep}/{n}")
+PY
