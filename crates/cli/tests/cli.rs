@@ -429,7 +429,8 @@ fn report_writes_self_contained_html_with_plots() {
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(
         text.contains("<svg")
-            && text.contains("delay: measured median vs requested (TSC spin, ns)")
+            // The title's unit is its axis's: 1-4 µs are drawn in µs.
+            && text.contains("delay: measured median vs requested (TSC spin, µs)")
     );
     assert!(!text.contains("<script src") && !text.contains("href=\"http"));
     std::fs::remove_dir_all(&dir).unwrap();
