@@ -38,7 +38,9 @@ const CHECK: &str = r##"
 window.addEventListener('load', () => {
   const out = { figures: [], not_drawn: [], overflow: [], summary_rows: 0, machine_visible: false, env_visible: false, width: window.innerWidth,
                 axes: [], legend_overlaps: [], broken_links: [], links: 0, narrow_cells: [], cells: 0, caption_numbers: [], numbers_checked: 0,
-                legends: [], two_line_names: [], more: [], left_out: [] };
+                legends: [], two_line_names: [], more: [], left_out: [],
+                few_x: [], title_units: [], dup_ticks: [], changes_off: [],
+                height_closed: document.documentElement.scrollHeight, screen: window.innerHeight };
   // Open every collapsed block so that its tables are laid out too.
   for (const d of document.querySelectorAll('details')) d.open = true;
   const boxes = (els) => [...els].map(e => e.getBoundingClientRect()).filter(r => r.width > 0 || r.height > 0);
@@ -57,6 +59,35 @@ window.addEventListener('load', () => {
     const texts = svg ? [...svg.querySelectorAll('text')].map(t => t.textContent.trim()) : [];
     const x = f.getAttribute('data-x') || '', y = f.getAttribute('data-y') || '';
     if (!x || !texts.includes(x) || !/\(.+\)/.test(y) || !texts.includes(y)) out.axes.push({ title, x, y });
+    // A line or dot chart has three x values or more (one is bars or a
+    // table, two are bars side by side), by the figure's own numbers.
+    const kinds = [...f.querySelectorAll('ul.legend .sw')].map(s => [...s.classList].find(c => c !== 'sw'));
+    const numbers = f.querySelector('details.data table');
+    if (numbers && kinds.some(k => k === 'line' || k === 'dot')) {
+      const heads = [...numbers.querySelectorAll('tr:first-child th')].map(t => t.textContent);
+      const xi = heads.findIndex(h => h && x.startsWith(h));
+      if (xi >= 0) {
+        const xs = new Set([...numbers.querySelectorAll('tr')].slice(1).map(r => (r.children[xi] || {}).textContent));
+        if (xs.size < 3) out.few_x.push({ title, x, values: xs.size });
+      }
+    }
+    // A title's unit is its y axis's ("(ns)" over an axis in µs).
+    const unitOf = (s) => { const m = s.match(/\((?:[^()]*,\s*)?(ns|µs|ms|s)\)/); return m ? m[1] : null; };
+    if (unitOf(title) && unitOf(y) && unitOf(title) !== unitOf(y)) out.title_units.push({ title, y });
+    // No tick label twice on one axis, and no 0 on a log axis: tick
+    // labels of the y axis share their right edge, the x axis's their top.
+    if (svg) {
+      const ticks = [...svg.querySelectorAll('text')].filter(t => /^-?[\d.]+(e[-+]?\d+)?[kMG]?$/.test(t.textContent.trim()));
+      for (const edge of ['right', 'top']) {
+        const groups = {};
+        for (const t of ticks) { const k = Math.round(t.getBoundingClientRect()[edge]); (groups[k] = groups[k] || []).push(t.textContent.trim()); }
+        for (const g of Object.values(groups).filter(g => g.length > 1)) {
+          const dup = g.filter((v, i) => g.indexOf(v) !== i);
+          if (dup.length) out.dup_ticks.push({ title, dup });
+          if (edge === 'right' && y.includes('log scale') && g.includes('0')) out.dup_ticks.push({ title, zero_on_log: true });
+        }
+      }
+    }
     // Legends: beside the plot, never over a mark.
     const markBoxes = boxes([...marks].filter(m => !(m.tagName === 'rect' && m.getAttribute('width') === svg.getAttribute('width'))));
     const lis = [...f.querySelectorAll('ul.legend li')];
@@ -123,6 +154,11 @@ window.addEventListener('load', () => {
     const cs = getComputedStyle(el);
     return r.width > 0 && r.height > 0 && cs.visibility !== 'hidden' && cs.color !== getComputedStyle(document.body).backgroundColor;
   };
+  // The overlay's columns are all on screen, their headers unbroken.
+  for (const th of document.querySelectorAll('#changes ~ .scroll table th')) {
+    const r = th.getBoundingClientRect();
+    if (r.right > window.innerWidth + 1 || th.scrollWidth > th.clientWidth + 1) out.changes_off.push(th.textContent);
+  }
   out.summary_rows = document.querySelectorAll('table.summary tr').length - 1;
   out.machine_visible = visible(document.querySelector('p.muted')) && document.querySelector('p.muted').textContent.includes('CPUs');
   const env = [...document.querySelectorAll('details')].find(d => !d.classList.contains('data') && d.querySelector('table.env'));
@@ -131,6 +167,28 @@ window.addEventListener('load', () => {
 });
 </script>
 "##;
+
+/// Issue 51, the report as a person sees it at 1400 px: no line or dot
+/// chart of fewer than three x values (seven default-suite figures drew a
+/// dot on an empty 0.9–1.1 axis), a title's unit its axis's ("(ns)" over
+/// µs), no tick label twice on an axis ("0.01, 0.01") and no 0 on a log
+/// one, every overlay column on screen with its header unbroken, and the
+/// page, its extra figures and tables folded, at most `screens` screens
+/// (the default suite's was ~20).
+fn as_a_person_sees_it(v: &Value, screens: u64) {
+    for k in ["few_x", "title_units", "dup_ticks", "changes_off"] {
+        assert_eq!(v[k], serde_json::json!([]), "{k}: {}", v[k]);
+    }
+    let (h, screen) = (
+        v["height_closed"].as_u64().unwrap(),
+        v["screen"].as_u64().unwrap(),
+    );
+    assert!(
+        h <= screens * screen,
+        "the page is {h} px tall folded, {:.1} screens of {screen} px",
+        h as f64 / screen as f64
+    );
+}
 
 /// Runs Chromium; returns what it printed on stdout (through a file, so a
 /// large DOM never fills a pipe nobody reads while we wait).
@@ -280,6 +338,7 @@ fn report_in_headless_chromium_draws_every_figure_and_keeps_tables_in_their_boxe
     assert!(v["summary_rows"].as_u64().unwrap() >= 4, "{v}");
     assert_eq!(v["machine_visible"], true, "{v}");
     assert_eq!(v["env_visible"], true, "{v}");
+    as_a_person_sees_it(&v, 10);
 
     // And the page as drawn is not blank: the screenshot has many colours.
     let shot = dir.join("shot.png");
@@ -597,9 +656,10 @@ fn quick_suite_from(host: &str, dir: &Path) -> PathBuf {
 /// quick suites name up to sixteen series a figure: every legend holds at
 /// most eight names of one line each (more are panels), nothing says
 /// "series past the first", and the hockey stick of two offered rates is
-/// dots with the command for a curve on screen.
+/// bars side by side with the command for a curve on screen; and the
+/// page passes [`as_a_person_sees_it`] (overlaid, at most 12 screens).
 #[test]
-fn overlaid_suites_in_headless_chromium_have_short_legends_in_panels_and_two_rates_as_dots() {
+fn overlaid_suites_in_headless_chromium_have_short_legends_in_panels_and_two_rates_as_bars() {
     let Some(bin) = chromium_or_skip() else {
         return;
     };
@@ -671,5 +731,6 @@ fn overlaid_suites_in_headless_chromium_have_short_legends_in_panels_and_two_rat
         "{}",
         v["caption_numbers"]
     );
+    as_a_person_sees_it(&v, 12);
     let _ = std::fs::remove_dir_all(&dir);
 }
