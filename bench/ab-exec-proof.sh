@@ -8,6 +8,7 @@
 #     often its mean ± stddev of A and of B do not overlap.
 # Every figure is ab's own (its records) or hyperfine's own JSON.
 # Usage: bench/ab-exec-proof.sh [RUNS] [BUDGET_S] [N]
+#   AB_ARGS="--contamination 99": more options for ab; HYPERFINE=0: ab only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10}
@@ -23,9 +24,10 @@ echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)  N=$N  bu
 for i in $(seq 1 "$RUNS"); do
   for kind in known aa; do
     b=$N2; [ "$kind" = aa ] && b=$N
-    "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json \
+    "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json ${AB_ARGS:-} \
       -o "$OUT/$kind-$i.json" -- "$AWK" 2>/dev/null || true
   done
+  [ "${HYPERFINE:-1}" = 0 ] && continue
   # hyperfine with ab's wall time: as many runs as fit in it, A then B.
   secs=$(python3 -c "import json;print(json.load(open('$OUT/known-$i.json'))['records'][0]['metrics']['elapsed_s'])")
   per=$(python3 -c "import json;r=[x for x in json.load(open('$OUT/known-$i.json'))['records'] if x['params']['metric']=='wall_s'][0]['metrics'];print(r['a_median'])")
@@ -46,10 +48,10 @@ for metric in ("cpu_s", "wall_s"):
     k = [ab(f"{out}/known-{i}.json", metric) for i in range(1, runs + 1)]
     a = [ab(f"{out}/aa-{i}.json", metric) for i in range(1, runs + 1)]
     k = [m for m in k if m]; a = [m for m in a if m]
-    flagged = sum(m["verdict"] == "slower" for m in k)
+    flagged = sum(m["verdict"] in ("slower", "worse") for m in k)
     inside = sum(m["ratio_lo"] <= 1.03 <= m["ratio_hi"] for m in k)
-    aa = sum(m["verdict"] in ("slower", "faster") for m in a)
-    print(f"ab {metric}: known 3% flagged slower in {flagged}/{len(k)}, 1.03 inside the interval {inside}/{len(k)}; "
+    aa = sum(m["verdict"] in ("slower", "faster", "worse", "better") for m in a)
+    print(f"ab {metric}: known 3% flagged (slower or worse) in {flagged}/{len(k)}, 1.03 inside the interval {inside}/{len(k)}; "
           f"A/A flagged {aa}/{len(a)}; pairs (median) {sorted(m['pairs'] for m in k)[len(k)//2] if k else '-'}")
     for m in k:
         print(f"   known: {m['verdict']} {m['ratio']:.4f} [{m['ratio_lo']:.4f}, {m['ratio_hi']:.4f}] {m['pairs']} pairs {m['elapsed_s']:.0f} s")

@@ -1,7 +1,8 @@
 //! `commbench ab`: is B slower than A on this machine? Both sides run as
-//! paired, interleaved trials (one child run of a commbench command per
-//! trial), and every headline metric gets the paired ratio B/A with its 95%
-//! interval and a verdict.
+//! paired, interleaved trials (one child run per trial: a commbench
+//! command read through its records, or any program timed as a whole
+//! process tree, [`trial::exec_record`]), and every headline metric gets
+//! the paired ratio B/A with its 95% interval and a verdict.
 //!
 //! Why pairs: two runs made minutes apart differ by the machine's drift
 //! (consecutive runs here correlate), which no number of repeats inside a
@@ -35,9 +36,10 @@
 //!
 //! Invariants: a trial that failed or was contaminated never enters the
 //! statistics; a warm-up pair is run and discarded first; everything a run
-//! creates (records files, children) is removed or reaped when it returns,
-//! also on an interrupt, which ends the run with the pairs done so far,
-//! marked as interrupted.
+//! creates (records files, children, whatever they detach, what a
+//! `--setup` left running) is removed, killed or reaped when it returns,
+//! also on an interrupt (SIGINT, SIGTERM, SIGHUP), which ends the run with
+//! the pairs done so far, marked as interrupted.
 
 pub mod analysis;
 pub mod export;

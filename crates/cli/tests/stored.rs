@@ -104,7 +104,7 @@ fn kind(path: &str) -> Option<Kind> {
         | "pipeline rfc2544"
         | "pipeline crosscheck" => Elsewhere("tests/pipeline.rs (root, namespaces it creates)"),
         "env" | "clean" | "compare" | "history" | "report" | "completions" | "man" => NotMeasuring,
-        // Statistics of numbers given on the command line: nothing measured.
+        // Numbers in, an estimate out: nothing measured.
         "estimate" | "estimate median" | "estimate ratio" | "estimate paired" => NotMeasuring,
         "suite" => Elsewhere("tests/suite.rs and tests/history.rs"),
         // Adds the segment files of a run; it needs those files first.
