@@ -4,6 +4,8 @@
 
 mod args;
 mod cmd;
+#[cfg(test)]
+mod docs_cli_tests;
 mod error;
 mod labs;
 mod output;
