@@ -541,3 +541,22 @@ fn gen_refuses_a_terminal_stdout_and_writes_to_a_pipe() {
     }
     drop(guard);
 }
+
+/// `pcap extract nope.pcap` said "No such file or directory (os error 2):
+/// No such file or directory (os error 2)": the reason once.
+#[test]
+fn a_missing_capture_said_its_reason_twice() {
+    let o = cb()
+        .args([
+            "--no-store",
+            "pcap",
+            "extract",
+            "/nonexistent-commbench/nope.pcap",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    assert!(err.contains("nope.pcap"), "{err}");
+}

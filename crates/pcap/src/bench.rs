@@ -149,7 +149,7 @@ fn set_cache(file: &Path, c: CacheState) -> Result<Residency, PcapError> {
     };
     r.map_err(|e| PcapError::Io {
         path: file.display().to_string(),
-        source: e,
+        error: e,
     })
 }
 
@@ -194,7 +194,7 @@ pub fn run(cfg: &BenchConfig, rec: &mut Recorder) -> Result<BenchReport, PcapErr
     let bytes = std::fs::metadata(&cfg.file)
         .map_err(|e| PcapError::Io {
             path: path_s.clone(),
-            source: e,
+            error: e,
         })?
         .len();
     // The test's identity is the capture's name and size, not its path: a

@@ -64,7 +64,7 @@ impl ExtractConfig {
                 Err(source) => {
                     return Err(PcapError::Io {
                         path: p.clone(),
-                        source,
+                        error: source,
                     })
                 }
             }

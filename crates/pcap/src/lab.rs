@@ -109,7 +109,7 @@ static METRICS: [MetricSpec; 10] = [
 fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> PcapError + '_ {
     move |e| PcapError::Io {
         path: path.display().to_string(),
-        source: e,
+        error: e,
     }
 }
 

@@ -30,12 +30,11 @@ pub mod writer;
 /// Errors of the pcap lab.
 #[derive(Debug, thiserror::Error)]
 pub enum PcapError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: io::Error,
-    },
+    /// The reason is in the message and not a `source` as well: with both,
+    /// `pcap extract nope.pcap` said "No such file or directory (os error
+    /// 2): No such file or directory (os error 2)".
+    #[error("{path}: {error}")]
+    Io { path: String, error: io::Error },
     #[error("{path}: not a capture file (first bytes: {magic}); expected pcap or pcapng, plain or gzip/zstd-compressed")]
     NotACapture { path: String, magic: String },
     #[error("{path}: unsupported {format} format version {major}.{minor} (pcap: 2.x; pcapng: 1.0 or 1.2); tshark and libpcap refuse it too")]

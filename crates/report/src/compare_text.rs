@@ -139,7 +139,7 @@ pub fn settle_text(c: &Change) -> Option<String> {
         Some(_) => format!(
             "no practical number of runs settles it (over {SETTLE_CAP} per side): the noise between runs is wider than the threshold; pair the two builds with commbench ab"
         ),
-        None => "the estimate lies within the noise floor of the threshold: more runs will not settle it; commbench ab pairs the runs and can".into(),
+        None => "the estimate lies within the noise floor of the threshold: more runs will not settle it; commbench ab runs both side by side in pairs, which takes out the drift between runs that sets this floor".into(),
     })
 }
 
@@ -332,6 +332,22 @@ mod tests {
         let lab = TestLab(Vec::new());
         let shown: Vec<&Change> = changes.iter().collect();
         text(&shown, "a.jsonl", "b.jsonl", 0.05, &[&lab])
+    }
+
+    /// 68 of compare's 354 lines ended "…commbench ab pairs the runs and
+    /// can": the sentence in the source was cut off.
+    #[test]
+    fn an_inconclusive_note_ended_mid_sentence() {
+        let a = vec![sampled(&[("mode", "rtc")], "ticks_total", &BASE)];
+        let b = vec![sampled(&[("mode", "rtc")], "ticks_total", &scaled(1.01))];
+        let lab = TestLab(Vec::new());
+        let mut c = compare(&a, &b, 0.05, &[], &[&lab]).remove(0);
+        c.verdict = "inconclusive".into();
+        c.note.clear();
+        c.settle = None;
+        let t = settle_text(&c).unwrap();
+        assert!(t.ends_with("that sets this floor"), "{t}");
+        assert!(!t.ends_with(" can"), "{t}");
     }
 
     /// compare printed every parameter of every test on one line (422

@@ -39,7 +39,7 @@ pub struct Input {
 pub(super) fn io_err(path: &str, e: io::Error) -> PcapError {
     PcapError::Io {
         path: path.to_string(),
-        source: e,
+        error: e,
     }
 }
 
