@@ -616,3 +616,21 @@ fn o_file_ignored_its_extension_on_most_commands() {
     assert!(!text.contains("lab: timer"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `merge seg-0.json` (the records file `mux load --segment -o` wrote)
+/// said "an interval line without a Tag=" instead of naming the segment
+/// file beside it.
+#[test]
+fn merge_of_a_records_file_did_not_point_at_its_segment_file() {
+    let dir = fresh_dir("merge-json");
+    let json = dir.join("seg-0.json");
+    std::fs::write(&json, "{\"schema_version\": 2, \"records\": []}\n").unwrap();
+    std::fs::write(dir.join("seg-0.json.hlog"), "#[commbench segment]\n").unwrap();
+    cb().args(["--no-store", "merge"])
+        .arg(&json)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("seg-0.json.hlog"))
+        .stderr(predicate::str::contains("Tag=").not());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -53,6 +53,16 @@ pub fn run(a: &MergeArgs) -> Result<()> {
                 f.display()
             )));
         }
+        // `merge seg-0.json` (the records `-o` wrote) said "an interval
+        // line without a Tag=": the segment file is beside it.
+        let beside = PathBuf::from(format!("{}.hlog", f.display()));
+        if f.extension().is_none_or(|e| e != "hlog") && beside.is_file() {
+            return Err(crate::usage(format!(
+                "{} is the records file of a segment; merge reads the segment file beside it: {}",
+                f.display(),
+                beside.display()
+            )));
+        }
     }
     drop(seen);
     let mut together = segment::Together::new(a.max_skew_ms);
