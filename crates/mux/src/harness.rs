@@ -1296,11 +1296,25 @@ fn tls_line(r: &ConfigResult, t: &crate::tls::TlsResult) -> String {
             us(h.p9999)
         ));
     }
-    s.push_str(&format!(
-        "; load CPU per request: user {} µs, sys {} µs\n",
-        fmt_opt(r.client_user_us_per_rt, 2),
-        fmt_opt(r.client_sys_us_per_rt, 2)
-    ));
+    // A run of 500 requests printed "user 0.00 µs, sys 93.98 µs" as if
+    // measured: the kernel splits CPU time by ticks, so under the floor
+    // the split is said to be too short (the server side said so already).
+    let cpu_s = r.client_cpu_us_per_rt * r.round_trips as f64 / r.runs.max(1) as f64 / 1e6;
+    match commbench_core::rusage::too_short(
+        "the load side's user/sys split",
+        cpu_s,
+        "raise --duration or --rate",
+    ) {
+        Some(why) => s.push_str(&format!(
+            "; load CPU per request: {} µs ({why})\n",
+            fmt_opt(Some(r.client_cpu_us_per_rt), 2)
+        )),
+        None => s.push_str(&format!(
+            "; load CPU per request: user {} µs, sys {} µs\n",
+            fmt_opt(r.client_user_us_per_rt, 2),
+            fmt_opt(r.client_sys_us_per_rt, 2)
+        )),
+    }
     s
 }
 
@@ -1379,6 +1393,37 @@ mod tests {
             s_closed: Some(stats(1.0 + user_s, 1.0 + sys_s)),
             runnable_max: 1,
         }
+    }
+
+    /// A TLS run of 500 requests printed "load CPU per request: user 0.00
+    /// µs, sys 93.98 µs" with no word that the split was too short to
+    /// measure; the server side said it.
+    #[test]
+    fn a_short_tls_run_printed_the_load_sides_user_sys_split_as_measured() {
+        let cfg = MuxConfig::default();
+        let r = aggregate(
+            &cfg,
+            EngineKind::Poll,
+            Lookup::Index,
+            &[run(0.0, 0.012, 500)],
+        );
+        let t = crate::tls::TlsResult {
+            handshakes: 2,
+            full: 2,
+            resumed: 0,
+            failed: 0,
+            first_error: None,
+            version: Some("TLSv1.3".into()),
+            cipher: None,
+            alpn: None,
+            handshake_ns: commbench_core::stats::Summary::empty(),
+        };
+        let line = tls_line(&r, &t);
+        assert!(
+            line.contains("too short to measure the load side's user/sys split"),
+            "{line}"
+        );
+        assert!(!line.contains("user 0.00"), "{line}");
     }
 
     /// `mux --conns 500 --rounds 10` showed the server's `user 0.00` µs
