@@ -321,7 +321,17 @@ pub struct Conditions {
     load_start: f64,
     runnable_max: u64,
     seen: Vec<usize>,
+    /// The calling thread's scheduler figures at the start.
+    thread0: Option<crate::sched::TaskTimes>,
 }
+
+/// The share of its time a measuring thread may wait for a CPU before its
+/// record is called oversubscribed. Two runnable threads on two CPUs
+/// (a busy loop beside a single-threaded measurement) never counted as
+/// more than the CPUs, yet the RSS hash's ticks per hash doubled beside
+/// one (1.91× [1.09, 3.35], a 10% gate failed on an A/A): the thread had
+/// waited for its CPU, and its own `schedstat` says how long.
+pub const WAIT_SHARE_OVERSUBSCRIBED: f64 = 0.05;
 
 impl Conditions {
     /// Starts watching: the load and runnable threads now.
@@ -330,6 +340,7 @@ impl Conditions {
             load_start: load_average()[0],
             runnable_max: runnable_threads(),
             seen: Vec::new(),
+            thread0: crate::sched::this_thread(),
         }
     }
 
@@ -343,7 +354,10 @@ impl Conditions {
     }
 
     /// Writes `load_start`, `load_end`, `oversubscribed` (more runnable
-    /// threads than CPUs, or `threads` busy ones declared beyond them) and
+    /// threads than CPUs, `threads` busy ones declared beyond them, or the
+    /// calling thread waiting for a CPU more than
+    /// [`WAIT_SHARE_OVERSUBSCRIBED`] of the time; `cpu_wait_pct` says how
+    /// much) and
     /// `placement` (`placement`, else unpinned and the CPUs seen at
     /// [`Conditions::sample`], or allowed) into `r`
     /// where it does not carry them yet.
@@ -357,10 +371,26 @@ impl Conditions {
         };
         set(r, "load_start", self.load_start.into());
         set(r, "load_end", load_average()[0].into());
+        // How long the calling thread (the one that measured, for a
+        // single-threaded lab) waited for a CPU since `begin`.
+        let waited = self
+            .thread0
+            .zip(crate::sched::this_thread())
+            .and_then(|(a, b)| {
+                let run = b.run_ns.saturating_sub(a.run_ns) as f64;
+                let wait = b.wait_ns.saturating_sub(a.wait_ns) as f64;
+                (run + wait > 0.0).then(|| wait / (run + wait))
+            });
+        if let Some(w) = waited {
+            set(r, "cpu_wait_pct", (w * 100.0).into());
+        }
         set(
             r,
             "oversubscribed",
-            (runnable > cpus || threads > cpus).into(),
+            (runnable > cpus
+                || threads > cpus
+                || waited.is_some_and(|w| w > WAIT_SHARE_OVERSUBSCRIBED))
+            .into(),
         );
         let p = placement
             .map(str::to_owned)
@@ -444,6 +474,49 @@ mod tests {
     }
 
     use super::*;
+
+    /// A single-threaded measurement beside a busy loop on its CPU: two
+    /// runnable threads on two CPUs never counted as more than the CPUs,
+    /// yet the measuring thread waited for its CPU half the time. Its
+    /// record now says so.
+    #[test]
+    fn a_thread_that_waited_for_its_cpu_is_called_oversubscribed() {
+        let Some(cpu) = crate::placement::current_affinity().cpus().first().copied() else {
+            return;
+        };
+        if crate::sched::this_thread().is_none() {
+            crate::testing::skip("schedstat", "no /proc/thread-self/schedstat on this kernel");
+            return;
+        }
+        let one = crate::placement::CpuList::from_cpus(vec![cpu]);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s2, l2) = (stop.clone(), one.clone());
+        let hog = std::thread::spawn(move || {
+            let _ = l2.pin_current_thread();
+            let t = Instant::now();
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) && t.elapsed().as_secs() < 10 {
+                std::hint::spin_loop();
+            }
+        });
+        let _ = one.pin_current_thread();
+        let c = Conditions::begin();
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 300 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let mut r = Record::new("t", "x");
+        c.stamp(&mut r, 1, Some("cpu"));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        hog.join().unwrap();
+        let _ = crate::placement::online().pin_current_thread();
+        let waited = r.metric_f64("cpu_wait_pct").unwrap();
+        assert!(waited > 5.0, "{waited}");
+        assert_eq!(r.metrics["oversubscribed"], serde_json::json!(true));
+        for k in crate::lab::ENVIRONMENT {
+            assert!(r.metrics.contains_key(k), "{k}");
+        }
+    }
 
     #[test]
     fn meter_counts_cpu_of_busy_work() {
