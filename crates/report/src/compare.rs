@@ -221,10 +221,21 @@ fn interval_field_of(metrics: &Map<String, Value>, key: &str) -> bool {
     })
 }
 
+/// What a record says of the conditions it ran under, not what it
+/// measured: the judgement reads them (the load gap, oversubscription),
+/// never compares them as metrics.
+const CONDITIONS: [&str; 5] = [
+    "load_start",
+    "load_end",
+    "oversubscribed",
+    "cpu_wait_pct",
+    "cpu_pressure_pct",
+];
+
 pub(crate) fn flat_metrics(r: &Record) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     for (k, v) in &r.metrics {
-        if interval_field_of(&r.metrics, k) {
+        if interval_field_of(&r.metrics, k) || CONDITIONS.contains(&k.as_str()) {
             continue;
         }
         let mut flat = Vec::new();
