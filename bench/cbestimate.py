@@ -31,12 +31,19 @@ def _nums(xs):
                     if isinstance(x, (int, float)) and math.isfinite(x))
 
 
+class Est(tuple):
+    """(estimate, lo, hi), with `text`: the line commbench prints for it."""
+    text = ""
+
+
 def _estimate(*args):
     out = subprocess.run([_bin(), "--no-store", "estimate", "--json", *args],
                          capture_output=True, text=True, check=True).stdout
     v = json.loads(out)
     est = v["estimate"] if v["estimate"] is not None else math.nan
-    return (est, v["lo"], v["hi"])
+    r = Est((est, v["lo"], v["hi"]))
+    r.text = v.get("text", "")
+    return r
 
 
 def median_ci(xs):
@@ -60,10 +67,11 @@ def paired_ratio_ci(pairs):
 
 
 def fmt_ratio(r):
-    est, lo, hi = r
-    if lo is None or hi is None:
-        return f"{est:.2f}× [interval needs more repeats]"
-    return f"{est:.2f}× [{lo:.2f}, {hi:.2f}]"
+    """The ratio as commbench prints every ratio (one precision for the
+    ratio and its interval), or why there is none."""
+    if getattr(r, "text", ""):
+        return r.text
+    return "not measured: no samples on a side"
 
 
 def fmt_median(m, digits=3):

@@ -532,7 +532,8 @@ mod tests {
     /// record now says so.
     #[test]
     fn a_thread_that_waited_for_its_cpu_is_called_oversubscribed() {
-        let Some(cpu) = crate::placement::current_affinity().cpus().first().copied() else {
+        let allowed = crate::placement::current_affinity();
+        let Some(cpu) = allowed.cpus().first().copied() else {
             return;
         };
         if crate::sched::this_thread().is_none() {
@@ -560,7 +561,7 @@ mod tests {
         c.stamp(&mut r, 1, Some("cpu"));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         hog.join().unwrap();
-        let _ = crate::placement::online().pin_current_thread();
+        let _ = allowed.pin_current_thread();
         let waited = r.metric_f64("cpu_wait_pct").unwrap();
         assert!(waited > 5.0, "{waited}");
         assert_eq!(r.metrics["oversubscribed"], serde_json::json!(true));

@@ -96,6 +96,18 @@ pub fn run(a: &EstimateArgs) -> Result<()> {
     // An interval that is not one (a single sample, the bootstrap's
     // fallback collapsing to the point) is printed as none.
     let has = lo.is_finite() && hi.is_finite() && (n >= 2);
+    let d = a.digits as usize;
+    // A ratio as every surface prints one (one precision for the ratio
+    // and its interval: `commbench_core::estimate::ratio_text`).
+    let text = match (ratio, has) {
+        (true, true) => commbench_core::estimate::ratio_text(est, lo, hi),
+        (true, false) => format!(
+            "{} [interval needs more repeats]",
+            commbench_core::estimate::ratio_text(est, f64::NAN, f64::NAN)
+        ),
+        (false, true) => format!("{est:.d$} [{lo:.d$}, {hi:.d$}]"),
+        (false, false) => format!("{est:.d$} [n<6: no interval]"),
+    };
     if a.json {
         println!(
             "{}",
@@ -104,17 +116,11 @@ pub fn run(a: &EstimateArgs) -> Result<()> {
                 "lo": if has { bound(lo) } else { serde_json::Value::Null },
                 "hi": if has { bound(hi) } else { serde_json::Value::Null },
                 "n": n,
+                "text": text,
             })
         );
         return Ok(());
     }
-    let d = a.digits as usize;
-    let text = match (ratio, has) {
-        (true, true) => format!("{est:.2}× [{lo:.2}, {hi:.2}]"),
-        (true, false) => format!("{est:.2}× [interval needs more repeats]"),
-        (false, true) => format!("{est:.d$} [{lo:.d$}, {hi:.d$}]"),
-        (false, false) => format!("{est:.d$} [n<6: no interval]"),
-    };
     println!("{text}");
     Ok(())
 }
