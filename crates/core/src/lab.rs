@@ -479,6 +479,67 @@ pub mod answer {
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
     }
 
+    /// Where the records an answer draws on ran, for the answer to name:
+    /// their `placement` when they agree ("server unpinned (allowed
+    /// 0-1)"), else the distinct ones in order of first appearance (three
+    /// at most, then how many more). `None` when no record says.
+    pub fn placement<'a>(recs: impl IntoIterator<Item = &'a Record>) -> Option<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for r in recs {
+            if let Some(p) = r.metrics.get("placement").and_then(Value::as_str) {
+                if !p.is_empty() && !seen.iter().any(|s| s == p) {
+                    seen.push(p.to_owned());
+                }
+            }
+        }
+        match seen.len() {
+            0 => None,
+            1..=3 => Some(seen.join("; ")),
+            n => Some(format!("{}; and {} more", seen[..3].join("; "), n - 3)),
+        }
+    }
+
+    /// The conditions a table's runs had, in one line under it: the load
+    /// average's range over their starts and ends, where they ran, and how
+    /// many were oversubscribed ("conditions: load 1.2-4.6; controller
+    /// unpinned (allowed 0-1); OVERSUBSCRIBED in 2 of 12 runs: their rates
+    /// are suspect").
+    pub fn conditions_line(recs: &[&Record]) -> String {
+        let loads: Vec<f64> = recs
+            .iter()
+            .flat_map(|r| [metric(r, "load_start"), metric(r, "load_end")])
+            .flatten()
+            .collect();
+        let mut parts = Vec::new();
+        if !loads.is_empty() {
+            let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            parts.push(if (hi - lo).abs() < 0.05 {
+                format!("load {lo:.1}")
+            } else {
+                format!("load {lo:.1}-{hi:.1}")
+            });
+        }
+        if let Some(p) = placement(recs.iter().copied()) {
+            parts.push(p);
+        }
+        let over = recs
+            .iter()
+            .filter(|r| r.metrics.get("oversubscribed").and_then(Value::as_bool) == Some(true))
+            .count();
+        let runs = recs.len();
+        if over > 0 {
+            parts.push(format!(
+                "OVERSUBSCRIBED in {over} of {runs} run{} (more runnable tasks than CPUs, or others kept waiting): {} suspect",
+                if runs == 1 { "" } else { "s" },
+                if over == 1 { "its figures are" } else { "their figures are" }
+            ));
+        } else if runs > 0 {
+            parts.push("no run oversubscribed".to_owned());
+        }
+        format!("conditions: {}", parts.join("; "))
+    }
+
     /// A finite metric.
     pub fn metric(r: &Record, k: &str) -> Option<f64> {
         r.metric_f64(k).filter(|x| x.is_finite())
@@ -624,6 +685,60 @@ pub mod answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tables_conditions_line_gives_load_placement_and_oversubscribed_runs() {
+        let run = |load: f64, over: bool| {
+            let mut r = Record::new("x", "t");
+            r.push_metric("load_start", load);
+            r.push_metric("load_end", load + 0.4);
+            r.push_metric("oversubscribed", over);
+            r.push_metric("placement", "unpinned (allowed 0-1)");
+            r
+        };
+        let quiet = [run(1.2, false), run(0.9, false)];
+        assert_eq!(
+            answer::conditions_line(&quiet.iter().collect::<Vec<_>>()),
+            "conditions: load 0.9-1.6; unpinned (allowed 0-1); no run oversubscribed"
+        );
+        let busy = [run(4.6, true), run(4.2, false), run(4.4, true)];
+        let line = answer::conditions_line(&busy.iter().collect::<Vec<_>>());
+        assert!(
+            line.contains("load 4.2-5.0") && line.contains("OVERSUBSCRIBED in 2 of 3 runs"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn an_answer_names_the_placement_its_records_ran_with() {
+        let at = |p: &str| {
+            let mut r = Record::new("x", "t");
+            r.push_metric("placement", p);
+            r
+        };
+        let same = [
+            at("server cpu 0, client cpu 1"),
+            at("server cpu 0, client cpu 1"),
+        ];
+        assert_eq!(
+            answer::placement(&same).as_deref(),
+            Some("server cpu 0, client cpu 1")
+        );
+        let two = [
+            at("unpinned (seen on 0-1)"),
+            at("server cpu 0, client cpu 0"),
+        ];
+        assert_eq!(
+            answer::placement(&two).as_deref(),
+            Some("unpinned (seen on 0-1); server cpu 0, client cpu 0")
+        );
+        let many: Vec<Record> = (0..5).map(|i| at(&format!("cpu {i}"))).collect();
+        assert_eq!(
+            answer::placement(&many).as_deref(),
+            Some("cpu 0; cpu 1; cpu 2; and 2 more")
+        );
+        assert_eq!(answer::placement(&[Record::new("x", "t")]), None);
+    }
 
     #[test]
     fn guess_reads_units_before_s_as_rates_not_seconds() {

@@ -4,7 +4,7 @@
 
 use crate::{run, EngineKind, Lookup, MuxConfig};
 use commbench_core::figure::FigureSpec;
-use commbench_core::lab::answer::{is, median, of, ratio, ratio_between};
+use commbench_core::lab::answer::{is, median, of, placement, ratio, ratio_between};
 use commbench_core::lab::{
     Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
@@ -476,6 +476,12 @@ impl Lab for MuxLab {
         if let Some(u) = get("io-uring", "index") {
             a.push_str(&format!("; io_uring {u:.2} µs"));
         }
+        // Every engine ran at the one placement named here: a wake-up
+        // across CPUs costs each of them, so the ratios compare like with
+        // like, and the figures are this placement's.
+        if let Some(p) = placement(r.iter().copied().filter(|x| x.test == "echo")) {
+            a.push_str(&format!(" ({p})"));
+        }
         Some(a)
     }
 }
@@ -522,5 +528,21 @@ mod tests {
         );
         // The suite's plan runs the mix: 1% of the connections active.
         assert_eq!(1000 / IDLE_MIX_ACTIVE_DIV, 10);
+    }
+
+    /// The answer compares engines at one placement and names it, as the
+    /// ipc answer names each path's.
+    #[test]
+    fn the_answer_names_the_placement_its_engines_ran_at() {
+        let at = |r: Record| r.metric("placement", "server unpinned (allowed 0-1), client cpu 1");
+        let recs = vec![
+            at(echo("poll", "index", 1000, 1000, 5.7)),
+            at(echo("epoll-lt", "index", 1000, 1000, 6.6)),
+        ];
+        let a = MuxLab.answer(&recs).unwrap();
+        assert!(
+            a.ends_with(" (server unpinned (allowed 0-1), client cpu 1)"),
+            "{a}"
+        );
     }
 }

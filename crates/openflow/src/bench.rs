@@ -198,7 +198,7 @@ impl BenchReport {
                         .unwrap_or_else(|| "-".into())
                 };
                 let ratio = match (get(Variant::Naive), get(Variant::Template)) {
-                    (Some(a), Some(b)) if a.median > 0.0 => format!("{:.1}x", b.median / a.median),
+                    (Some(a), Some(b)) => commbench_core::lab::answer::ratio(b.median, a.median),
                     _ => "-".into(),
                 };
                 let templ = get(Variant::Template);
@@ -231,17 +231,74 @@ impl BenchReport {
                 r.switches, r.switches_connected, r.mode, r.variant, r.switches_connected
             ));
         }
+        s.push_str(&self.above_ceiling());
         for k in &self.skipped {
             s.push_str(&format!("not run (time budget spent): {k}\n"));
         }
         for k in &self.short {
             s.push_str(&format!("fewer runs than asked (time budget spent): {k}\n"));
         }
+        let conditions: Vec<&Record> = self.runs.iter().flatten().map(|r| &r.conditions).collect();
+        s.push_str(&commbench_core::lab::answer::conditions_line(&conditions));
+        s.push('\n');
         if let Some(n) = self.runs.iter().map(Vec::len).max().filter(|&n| n > 1) {
             let lo = self.runs.iter().map(Vec::len).min().unwrap_or(n);
             s.push_str(&format!(
                 "each row is the median of {} separate runs, interleaved; the records carry every run's figures and the 95% intervals\n",
                 if lo == n { n.to_string() } else { format!("{lo}-{n}") }
+            ));
+        }
+        s
+    }
+
+    /// A line per row where a controller beat the ceiling, which is a
+    /// bound only within one run: each variant runs in its own runs, and
+    /// the emulator's rate follows the CPU the host leaves it (an A/A of
+    /// two suites moved these rates 0.26-2.7×). It says whether the runs'
+    /// ranges overlap (the spread between runs explains it) or not (the
+    /// ceiling's runs were slower than every template run: a slow spell,
+    /// or a ceiling that is not one here).
+    fn above_ceiling(&self) -> String {
+        let mut s = String::new();
+        let range = |v: &[BenchRow]| {
+            let lo = v.iter().map(|r| r.median).fold(f64::INFINITY, f64::min);
+            let hi = v.iter().map(|r| r.median).fold(f64::NEG_INFINITY, f64::max);
+            (lo, hi)
+        };
+        let runs_of = |row: &BenchRow| {
+            self.runs
+                .iter()
+                .find(|v| {
+                    v.first().is_some_and(|r| {
+                        r.switches == row.switches && r.mode == row.mode && r.variant == row.variant
+                    })
+                })
+                .map_or(&[][..], Vec::as_slice)
+        };
+        for t in self
+            .rows
+            .iter()
+            .filter(|r| r.variant == Variant::Template.name())
+        {
+            let Some(c) = self.row(t.switches, t.mode, Variant::Trivial) else {
+                continue;
+            };
+            if t.median <= c.median {
+                continue;
+            }
+            let ((tl, th), (cl, ch)) = (range(runs_of(t)), range(runs_of(c)));
+            let why = if tl <= ch {
+                format!(
+                    "within the spread between runs (template runs {tl:.0}-{th:.0}, ceiling runs {cl:.0}-{ch:.0})"
+                )
+            } else {
+                format!(
+                    "every ceiling run ({cl:.0}-{ch:.0}) was slower than every template run ({tl:.0}-{th:.0}): the emulator had less CPU in them, or the trivial responder is no ceiling at this placement"
+                )
+            };
+            s.push_str(&format!(
+                "above the ceiling: {} switches, {}: template {:.0} r/s > ceiling {:.0} r/s; the ceiling bounds a run, not another run's median: {why}\n",
+                t.switches, t.mode, t.median, c.median
             ));
         }
         s
@@ -724,4 +781,108 @@ pub fn cbench_records(r: &CbenchReport) -> Vec<Record> {
             rec
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(variant: Variant, median: f64, over: bool) -> BenchRow {
+        let mut conditions = Record::new("openflow", "conditions");
+        conditions.push_metric("load_start", 4.6);
+        conditions.push_metric("load_end", 4.8);
+        conditions.push_metric("oversubscribed", over);
+        conditions.push_metric("placement", "unpinned (allowed 0-1)");
+        BenchRow {
+            switches: 1,
+            tcp_congestion: "cubic".into(),
+            mode: "throughput",
+            variant: variant.name(),
+            min: median,
+            max: median,
+            avg: median,
+            stdev: 0.0,
+            median,
+            tests: 1,
+            responses: 1,
+            matched: 1,
+            duplicate: 0,
+            round_trip_ns: None,
+            controller_cpu_s: 0.1,
+            emulator_cpu_s: 0.1,
+            wall_s: 1.0,
+            controller_ns_per_response: 100.0,
+            emulator_ns_per_response: 100.0,
+            emulator_busy: 0.5,
+            backpressure_pauses: 0,
+            closed_connections: 0,
+            switches_connected: 1,
+            stall_worst_ms: 0.0,
+            window_rates: vec![median],
+            conditions,
+        }
+    }
+
+    fn report(runs: Vec<Vec<BenchRow>>) -> BenchReport {
+        BenchReport {
+            config: BenchConfig {
+                switches: vec![1],
+                modes: vec![true],
+                ..BenchConfig::default()
+            },
+            rows: runs.iter().map(|v| median_run(v).clone()).collect(),
+            runs,
+            short: vec![],
+            skipped: vec![],
+        }
+    }
+
+    /// `openflow bench` at load 4.6 showed no load or oversubscription,
+    /// and "template 23,989,304 r/s" above "ceiling 16,269,303" without a
+    /// word on how a rate beat its ceiling.
+    #[test]
+    fn the_table_gives_its_conditions_and_says_why_a_rate_beat_its_ceiling() {
+        let r = report(vec![
+            vec![
+                row(Variant::Naive, 2.0e6, false),
+                row(Variant::Naive, 2.2e6, true),
+            ],
+            vec![
+                row(Variant::Template, 23.0e6, false),
+                row(Variant::Template, 24.0e6, false),
+            ],
+            vec![
+                row(Variant::Trivial, 16.0e6, false),
+                row(Variant::Trivial, 16.3e6, false),
+            ],
+        ]);
+        let t = r.side_by_side();
+        assert!(t.contains("conditions: load 4.6-4.8"), "{t}");
+        assert!(t.contains("OVERSUBSCRIBED in 1 of 6 runs"), "{t}");
+        assert!(
+            t.contains("above the ceiling: 1 switches, throughput"),
+            "{t}"
+        );
+        assert!(t.contains("every ceiling run"), "{t}");
+        // Overlapping runs: the spread between runs explains it.
+        let r = report(vec![
+            vec![
+                row(Variant::Template, 15.0e6, false),
+                row(Variant::Template, 17.0e6, false),
+                row(Variant::Template, 18.0e6, false),
+            ],
+            vec![
+                row(Variant::Trivial, 16.0e6, false),
+                row(Variant::Trivial, 16.2e6, false),
+            ],
+        ]);
+        let t = r.side_by_side();
+        assert!(t.contains("within the spread between runs"), "{t}");
+        // Below the ceiling: no line.
+        let r = report(vec![
+            vec![row(Variant::Template, 10.0e6, false)],
+            vec![row(Variant::Trivial, 16.0e6, false)],
+        ]);
+        assert!(!r.side_by_side().contains("above the ceiling"));
+    }
 }

@@ -4,7 +4,7 @@
 
 use crate::bench;
 use commbench_core::figure::FigureSpec;
-use commbench_core::lab::answer::{is, median, ns, of, rate, ratio, ratio_between};
+use commbench_core::lab::answer::{is, median, ns, of, placement, rate, ratio, ratio_between};
 use commbench_core::lab::{
     Better, Lab, LabError, MetricSpec, Quantity, StepOutcome, SuiteBudget, SuiteCtx,
 };
@@ -180,6 +180,14 @@ impl Lab for OpenflowLab {
                 ns(ct),
                 ns(cn)
             ));
+        }
+        // Both variants ran at the one placement named here.
+        if let Some(p) = placement(
+            r.iter()
+                .copied()
+                .filter(|x| pick("template")(x) || pick("naive")(x)),
+        ) {
+            a.push_str(&format!(" ({p})"));
         }
         Some(a)
     }
