@@ -3,7 +3,7 @@
 # that the black box reports a figure a shared host repeats (not a timed
 # test; its figures go into docs/statistics.md §10).
 #
-#   bench/coherence.sh [PAIRS] [NDR_RUNS]      (defaults 10 and 5)
+#   bench/coherence.sh [PAIRS] [NDR_RUNS] [IPC_ROUNDS]   (defaults 10, 5, 5)
 #
 # Part 1, the cold A/A gate: PAIRS pairs of `suite --quick` of one release
 # binary, each pair back to back with an empty results store; in every
@@ -21,10 +21,18 @@
 # frames per device CPU-second, other work's share of the device's CPU and
 # the "device CPU shared" flag; then each figure's spread about its median
 # over all runs. Part 2 needs root (namespaces and veths).
+#
+# Part 3, the ipc answer against the command a user runs alone:
+# IPC_ROUNDS rounds, each a `suite --quick --only ipc` and then `ipc reqres
+# --transport uds` alone at each placement (both ends on one CPU, and
+# unpinned; 20,000 round trips, 3 runs), taking uds at its best placement
+# on each side; per round the ratio suite / alone, and how many rounds were
+# within ±20%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${1:-10}
 NDR_RUNS=${2:-5}
+IPC_ROUNDS=${3:-5}
 cargo build --release --locked -q -p commbench
 bin=$PWD/target/release/commbench
 work=$(mktemp -d /tmp/cb-coherence.XXXXXX)
@@ -93,10 +101,7 @@ EOF
 done
 echo "gate exit 0 in both orders: $gate_ok of $PAIRS pairs; compare(B, A) the mirror of compare(A, B): $mirror_ok of $PAIRS"
 
-if [ "$(id -u)" != 0 ]; then
-  echo "# part 2 skipped: needs root"
-  exit 0
-fi
+part2() {
 echo
 echo "# part 2: NDR through l2fwd:delay:5000, $NDR_RUNS quiet and $NDR_RUNS beside a busy loop"
 "$bin" clean >/dev/null 2>&1 || true
@@ -140,4 +145,68 @@ spread(1, "raw NDR")
 spread(2, "NDR per device CPU-second")
 flagged = sum(1 for r in rows if r[0] == "busy" and r[4] == "shared")
 print(f"busy runs flagged 'device CPU shared': {flagged} of {sum(1 for r in rows if r[0] == 'busy')}")
+EOF
+}
+if [ "$NDR_RUNS" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "# part 2 skipped: needs root"
+  else
+    part2
+  fi
+fi
+
+[ "$IPC_ROUNDS" -gt 0 ] || exit 0
+echo
+echo "# part 3: the ipc answer's uds figure vs ipc reqres --transport uds alone, $IPC_ROUNDS rounds ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))"
+: >"$work/ipc.tsv"
+for i in $(seq 1 "$IPC_ROUNDS"); do
+  "$bin" --no-store suite --quick --only ipc --out "$work/ipc-suite-$i" >/dev/null 2>&1 || true
+  for placed in together unpinned; do
+    cpus=()
+    [ "$placed" = together ] && cpus=(--cpus server=0 --cpus client=0)
+    "$bin" --no-store ipc reqres --transport uds --count 20000 --repeat 3 "${cpus[@]}" \
+      --format jsonl -o "$work/ipc-alone-$i-$placed.jsonl" >/dev/null 2>&1 || true
+  done
+  python3 - "$work/ipc-suite-$i/results.jsonl" "$work"/ipc-alone-"$i"-*.jsonl >>"$work/ipc.tsv" <<'EOF'
+import json, sys
+def uds(path):
+    best = None
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    for l in lines:
+        try:
+            r = json.loads(l)
+        except ValueError:
+            continue
+        if not isinstance(r, dict) or r.get("test") != "reqres":
+            continue
+        if r.get("params", {}).get("transport") != "uds":
+            continue
+        v = r.get("metrics", {}).get("msgs_per_s")
+        if isinstance(v, (int, float)) and (best is None or v > best[0]):
+            best = (v, r["metrics"].get("placement", "?"))
+    return best
+s = uds(sys.argv[1])
+alone = [a for a in (uds(p) for p in sys.argv[2:]) if a]
+a = max(alone) if alone else None
+if s and a:
+    print(f"{s[0]:.0f}\t{a[0]:.0f}\t{s[0] / a[0]:.4f}\t{s[1]}\t{a[1]}")
+else:
+    print("nan\tnan\tnan\tnot measured\t-")
+EOF
+done
+python3 - "$work/ipc.tsv" <<'EOF'
+import sys, math, statistics
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+print(f"{'round':<6} {'suite uds msg/s':>16} {'alone msg/s':>12} {'ratio':>7}  suite placement | alone placement")
+for i, r in enumerate(rows, 1):
+    print(f"{i:<6} {float(r[0]):>16.0f} {float(r[1]):>12.0f} {float(r[2]):>7.3f}  {r[3]} | {r[4]}")
+v = [float(r[2]) for r in rows if not math.isnan(float(r[2]))]
+if v:
+    within = sum(1 for x in v if 1 / 1.2 <= x <= 1.2)
+    print(f"suite / alone: median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}); within ±20%: {within} of {len(v)} rounds")
+else:
+    print("suite / alone: not measured")
 EOF

@@ -465,6 +465,24 @@ fn judge_pair(
     let verdict = match (samples(ra), samples(rb)) {
         _ if before == after => Verdict::NoChange,
         (Some(sa), Some(sb)) => {
+            // The floor is at least the swing either run showed between
+            // its own repeats: a run's repeats are separate runs, and what
+            // moved between modes inside one run moves as much between
+            // two (the share of repeats in each mode moves the median).
+            // Only where the repeats spread over modes (the 90th
+            // percentile at least twice the 10th): the median of many
+            // repeats with a unimodal spread is steadier than they are.
+            let swing = estimate::swing(&sa).max(estimate::swing(&sb));
+            let floor = if swing >= estimate::SWING_MODES && swing > floor {
+                c.noise_floor = swing;
+                c.note = format!(
+                    "the runs' own repeats swung {} (10th to 90th percentile): the floor covers it",
+                    estimate::ratio_text(1.0 + swing, f64::NAN, f64::NAN)
+                );
+                swing
+            } else {
+                floor
+            };
             let r = estimate::ratio(&sa, &sb);
             let v = estimate::judge(&r, threshold, floor, dir);
             let (lo, hi) = estimate::widen(&r, floor);
@@ -569,6 +587,46 @@ mod tests {
             &[],
         );
         assert_eq!((c.len(), c[0].after), (1, 2.0));
+    }
+
+    /// Two back-to-back quick suites of one binary: the pipeline mode's
+    /// repeats ran at ~83, ~30 and ~10 Mpps in the first (median 19.0)
+    /// and mostly at ~83 in the second (median 82.8), each median's
+    /// interval narrow, and the 10% gate failed in one order. A run whose
+    /// repeats spread over modes floors the ratio at that spread, in both
+    /// orders alike; a unimodal spread leaves the floor alone.
+    #[test]
+    fn repeats_that_swing_between_modes_floor_the_ratio_at_their_swing() {
+        let a4 = [
+            25.3, 12.1, 4.6, 4.0, 4.9, 11.0, 83.2, 6.1, 15.4, 56.6, 79.0, 74.7, 16.9, 23.1, 6.4,
+            28.0, 28.8, 29.9, 6.5, 21.0,
+        ];
+        let b4 = [
+            20.0, 22.2, 83.0, 82.6, 83.5, 79.6, 83.4, 81.5, 83.4, 82.9, 82.8, 83.8,
+        ];
+        let (a, b) = (vec![sampled(1, &a4)], vec![sampled(1, &b4)]);
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            let c = &compare(x, y, 0.10, &["msgs_per_s".into()], &[])[0];
+            assert_eq!(c.verdict, "inconclusive", "{c:?}");
+            assert!(c.note.contains("repeats swung"), "{c:?}");
+            assert!(c.noise_floor > 10.0, "{c:?}");
+        }
+        // ±10% about one value: the floor stays the policy's, and a 2×
+        // step is still found.
+        let base = [
+            900.0, 1100.0, 950.0, 1050.0, 1000.0, 980.0, 1020.0, 910.0, 1090.0, 1000.0,
+        ];
+        let double: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
+        let c = &compare(
+            &[sampled(1, &base)],
+            &[sampled(1, &double)],
+            0.10,
+            &["msgs_per_s".into()],
+            &[],
+        )[0];
+        assert_eq!(c.noise_floor, 0.0, "{c:?}");
+        assert_eq!(c.verdict, "faster", "{c:?}");
+        assert!(estimate::swing(&base) < estimate::SWING_MODES);
     }
 
     #[test]

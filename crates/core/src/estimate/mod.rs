@@ -965,6 +965,42 @@ pub fn floor_from_series(series: &[(String, f64)], z: f64) -> Option<f64> {
     Some((z * 1.4826 * mad).max(widest).exp_m1())
 }
 
+/// Repeats a run needs before [`swing`] reads its spread.
+pub const SWING_MIN_REPEATS: usize = 5;
+
+/// The [`swing`] from which a run's repeats are taken to spread over
+/// modes rather than about one value (the 90th percentile at least twice
+/// the 10th), and `compare` floors the metric's ratio at that swing.
+pub const SWING_MODES: f64 = 1.0;
+
+/// How far one run's repeats swung, as a relative floor: the 90th
+/// percentile over the 10th, less one (0 with fewer than
+/// [`SWING_MIN_REPEATS`] positive samples). The repeats are separate runs,
+/// so a metric that moved this much between them moves as much between
+/// two runs, whatever the interval of its median says: the pipeline
+/// mode's two spinning threads on this 2-vCPU host ran at ~10, ~30 and
+/// ~83 Mpps in one quiet quick suite (its repeats' medians 19.0 and 82.8
+/// Mpps in two back-to-back suites), where the median's interval was
+/// narrow. Middle 80%, not max/min, so one preempted repeat does not set
+/// it.
+pub fn swing(samples: &[f64]) -> f64 {
+    let mut v: Vec<f64> = samples
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    if v.len() < SWING_MIN_REPEATS {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let h = q * (v.len() - 1) as f64;
+        let (i, f) = (h.floor() as usize, h - h.floor());
+        v[i] + f * (v[(i + 1).min(v.len() - 1)] - v[i])
+    };
+    (at(0.9) / at(0.1) - 1.0).max(0.0)
+}
+
 /// The z of a floor that holds for all `m` metrics of one comparison at
 /// once with 95% confidence (Bonferroni): a comparison judges tens of
 /// metrics, and a per-metric 95% floor lets a few of them cross it in
