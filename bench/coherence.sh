@@ -69,9 +69,9 @@ for p in $(seq 1 "$PAIRS"); do
   rm -f "$d/store.db" # cold: no floor learned from these runs
   a=$d/a/results.jsonl b=$d/b/results.jsonl
   set +e
-  "$bin" --no-store compare "$a" "$b" --fail-on-regression 10 >/dev/null 2>&1
+  "$bin" --no-store compare "$a" "$b" --fail-on-regression 10 >"$d/gate-ab.txt" 2>&1
   g1=$?
-  "$bin" --no-store compare "$b" "$a" --fail-on-regression 10 >/dev/null 2>&1
+  "$bin" --no-store compare "$b" "$a" --fail-on-regression 10 >"$d/gate-ba.txt" 2>&1
   g2=$?
   set -e
   "$bin" --no-store compare "$a" "$b" --format json -o "$d/ab.json" 2>/dev/null || true
@@ -98,6 +98,10 @@ EOF
   [ "$g1" = 0 ] && [ "$g2" = 0 ] && gate_ok=$((gate_ok + 1))
   [ "$mirror" = yes ] && mirror_ok=$((mirror_ok + 1))
   printf '%-5s %-6s %-9s %-9s %-8s %s\n' "$p" "$([ "$with_busy" = 1 ] && echo yes || echo no)" "$g1" "$g2" "$mirror" "$counts"
+  # What crossed a failing gate, in the gate's own words.
+  for o in ab ba; do
+    grep -h "regressed beyond" "$d/gate-$o.txt" 2>/dev/null | sed "s/^/      gate $o: /" || true
+  done
 done
 echo "gate exit 0 in both orders: $gate_ok of $PAIRS pairs; compare(B, A) the mirror of compare(A, B): $mirror_ok of $PAIRS"
 
