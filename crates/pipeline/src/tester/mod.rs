@@ -27,6 +27,7 @@ pub mod error;
 mod generator;
 pub mod mlrsearch;
 pub mod pace;
+pub mod replay;
 mod result;
 pub mod rfc2544;
 mod sink;
