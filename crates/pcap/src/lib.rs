@@ -18,44 +18,17 @@ pub mod extract;
 pub mod figures;
 pub mod format;
 pub mod gen;
-pub mod issues;
 pub mod lab;
-pub mod mapped;
 #[cfg(feature = "parquet")]
 pub mod parquet_out;
-pub mod reader;
 pub mod wire;
-pub mod writer;
 
-/// Errors of the pcap lab.
-#[derive(Debug, thiserror::Error)]
-pub enum PcapError {
-    /// The reason is in the message and not a `source` as well: with both,
-    /// `pcap extract nope.pcap` said "No such file or directory (os error
-    /// 2): No such file or directory (os error 2)".
-    #[error("{path}: {error}")]
-    Io { path: String, error: io::Error },
-    #[error("{path}: not a capture file (first bytes: {magic}); expected pcap or pcapng, plain or gzip/zstd-compressed")]
-    NotACapture { path: String, magic: String },
-    #[error("{path}: unsupported {format} format version {major}.{minor} (pcap: 2.x; pcapng: 1.0 or 1.2); tshark and libpcap refuse it too")]
-    UnsupportedVersion {
-        path: String,
-        format: &'static str,
-        major: u16,
-        minor: u16,
-    },
-    #[error("{path}: bad input (--strict): {kind} at record {record}, byte offset {offset}")]
-    Strict {
-        path: String,
-        kind: &'static str,
-        record: u64,
-        offset: u64,
-    },
-    #[error("writing output: {0}")]
-    Output(#[source] io::Error),
-    #[error("{0}")]
-    Config(String),
-}
+/// Errors of the pcap lab: the capture reader's, which lives in core so
+/// the pipeline lab's replay reads captures with the same reader.
+pub use commbench_core::capture::CaptureError as PcapError;
+/// The capture reader, its issue counts, the file mapping and the writer,
+/// in core (`commbench_core::capture`), named here as they always were.
+pub use commbench_core::capture::{issues, mapped, reader, writer};
 
 pub use bench::{BenchConfig, BenchReport, CacheState};
 pub use extract::{ExtractConfig, ExtractReport};

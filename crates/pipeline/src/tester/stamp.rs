@@ -10,6 +10,10 @@
 //!        54  tx timestamp    u48, big endian: ns since the trial's epoch
 //! ```
 //!
+//! A replayed capture's frame carries the same 18 bytes (version 0xC3)
+//! and its class as a trailer of [`TRAILER_LEN`] bytes right past its IP
+//! datagram, where no IP stack reads ([`super::replay`]).
+//!
 //! Frames of `pipeline netns` carry the same magic followed by a u64
 //! sequence number whose first byte is 0 below 2^56, so the version byte
 //! tells the two apart. Anything else on the wire is foreign.
@@ -94,6 +98,107 @@ pub fn write_ts(frame: &mut [u8], tx_ns: u64) {
     frame[STAMP_OFF + 12..STAMP_OFF + 18].copy_from_slice(&(tx_ns & MAX_TS).to_be_bytes()[2..]);
 }
 
+/// Bytes of the trailer a replayed frame carries past its IP datagram:
+/// the stamp's 18 and the frame's class (see [`super::replay`]).
+pub const TRAILER_LEN: usize = STAMP_LEN + 1;
+/// Version byte of the trailer stamp (a replayed capture's frames).
+pub const TRAILER_VERSION: u8 = 0xC3;
+
+/// Writes a replayed frame's trailer at `at` (the end of its datagram):
+/// magic, version, flow, sequence and class (the timestamp is written at
+/// departure by [`write_ts_at`]). `frame` must hold `at + TRAILER_LEN`.
+#[inline]
+pub fn write_trailer(frame: &mut [u8], at: usize, flow: u16, seq: u64, class: u8) {
+    let s = &mut frame[at..at + TRAILER_LEN];
+    s[..4].copy_from_slice(&MAGIC);
+    s[4] = TRAILER_VERSION;
+    s[5..7].copy_from_slice(&flow.to_be_bytes());
+    s[7..12].copy_from_slice(&(seq & MAX_SEQ).to_be_bytes()[3..]);
+    s[18] = class;
+}
+
+/// Writes the TX timestamp of a stamp that starts at `at`.
+#[inline]
+pub fn write_ts_at(frame: &mut [u8], at: usize, tx_ns: u64) {
+    frame[at + 12..at + 18].copy_from_slice(&(tx_ns & MAX_TS).to_be_bytes()[2..]);
+}
+
+/// Where a received frame's trailer starts: right past its IP datagram
+/// (IPv4 total length, IPv6 payload length, after any VLAN tags), or in
+/// its last [`TRAILER_LEN`] bytes (a frame that is not IP, or whose
+/// padding a device stripped or added); None without the magic at either.
+pub fn trailer_at(frame: &[u8]) -> Option<usize> {
+    let magic_at = |at: usize| frame.get(at..at + 4) == Some(&MAGIC[..]);
+    if let Some(end) = datagram_end(frame) {
+        if end + TRAILER_LEN <= frame.len() && magic_at(end) {
+            return Some(end);
+        }
+    }
+    let at = frame.len().checked_sub(TRAILER_LEN)?;
+    magic_at(at).then_some(at)
+}
+
+/// The end of the IP datagram a frame carries (after up to four VLAN
+/// tags), from the IP header's length field; None for a frame that is
+/// not IPv4 or IPv6 or is too short to say.
+pub fn datagram_end(frame: &[u8]) -> Option<usize> {
+    let mut at = 12;
+    let mut ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+    for _ in 0..4 {
+        if !matches!(ethertype, 0x8100 | 0x88a8 | 0x9100) {
+            break;
+        }
+        at += 4;
+        ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+    }
+    let l3 = at + 2;
+    match ethertype {
+        0x0800 => {
+            let tl = u16::from_be_bytes([*frame.get(l3 + 2)?, *frame.get(l3 + 3)?]);
+            (tl >= 20).then_some(l3 + usize::from(tl))
+        }
+        0x86dd => {
+            let pl = u16::from_be_bytes([*frame.get(l3 + 4)?, *frame.get(l3 + 5)?]);
+            // Payload length 0 is a jumbogram's: its length is elsewhere.
+            (pl > 0).then_some(l3 + 40 + usize::from(pl))
+        }
+        _ => None,
+    }
+}
+
+/// Reads a replayed frame's trailer: the stamp and the frame's class.
+pub fn parse_trailer(frame: &[u8]) -> Result<(Stamp, u8), NotOurs> {
+    if frame.len() < ETH_HDR + TRAILER_LEN {
+        return Err(NotOurs::Short);
+    }
+    let Some(at) = trailer_at(frame) else {
+        return Err(NotOurs::Foreign);
+    };
+    let s = &frame[at..at + TRAILER_LEN];
+    if s[4] != TRAILER_VERSION {
+        return Err(NotOurs::Version(s[4]));
+    }
+    Ok((fields(s), s[18]))
+}
+
+/// Flow, sequence and timestamp of a stamp's 18 bytes.
+fn fields(s: &[u8]) -> Stamp {
+    let flow = u16::from_be_bytes([s[5], s[6]]);
+    let mut seq = 0u64;
+    for &b in &s[7..12] {
+        seq = (seq << 8) | u64::from(b);
+    }
+    let mut ts = 0u64;
+    for &b in &s[12..18] {
+        ts = (ts << 8) | u64::from(b);
+    }
+    Stamp {
+        flow,
+        seq,
+        tx_ns: ts,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +232,7 @@ mod tests {
         #[test]
         fn never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = parse(&b);
+            let _ = parse_trailer(&b);
         }
     }
 }

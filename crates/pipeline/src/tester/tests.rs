@@ -2,11 +2,17 @@
 //! injected loss, duplication and reordering; the RFC 2544 search on a
 //! device of known capacity. Counts and consistency only, never speed.
 
+use super::dut::FwdSnapshot;
 use super::dut::{DutSpec, FwdWork, Impair};
+use super::generator::{catch_up, Pacer, Stager};
 use super::pace::{Rate, Sizes};
 use super::rfc2544::{self, SearchSpec};
 use super::*;
+use crate::netns::{self, RxPath};
+use commbench_core::clock::{rdtsc, tsc};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 fn root() -> bool {
     commbench_core::testing::root_or_skip("the tester creates namespaces and veths")

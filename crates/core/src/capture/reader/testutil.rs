@@ -5,9 +5,9 @@
 use std::io::{Cursor, Write};
 
 use super::{open_reader, open_with, Compression, Input, Splitter};
-use crate::issues::Issues;
-use crate::writer::{PcapBuilder, PcapngBuilder};
-use crate::PcapError;
+use crate::capture::issues::Issues;
+use crate::capture::writer::{PcapBuilder, PcapngBuilder};
+use crate::capture::CaptureError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Rec {
@@ -19,13 +19,13 @@ pub(super) struct Rec {
     pub(super) data: Vec<u8>,
 }
 
-pub(super) fn collect(bytes: Vec<u8>) -> Result<(Vec<Rec>, Issues, Compression), PcapError> {
+pub(super) fn collect(bytes: Vec<u8>) -> Result<(Vec<Rec>, Issues, Compression), CaptureError> {
     let input = open_reader("mem", Box::new(Cursor::new(bytes.clone())), None)?;
     let comp = input.compression;
     let got = collect_input(input)?;
     // The same bytes through a mapped file must give the same result.
     // Removed on drop, also when the test fails.
-    let tmp = commbench_core::artifact::TempDir::new("pcap").unwrap();
+    let tmp = crate::artifact::TempDir::new("pcap").unwrap();
     let dir = tmp.path().to_path_buf();
     let p = dir.join(format!(
         "{:x}.cap",
@@ -40,7 +40,7 @@ pub(super) fn collect(bytes: Vec<u8>) -> Result<(Vec<Rec>, Issues, Compression),
     Ok((got.0, got.1, comp))
 }
 
-fn collect_input(input: Input) -> Result<(Vec<Rec>, Issues), PcapError> {
+fn collect_input(input: Input) -> Result<(Vec<Rec>, Issues), CaptureError> {
     let mut sp = Splitter::new(input, 0)?;
     let mut out = Vec::new();
     let mut issues = Issues::default();

@@ -16,7 +16,7 @@ use super::concat::{file_header_at, maybe_pcap_magic, NextFile};
 use super::pcapng::NgSection;
 use super::splitter::{Chunk, ChunkFormat, Framing, Packet, Splitter};
 use super::{check_lengths, rd32, MAX_RECORD};
-use crate::issues::{IssueKind, Issues};
+use crate::capture::issues::{IssueKind, Issues};
 
 pub(super) const PCAP_MAGIC_US: u32 = 0xa1b2_c3d4;
 pub(super) const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
@@ -403,10 +403,10 @@ fn find_resync(b: &[u8], h: &PcapHeader, last_ts: Option<u32>, eof: bool) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::testutil::{collect, pkt};
-    use crate::reader::Compression;
-    use crate::writer::PcapBuilder;
-    use crate::PcapError;
+    use crate::capture::reader::testutil::{collect, pkt};
+    use crate::capture::reader::Compression;
+    use crate::capture::writer::PcapBuilder;
+    use crate::capture::CaptureError;
 
     #[test]
     fn pcap_variants() {
@@ -463,7 +463,7 @@ mod tests {
 
     #[test]
     fn pcap_header_parse() {
-        let h = PcapHeader::parse(&crate::writer::pcap_global_header(
+        let h = PcapHeader::parse(&crate::capture::writer::pcap_global_header(
             true, true, false, 128, 113,
         ))
         .unwrap();
@@ -563,7 +563,7 @@ mod tests {
             let mut b = PcapBuilder::new(false, false, false, 65535, 1);
             b.version(major, minor).record(1, 0, &pkt(1, 60));
             match collect(b.bytes) {
-                Err(PcapError::UnsupportedVersion {
+                Err(CaptureError::UnsupportedVersion {
                     format,
                     major: m,
                     minor: n,

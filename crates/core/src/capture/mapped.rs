@@ -33,8 +33,7 @@ impl Mapping {
         }
         // A fresh read-only shared mapping of an open file; it is unmapped
         // exactly once in Drop and never written through.
-        let ptr =
-            commbench_core::sys::mmap(len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)?;
+        let ptr = crate::sys::mmap(len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)?;
         // Sequential access: larger readahead on a cold cache. Advice only.
         // SAFETY: advising on the mapping created above.
         unsafe { libc::madvise(ptr.cast(), len, libc::MADV_SEQUENTIAL) };

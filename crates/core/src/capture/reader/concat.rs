@@ -103,10 +103,12 @@ pub(super) fn file_header_at(b: &[u8], eof: bool) -> Option<NextFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::issues::IssueKind;
-    use crate::reader::testutil::{collect, gz, ng_image, pkt, rows, set32, two_pcaps, Rec, Row};
-    use crate::reader::CHUNK_CAPACITY;
-    use crate::writer::{PcapBuilder, PcapngBuilder};
+    use crate::capture::issues::IssueKind;
+    use crate::capture::reader::testutil::{
+        collect, gz, ng_image, pkt, rows, set32, two_pcaps, Rec, Row,
+    };
+    use crate::capture::reader::CHUNK_CAPACITY;
+    use crate::capture::writer::{PcapBuilder, PcapngBuilder};
 
     #[test]
     fn concatenated_pcaps_continue_with_the_new_header() {
@@ -129,7 +131,7 @@ mod tests {
         assert_eq!(recs[10].number, 11);
         // An empty capture (header only) in the middle and at the end.
         let (a, b, want) = two_pcaps(3);
-        let empty = crate::writer::pcap_global_header(true, false, false, 0, 1).to_vec();
+        let empty = crate::capture::writer::pcap_global_header(true, false, false, 0, 1).to_vec();
         let (recs, issues, _) = collect([a, empty.clone(), b, empty].concat()).unwrap();
         assert!(issues.is_empty(), "{issues:?}");
         assert_eq!(rows(&recs), want);
@@ -225,7 +227,7 @@ mod tests {
 
     #[test]
     fn file_header_detection() {
-        use crate::writer::pcap_global_header;
+        use crate::capture::writer::pcap_global_header;
         for be in [false, true] {
             for (nsec, modified) in [(false, false), (true, false), (false, true)] {
                 let h = pcap_global_header(be, nsec, modified, 262_144, 1);
@@ -289,7 +291,7 @@ mod tests {
         let from = p.bytes.len() as u64;
         assert_eq!(
             issues.skipped(),
-            [crate::issues::Skipped {
+            [crate::capture::issues::Skipped {
                 file: 0,
                 from,
                 to: from + 28
@@ -305,7 +307,7 @@ mod tests {
             assert_eq!(recs.len(), 8, "{issues:?}");
             assert_eq!(
                 issues.skipped(),
-                [crate::issues::Skipped {
+                [crate::capture::issues::Skipped {
                     file: 0,
                     from: 0,
                     to: 28

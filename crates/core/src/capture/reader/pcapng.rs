@@ -17,7 +17,7 @@ use super::concat::{file_header_at, maybe_pcap_magic, NextFile};
 use super::pcap::PcapHeader;
 use super::splitter::{Chunk, ChunkFormat, Framing, Packet, Splitter};
 use super::{check_lengths, rd16, rd32, CHUNK_CAPACITY, MAX_RECORD};
-use crate::issues::{IssueKind, Issues};
+use crate::capture::issues::{IssueKind, Issues};
 
 /// Interfaces kept per pcapng section.
 pub const MAX_INTERFACES: usize = 4096;
@@ -530,9 +530,9 @@ fn parse_idb(blk: &[u8], be: bool) -> NgInterface {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::testutil::{collect, gz, ng_image, ng_many, pkt, set32};
-    use crate::reader::Compression;
-    use crate::writer::PcapngBuilder;
+    use crate::capture::reader::testutil::{collect, gz, ng_image, ng_many, pkt, set32};
+    use crate::capture::reader::Compression;
+    use crate::capture::writer::PcapngBuilder;
 
     #[test]
     fn pcapng_sections_interfaces_and_blocks() {
@@ -647,7 +647,7 @@ mod tests {
                 let to = from + blen as u64;
                 assert_eq!(
                     issues.skipped(),
-                    [crate::issues::Skipped { file: 0, from, to }],
+                    [crate::capture::issues::Skipped { file: 0, from, to }],
                     "{ctx}"
                 );
                 assert_eq!(issues.skipped_bytes(), blen as u64, "{ctx}");
@@ -693,7 +693,7 @@ mod tests {
         assert_eq!(issues.count(IssueKind::BadBlockLength), 1);
         assert_eq!(
             issues.skipped(),
-            [crate::issues::Skipped {
+            [crate::capture::issues::Skipped {
                 file: 0,
                 from: at[10] as u64,
                 to: (at[10] + junk.len()) as u64
@@ -753,7 +753,7 @@ mod tests {
                     .idb(1, 65535, None, None)
                     .epb(0, 1, &pkt(1, 60), 60);
                 match collect(b.bytes) {
-                    Err(crate::PcapError::UnsupportedVersion {
+                    Err(crate::capture::CaptureError::UnsupportedVersion {
                         format,
                         major: m,
                         minor: n,

@@ -43,7 +43,7 @@ pub use pcap::{LengthOrder, PcapHeader};
 pub use pcapng::{NgInterface, NgSection, MAX_INTERFACES};
 pub use splitter::{Chunk, ChunkFormat, Packet, Splitter};
 
-use crate::issues::{IssueKind, Issues};
+use crate::capture::issues::{IssueKind, Issues};
 
 /// Largest captured length accepted for one record.
 pub const MAX_RECORD: u32 = 256 * 1024;

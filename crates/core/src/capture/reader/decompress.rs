@@ -13,8 +13,8 @@ use std::io::{self, BufReader, Cursor, Read};
 use std::sync::Arc;
 
 use super::pcap::PcapHeader;
-use crate::mapped::Mapping;
-use crate::PcapError;
+use crate::capture::mapped::Mapping;
+use crate::capture::CaptureError;
 
 /// Compression of an input stream, detected by magic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -36,8 +36,8 @@ pub struct Input {
     pub map: Option<Arc<Mapping>>,
 }
 
-pub(super) fn io_err(path: &str, e: io::Error) -> PcapError {
-    PcapError::Io {
+pub(super) fn io_err(path: &str, e: io::Error) -> CaptureError {
+    CaptureError::Io {
         path: path.to_string(),
         error: e,
     }
@@ -58,13 +58,13 @@ pub(super) fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> 
 
 /// Opens a path (`-` is standard input) and wraps it in a decompressor when
 /// its first bytes are a gzip or zstd magic.
-pub fn open(path: &str) -> Result<Input, PcapError> {
+pub fn open(path: &str) -> Result<Input, CaptureError> {
     open_with(path, false)
 }
 
 /// Like `open`; with `mmap`, a plain (uncompressed) regular file is mapped
 /// instead of read through buffers.
-pub fn open_with(path: &str, mmap: bool) -> Result<Input, PcapError> {
+pub fn open_with(path: &str, mmap: bool) -> Result<Input, CaptureError> {
     if path == "-" {
         return open_reader(path, Box::new(io::stdin()), None);
     }
@@ -119,7 +119,7 @@ pub fn open_reader(
     name: &str,
     mut raw: Box<dyn Read + Send>,
     size: Option<u64>,
-) -> Result<Input, PcapError> {
+) -> Result<Input, CaptureError> {
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut raw, &mut magic).map_err(|e| io_err(name, e))?;
     let prefix = Cursor::new(magic[..n].to_vec());
@@ -155,8 +155,8 @@ pub fn open_reader(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::issues::IssueKind;
-    use crate::reader::testutil::{collect, gz, ng_image, rows, two_pcaps};
+    use crate::capture::issues::IssueKind;
+    use crate::capture::reader::testutil::{collect, gz, ng_image, rows, two_pcaps};
     use std::io::Write;
 
     #[test]

@@ -1,0 +1,586 @@
+//! The bench: a topology set up for trials (namespaces, veths, the
+//! running device) and one trial on it, the generator and the sink each a
+//! thread in its own namespace; the device's CPU and the host's stalls
+//! measured around each trial. Everything it set up is removed on drop.
+
+use super::account::SinkAccount;
+use super::dut::{self, DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
+use super::generator::{gen_run, GenOut};
+use super::pace::GenPriority;
+use super::result::TrialResult;
+use super::sink::sink_run;
+use super::{pin, RoleCpus, TrialSpec, PROBE_PATIENCE};
+use crate::netns::{self, realtime_ns};
+use commbench_core::placement::CpuList;
+use commbench_core::sched::CpuTimes;
+use commbench_core::stall::StallMonitor;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+enum RunningDut {
+    Nothing,
+    L2fwd {
+        stop: Arc<AtomicBool>,
+        counters: Arc<FwdCounters>,
+        thread: Option<std::thread::JoinHandle<io::Result<()>>>,
+        work: dut::FwdWork,
+        /// The forwarder thread's id (0 until it has started), for its
+        /// own CPU time.
+        tid: Arc<AtomicU64>,
+    },
+    Cmd(std::process::Child),
+}
+
+/// A topology set up for trials: namespaces, veths and a running device;
+/// everything is removed on drop (stop the device, delete the namespaces).
+pub struct Bench {
+    pub dut: DutSpec,
+    pub(super) topo: Option<netns::Topology>,
+    gen_ns: Option<String>,
+    sink_ns: Option<String>,
+    pub gen_if: String,
+    pub sink_if: String,
+    running: RunningDut,
+    trial_no: u16,
+    pub cpus: RoleCpus,
+    /// The host's scheduling delay and steal, a window per trial: a trial
+    /// the host stalled is the host's, not the device's (None: switched
+    /// off with [`NO_STALL_MONITOR_ENV`]).
+    stalls: Option<StallMonitor>,
+    /// The CPU the device's (or, with no device, the sink's) receive
+    /// processing was steered to, away from the generator's CPU
+    /// ([`netns::steer_receive`]); None when it was not.
+    pub rx_steer: Option<usize>,
+}
+
+impl Bench {
+    /// Creates what `dut` needs and starts it.
+    #[allow(unsafe_code)]
+    pub fn new(dut: &DutSpec, cpus: RoleCpus) -> io::Result<Bench> {
+        if !netns::is_root() && !matches!(dut, DutSpec::Ifaces(..)) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the tester creates network namespaces and veth links: run it as root",
+            ));
+        }
+        let mut b = Bench {
+            dut: dut.clone(),
+            topo: None,
+            gen_ns: None,
+            sink_ns: None,
+            gen_if: String::new(),
+            sink_if: String::new(),
+            running: RunningDut::Nothing,
+            trial_no: 0,
+            cpus,
+            stalls: stall_monitor(),
+            rx_steer: None,
+        };
+        match dut {
+            DutSpec::Ifaces(a, c) => {
+                b.gen_if = a.clone();
+                b.sink_if = c.clone();
+                crate::afpacket::ifindex(a).map_err(|e| b.at_iface("generator", a, e))?;
+                crate::afpacket::ifindex(c).map_err(|e| b.at_iface("sink", c, e))?;
+                return Ok(b);
+            }
+            DutSpec::None => {
+                let lab = netns::Topology::setup_pair()?;
+                b.set_ends(&lab);
+                b.steer_away_from_generator(&lab.sink_ns, &lab.sink_if, b.cpus.sink);
+                b.topo = Some(lab);
+                return Ok(b);
+            }
+            _ => {}
+        }
+        let lab = netns::Topology::setup()?;
+        b.set_ends(&lab);
+        b.steer_away_from_generator(&lab.fwd_ns, &lab.fwd_in, b.cpus.dut);
+        let (fwd_ns, fwd_in, fwd_out) =
+            (lab.fwd_ns.clone(), lab.fwd_in.clone(), lab.fwd_out.clone());
+        b.topo = Some(lab);
+        match dut {
+            DutSpec::Bridge => {
+                let br = "cbbr0";
+                netns::ip_cmd(&[
+                    "-n",
+                    &fwd_ns,
+                    "link",
+                    "add",
+                    br,
+                    "type",
+                    "bridge",
+                    "stp_state",
+                    "0",
+                    "forward_delay",
+                    "0",
+                ])?;
+                for i in [&fwd_in, &fwd_out] {
+                    netns::ip_cmd(&["-n", &fwd_ns, "link", "set", i, "master", br])?;
+                }
+                netns::ip_cmd(&["-n", &fwd_ns, "link", "set", br, "up"])?;
+            }
+            DutSpec::L2fwd {
+                work,
+                rx,
+                burst,
+                impair,
+                rx_blocks,
+            } => {
+                let spec = FwdSpec {
+                    in_if: fwd_in,
+                    out_if: fwd_out,
+                    rx: *rx,
+                    burst: *burst,
+                    work: *work,
+                    impair: *impair,
+                    rx_blocks: *rx_blocks,
+                };
+                let stop = Arc::new(AtomicBool::new(false));
+                let counters = Arc::new(FwdCounters::default());
+                let ready = Arc::new(AtomicBool::new(false));
+                let (s2, c2, r2, cpu) = (stop.clone(), counters.clone(), ready.clone(), b.cpus.dut);
+                let tid = Arc::new(AtomicU64::new(0));
+                let t2 = tid.clone();
+                let thread =
+                    std::thread::Builder::new()
+                        .name("cb-l2fwd".into())
+                        .spawn(move || {
+                            t2.store(
+                                commbench_core::sched::current_tid().map_or(0, u64::from),
+                                Ordering::Release,
+                            );
+                            netns::enter(&fwd_ns)?;
+                            pin(cpu);
+                            let far = Instant::now() + Duration::from_secs(365 * 86_400);
+                            let r = dut::l2fwd(&spec, &c2, &s2, &r2, None, far);
+                            r2.store(true, Ordering::Release);
+                            r.map(|_| ())
+                        })?;
+                let end = Instant::now() + Duration::from_secs(10);
+                while !ready.load(Ordering::Acquire) && Instant::now() < end {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                b.running = RunningDut::L2fwd {
+                    stop,
+                    counters,
+                    thread: Some(thread),
+                    work: *work,
+                    tid,
+                };
+                if thread_finished(&b.running) {
+                    b.check_dut()?;
+                }
+            }
+            DutSpec::Cmd(c) => {
+                use std::os::unix::process::CommandExt;
+                let path = format!("/run/netns/{fwd_ns}");
+                let nsf = std::fs::File::open(&path)
+                    .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+                let mut cmd = std::process::Command::new("sh");
+                cmd.arg("-c")
+                    .arg(c)
+                    .env("CB_IN_IF", &fwd_in)
+                    .env("CB_OUT_IF", &fwd_out)
+                    .env("CB_NETNS", &fwd_ns)
+                    .stdin(std::process::Stdio::null());
+                use std::os::fd::AsRawFd;
+                let fd = nsf.as_raw_fd();
+                // SAFETY: pre_exec runs in the child between fork and exec
+                // and only makes async-signal-safe system calls.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        libc::setpgid(0, 0);
+                        // Dies with us, even after SIGKILL.
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        Ok(())
+                    });
+                }
+                let child = cmd.spawn().map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("--dut cmd: cannot start sh -c '{c}': {e}"),
+                    )
+                })?;
+                if let Some(cpu) = b.cpus.dut {
+                    let _ = CpuList::from_cpus(vec![cpu]).pin_pid(child.id() as i32);
+                }
+                b.running = RunningDut::Cmd(child);
+            }
+            DutSpec::None | DutSpec::Ifaces(..) => {}
+        }
+        Ok(b)
+    }
+
+    /// Steers the receive processing of the interface the generator sends
+    /// to (`iface` in `ns`) onto `cpu`, when the generator has a CPU of
+    /// its own and `cpu` is another: the receiving side's softirq work is
+    /// then the device's (as a NIC's interrupts are the device's), not the
+    /// generator's. Best effort: a kernel without RPS leaves it unsteered,
+    /// and the records say so (no "rx on" in `cpus`).
+    fn steer_away_from_generator(&mut self, ns: &str, iface: &str, cpu: Option<usize>) {
+        let (Some(g), Some(c)) = (self.cpus.gen, cpu) else {
+            return;
+        };
+        if g != c && netns::steer_receive(ns, iface, c).is_ok() {
+            self.rx_steer = Some(c);
+        }
+    }
+
+    /// The placement as the records name it: the roles' CPUs and where the
+    /// device's receive was steered.
+    pub fn placement(&self) -> String {
+        match self.rx_steer {
+            Some(c) => format!("{}, rx on {c}", self.cpus.describe()),
+            None => self.cpus.describe(),
+        }
+    }
+
+    fn set_ends(&mut self, lab: &netns::Topology) {
+        self.gen_ns = Some(lab.gen_ns.clone());
+        self.sink_ns = Some(lab.sink_ns.clone());
+        self.gen_if = lab.gen_if.clone();
+        self.sink_if = lab.sink_if.clone();
+    }
+
+    /// The namespaces this bench created.
+    pub fn namespaces(&self) -> Vec<String> {
+        self.topo
+            .as_ref()
+            .map(|l| l.namespaces().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Errors when the device stopped (the forwarder failed, the program
+    /// exited).
+    fn check_dut(&mut self) -> io::Result<()> {
+        match &mut self.running {
+            RunningDut::Nothing => Ok(()),
+            RunningDut::L2fwd { thread, .. } => {
+                if thread.as_ref().is_some_and(|t| t.is_finished()) {
+                    let r = thread.take().map(|t| t.join());
+                    return match r {
+                        Some(Ok(Err(e))) => {
+                            Err(io::Error::new(e.kind(), format!("l2fwd stopped: {e}")))
+                        }
+                        Some(Err(_)) => Err(io::Error::other("l2fwd panicked")),
+                        _ => Err(io::Error::other("l2fwd stopped")),
+                    };
+                }
+                Ok(())
+            }
+            RunningDut::Cmd(child) => match child.try_wait()? {
+                Some(st) => Err(io::Error::other(format!(
+                    "the --dut cmd program exited ({st}) before or during the trial"
+                ))),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn fwd_snapshot(&self) -> Option<FwdSnapshot> {
+        match &self.running {
+            RunningDut::L2fwd { counters, .. } => Some(counters.snapshot()),
+            _ => None,
+        }
+    }
+
+    /// The CPU the device runs on (or its receive was steered to), when
+    /// it has one and the device is one the tester started.
+    fn dut_cpu(&self) -> Option<usize> {
+        match self.dut {
+            DutSpec::None | DutSpec::Ifaces(..) => None,
+            _ => self.rx_steer.or(self.cpus.dut),
+        }
+    }
+
+    /// CPU time the device's own tasks have run so far, ns (the l2fwd
+    /// thread, or every task of a `cmd:` device's process tree), from the
+    /// scheduler's `schedstat`; None when the device is not ours to
+    /// measure or the kernel does not keep the figures.
+    fn dut_task_ns(&self) -> Option<u64> {
+        match &self.running {
+            RunningDut::L2fwd { tid, .. } => {
+                let tid = u32::try_from(tid.load(Ordering::Acquire)).ok()?;
+                (tid != 0)
+                    .then(|| commbench_core::sched::task_times(std::process::id(), tid))
+                    .flatten()
+                    .map(|t| t.run_ns)
+            }
+            RunningDut::Cmd(child) => {
+                let t = commbench_core::sched::TreeSampler::new(child.id());
+                t.available().then(|| t.totals().run_ns)
+            }
+            RunningDut::Nothing => None,
+        }
+    }
+
+    /// The forwarder's injected delay, if the device is commbench's l2fwd.
+    pub fn fwd_work(&self) -> Option<dut::FwdWork> {
+        match &self.running {
+            RunningDut::L2fwd { work, .. } => Some(*work),
+            _ => None,
+        }
+    }
+
+    /// A role's failure, named by the role and its interface: a bare
+    /// "Network is down (os error 100)" from an interface deleted or set
+    /// down under `--dut ifaces:` told neither which interface nor which
+    /// end it was.
+    fn at_iface(&self, role: &str, iface: &str, e: io::Error) -> io::Error {
+        let what = match &self.dut {
+            DutSpec::Ifaces(..) => {
+                format!("--dut {}: the {role}'s interface {iface}", self.dut.name())
+            }
+            _ => format!("the {role}'s interface {iface}"),
+        };
+        io::Error::new(e.kind(), format!("{what}: {e}"))
+    }
+
+    /// Runs one trial.
+    pub fn trial(&mut self, spec: &TrialSpec) -> io::Result<TrialResult> {
+        spec.validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        self.check_dut()?;
+        self.trial_no = self.trial_no.wrapping_add(1);
+        let flow_base = (self.trial_no % 256) * 256;
+        let frames = spec.frames();
+        let flows = spec.flows;
+        let cap: Vec<u64> = (0..flows)
+            .map(|f| {
+                frames / u64::from(flows) + u64::from(u64::from(f) < frames % u64::from(flows))
+            })
+            .collect();
+        let epoch = realtime_ns();
+        let probe_seen = AtomicBool::new(false);
+        let sink_failed = AtomicBool::new(false);
+        let gen_done_at = AtomicU64::new(0);
+        // The tester's own threads' CPU time, for telling their share of
+        // the device's CPU (when they are placed on it) from other work's.
+        let (sink_run_ns, gen_run_ns) = (AtomicU64::new(0), AtomicU64::new(0));
+        let fwd0 = self.fwd_snapshot();
+        let host0 = netns::softnet_drops();
+        // The device's CPU around the roles: what it was busy with that
+        // the forwarder's own clock does not see (its receive in softirq).
+        let dut_cpu = self.dut_cpu();
+        let cpu0 = dut_cpu.map(|c| (Instant::now(), CpuTimes::read(&[c])));
+        let dut_own0 = self.dut_task_ns();
+        // A new window: what the host did between trials is not this one's.
+        if let Some(m) = &mut self.stalls {
+            let _ = m.take_window();
+        }
+        let deadline = Instant::now()
+            + spec.duration * 3
+            + spec.drain
+            + PROBE_PATIENCE
+            + Duration::from_secs(10);
+        let (g, k) = std::thread::scope(|s| {
+            let sink = s.spawn(|| -> io::Result<(SinkAccount, u64)> {
+                let run0 = commbench_core::sched::this_thread();
+                let r = (|| {
+                    if let Some(ns) = &self.sink_ns {
+                        netns::enter(ns)?;
+                    }
+                    pin(self.cpus.sink);
+                    sink_run(
+                        &self.sink_if,
+                        spec,
+                        &cap,
+                        flow_base,
+                        epoch,
+                        &probe_seen,
+                        &gen_done_at,
+                        deadline,
+                    )
+                })();
+                if r.is_err() {
+                    sink_failed.store(true, Ordering::Release);
+                }
+                if let (Some(a), Some(b)) = (run0, commbench_core::sched::this_thread()) {
+                    sink_run_ns.store(b.run_ns.saturating_sub(a.run_ns), Ordering::Release);
+                }
+                r
+            });
+            let gen = s.spawn(|| -> io::Result<GenOut> {
+                let run0 = commbench_core::sched::this_thread();
+                let r = (|| {
+                    if let Some(ns) = &self.gen_ns {
+                        netns::enter(ns)?;
+                    }
+                    pin(self.cpus.gen);
+                    let realtime = match spec.gen_priority {
+                        GenPriority::Auto => self.cpus.gen_alone(),
+                        GenPriority::Realtime => true,
+                        GenPriority::Normal => false,
+                    };
+                    gen_run(
+                        &self.gen_if,
+                        spec,
+                        frames,
+                        flow_base,
+                        epoch,
+                        (&probe_seen, &sink_failed),
+                        deadline,
+                        realtime,
+                    )
+                })();
+                gen_done_at.store(realtime_ns().max(1), Ordering::Release);
+                if let (Some(a), Some(b)) = (run0, commbench_core::sched::this_thread()) {
+                    gen_run_ns.store(b.run_ns.saturating_sub(a.run_ns), Ordering::Release);
+                }
+                r
+            });
+            let g = gen.join();
+            let k = sink.join();
+            (g, k)
+        });
+        let k = k
+            .map_err(|_| io::Error::other("the sink thread panicked"))?
+            .map_err(|e| self.at_iface("sink", &self.sink_if, e));
+        let g = g
+            .map_err(|_| io::Error::other("the generator thread panicked"))?
+            .map_err(|e| self.at_iface("generator", &self.gen_if, e));
+        // A sink that failed is the cause: the generator's probes then
+        // find nothing ("no probe frame came through the device"), which
+        // hid an AF_XDP bind refused (issue 38).
+        let (acct, sink_drops) = k?;
+        let g = g?;
+        let fwd = match (fwd0, self.fwd_snapshot()) {
+            (Some(a), Some(b)) => Some(b.since(&a)),
+            _ => None,
+        };
+        let host_backlog_drops = match (host0, netns::softnet_drops()) {
+            (Some(a), Some(b)) => Some(b.0.saturating_sub(a.0)),
+            _ => None,
+        };
+        let stall = self
+            .stalls
+            .as_mut()
+            .filter(|m| m.running())
+            .map(|m| m.take_window());
+        let own_ns = |pinned: Option<usize>, ns: &AtomicU64| {
+            if pinned.is_some() && pinned == dut_cpu {
+                ns.load(Ordering::Acquire)
+            } else {
+                0
+            }
+        };
+        let tester_on_dut_ns =
+            own_ns(self.cpus.sink, &sink_run_ns) + own_ns(self.cpus.gen, &gen_run_ns);
+        let dut_own_ns = dut_own0
+            .zip(self.dut_task_ns())
+            .map(|(a, b)| b.saturating_sub(a));
+        let dut_cpu_window = cpu0.zip(dut_cpu).map(|((t0, c0), c)| DutCpuWindow {
+            window_s: t0.elapsed().as_secs_f64(),
+            times: CpuTimes::read(&[c]).since(&c0),
+            own_s: dut_own_ns.map(|n| n as f64 / 1e9),
+            tester_s: tester_on_dut_ns as f64 / 1e9,
+        });
+        let dut_ok = self.check_dut();
+        let mut r = TrialResult::new(self, spec, frames, &g, &acct, sink_drops, fwd);
+        r.host_backlog_drops = host_backlog_drops;
+        r.set_stall(stall);
+        r.set_dut_cpu(dut_cpu_window);
+        r.loss_where = r.loss_where();
+        dut_ok?;
+        Ok(r)
+    }
+}
+
+/// The device's CPU over one trial: the window's length and its times.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DutCpuWindow {
+    pub(super) window_s: f64,
+    pub(super) times: CpuTimes,
+    /// The device's own tasks' CPU time in the window (None: not known).
+    pub(super) own_s: Option<f64>,
+    /// The tester's threads placed on the device's CPU: their CPU time.
+    pub(super) tester_s: f64,
+}
+
+impl DutCpuWindow {
+    /// The window less the CPU's idle time: exact on a tickless idle CPU,
+    /// where the busy kinds are only the tick's samples.
+    pub(super) fn busy_s(&self) -> f64 {
+        (self.window_s - self.times.idle_s).max(0.0)
+    }
+}
+
+/// Ticks per frame the device's CPU was busy outside the forwarder's own
+/// timed sections (`busy_s` of the CPU over the trial, the forwarder's
+/// section ticks in `f`, per frame it received): what its TSC reads do
+/// not see — the kernel's copy of each frame into its receive ring runs
+/// in softirq on that CPU, mostly while the forwarder waits. Interrupts
+/// that land inside a section are in the section's ticks already, so the
+/// two add up to the CPU's busy time and never count a tick twice. None
+/// without frames; never negative (the busy time is sampled at 10 ms).
+pub fn kernel_ticks_per_frame(busy_s: f64, hz: f64, f: &FwdSnapshot) -> Option<f64> {
+    if f.rx == 0 || !busy_s.is_finite() || hz.is_nan() || hz <= 0.0 {
+        return None;
+    }
+    let sections = (f.ticks_rx + f.ticks_work + f.ticks_tx) as f64;
+    Some(((busy_s * hz - sections) / f.rx as f64).max(0.0))
+}
+
+/// The stall monitor's sleep: a wake-up every millisecond, so a pause of
+/// the host's longer than a millisecond shows as one late wake-up.
+pub const STALL_STEP: Duration = Duration::from_millis(1);
+
+/// Set to `0` in the environment, the tester runs no stall monitor: the
+/// way to check that its wake-ups cost the generator nothing on a small
+/// host (trials then have no `host_stall_ms`, and a host stall is not
+/// told from the device's loss).
+pub const NO_STALL_MONITOR_ENV: &str = "COMMBENCH_STALL_MONITOR";
+
+/// The bench's stall monitor, unless [`NO_STALL_MONITOR_ENV`] is `0`.
+pub(super) fn stall_monitor() -> Option<StallMonitor> {
+    if std::env::var(NO_STALL_MONITOR_ENV).is_ok_and(|v| v.trim() == "0") {
+        return None;
+    }
+    // Real-time, so its lateness is the host's stall, not the wait for a
+    // CPU the roles' own busy threads hold (a normal thread waited 3-4 ms
+    // on two CPUs with the forwarder busy).
+    Some(StallMonitor::start_realtime(
+        STALL_STEP,
+        commbench_core::stall::DEFAULT_THRESHOLD,
+    ))
+}
+
+fn thread_finished(r: &RunningDut) -> bool {
+    matches!(r, RunningDut::L2fwd { thread: Some(t), .. } if t.is_finished())
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        match &mut self.running {
+            RunningDut::Nothing => {}
+            RunningDut::L2fwd { stop, thread, .. } => {
+                stop.store(true, Ordering::Release);
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            RunningDut::Cmd(child) => {
+                let pg = child.id() as i32;
+                // Signalling the process group we created.
+                let _ = commbench_core::sys::kill(-pg, libc::SIGTERM);
+                let end = Instant::now() + Duration::from_secs(2);
+                while Instant::now() < end {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = commbench_core::sys::kill(-pg, libc::SIGKILL);
+                let _ = child.wait();
+            }
+        }
+        // The topology's drop kills what is left in the namespaces and deletes them.
+        self.topo.take();
+    }
+}
