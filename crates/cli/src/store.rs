@@ -147,7 +147,8 @@ pub fn keep(records: &[Record], environment: &Value) {
 }
 
 /// The earlier records of a (lab, test) on `host` in the results store,
-/// for learning noise floors.
+/// for learning noise floors: only those of series with at least
+/// `MIN_FLOOR_RUNS` records, the fewest a floor is learned from.
 pub fn past_records(
     store: &Store,
     host: &str,
@@ -155,12 +156,7 @@ pub fn past_records(
     test: &str,
 ) -> Vec<commbench_report::PastRecord> {
     store
-        .records(&commbench_store::Filter {
-            lab: Some(lab.to_owned()),
-            test: Some(test.to_owned()),
-            host: Some(host.to_owned()),
-            ..commbench_store::Filter::default()
-        })
+        .records_of_series_with(host, lab, test, commbench_core::estimate::MIN_FLOOR_RUNS)
         .unwrap_or_default()
         .into_iter()
         .map(|s| commbench_report::PastRecord {

@@ -607,9 +607,48 @@ impl Store {
 
     /// Records matching `f`, in run order then record order.
     pub fn records(&self, f: &Filter) -> Result<Vec<StoredRecord>, StoreError> {
+        self.records_where("", params![f.host, f.since_unix, f.run_id, f.lab, f.test])
+    }
+
+    /// The records of `host`'s (lab, test) whose series (lab, test and
+    /// parameters: the match key) holds at least `min_records` records, in
+    /// run order then record order: what a between-run floor can be
+    /// learned from. A series with fewer records cannot give one, and a
+    /// run of 100,000 one-record series read them all for nothing (a
+    /// third of `history`'s time).
+    pub fn records_of_series_with(
+        &self,
+        host: &str,
+        lab: &str,
+        test: &str,
+        min_records: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        self.records_where(
+            "AND x.match_key IN (
+                 SELECT y.match_key FROM records y JOIN runs q ON q.run_id = y.run_id
+                 WHERE q.host = ?1 AND y.lab = ?4 AND y.test = ?5
+                 GROUP BY y.match_key HAVING COUNT(*) >= ?6)",
+            params![
+                host,
+                Option::<i64>::None,
+                Option::<String>::None,
+                lab,
+                test,
+                min_records as i64
+            ],
+        )
+    }
+
+    /// Records under the filter's five parameters (?1 host, ?2 since,
+    /// ?3 run id, ?4 lab, ?5 test) and the condition `extra`.
+    fn records_where(
+        &self,
+        extra: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<StoredRecord>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT x.run_id, r.started_unix, r.host, r.git_sha, x.lab, x.test, x.params, x.metrics
                  FROM records x JOIN runs r ON r.run_id = x.run_id
                  WHERE (?1 IS NULL OR r.host = ?1)
@@ -617,29 +656,27 @@ impl Store {
                    AND (?3 IS NULL OR x.run_id = ?3)
                    AND (?4 IS NULL OR x.lab = ?4)
                    AND (?5 IS NULL OR x.test = ?5)
-                 ORDER BY r.started_unix, r.rowid, x.seq",
-            )
+                   {extra}
+                 ORDER BY r.started_unix, r.rowid, x.seq"
+            ))
             .map_err(|e| self.sql(e))?;
         let rows = stmt
-            .query_map(
-                params![f.host, f.since_unix, f.run_id, f.lab, f.test],
-                |r| {
-                    let params: String = r.get(6)?;
-                    let metrics: String = r.get(7)?;
-                    let mut rec = Record::new(&r.get::<_, String>(4)?, &r.get::<_, String>(5)?);
-                    rec.params =
-                        serde_json::from_str::<Map<String, Value>>(&params).unwrap_or_default();
-                    rec.metrics =
-                        serde_json::from_str::<Map<String, Value>>(&metrics).unwrap_or_default();
-                    Ok(StoredRecord {
-                        run_id: r.get(0)?,
-                        started_unix: r.get(1)?,
-                        host: r.get(2)?,
-                        git_sha: r.get(3)?,
-                        record: rec,
-                    })
-                },
-            )
+            .query_map(args, |r| {
+                let params: String = r.get(6)?;
+                let metrics: String = r.get(7)?;
+                let mut rec = Record::new(&r.get::<_, String>(4)?, &r.get::<_, String>(5)?);
+                rec.params =
+                    serde_json::from_str::<Map<String, Value>>(&params).unwrap_or_default();
+                rec.metrics =
+                    serde_json::from_str::<Map<String, Value>>(&metrics).unwrap_or_default();
+                Ok(StoredRecord {
+                    run_id: r.get(0)?,
+                    started_unix: r.get(1)?,
+                    host: r.get(2)?,
+                    git_sha: r.get(3)?,
+                    record: rec,
+                })
+            })
             .map_err(|e| self.sql(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
     }

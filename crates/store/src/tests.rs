@@ -302,6 +302,53 @@ fn two_writers_at_once_lose_nothing() {
     assert_eq!(vals.len(), writers * per * 3, "every record once");
 }
 
+/// Issue 50, item 5: the noise-floor learner read every earlier record
+/// of a test, though a floor needs a series of at least
+/// `MIN_FLOOR_RUNS` records; a run of 100,000 one-record series read
+/// them all for nothing. Only series with enough records come back, of
+/// the host asked for, in run order.
+#[test]
+fn the_floor_loader_read_every_one_record_series() {
+    let p = tmp("series-with");
+    let mut s = Store::open(&p).unwrap();
+    let one = |len: u64| {
+        Record::new("ipc", "reqres")
+            .param("msg_len", len)
+            .metric("msgs_per_s", 1.0)
+    };
+    for t in 0..4 {
+        // msg_len=64 in four runs; 1..=3 once each, in the first run.
+        let mut recs = vec![one(64).metric("msgs_per_s", t as f64)];
+        if t == 0 {
+            recs.extend((1..=3).map(one));
+        }
+        s.append(&run("a", 100 + t), &recs).unwrap();
+    }
+    // Another host's records of the same series never count.
+    s.append(&run("b", 50), &[one(1), one(1), one(1), one(1)])
+        .unwrap();
+    let got = s.records_of_series_with("a", "ipc", "reqres", 4).unwrap();
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(got
+        .iter()
+        .all(|r| r.host == "a" && r.record.params["msg_len"] == 64));
+    let order: Vec<f64> = got
+        .iter()
+        .filter_map(|r| r.record.metric_f64("msgs_per_s"))
+        .collect();
+    assert_eq!(order, vec![0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(
+        s.records_of_series_with("a", "ipc", "reqres", 1)
+            .unwrap()
+            .len(),
+        7
+    );
+    assert!(s
+        .records_of_series_with("a", "ipc", "other", 1)
+        .unwrap()
+        .is_empty());
+}
+
 #[test]
 fn match_key_is_lab_test_and_params() {
     assert_eq!(match_key(&rec(1.0)), "ipc/reqres transport=shm msg_len=64");
