@@ -37,6 +37,12 @@ pub fn to_records(r: &AbReport) -> Vec<Record> {
                 .param("seed", r.spec.seed)
                 .param("threshold_pct", 100.0 * r.spec.threshold)
                 .param("containment", &r.containment);
+            if let Some(sc) = r.shared_cpu() {
+                rec.push_param("cpu_weight", &sc.weights);
+                rec.push_metric("separate_cpu_groups", sc.separate_groups);
+                rec.push_metric("window_overlap_median", sc.overlap_median);
+                rec.push_metric("window_overlap_min", sc.overlap_min);
+            }
             if let Some(p) = common.get(&m.key) {
                 let shown: Vec<String> =
                     p.iter().map(|(k, v)| format!("{k}={}", show(v))).collect();
@@ -142,6 +148,16 @@ pub fn table(r: &AbReport, all: bool) -> String {
         }
     }
     let _ = writeln!(o, "trials held by: {}", r.containment);
+    if let Some(sc) = r.shared_cpu() {
+        let _ = writeln!(
+            o,
+            "shared CPU: {} cgroups, CPU weight {}; both sides ran together for {}% of the longer trial (median; least {}%)",
+            if sc.separate_groups { "each side in its own" } else { "NOT always separate" },
+            sc.weights,
+            num(100.0 * sc.overlap_median, ""),
+            num(100.0 * sc.overlap_min, "")
+        );
+    }
     if !r.sched_available {
         let _ = writeln!(
             o,

@@ -110,6 +110,13 @@ pub enum Placement {
     /// Both at once behind a start barrier, each on one of the two CPUs,
     /// swapped every pair.
     Duet([usize; 2]),
+    /// A shared-CPU duet: both at once behind a start barrier, both
+    /// pinned to this one CPU, each side's tree in a cgroup of the CPU
+    /// controller with the same weight, so that over the window both run
+    /// each gets half the CPU, in the same spell of the machine. For
+    /// trials of a fixed duration (`mux --rounds-for`): a side that ends
+    /// first leaves the other the whole CPU.
+    Shared(usize),
 }
 
 impl Placement {
@@ -123,6 +130,9 @@ impl Placement {
                 commbench_core::placement::current_affinity()
             ),
             Placement::Duet([a, b]) => format!("duet on cpus {a} and {b}, swapped each pair"),
+            Placement::Shared(c) => format!(
+                "shared-CPU duet: both at once on cpu {c}, each side in a cgroup of equal CPU weight"
+            ),
         }
     }
 }
@@ -252,6 +262,13 @@ pub struct PairLog {
     pub migrations: [u64; 2],
     /// Steal and softirq seconds on A's and B's CPUs.
     pub steal_s: [f64; 2],
+    /// In a shared-CPU duet, the share of the longer trial's wall time
+    /// during which both ran (both start at the barrier: the shorter's
+    /// wall over the longer's); NaN otherwise.
+    pub overlap: f64,
+    /// In a shared-CPU duet, A's and B's CPU cgroup weight as read back,
+    /// and their groups' names.
+    pub cpu_groups: Option<[(String, String); 2]>,
     /// Softirq seconds on A's and B's CPUs.
     pub softirq_s: [f64; 2],
 }
@@ -353,10 +370,61 @@ impl AbReport {
         let f = self.pairs.iter().filter(|p| !p.kept).count() - c;
         (c, f)
     }
+    /// In a shared-CPU duet, what held its kept pairs: the CPU weight of
+    /// each side's cgroup (both, when the same), whether every pair's two
+    /// sides were in separate groups, and the share of the longer trial
+    /// both sides ran for (median, least over the kept pairs).
+    pub fn shared_cpu(&self) -> Option<SharedCpu> {
+        let kept: Vec<&PairLog> = self
+            .pairs
+            .iter()
+            .filter(|p| p.kept && p.cpu_groups.is_some())
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        let mut weights: Vec<String> = kept
+            .iter()
+            .flat_map(|p| p.cpu_groups.iter().flatten().map(|(_, w)| w.clone()))
+            .collect();
+        weights.sort();
+        weights.dedup();
+        let separate = kept.iter().all(|p| {
+            p.cpu_groups
+                .as_ref()
+                .is_some_and(|[(ga, _), (gb, _)]| ga != gb)
+        });
+        let mut o: Vec<f64> = kept.iter().map(|p| p.overlap).collect();
+        o.sort_by(f64::total_cmp);
+        Some(SharedCpu {
+            weights: weights.join(" / "),
+            equal_weights: weights.len() == 1,
+            separate_groups: separate,
+            overlap_median: o[o.len() / 2],
+            overlap_min: o[0],
+        })
+    }
+
     /// The headline results.
     pub fn headlines(&self) -> impl Iterator<Item = &MetricResult> {
         self.results.iter().filter(|m| m.headline)
     }
+}
+
+/// How a shared-CPU duet's kept pairs were held ([`AbReport::shared_cpu`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedCpu {
+    /// The CPU weight of the sides' cgroups as read back (`v1 cpu.shares
+    /// 1024`; two values joined by ` / ` if they ever differed).
+    pub weights: String,
+    /// Every side of every kept pair had the same weight.
+    pub equal_weights: bool,
+    /// Every kept pair's two sides ran in cgroups of their own.
+    pub separate_groups: bool,
+    /// The share of the longer trial during which both ran: median.
+    pub overlap_median: f64,
+    /// The same, least over the kept pairs.
+    pub overlap_min: f64,
 }
 
 /// What went wrong before any verdict could be given.
@@ -378,6 +446,8 @@ pub enum AbError {
     Interrupted,
     #[error("cannot make ab the subreaper of its trials (PR_SET_CHILD_SUBREAPER): {0}")]
     Subreaper(std::io::Error),
+    #[error("--shared-cpu puts each side in a cgroup of equal CPU weight, and this host gives none: {0}; run a duet on two CPUs (--duet) or one side after the other (--cpus) instead")]
+    SharedCpu(String),
     #[error("side {side} ({value}): --setup failed: {err}")]
     Setup {
         side: char,
@@ -438,6 +508,7 @@ impl Runner<'_> {
                 None => Mode::Records(self.dir.path().join(format!("{n:05}-{label}.jsonl"))),
             },
             cpus,
+            weighted: matches!(self.spec.placement, Placement::Shared(_)),
         }
     }
 
@@ -510,7 +581,12 @@ impl Runner<'_> {
                 l2.mode.remove_file();
                 (t1, t2.map_err(|e| (1 - first, e))?)
             }
-            Placement::Duet([c0, c1]) => {
+            placement @ (Placement::Duet(_) | Placement::Shared(_)) => {
+                let [c0, c1] = match placement {
+                    Placement::Duet(c) => c,
+                    Placement::Shared(c) => [c, c],
+                    Placement::Sequential(_) => unreachable!(),
+                };
                 self.prepare(first)?;
                 self.prepare(1 - first)?;
                 let l1 = self.launch(first, Some(CpuList::from_cpus(vec![c0])));
@@ -547,6 +623,16 @@ fn pair_log(order: Order, a: &Trial, b: &Trial) -> PairLog {
         migrations: [a.sched.migrations, b.sched.migrations],
         steal_s: [a.cpu.steal_s, b.cpu.steal_s],
         softirq_s: [a.cpu.softirq_s, b.cpu.softirq_s],
+        overlap: match (&a.cpu_weight, &b.cpu_weight) {
+            (Some(_), Some(_)) => a.wall_s.min(b.wall_s) / a.wall_s.max(b.wall_s).max(1e-12),
+            _ => f64::NAN,
+        },
+        cpu_groups: match (&a.cpu_weight, &b.cpu_weight) {
+            (Some(wa), Some(wb)) => {
+                Some([(a.group.clone(), wa.clone()), (b.group.clone(), wb.clone())])
+            }
+            _ => None,
+        },
     }
 }
 
@@ -647,6 +733,11 @@ pub fn run(
     // Whatever a trial detaches (setsid, a double fork) is reparented
     // here, not to init, to be killed and reaped with its trial.
     commbench_core::proctree::become_subreaper().map_err(AbError::Subreaper)?;
+    // Refused before any trial: without the CPU controller the two sides
+    // would share the CPU by their thread counts, not in halves.
+    if let Placement::Shared(_) = spec.placement {
+        TreeGroup::create_weighted("ab").map_err(AbError::SharedCpu)?;
+    }
     let dir = TempDir::new("ab").map_err(AbError::TempDir)?;
     let mut runner = Runner {
         spec,
@@ -716,6 +807,8 @@ fn run_pairs(
                     migrations: [0; 2],
                     steal_s: [f64::NAN; 2],
                     softirq_s: [f64::NAN; 2],
+                    overlap: f64::NAN,
+                    cpu_groups: None,
                 });
                 block.push(order);
                 if consecutive_failures >= 3 || redos + 1 > max_pairs {

@@ -181,3 +181,75 @@ fn substitute_replaces_every_occurrence() {
     let t = vec!["{bin}".to_owned(), "--work".into(), "x{w}y{w}".into()];
     assert_eq!(substitute(&t, "w", "1"), ["{bin}", "--work", "x1y1"]);
 }
+
+/// A side of a shared-CPU duet: says it arrived (one line appended to a
+/// file both sides share), waits until the other side of its pair has
+/// arrived too (an even count: at most 10 s, else it fails, as a side run
+/// alone would), then writes a record naming the CPUs it may use and its
+/// cgroup in the CPU controller.
+fn shared_side(dir: &Path, value: &str) -> Side {
+    let arrivals = dir.join("arrivals");
+    let script = format!(
+        r#"echo {value} >> {f}
+i=0; while [ $(( $(wc -l < {f}) % 2 )) -ne 0 ]; do i=$((i+1)); [ $i -gt 1000 ] && exit 1; sleep 0.01; done
+cpus=$(awk '/^Cpus_allowed_list/{{print $2}}' /proc/self/status)
+cg=$(grep -E '^[0-9]+:([a-z,]*,)?cpu(,[a-z,]*)?:|^0::' /proc/self/cgroup | head -1 | cut -d: -f3)
+echo '{{"schema_version":2,"lab":"fake","test":"t","params":{{"cpus":"'$cpus'","cg":"'$cg'"}},"metrics":{{"cost_ns":1000}}}}' > "$4""#,
+        f = arrivals.display()
+    );
+    Side::new(value, vec!["sh".into(), "-c".into(), script, "sh".into()])
+}
+
+#[test]
+fn a_shared_duet_runs_both_sides_at_once_on_one_cpu_in_groups_of_equal_weight() {
+    if let Err(e) = TreeGroup::create_weighted("abtest") {
+        commbench_core::testing::skip("cgroup CPU controller", e);
+        return;
+    }
+    let dir = TempDir::new("abtest").unwrap();
+    let mut s = spec(shared_side(dir.path(), "a"), shared_side(dir.path(), "b"));
+    let cpu = *commbench_core::placement::current_affinity()
+        .cpus()
+        .last()
+        .unwrap();
+    s.placement = Placement::Shared(cpu);
+    s.min_pairs = 4;
+    s.max_pairs = 4;
+    let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
+    // Every pair kept: neither side ran alone (it would have waited in
+    // vain for the other and failed).
+    assert_eq!(r.kept(), 4, "{}", export::table(&r, false));
+    assert_eq!(r.redone(), (0, 0));
+    // One CPU: both sides may use exactly it.
+    let (_, common) = &r.common_params[0];
+    assert_eq!(common["cpus"], serde_json::json!(cpu.to_string()));
+    // Separate CPU cgroups: the children's own /proc/self/cgroup differ.
+    let (_, diff) = &r.varied_params[0];
+    let cg = diff.iter().find(|(n, _, _)| n == "cg").expect("cg differs");
+    assert_ne!(cg.1, cg.2);
+    // Equal weights, read back, on every pair; and the record says so.
+    let sc = r.shared_cpu().unwrap();
+    assert!(sc.separate_groups && sc.equal_weights, "{sc:?}");
+    assert!(
+        sc.weights == "v1 cpu.shares 1024" || sc.weights == "v2 cpu.weight 100",
+        "{sc:?}"
+    );
+    assert!(sc.overlap_min > 0.0 && sc.overlap_min <= 1.0, "{sc:?}");
+    let recs = export::to_records(&r);
+    let p = &recs[0].params;
+    assert!(
+        p["placement"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("shared-CPU duet: both at once on cpu {cpu}")),
+        "{p:?}"
+    );
+    assert_eq!(p["cpu_weight"], serde_json::json!(sc.weights));
+    assert_eq!(
+        recs[0].metrics["separate_cpu_groups"],
+        serde_json::json!(true)
+    );
+    assert!(r.containment.contains("CPU weight"), "{}", r.containment);
+    let t = export::table(&r, false);
+    assert!(t.contains("each side in its own cgroups"), "{t}");
+}

@@ -70,6 +70,8 @@ pub enum TrialError {
     Interrupted,
     #[error("the start barrier failed: {0}")]
     Barrier(String),
+    #[error("a shared-CPU duet needs each side in a cgroup of the CPU controller: {0}")]
+    CpuWeight(String),
     #[error("`{command}` printed nothing that --metric {name} matches{}", tail_of(.stdout))]
     NoMetric {
         command: String,
@@ -137,6 +139,11 @@ pub struct Trial {
     pub cpu: CpuTimes,
     /// The CPUs it could use.
     pub cpus: Vec<usize>,
+    /// Its tree's name (its cgroups' folder name).
+    pub group: String,
+    /// The CPU weight of its cgroup, read back (`v1 cpu.shares 1024`),
+    /// when the launch asked for one ([`Launch::weighted`]).
+    pub cpu_weight: Option<String>,
 }
 
 impl Trial {
@@ -230,6 +237,10 @@ pub struct Launch {
     pub mode: Mode,
     /// Pinned to these CPUs (None: the CPUs `ab` itself may use).
     pub cpus: Option<CpuList>,
+    /// Its tree in a cgroup of the CPU controller with the default weight
+    /// (`core::proctree::TreeGroup::create_weighted`): two weighted
+    /// launches run together on one CPU each get half of it.
+    pub weighted: bool,
 }
 
 impl Launch {
@@ -519,7 +530,20 @@ pub fn run_together(
     stop: &AtomicBool,
     keep: &[u32],
 ) -> Vec<Result<Trial, TrialError>> {
-    let mut groups: Vec<TreeGroup> = launches.iter().map(|_| TreeGroup::create("ab")).collect();
+    let mut groups: Vec<TreeGroup> = Vec::with_capacity(launches.len());
+    for l in launches {
+        if l.weighted {
+            match TreeGroup::create_weighted("ab") {
+                Ok(g) => groups.push(g),
+                Err(e) => {
+                    let e = TrialError::CpuWeight(e);
+                    return launches.iter().map(|_| Err(e.clone())).collect();
+                }
+            }
+        } else {
+            groups.push(TreeGroup::create("ab"));
+        }
+    }
     let mut cmds = Vec::with_capacity(launches.len());
     for (l, g) in launches.iter().zip(&groups) {
         match l.command(g) {
@@ -697,7 +721,14 @@ fn supervise(
                 tree.sys_s = s;
             }
             tree.memory_peak_bytes = gu.memory_peak_bytes;
-            finish(r, main, tree, g.mechanism(), l, killed.as_ref())
+            let weight = g.cpu_weight();
+            if l.weighted && weight.is_none() {
+                return Err(TrialError::CpuWeight(format!(
+                    "`{}` did not join its CPU cgroup",
+                    l.command_line()
+                )));
+            }
+            finish(r, main, tree, g, l, killed.as_ref())
         })
         .collect()
 }
@@ -788,7 +819,7 @@ fn finish(
     r: Running,
     (exit, usage): (ChildExit, Usage),
     tree: TreeUsage,
-    containment: String,
+    group: &TreeGroup,
     l: &Launch,
     killed: Option<&TrialError>,
 ) -> Result<Trial, TrialError> {
@@ -862,10 +893,12 @@ fn finish(
         wall_s: r.wall_s,
         usage,
         tree,
-        containment,
+        containment: group.mechanism(),
         sched: r.sampler.totals(),
         cpu,
         cpus: r.cpus,
+        group: group.name().to_owned(),
+        cpu_weight: group.cpu_weight(),
     })
 }
 
@@ -905,6 +938,7 @@ mod tests {
             argv: vec!["sh".into(), "-c".into(), script.into(), "sh".into()],
             mode: Mode::Records(dir.join(format!("{name}.jsonl"))),
             cpus: None,
+            weighted: false,
         }
     }
 

@@ -822,3 +822,40 @@ fn estimate_prints_what_core_computes() {
         Some(2)
     );
 }
+
+/// `--shared-cpu` needs each side in a cgroup of the CPU controller: where
+/// there is none (here: cgroups turned off), ab refuses before any trial
+/// and says what to use instead.
+#[test]
+fn a_shared_cpu_duet_is_refused_without_the_cgroup_cpu_controller() {
+    let cpu = commbench_core::placement::current_affinity().cpus()[0].to_string();
+    let out = cb()
+        .env(commbench_core::proctree::NO_CGROUP_ENV, "1")
+        .args(["ab", "--shared-cpu", &cpu, "-L", "d", "0.01,0.02"])
+        .args(QUICK)
+        .args(["--", "sleep {d}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--shared-cpu puts each side in a cgroup of equal CPU weight")
+            && err.contains(commbench_core::proctree::NO_CGROUP_ENV)
+            && err.contains("--duet"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{out:?}");
+}
+
+#[test]
+fn a_shared_cpu_duet_takes_one_cpu_this_process_may_use() {
+    let out = cb()
+        .args(["ab", "--shared-cpu", "4096", "-L", "d", "0.01,0.02"])
+        .args(QUICK)
+        .args(["--", "sleep {d}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--shared-cpu: CPU 4096"), "{err}");
+}

@@ -66,6 +66,9 @@ enum Kind {
     Memory,
     /// v1 `freezer`.
     Freezer,
+    /// v1 `cpu` (the CPU controller: `cpu.shares`), made only for a
+    /// group that asks for a CPU weight.
+    Cpu,
 }
 
 impl Kind {
@@ -75,6 +78,7 @@ impl Kind {
             Kind::Cpuacct => "v1 cpuacct",
             Kind::Memory => "v1 memory",
             Kind::Freezer => "v1 freezer",
+            Kind::Cpu => "v1 cpu",
         }
     }
 }
@@ -95,15 +99,7 @@ fn own_cgroups() -> Vec<(Kind, PathBuf, PathBuf)> {
         let kinds: Vec<Kind> = if id == "0" && ctrls.is_empty() {
             vec![Kind::V2]
         } else {
-            ctrls
-                .split(',')
-                .filter_map(|c| match c {
-                    "cpuacct" => Some(Kind::Cpuacct),
-                    "memory" => Some(Kind::Memory),
-                    "freezer" => Some(Kind::Freezer),
-                    _ => None,
-                })
-                .collect()
+            ctrls.split(',').filter_map(v1_kind).collect()
         };
         for kind in kinds {
             let Some(m) = mounts.iter().find(|m| m.kind == kind) else {
@@ -117,6 +113,18 @@ fn own_cgroups() -> Vec<(Kind, PathBuf, PathBuf)> {
         }
     }
     out
+}
+
+/// The v1 controller a mount option or `/proc/self/cgroup` entry names,
+/// among those this module uses.
+fn v1_kind(c: &str) -> Option<Kind> {
+    match c {
+        "cpuacct" => Some(Kind::Cpuacct),
+        "memory" => Some(Kind::Memory),
+        "freezer" => Some(Kind::Freezer),
+        "cpu" => Some(Kind::Cpu),
+        _ => None,
+    }
 }
 
 #[derive(Debug)]
@@ -148,15 +156,7 @@ fn cgroup_mounts() -> Vec<Mount> {
         let (root, point) = (unescape(l[3]), unescape(l[4]));
         let kinds: Vec<Kind> = match r[0] {
             "cgroup2" => vec![Kind::V2],
-            "cgroup" => r[2]
-                .split(',')
-                .filter_map(|o| match o {
-                    "cpuacct" => Some(Kind::Cpuacct),
-                    "memory" => Some(Kind::Memory),
-                    "freezer" => Some(Kind::Freezer),
-                    _ => None,
-                })
-                .collect(),
+            "cgroup" => r[2].split(',').filter_map(v1_kind).collect(),
             _ => continue,
         };
         for kind in kinds {
@@ -207,7 +207,17 @@ pub struct TreeGroup {
     parts: Vec<Part>,
     /// Why a cgroup could not be used, when none was.
     why_not: Option<String>,
+    /// The CPU weight file written ([`TreeGroup::create_weighted`]), in
+    /// the folder of the part that holds it.
+    weight_file: Option<PathBuf>,
 }
+
+/// The CPU weight every weighted group gets: the kernel's default, so
+/// that two such groups, siblings under one parent, split a CPU they both
+/// want in halves (v1 `cpu.shares`, v2 `cpu.weight`).
+pub const CPU_SHARES_V1: u64 = 1024;
+/// v2's default `cpu.weight`.
+pub const CPU_WEIGHT_V2: u64 = 100;
 
 /// What a tree's cgroup measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -242,6 +252,7 @@ impl TreeGroup {
                 name,
                 parts: Vec::new(),
                 why_not: Some(format!("turned off by {NO_CGROUP_ENV}")),
+                weight_file: None,
             };
         }
         let mut parts: Vec<Part> = Vec::new();
@@ -269,7 +280,7 @@ impl TreeGroup {
         let v2_memory = v2.as_ref().is_some_and(|d| d.join("memory.peak").exists());
         for (kind, _, dir) in &own {
             let wanted = match kind {
-                Kind::V2 => false,
+                Kind::V2 | Kind::Cpu => false,
                 Kind::Cpuacct => v2.is_none(),
                 Kind::Freezer => !v2_kill,
                 Kind::Memory => !v2_memory,
@@ -289,7 +300,94 @@ impl TreeGroup {
             name,
             parts,
             why_not,
+            weight_file: None,
         }
+    }
+
+    /// A group as [`TreeGroup::create`] makes it, also in the CPU
+    /// controller with the default weight written ([`CPU_SHARES_V1`],
+    /// [`CPU_WEIGHT_V2`]): two such groups made by one process are
+    /// siblings of equal weight, so the scheduler gives each half of a
+    /// CPU both keep busy whatever their thread counts (`commbench ab
+    /// --shared-cpu`). Where the CPU controller cannot be used, says why:
+    /// not mounted (v1) or not enabled for this process's cgroup (v2's
+    /// `cgroup.subtree_control`), no permission, or turned off by
+    /// [`NO_CGROUP_ENV`].
+    pub fn create_weighted(lab: &str) -> Result<TreeGroup, String> {
+        let mut g = TreeGroup::create(lab);
+        if let Some(w) = &g.why_not {
+            return Err(format!("no cgroup for the trial: {w}"));
+        }
+        // v2: the controller is there when the parent enabled it for its
+        // children; the new group then has cpu.weight.
+        if let Some(p) = g.parts.iter().find(|p| p.kind == Kind::V2) {
+            let f = p.dir.join("cpu.weight");
+            if f.exists() {
+                std::fs::write(&f, CPU_WEIGHT_V2.to_string())
+                    .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+                g.weight_file = Some(f);
+                return Ok(g);
+            }
+        }
+        let own = own_cgroups();
+        let Some((_, _, parent)) = own.iter().find(|(k, _, _)| *k == Kind::Cpu) else {
+            return Err(if g.parts.iter().any(|p| p.kind == Kind::V2) {
+                "the cgroup v2 CPU controller is not enabled for this process's cgroup (no \"cpu\" in its parent's cgroup.subtree_control), and no v1 cpu hierarchy is mounted".to_owned()
+            } else {
+                "no cgroup CPU controller is mounted (neither v2 with \"cpu\" enabled nor v1 cpu)"
+                    .to_owned()
+            });
+        };
+        let dir = parent.join(&g.name);
+        // cpu and cpuacct mounted together: the cpuacct part is the folder.
+        if let Some(p) = g.parts.iter().find(|p| p.dir == dir) {
+            let f = p.dir.join("cpu.shares");
+            std::fs::write(&f, CPU_SHARES_V1.to_string())
+                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            g.weight_file = Some(f);
+            return Ok(g);
+        }
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot make a v1 cpu cgroup in {}: {e}", parent.display()))?;
+        let procs = match open_procs(&dir) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(format!("cannot open {}/cgroup.procs: {e}", dir.display()));
+            }
+        };
+        let f = dir.join("cpu.shares");
+        g.parts.push(Part {
+            kind: Kind::Cpu,
+            dir,
+            procs,
+        });
+        std::fs::write(&f, CPU_SHARES_V1.to_string())
+            .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        g.weight_file = Some(f);
+        Ok(g)
+    }
+
+    /// The CPU weight that holds the tree, as read back from its file
+    /// (`v1 cpu.shares 1024`, `v2 cpu.weight 100`); None for a group made
+    /// without one, or whose child did not join the CPU controller's
+    /// group.
+    pub fn cpu_weight(&self) -> Option<String> {
+        let f = self.weight_file.as_ref()?;
+        let dir = f.parent()?;
+        let part = self.parts.iter().find(|p| p.dir == dir)?;
+        let v = read_u64(f)?;
+        let file = f.file_name()?.to_string_lossy();
+        Some(match part.kind {
+            Kind::V2 => format!("v2 {file} {v}"),
+            _ => format!("v1 {file} {v}"),
+        })
+    }
+
+    /// The folder of the group in the CPU controller's hierarchy, where
+    /// one holds the tree.
+    pub fn cpu_dir(&self) -> Option<&Path> {
+        self.weight_file.as_ref()?.parent()
     }
 
     /// The tree's name (its cgroups' folder name and [`TREE_ENV`]).
@@ -319,7 +417,11 @@ impl TreeGroup {
                 k => format!("cgroup {}", k.word()),
             });
         }
-        v.join(" + ")
+        let mut out = v.join(" + ");
+        if let Some(w) = self.cpu_weight() {
+            out.push_str(&format!(", CPU weight {w}"));
+        }
+        out
     }
 
     /// Whether any cgroup holds the tree.
@@ -333,7 +435,16 @@ impl TreeGroup {
     pub fn arm(&self, cmd: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
         cmd.env(TREE_ENV, &self.name);
-        let fds: Vec<libc::c_int> = self.parts.iter().map(|p| p.procs.as_raw_fd()).collect();
+        // The CPU weight's group must hold the child (a shared CPU split
+        // by thread counts is not the measurement asked for): a failed
+        // join there fails the spawn; elsewhere the child runs outside
+        // that hierarchy.
+        let weight_dir = self.cpu_dir().map(Path::to_path_buf);
+        let fds: Vec<(libc::c_int, bool)> = self
+            .parts
+            .iter()
+            .map(|p| (p.procs.as_raw_fd(), Some(&p.dir) == weight_dir.as_ref()))
+            .collect();
         // SAFETY: getpid has no memory effects.
         let parent = unsafe { libc::getpid() };
         // SAFETY: the closure runs in the child between fork and exec and
@@ -342,11 +453,13 @@ impl TreeGroup {
         // before the fork and is only read, nothing is allocated.
         unsafe {
             cmd.pre_exec(move || {
-                for &fd in &fds {
+                for &(fd, strict) in &fds {
                     // "0": the writing process. A failed join leaves the
                     // child outside that hierarchy; the parent sees it in
                     // `joined`.
-                    libc::write(fd, b"0".as_ptr().cast(), 1);
+                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 && strict {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                     return Err(io::Error::last_os_error());
@@ -363,6 +476,15 @@ impl TreeGroup {
     /// Keeps only the cgroups `pid` actually joined (after the spawn): a
     /// hierarchy that refused the join no longer counts as holding it.
     pub fn keep_joined(&mut self, pid: u32) {
+        // A child that already exited has left every cgroup: nothing to
+        // tell (a two-line script can be gone before this look).
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| !r.trim_start().starts_with(['Z', 'X']))
+        });
+        if !alive {
+            return;
+        }
         let before = self.parts.len();
         let mut dropped = Vec::new();
         self.parts.retain(|p| {

@@ -451,6 +451,7 @@ impl LoadSide {
             LoadSide::InProc(c) => {
                 let warm = LoadConfig {
                     rounds,
+                    rounds_for: None,
                     ..lcfg.clone()
                 };
                 load::run_rounds(&warm, &c.fds).map(|_| ())
@@ -995,6 +996,9 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
         );
     if cfg.extra_work_ns > 0 {
         rec.push_param("extra_work_ns", cfg.extra_work_ns);
+    }
+    if let Some(d) = cfg.rounds_for {
+        rec.push_param("rounds_for_s", d.as_secs_f64());
     }
     if let Some(s) = &cfg.segment {
         rec.push_param("segment", format!("{}/{}", s.index, s.count));

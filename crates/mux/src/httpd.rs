@@ -554,6 +554,7 @@ fn measure(cfg: &HttpdConfig, kind: ServerKind, conns: usize, active: usize) -> 
         conns,
         active,
         rounds,
+        rounds_for: None,
         size: cfg.body,
         protocol: Protocol::Http1,
         clients: ClientsKind::Loop,
@@ -586,6 +587,7 @@ fn measure(cfg: &HttpdConfig, kind: ServerKind, conns: usize, active: usize) -> 
     if cfg.warmup_rounds > 0 {
         let warm = LoadConfig {
             rounds: cfg.warmup_rounds,
+            rounds_for: None,
             open: OpenConfig::closed(1),
             ..lcfg.clone()
         };

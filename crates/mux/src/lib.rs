@@ -172,6 +172,11 @@ pub struct MuxConfig {
     /// Connections doing rounds (the rest connect and stay idle); None = all.
     pub active: Option<usize>,
     pub rounds: u64,
+    /// Closed loop for a fixed time (`--rounds-for`): each active
+    /// connection does rounds until this long after the rounds began (at
+    /// most `rounds`), so two runs sharing a CPU overlap for their whole
+    /// measured window (`commbench ab --shared-cpu`). None: `rounds` each.
+    pub rounds_for: Option<Duration>,
     /// Unmeasured rounds on every active connection before the measured
     /// ones (reported as omitted, like iperf3's --omit).
     pub warmup_rounds: u64,
@@ -237,6 +242,7 @@ impl Default for MuxConfig {
             conns: 1000,
             active: None,
             rounds: 100,
+            rounds_for: None,
             warmup_rounds: 0,
             size: 1024,
             protocol: Protocol::Raw,
@@ -282,6 +288,7 @@ impl MuxConfig {
             conns: self.conns,
             active: self.active(),
             rounds: self.rounds,
+            rounds_for: self.rounds_for,
             size: self.size,
             protocol: self.protocol,
             clients: self.clients,
@@ -327,6 +334,20 @@ impl MuxConfig {
                 "--rounds must be 1..=1000000000, got {}",
                 self.rounds
             ));
+        }
+        if let Some(d) = self.rounds_for {
+            if d.is_zero() || d > Duration::from_secs(86_400) {
+                return bad(format!(
+                    "--rounds-for must be 0 < seconds <= 86400, got {}",
+                    d.as_secs_f64()
+                ));
+            }
+            let open_loop = self.open.rate.is_some()
+                || self.open.in_flight > 1
+                || self.protocol == Protocol::Http1;
+            if self.clients != ClientsKind::Loop || self.load_procs != 1 || open_loop {
+                return bad("--rounds-for runs on the closed-loop event-loop client in one process: use it with --clients loop, --load-procs 1, no --rate or --in-flight, --protocol raw or sockperf".into());
+            }
         }
         if self.size == 0 || self.size > MAX_SIZE {
             return bad(format!("--size must be 1 B..=16 MiB, got {} B", self.size));

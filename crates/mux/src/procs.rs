@@ -197,6 +197,7 @@ pub fn worker_main(lcfg: &LoadConfig, warmup_rounds: u64) -> Result<()> {
                 if warmup_rounds > 0 {
                     let warm = LoadConfig {
                         rounds: warmup_rounds,
+                        rounds_for: None,
                         ..lcfg.clone()
                     };
                     load::run_rounds(&warm, &conn.fds)?;

@@ -49,6 +49,7 @@ fn echo_with(
         conns,
         active: conns,
         rounds,
+        rounds_for: None,
         size,
         protocol,
         clients: ClientsKind::Loop,
@@ -160,6 +161,7 @@ fn several_server_threads_share_the_port() {
         conns: 300,
         active: 300,
         rounds: 5,
+        rounds_for: None,
         size: 64,
         protocol: Protocol::Raw,
         clients: ClientsKind::Loop,
@@ -202,6 +204,7 @@ fn thread_per_connection_clients_echo_too() {
         conns: 200,
         active: 150,
         rounds: 4,
+        rounds_for: None,
         size: 300,
         protocol: Protocol::Raw,
         clients: ClientsKind::Threads,
@@ -347,4 +350,67 @@ fn extra_work_holds_every_echo_on_every_engine() {
         drop(s);
         srv.stop().unwrap();
     }
+}
+
+/// `--rounds-for`: the rounds end when the time is up, far below the
+/// round cap, every connection stopping at a round's end — so the round
+/// trips counted are exactly the latencies recorded and every echoed byte
+/// was checked. (The window's length is not asserted: no time thresholds.)
+#[test]
+fn rounds_for_ends_the_closed_loop_at_a_round_boundary() {
+    let conns = 20;
+    let size = 64;
+    let srv = server::start(&ServeConfig {
+        engine: EngineKind::EpollLt,
+        lookup: Lookup::Index,
+        protocol: Protocol::Raw,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        buf_size: commbench_mux::harness::buf_size(size, conns),
+        max_conns: conns,
+        cpus: None,
+        extra_work_ns: 0,
+        tls: None,
+    })
+    .unwrap();
+    let rounds = 1_000_000_000;
+    let cfg = LoadConfig {
+        target: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, srv.port)),
+        conns,
+        active: conns,
+        rounds,
+        rounds_for: Some(Duration::from_millis(200)),
+        size,
+        protocol: Protocol::Raw,
+        clients: ClientsKind::Loop,
+        load_threads: 1,
+        sources: Vec::new(),
+        timeout: Duration::from_secs(120),
+        cpus: None,
+        connect_window: load::CONNECT_WINDOW,
+        open: commbench_mux::open::OpenConfig::closed(1),
+        http: Default::default(),
+        tls: None,
+    };
+    let mut c = load::connect_all(&cfg).unwrap();
+    let r = load::run_rounds(&cfg, &c.fds).unwrap();
+    assert!(r.round_trips > 0 && r.round_trips < conns as u64 * rounds);
+    assert_eq!(r.latency.len(), r.round_trips);
+    assert_eq!(r.bytes, r.round_trips * size as u64);
+    c.close();
+}
+
+#[test]
+fn rounds_for_is_refused_where_the_rounds_do_not_run_on_the_closed_loop() {
+    let cfg = commbench_mux::MuxConfig {
+        rounds_for: Some(Duration::from_secs(1)),
+        clients: ClientsKind::Threads,
+        conns: 10,
+        ..Default::default()
+    };
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("--rounds-for") && e.contains("--clients loop"),
+        "{e}"
+    );
 }

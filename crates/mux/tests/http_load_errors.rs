@@ -118,6 +118,7 @@ fn load_cfg(port: u16, conns: usize, open: OpenConfig) -> LoadConfig {
         conns,
         active: conns,
         rounds: 55,
+        rounds_for: None,
         size: 64,
         protocol: Protocol::Http1,
         clients: ClientsKind::Loop,

@@ -63,6 +63,7 @@ fn load_cfg(port: u16, conns: usize, rounds: u64, tls: Arc<ClientTls>) -> LoadCo
         conns,
         active: conns,
         rounds,
+        rounds_for: None,
         size: 64,
         protocol: Protocol::Http1,
         clients: ClientsKind::Loop,

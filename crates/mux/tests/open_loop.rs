@@ -30,6 +30,7 @@ fn load_cfg(port: u16, conns: usize, protocol: Protocol, open: OpenConfig) -> Lo
         conns,
         active: conns,
         rounds: 50,
+        rounds_for: None,
         size: 64,
         protocol,
         clients: ClientsKind::Loop,

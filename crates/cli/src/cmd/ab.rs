@@ -101,6 +101,9 @@ pub struct AbArgs {
     /// The two CPUs of a duet.
     #[arg(long, value_name = "CPU,CPU", value_parser = parse_two_cpus, requires = "duet")]
     pub duet_cpus: Option<[usize; 2]>,
+    /// A shared-CPU duet: A and B at the same time, both pinned to this one CPU, each side's processes in a cgroup of equal CPU weight, so each gets half the CPU in the same spell of the machine. For trials of a fixed duration (mux --rounds-for SECS); needs the cgroup CPU controller (refused without it).
+    #[arg(long, value_name = "CPU", conflicts_with_all = ["duet", "cpus"])]
+    pub shared_cpu: Option<usize>,
     /// Pairs before the first verdict.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(6..=10_000))]
     pub min_pairs: u32,
@@ -312,6 +315,14 @@ pub fn specs(a: &AbArgs) -> Result<Vec<AbSpec>> {
             )));
         }
         Placement::Duet([c0, c1])
+    } else if let Some(c) = a.shared_cpu {
+        let may = commbench_core::placement::current_affinity();
+        if !may.cpus().contains(&c) {
+            return Err(crate::usage(format!(
+                "--shared-cpu: CPU {c} is not one this process may use ({may}); give one of those"
+            )));
+        }
+        Placement::Shared(c)
     } else {
         Placement::Sequential(Some(
             a.cpus

@@ -176,6 +176,9 @@ pub struct LoadOpts {
     /// Closed-loop rounds (send, receive the echo) per active connection.
     #[arg(long, default_value_t = 100)]
     pub rounds: u64,
+    /// Closed loop for a fixed time: each active connection does rounds until SECS after the rounds began (--rounds is then a cap: set it high). Two runs sharing a CPU then overlap for their whole measured window (`commbench ab --shared-cpu`).
+    #[arg(long, value_name = "SECS")]
+    pub rounds_for: Option<f64>,
     /// Unmeasured rounds first (every connection served once before timing), reported as omitted.
     #[arg(long, default_value_t = 0)]
     pub warmup_rounds: u64,
@@ -377,6 +380,10 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         conns: o.conns,
         active: o.active,
         rounds: o.rounds,
+        rounds_for: o
+            .rounds_for
+            .map(|v| secs("--rounds-for", v, false))
+            .transpose()?,
         warmup_rounds: o.warmup_rounds,
         size: o.size,
         protocol: o.protocol.kind(),
