@@ -370,12 +370,7 @@ fn lookups(l: LookupArg) -> Vec<Lookup> {
 
 fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
     let (server_cpus, client_cpus) = crate::args::placement(&o.cpus)?;
-    if !(o.timeout.is_finite() && o.timeout > 0.0 && o.timeout <= 86_400.0) {
-        return Err(crate::usage(format!(
-            "--timeout must be 0 < seconds <= 86400, got {}",
-            o.timeout
-        )));
-    }
+    let timeout = secs("--timeout", o.timeout, false)?;
     Ok(MuxConfig {
         conns: o.conns,
         active: o.active,
@@ -396,7 +391,7 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         repeat: o.repeat.unwrap_or(1),
         server_cpus,
         client_cpus,
-        timeout: Duration::from_secs_f64(o.timeout),
+        timeout,
         allow_partial: o.allow_partial,
         connect_window: o.connect_window,
         open: open_config(o)?,
