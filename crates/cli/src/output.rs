@@ -312,12 +312,26 @@ impl OutputArgs {
         records: &[Record],
         summary: fn(&[Record]) -> String,
     ) -> Result<()> {
+        self.emit_summary(records, summary, true)
+    }
+
+    /// [`OutputArgs::emit_summarized`], the record table after the
+    /// summary only `with_table` (a view that is a table of its own, such
+    /// as a sweep's, leaves it out).
+    pub fn emit_summary(
+        &self,
+        records: &[Record],
+        summary: fn(&[Record]) -> String,
+        with_table: bool,
+    ) -> Result<()> {
         self.emit_or_show(records, || {
             let mut buf = summary(records).into_bytes();
-            if !buf.is_empty() {
-                buf.push(b'\n');
+            if with_table {
+                if !buf.is_empty() {
+                    buf.push(b'\n');
+                }
+                let _ = export(records, Format::Table, &serde_json::Value::Null, &mut buf);
             }
-            let _ = export(records, Format::Table, &serde_json::Value::Null, &mut buf);
             String::from_utf8_lossy(&buf).into_owned()
         })
     }

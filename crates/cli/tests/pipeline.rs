@@ -254,6 +254,49 @@ fn sweeps_write_one_record_per_point() {
     assert!(csv.lines().next().unwrap().contains("delay_trustworthy"));
 }
 
+/// Issue 51, item 6: `pipeline run --sweep tx-bulk=…` printed the
+/// record table, ~60 columns and 781 characters a line, and no summary.
+/// Its terminal view is one line of what the points share and a row per
+/// point, every line within 100 columns.
+#[test]
+fn a_sweep_printed_lines_of_781_columns() {
+    let out = cb()
+        .args([
+            "pipeline",
+            "run",
+            "--packets",
+            "4000",
+            "--sweep",
+            "tx-bulk=1,8,64",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("sweep of tx_bulk: rtc, 64 B, burst 32"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("Mpps") && lines[1].contains("ticks/pkt"),
+        "{text}"
+    );
+    let points: Vec<&str> = lines[2..5]
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(points, ["1", "8", "64"], "{text}");
+    assert!(text.contains("--format csv or json"), "{text}");
+}
+
 #[test]
 fn rss_reports_both_implementations() {
     let v = json(&["pipeline", "rss", "--queues", "3", "--flows", "300"]);

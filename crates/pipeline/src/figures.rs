@@ -48,11 +48,11 @@ fn link_budgets(records: &[&Record]) -> Vec<Reference> {
 pub fn figures() -> Vec<FigureSpec> {
     vec![
         FigureSpec {
-            kind: FigureKind::Stacked(&["ticks_rx", "ticks_work", "ticks_tx"]),
+            kind: FigureKind::Stacked(&["ticks_rx", "ticks_work", "ticks_tx", "ticks_sink"]),
             lab: "pipeline",
             test: "run",
             title: "pipeline: TSC ticks per packet, rx burst + work + tx",
-            caption: "What each part of a DPDK-style loop costs per packet (the seed's three parts). Dashed lines: the ticks per packet a 10, 25, 40 and 100 GbE link allows at the frame size drawn; a bar below a line keeps up with that link.",
+            caption: "What each part of a DPDK-style loop costs per packet (the seed's three parts; pipeline mode adds the tx completion on its I/O thread, and its bar is the ticks over both threads). Dashed lines: the ticks per packet a 10, 25, 40 and 100 GbE link allows at the frame size drawn; a bar below a line keeps up with that link.",
             x: "mode",
             y: "",
             series: &["size", "work"],

@@ -26,7 +26,7 @@ const TRIALS: &[&str] = &[
 ];
 const SEARCHES: &[&str] = &["rfc2544-ndr", "rfc2544-pdr"];
 
-static METRICS: [MetricSpec; 39] = [
+static METRICS: [MetricSpec; 40] = [
     MetricSpec::headline(
         "ticks_total",
         "TSC ticks per packet",
@@ -78,6 +78,14 @@ static METRICS: [MetricSpec; 39] = [
     MetricSpec::other(
         "ticks_tx",
         "tx buffering, ticks per packet",
+        "ticks",
+        Better::Lower,
+        Quantity::Cost,
+        RUNS,
+    ),
+    MetricSpec::other(
+        "ticks_sink",
+        "tx completion, ticks per packet",
         "ticks",
         Better::Lower,
         Quantity::Cost,

@@ -9,6 +9,11 @@ use commbench_core::Record;
 /// records get none); empty when there are none.
 pub fn summary_lines(recs: &[Record]) -> String {
     let mut out = String::new();
+    let sweep: Vec<&Record> = recs
+        .iter()
+        .filter(|r| r.test.starts_with("sweep-"))
+        .collect();
+    out.push_str(&sweep_table(&sweep));
     for r in recs {
         let line = match r.test.as_str() {
             "run" => run_line(r),
@@ -51,7 +56,18 @@ fn run_line(r: &Record) -> Option<String> {
     );
     let work = p(r, "work");
     let (rx, w, tx) = (m(r, "ticks_rx"), m(r, "ticks_work"), m(r, "ticks_tx"));
+    let sink = m(r, "ticks_sink");
     match (m(r, "ticks_total"), rx, w, tx) {
+        // Pipeline mode: the total is its parts over its threads; said as
+        // their sum, as printed, so the line adds up.
+        (_, Some(rx), Some(w), Some(tx)) if sink.is_some() => {
+            let s = sink.unwrap_or_default();
+            let r1 = |x: f64| format!("{x:.1}").parse::<f64>().unwrap_or(x);
+            l.push_str(&format!(
+                ", rx {rx:.1} + {work} {w:.1} + tx {tx:.1} + sink {s:.1} = {:.1} ticks per packet over its threads",
+                r1(rx) + r1(w) + r1(tx) + r1(s)
+            ));
+        }
         (Some(t), Some(rx), Some(w), Some(tx)) => {
             l.push_str(&format!(
                 ", {t:.1} ticks per packet{}",
@@ -60,7 +76,6 @@ fn run_line(r: &Record) -> Option<String> {
         }
         (Some(t), ..) => l.push_str(&format!(", {t:.1} ticks per packet")),
         (None, Some(rx), Some(w), Some(tx)) => {
-            let sink = m(r, "ticks_sink");
             l.push_str(&format!(
                 ", rx {rx:.1} + {work} {w:.1} + tx {tx:.1}{} ticks per packet over its threads",
                 sink.map_or(String::new(), |s| format!(" + sink {s:.1}"))
@@ -90,6 +105,102 @@ fn run_line(r: &Record) -> Option<String> {
         l.push_str("  [partial]");
     }
     Some(l)
+}
+
+/// Whether `recs` hold a sweep (its terminal view is [`sweep_table`]).
+pub fn is_sweep(recs: &[Record]) -> bool {
+    recs.iter().any(|r| r.test.starts_with("sweep-"))
+}
+
+/// A sweep's points in a table a terminal holds (under 100 columns): what
+/// every point shares in one line, then per value of the swept parameter
+/// the rate, the ticks per packet and their parts, what is left of the
+/// 100 GbE budget and the flags. The record table of a sweep was ~60
+/// columns, 781 characters a line.
+pub fn sweep_table(recs: &[&Record]) -> String {
+    let Some(first) = recs.first() else {
+        return String::new();
+    };
+    let name = first.test.trim_start_matches("sweep-").replace('-', "_");
+    let key = if first.params.contains_key(&name) {
+        name.clone()
+    } else {
+        format!("{name}_ns")
+    };
+    let shared: Vec<String> = [
+        ("mode", ""),
+        ("size", " B"),
+        ("burst", ""),
+        ("tx_bulk", ""),
+        ("queues", ""),
+        ("work", ""),
+    ]
+    .iter()
+    .filter(|(k, _)| *k != key)
+    .map(|(k, unit)| match *k {
+        "mode" | "size" => format!("{}{unit}", p(first, k)),
+        _ => format!("{} {}", k.replace('_', " "), p(first, k)),
+    })
+    .collect();
+    let mut out = format!("sweep of {key}: {}\n", shared.join(", "));
+    let f = |r: &Record, k: &str| m(r, k).map_or("-".to_owned(), |x| format!("{x:.1}"));
+    let head = [
+        key.as_str(),
+        "Mpps",
+        "ticks/pkt",
+        "rx",
+        "work",
+        "tx",
+        "sink",
+        "left@100G",
+    ];
+    let rows: Vec<[String; 8]> = recs
+        .iter()
+        .map(|r| {
+            [
+                p(r, &key),
+                f(r, "mpps"),
+                f(r, "ticks_total"),
+                f(r, "ticks_rx"),
+                f(r, "ticks_work"),
+                f(r, "ticks_tx"),
+                f(r, "ticks_sink"),
+                m(r, "left_ticks_100G").map_or("-".to_owned(), |x| format!("{x:+.1}")),
+            ]
+        })
+        .collect();
+    let mut w = head.map(|h| h.chars().count());
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>, flags: &str| {
+        let mut l: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:>width$}", width = w[i]))
+            .collect();
+        if !flags.is_empty() {
+            l.push(flags.to_owned());
+        }
+        l.join("  ")
+    };
+    out.push_str(&line(head.to_vec(), "flags"));
+    out.push('\n');
+    for (r, cells) in recs.iter().zip(&rows) {
+        let flags: Vec<&str> = ["partial", "oversubscribed"]
+            .into_iter()
+            .filter(|k| r.metrics.get(*k).and_then(|v| v.as_bool()) == Some(true))
+            .collect();
+        out.push_str(&line(
+            cells.iter().map(String::as_str).collect(),
+            &flags.join(", "),
+        ));
+        out.push('\n');
+    }
+    out.push_str("(every field of each point: --format csv or json, or -o FILE.csv)\n");
+    out
 }
 
 /// "l2fwd:swap at 50k pps, 64 B: 100000 of 100000 received (loss 0%),

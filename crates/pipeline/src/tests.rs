@@ -264,6 +264,29 @@ fn bad_configurations_say_what_to_change() {
     }
 }
 
+/// Issue 51, item 2: the pipeline-mode row of the report's "pipeline:
+/// run" table had an empty ticks cell while its stacked bar drew the
+/// parts: a pipeline-mode record's ticks per packet are its parts summed
+/// over its threads (rx + work + tx + tx completion), the bar's total.
+#[test]
+fn the_pipeline_modes_ticks_cell_was_empty_while_its_figure_drew_the_parts() {
+    let mut rec = Recorder::new();
+    run(&small(Mode::Pipeline), &mut rec).unwrap();
+    let r = &rec.records()[0];
+    let part = |k: &str| r.metric_f64(k).unwrap_or_else(|| panic!("no {k}: {r:?}"));
+    let parts = part("ticks_rx") + part("ticks_work") + part("ticks_tx") + part("ticks_sink");
+    let total = part("ticks_total");
+    assert!(
+        (total - parts).abs() <= 1e-9 * parts.max(1.0),
+        "{total} vs {parts}"
+    );
+    assert_eq!(total, part("ticks_sum_of_medians"));
+    // Run to completion keeps its chained total, without a sink.
+    let mut rec = Recorder::new();
+    run(&small(Mode::Rtc), &mut rec).unwrap();
+    assert!(rec.records()[0].metric_f64("ticks_sink").is_none());
+}
+
 #[test]
 fn records_carry_the_split_budget_and_conservation() {
     let c = PipelineConfig {

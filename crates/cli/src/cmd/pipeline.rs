@@ -622,7 +622,10 @@ fn run_run(a: &RunArgs) -> Result<()> {
         eprintln!("commbench pipeline: note: {n}");
     }
     let broken = rep.runs.iter().filter(|r| !r.conserved).count();
-    a.out.emit_summarized(&rec.take(), summary_lines)?;
+    let recs = rec.take();
+    // A sweep's view is its table alone (its record table was 781 columns).
+    let with_table = !commbench_pipeline::summary::is_sweep(&recs);
+    a.out.emit_summary(&recs, summary_lines, with_table)?;
     if broken > 0 {
         anyhow::bail!(
             "{broken} run(s) lost packets (generated != transmitted + dropped): marked partial"
