@@ -231,6 +231,19 @@ impl Goal {
         )
     }
 
+    /// [`Goal::code`] in words, in the code's order: `final trial 1 s,
+    /// sum 4 s, loss 0.5%, exceed 50%, width 1%`.
+    pub fn spelt_out(&self) -> String {
+        format!(
+            "final trial {} s, sum {} s, loss {}%, exceed {}%, width {}%",
+            num(self.final_s),
+            num(self.sum_s),
+            num(self.loss_ratio * 100.0),
+            num(self.exceed_ratio * 100.0),
+            num(self.width * 100.0)
+        )
+    }
+
     /// Whether a trial of `duration_s` is full-length for this goal.
     pub fn full_length(&self, duration_s: f64) -> bool {
         duration_s >= self.final_s * (1.0 - EPS)

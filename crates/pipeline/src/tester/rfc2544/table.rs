@@ -182,8 +182,29 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
         }
         notes.push_str(&device_line(&format!("{size} B {}", g.goal.code()), r));
     }
+    s.push_str(&goal_legend(rows));
     s.push_str(&notes);
     s.push_str(&repeats_summary(rows));
+    s
+}
+
+/// What each goal code in `rows` means, once per code: the codes
+/// (`1f4d0l50e1w`, RFC 9475's dense form) meant nothing to a reader
+/// without a legend.
+fn goal_legend(rows: &[(String, SearchResult)]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut s = String::new();
+    for g in rows.iter().filter_map(|(_, r)| r.goal.as_ref()) {
+        let code = g.goal.code();
+        if seen.contains(&code) {
+            continue;
+        }
+        if seen.is_empty() {
+            s.push_str("goal codes (MLRsearch, RFC 9475): Nf final trial N s, Nd trials at a bound summing to N s, Nl loss ratio N%, Ne exceed ratio N%, Nw width N%\n");
+        }
+        s.push_str(&format!("  {code}: {}\n", g.goal.spelt_out()));
+        seen.push(code);
+    }
     s
 }
 

@@ -181,6 +181,15 @@ fn the_mlr_table_says_not_measured_and_sums_up_repeats() {
     ];
     let t = table(&rows);
     assert!(t.contains("not measured"), "{t}");
+    // Issue 51, item 8: the goal codes meant nothing without a legend;
+    // each code is spelt out once.
+    assert_eq!(
+        t.matches("  1f4d0l50e1w: final trial 1 s, sum 4 s, loss 0%, exceed 50%, width 1%")
+            .count(),
+        1,
+        "{t}"
+    );
+    assert!(t.contains("Nf final trial N s"), "{t}");
     assert!(
         t.contains("64 B 1f4d0l50e1w: not measured: the host was busy"),
         "{t}"
