@@ -211,7 +211,7 @@ pub fn table(r: &AbReport, all: bool) -> String {
         .collect();
     let head = [
         "verdict",
-        "B/A",
+        "paired B/A",
         "95% interval",
         "A median",
         "B median",
@@ -246,6 +246,14 @@ pub fn table(r: &AbReport, all: bool) -> String {
     for c in &cells {
         let _ = writeln!(o, "{}", line(c));
     }
+    // An A/A line read "A median 10.28 ns / B median 10.28 ns, 0.977×":
+    // which figure is the paired ratio, and why it need not be the
+    // medians' quotient, is said under the table.
+    let _ = writeln!(
+        o,
+        "paired B/A: the pairs' B/A ratios' Hodges–Lehmann median, with its signed-rank 95% interval;\n\
+         A median, B median: each side's own median (not a ratio: equal medians can pair to 0.98×)"
+    );
     let heads: Vec<&MetricResult> = r.headlines().collect();
     let undecided: Vec<&&MetricResult> = heads
         .iter()

@@ -154,6 +154,39 @@ fn contaminated_pairs_are_redone_up_to_the_bound_and_said() {
     assert!(t.contains("redone: 4 contaminated"), "{t}");
 }
 
+/// Issue 51, item 8: an A/A line read "A median 10.28 ns / B median
+/// 10.28 ns, 0.977× [0.951, 0.999]" with no word on which figure was the
+/// paired ratio; the table names its ratio column paired and says under
+/// it what each figure is, every line within 100 columns.
+#[test]
+fn the_aa_line_did_not_say_which_figure_is_the_paired_ratio() {
+    let dir = TempDir::new("abtest").unwrap();
+    let mut s = spec(side(dir.path(), "a", 1000), side(dir.path(), "b", 1000));
+    s.min_pairs = 6;
+    s.max_pairs = 6;
+    let r = run(&s, &[], &AtomicBool::new(false), &mut ()).unwrap();
+    let t = export::table(&r, true);
+    assert!(t.contains("verdict") && t.contains("paired B/A"), "{t}");
+    assert!(
+        t.contains("paired B/A: the pairs' B/A ratios' Hodges–Lehmann median"),
+        "{t}"
+    );
+    assert!(
+        t.contains("A median, B median: each side's own median"),
+        "{t}"
+    );
+    for l in t
+        .lines()
+        .filter(|l| l.starts_with("paired") || l.starts_with("A median"))
+    {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+}
+
 #[test]
 fn an_interrupt_ends_the_run_with_what_it_has() {
     let dir = TempDir::new("abtest").unwrap();
