@@ -243,6 +243,11 @@ impl Lab for PcapLab {
     }
 }
 
+/// What to do when the cold and warm runs were too short for their CPU
+/// time: the commands that time a larger capture.
+pub const TIME_LARGER: &str =
+    "time a larger one with commbench pcap gen --size 1G -o FILE, then commbench pcap bench FILE";
+
 /// The answer's cold/warm part, worded from what was measured: the cold
 /// run's wall time and CPU time against the warm run's, the kernel's
 /// share when known, and what the cold run's extra time was spent on (its
@@ -270,7 +275,10 @@ fn cold_warm(r: &[&Record]) -> Option<String> {
         .iter()
         .any(|v| v == crate::bench::TOO_SHORT)
     {
-        a.push_str(" (runs too short to measure CPU: give a larger capture)");
+        // Advice a reader can follow where the answer is read (the suite
+        // generates its own capture: "give a larger capture" had nowhere
+        // to give it).
+        a.push_str(&format!(" (runs too short to measure CPU: {TIME_LARGER})"));
         return Some(a);
     }
     if let (Some(cc), Some(wc)) = (m(cold, "cpu_s_median"), m(warm, "cpu_s_median")) {
@@ -348,9 +356,14 @@ mod tests {
             bench("warm", 0.004, 0.003, None, crate::bench::TOO_SHORT),
         ];
         let a = PcapLab.answer(&recs).unwrap();
+        // Issue 51, item 8: the quick suite advised "give a larger
+        // capture" with no way to give one; the advice names commands.
         assert!(
-            a.ends_with("(runs too short to measure CPU: give a larger capture)"),
+            a.ends_with(
+                "(runs too short to measure CPU: time a larger one with commbench pcap gen --size 1G -o FILE, then commbench pcap bench FILE)"
+            ),
             "{a}"
         );
+        assert!(!a.contains("give a larger capture"), "{a}");
     }
 }
