@@ -35,6 +35,7 @@ pub mod compare_text;
 mod figures;
 mod floor;
 mod history;
+pub mod history_text;
 mod html;
 mod load;
 mod plot;

@@ -303,22 +303,11 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
     a.out.emit_or_show(&out, || history_tables(&out))
 }
 
-/// The terminal view: the runs, then the trends, each under a title (the
-/// record table's "lab test" columns would read "history run").
+/// The terminal view: the runs, then the trends grouped by series
+/// (`commbench_report::history_text`), every line within 100 columns.
 fn history_tables(records: &[Record]) -> String {
-    use commbench_core::record::write_titled_table;
-    let mut buf = Vec::new();
     // The runs come first, then the trends (as `run` makes them): split,
     // not copied (a copy of every record was 7% of `history`'s time).
     let (runs, trends) = records.split_at(records.partition_point(|r| r.test == "run"));
-    let _ = write_titled_table(&format!("runs ({}):", runs.len()), runs, &mut buf);
-    if !trends.is_empty() {
-        buf.push(b'\n');
-        let _ = write_titled_table(
-            "trends (each series's first run against its last, ratio = last / first; source = lab/test):",
-            trends,
-            &mut buf,
-        );
-    }
-    String::from_utf8_lossy(&buf).into_owned()
+    commbench_report::history_text::history_text(runs, trends)
 }
