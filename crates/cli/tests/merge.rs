@@ -97,6 +97,37 @@ fn merge_held_every_file_at_once() {
     );
 }
 
+/// Issue 51, item 6: `merge` printed its record as a 190-line key/value
+/// list of raw nanoseconds. The terminal view says what was added and the
+/// lab's declared metrics in words and units, every line within 100
+/// columns, and points at --format json for every field.
+#[test]
+fn merge_printed_a_190_line_dump_in_raw_ns() {
+    let dir = commbench_core::artifact::TempDir::new("merge-test").unwrap();
+    let files = write_shares(dir.path(), 4);
+    let out = cb().arg("merge").args(&files).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("mux open: 4 segments added\n"), "{text}");
+    assert!(
+        text.lines().count() < 60,
+        "{} lines:\n{text}",
+        text.lines().count()
+    );
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    assert!(text.contains("--format json"), "{text}");
+}
+
 /// Issue 50, item 7: a FIFO among merge's files (a shared gather folder)
 /// hung it; a file given twice under two names cost a full read each
 /// before "given twice".

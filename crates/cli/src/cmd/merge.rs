@@ -89,20 +89,41 @@ pub fn run(a: &MergeArgs) -> Result<()> {
     together.finish().map_err(crate::usage_err)?;
     let merger = merger.ok_or_else(|| crate::usage("no segment files given"))?;
     let records = merger.finish().map_err(crate::usage_err)?;
-    a.output.emit_summarized(&records, summary)
+    a.output.emit_or_show(&records, || summary(&records))
 }
 
+/// The terminal view: per merged record, the segments added and each
+/// metric its lab declares, in words with its unit, one a line within 100
+/// columns. The record's every field as a key/value list was 190 lines of
+/// raw nanoseconds; `--format json` keeps them all.
 fn summary(records: &[Record]) -> String {
-    records
-        .iter()
-        .map(|r| {
-            let n = r.params.get("segments").map(|v| v.to_string());
-            format!(
-                "{} {}: {} segments added\n",
-                r.lab,
-                r.test,
-                n.unwrap_or_else(|| "?".into())
-            )
-        })
-        .collect()
+    use commbench_core::lab::answer::num;
+    let mut out = String::new();
+    for r in records {
+        let n = r.params.get("segments").map(|v| v.to_string());
+        out.push_str(&format!(
+            "{} {}: {} segments added\n",
+            r.lab,
+            r.test,
+            n.unwrap_or_else(|| "?".into())
+        ));
+        let Some(lab) = commbench_core::lab::find(crate::labs::labs(), &r.lab) else {
+            continue;
+        };
+        for m in lab.metrics().iter().filter(|m| m.applies_to(&r.test)) {
+            let Some(v) = r.metric_f64(m.key).filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let (v, unit) = match m.unit {
+                "ns" if v.abs() >= 1e6 => (v / 1e6, "ms"),
+                "ns" if v.abs() >= 1e4 => (v / 1e3, "µs"),
+                u => (v, u),
+            };
+            let line = format!("  {}: {}", m.label, num(v, unit));
+            out.push_str(&commbench_core::record::escape_control(&line));
+            out.push('\n');
+        }
+    }
+    out.push_str("(every field: --format json, or -o FILE.json)\n");
+    out
 }
