@@ -771,6 +771,11 @@ mod tests {
         assert_eq!(c.noise_floor, 0.0, "{c:?}");
         assert_eq!(c.verdict, "faster", "{c:?}");
         assert!(estimate::swing(&base) < estimate::SWING_MODES);
+        // Three repeats (the quick suite's mux runs) are read too, nearly
+        // at their extremes; two are not.
+        assert!(estimate::swing(&[30.0, 80.0, 90.0]) >= estimate::SWING_MODES);
+        assert!(estimate::swing(&[100.0, 110.0, 95.0]) < 0.2);
+        assert_eq!(estimate::swing(&[30.0, 90.0]), 0.0);
     }
 
     #[test]

@@ -974,8 +974,10 @@ pub fn floor_from_series(series: &[(String, f64)], z: f64) -> Option<f64> {
     Some((z * 1.4826 * mad).max(widest).exp_m1())
 }
 
-/// Repeats a run needs before [`swing`] reads its spread.
-pub const SWING_MIN_REPEATS: usize = 5;
+/// Repeats a run needs before [`swing`] reads its spread: three, as the
+/// quick suite's mux runs have (their echo rate moved 0.505× [0.286,
+/// 0.898] between two quiet quick suites of one binary, 2026-11-28).
+pub const SWING_MIN_REPEATS: usize = 3;
 
 /// The [`swing`] from which a run's repeats are taken to spread over
 /// modes rather than about one value (the 90th percentile at least twice
@@ -984,7 +986,8 @@ pub const SWING_MODES: f64 = 1.0;
 
 /// How far one run's repeats swung, as a relative floor: the 90th
 /// percentile over the 10th, less one (0 with fewer than
-/// [`SWING_MIN_REPEATS`] positive samples). The repeats are separate runs,
+/// [`SWING_MIN_REPEATS`] positive samples; with three, nearly their
+/// extremes). The repeats are separate runs,
 /// so a metric that moved this much between them moves as much between
 /// two runs, whatever the interval of its median says: the pipeline
 /// mode's two spinning threads on this 2-vCPU host ran at ~10, ~30 and
