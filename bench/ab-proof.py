@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The proof of `commbench ab` on this machine (a benchmark, not a test).
 
-usage: bench/ab-proof.py [--runs 10] [--labs LIST] [--parts aa,known,suites]
+usage: bench/ab-proof.py [--runs 10] [--lab-runs LAB=N] [--labs LIST] [--parts aa,known,suites]
                          [--budget 3m] [--bin target/release/commbench] [--out DIR]
                          [--lock FILE]
 
@@ -18,6 +18,10 @@ known   For each lab, RUNS runs of a known change of 3% injected into the
         inside the interval. The truth is the ratio of the pooled medians of
         every B trial over every A trial of all runs (the per-pair values
         each ab record carries as a_median_samples / b_median_samples).
+        Every run's verdicts follow (ratio, 95% interval, pairs, time), with
+        each lab's pooled truth checked against every lab's intervals: the
+        shared-CPU duet (mux-shared) beside the two-CPU duet (mux-epoll, an
+        alternate since) answers whether sharing one CPU biases the ratio.
 b2b     Today's way, side by side: per lab, the A/A and the known change
         run once per side back to back with --repeat 5, then `compare`
         from an empty store: how many headline verdicts were decisive.
@@ -87,6 +91,21 @@ LABS = {
         "param": "extra_work_ns",
         "ab": ["--duet"],
     },
+    # The shared-CPU duet (ab --shared-cpu): A and B at once on one CPU,
+    # each side in a cgroup of equal CPU weight, each trial a fixed 1 s
+    # window of rounds (--rounds-for 1), so both sides get half the CPU over
+    # the same spell. On this host the vCPUs run in fast and slow spells of
+    # about a second that no two trials a second apart share, nor the two
+    # vCPUs (docs/statistics.md §9): a pair's spread was 16-23% in the
+    # duet above, 1-1.5% with both sides on one CPU.
+    "mux-shared": {
+        "aa": "{bin} mux --engine epoll-lt --conns 200 --rounds 1000000000 --rounds-for 1 --repeat 1",
+        "known": "{bin} mux --engine epoll-lt --conns 200 --rounds 1000000000 --rounds-for 1 "
+                 "--repeat 1 --extra-work-ns {x}",
+        "n": 100000,
+        "param": "extra_work_ns",
+        "ab": ["--shared-cpu", "1"],
+    },
     "openflow-template": {
         "aa": "{bin} openflow bench --variants template --switches 16 --modes throughput "
               "-l 2 -m 500 --repeat 1",
@@ -122,7 +141,15 @@ LABS = {
 }
 
 # Variants measured beside a lab's default trial, not in the default list.
-ALTERNATES = ("pcap-seq", "mux-epoll-r300")
+# The two-CPU mux duet is an alternate since the shared-CPU duet decided
+# every A/A in 14-36 s on a host where it decided none in 3 minutes
+# (docs/statistics.md §9, "The shared-CPU duet").
+ALTERNATES = ("pcap-seq", "mux-epoll-r300", "mux-epoll")
+
+# Every ab run's headline rows, for the per-run table (--detail).
+DETAIL = []
+# The pooled true ratio per (lab, metric) of the known change.
+TRUTH = {}
 
 CHANGE = ("slower", "faster", "worse", "better", "changed")
 
@@ -175,8 +202,23 @@ def run_ab(binary, name, values, command, extra, budget, out):
     return load(out), dt
 
 
+def lab_runs(args, lab):
+    for kv in args.lab_runs:
+        k, _, v = kv.partition("=")
+        if k == lab:
+            return int(v)
+    return args.runs
+
+
 def headline(recs):
     return [r for r in recs if r["metrics"].get("headline")]
+
+
+def note(lab, case, i, recs, dt):
+    for r in headline(recs or []):
+        m = r["metrics"]
+        DETAIL.append((lab, case, i, r["params"]["metric"], m["verdict"], m["ratio"],
+                       m["ratio_lo"], m["ratio_hi"], m["pairs"], dt, m.get("decided")))
 
 
 def part_aa(args, labs):
@@ -188,12 +230,13 @@ def part_aa(args, labs):
         spec = LABS[lab]
         flagged = decisive = judged = 0
         pairs, times = [], []
-        for i in range(args.runs):
+        for i in range(lab_runs(args, lab)):
             cmd = spec["aa"].replace("{pcap}", args.pcap)
             out = os.path.join(args.out, f"{lab}-aa-{i}.jsonl")
             recs, dt = run_ab(args.bin, "bin", [args.bin, args.bin], cmd, spec["ab"], args.budget, out)
             if recs is None:
                 continue
+            note(lab, "A/A", i, recs, dt)
             h = headline(recs)
             total_runs += 1
             if any(r["metrics"]["verdict"] in CHANGE for r in h):
@@ -222,12 +265,13 @@ def part_known(args, labs):
         n = spec["n"]
         values = [str(n), str(round(n * 1.03))]
         runs = []
-        for i in range(args.runs):
+        for i in range(lab_runs(args, lab)):
             out = os.path.join(args.out, f"{lab}-known-{i}.jsonl")
             cmd = spec["known"].replace("{bin}", args.bin)
-            recs, _ = run_ab(args.bin, "x", values, cmd, spec["ab"], args.budget, out)
+            recs, dt = run_ab(args.bin, "x", values, cmd, spec["ab"], args.budget, out)
             if recs is not None:
                 runs.append(headline(recs))
+                note(lab, "+3%", i, recs, dt)
         if not runs:
             continue
         for metric in sorted({r["params"]["metric"] for rs in runs for r in rs}):
@@ -242,11 +286,46 @@ def part_known(args, labs):
             if not a_all or not b_all:
                 continue
             truth = statistics.median(b_all) / statistics.median(a_all)
+            TRUTH[(lab, metric)] = (truth, rows)
             flagged = [m for m in rows if m["verdict"] in CHANGE]
             inside = [m for m in flagged
                       if m["ratio_lo"] is not None and m["ratio_lo"] <= truth <= m["ratio_hi"]]
             print(f"| {lab} | {metric} | {truth:.4f} | {len(inside)} of {len(rows)} | {len(flagged)} |",
                   flush=True)
+
+
+def part_detail():
+    """Every run's headline verdicts with ratio and interval; for the known
+    change, whether each lab's pooled truth lies inside (the truth a design
+    measures beside the one another design measures: a design biased by
+    its placement would miss the other's)."""
+    print("\n## Every run\n")
+    labs_truth = sorted({lab for lab, _ in TRUTH})
+    cols = "".join(f" {l} truth inside |" for l in labs_truth)
+    print(f"| lab | case | run | metric | verdict | B/A [95%] | pairs | s |{cols}")
+    print("|---|---|---:|---|---|---|---:|---:|" + "---|" * len(labs_truth))
+    for lab, case, i, metric, verdict, ratio, lo, hi, pairs, dt, _ in DETAIL:
+        iv = f"{ratio:.4f} [{lo:.4f}, {hi:.4f}]" if lo is not None else f"{ratio} [none]"
+        cells = ""
+        for l in labs_truth:
+            t = TRUTH.get((l, metric))
+            cells += (f" {'yes' if case != 'A/A' and lo is not None and lo <= t[0] <= hi else ('-' if case == 'A/A' else 'no')} |"
+                      if t else " - |")
+        print(f"| {lab} | {case} | {i + 1} | {metric} | {verdict} | {iv} | {pairs} | {dt:.0f} |{cells}")
+    print("\n## Summary per lab and case\n")
+    print("| lab | case | runs | every headline decided | headlines decided | flagged |")
+    print("|---|---|---:|---:|---:|---:|")
+    keys = sorted({(d[0], d[1]) for d in DETAIL})
+    for lab, case in keys:
+        rows = [d for d in DETAIL if d[0] == lab and d[1] == case]
+        runs = sorted({d[2] for d in rows})
+        all_dec = sum(all(d[4] != "inconclusive" for d in rows if d[2] == i) for i in runs)
+        dec = sum(d[4] != "inconclusive" for d in rows)
+        fl = sum(d[4] in CHANGE for d in rows)
+        print(f"| {lab} | {case} | {len(runs)} | {all_dec} of {len(runs)} | {dec} of {len(rows)} | {fl} |")
+    for (lab, metric), (t, _) in sorted(TRUTH.items()):
+        print(f"\npooled truth {lab} {metric}: {t:.4f}", end="")
+    print()
 
 
 def part_b2b(args, labs):
@@ -325,6 +404,9 @@ def part_suites(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--lab-runs", action="append", default=[], metavar="LAB=N",
+                    help="runs of one lab instead of --runs (a design already known to use "
+                         "the whole budget, measured fewer times)")
     ap.add_argument("--labs", default=",".join(l for l in LABS if l not in ALTERNATES))
     ap.add_argument("--parts", default="aa,known,suites")
     ap.add_argument("--budget", default="3m")
@@ -358,6 +440,8 @@ def main():
         part_aa(args, labs)
     if "known" in parts:
         part_known(args, labs)
+    if DETAIL:
+        part_detail()
     if "b2b" in parts:
         part_b2b(args, labs)
     if "suites" in parts:

@@ -177,7 +177,7 @@ pub struct LoadOpts {
     #[arg(long, default_value_t = 100)]
     pub rounds: u64,
     /// Closed loop for a fixed time: each active connection does rounds until SECS after the rounds began (--rounds is then a cap: set it high). Two runs sharing a CPU then overlap for their whole measured window (`commbench ab --shared-cpu`).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = crate::args::positive_up_to(86_400.0, "--rounds-for must be 0 < seconds <= 86400"))]
     pub rounds_for: Option<f64>,
     /// Unmeasured rounds first (every connection served once before timing), reported as omitted.
     #[arg(long, default_value_t = 0)]
@@ -375,10 +375,7 @@ fn base_config(o: &LoadOpts) -> Result<MuxConfig> {
         conns: o.conns,
         active: o.active,
         rounds: o.rounds,
-        rounds_for: o
-            .rounds_for
-            .map(|v| secs("--rounds-for", v, false))
-            .transpose()?,
+        rounds_for: o.rounds_for.map(Duration::from_secs_f64),
         warmup_rounds: o.warmup_rounds,
         size: o.size,
         protocol: o.protocol.kind(),
