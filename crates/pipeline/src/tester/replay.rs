@@ -537,6 +537,11 @@ impl Traffic {
         })
     }
 
+    /// The capture's file name, without its folders.
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+
     /// Frames in one loop of the offer.
     pub fn len(&self) -> usize {
         self.offer.len()
@@ -658,4 +663,4 @@ fn mix_of(
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
