@@ -147,6 +147,41 @@ pub struct TrafficInfo {
 pub const TRAILER_STAMP: &str = "trailer past the IP datagram";
 
 impl TrafficInfo {
+    /// The traffic's params (file, order) and its mix, the stamp's place
+    /// and what was left out as metrics of `r`.
+    pub fn add_to(&self, r: &mut Record) {
+        let (t, m) = (self, &self.mix);
+        r.push_param("traffic", &t.file);
+        r.push_param("traffic_order", &t.order);
+        r.push_metric("traffic_stamp", t.stamp);
+        r.push_metric("traffic_frames", m.frames);
+        r.push_metric("traffic_size_min", m.size_min);
+        r.push_metric("traffic_size_median", m.size_median);
+        r.push_metric("traffic_size_max", m.size_max);
+        r.push_metric("traffic_size_mean", m.size_mean);
+        r.push_metric("traffic_imix", &m.imix);
+        r.push_metric("traffic_flows", m.flows);
+        r.push_metric("traffic_top_flow_pct", m.top_flow_pct);
+        r.push_metric("traffic_vlan_frames", m.vlan_frames);
+        r.push_metric("traffic_vlans", m.vlans);
+        r.push_metric("traffic_ipv6_frames", m.ipv6_frames);
+        r.push_metric("traffic_fragments", m.fragments);
+        r.push_metric(
+            "traffic_size_buckets",
+            serde_json::to_value(&m.size_buckets).unwrap_or(serde_json::Value::Null),
+        );
+        r.push_metric(
+            "traffic_protocols",
+            serde_json::to_value(&m.protocols).unwrap_or(serde_json::Value::Null),
+        );
+        r.push_metric("traffic_left_out", t.refused_total);
+        r.push_metric(
+            "traffic_left_out_why",
+            serde_json::to_value(&t.refused).unwrap_or(serde_json::Value::Null),
+        );
+        r.push_metric("traffic_bad_records", t.bad_records);
+    }
+
     pub fn of(t: &Traffic) -> TrafficInfo {
         TrafficInfo {
             file: t.name().to_owned(),
@@ -221,7 +256,7 @@ fn per_class(sent: &[u64; 256], c: &ClassAccount) -> (Vec<ClassCounts>, Vec<Clas
 }
 
 /// The per-class counts as one JSON value of a record.
-fn classes_json(v: &[ClassCounts]) -> serde_json::Value {
+pub fn classes_json(v: &[ClassCounts]) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
@@ -499,36 +534,7 @@ impl TrialResult {
             r.push_metric("fwd_ticks_kernel", self.fwd_ticks_kernel);
         }
         if let Some(t) = &self.traffic {
-            let m = &t.mix;
-            r.push_param("traffic", &t.file);
-            r.push_param("traffic_order", &t.order);
-            r.push_metric("traffic_stamp", t.stamp);
-            r.push_metric("traffic_frames", m.frames);
-            r.push_metric("traffic_size_min", m.size_min);
-            r.push_metric("traffic_size_median", m.size_median);
-            r.push_metric("traffic_size_max", m.size_max);
-            r.push_metric("traffic_size_mean", m.size_mean);
-            r.push_metric("traffic_imix", &m.imix);
-            r.push_metric("traffic_flows", m.flows);
-            r.push_metric("traffic_top_flow_pct", m.top_flow_pct);
-            r.push_metric("traffic_vlan_frames", m.vlan_frames);
-            r.push_metric("traffic_vlans", m.vlans);
-            r.push_metric("traffic_ipv6_frames", m.ipv6_frames);
-            r.push_metric("traffic_fragments", m.fragments);
-            r.push_metric(
-                "traffic_size_buckets",
-                serde_json::to_value(&m.size_buckets).unwrap_or(serde_json::Value::Null),
-            );
-            r.push_metric(
-                "traffic_protocols",
-                serde_json::to_value(&m.protocols).unwrap_or(serde_json::Value::Null),
-            );
-            r.push_metric("traffic_left_out", t.refused_total);
-            r.push_metric(
-                "traffic_left_out_why",
-                serde_json::to_value(&t.refused).unwrap_or(serde_json::Value::Null),
-            );
-            r.push_metric("traffic_bad_records", t.bad_records);
+            t.add_to(&mut r);
             r.push_metric("per_size", classes_json(&self.per_size));
             r.push_metric("per_protocol", classes_json(&self.per_protocol));
         }
