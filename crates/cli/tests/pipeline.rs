@@ -1109,3 +1109,96 @@ fn sighup_of_a_trial_or_rfc2544_left_its_namespaces() {
         );
     }
 }
+
+#[test]
+fn a_capture_that_cannot_be_replayed_is_a_usage_error() {
+    let dir = commbench_core::artifact::TempDir::new("cb-traffic").unwrap();
+    let missing = dir.path().join("missing.pcap");
+    cb().args(["pipeline", "trial", "--traffic"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("--traffic").and(predicate::str::contains("missing.pcap")),
+        );
+    // A capture of nothing the path can carry: frames of a link type that
+    // is not Ethernet (Linux cooked capture, 113).
+    let sll = dir.path().join("sll.pcap");
+    let mut b = commbench_core::capture::writer::PcapBuilder::new(false, false, false, 65535, 113);
+    b.record(0, 0, &[0u8; 60]);
+    std::fs::write(&sll, &b.bytes).unwrap();
+    cb().args(["pipeline", "trial", "--traffic"])
+        .arg(&sll)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no frame to replay (1 link type 113 is not Ethernet)",
+        ));
+    cb().args(["pipeline", "rfc2544", "--traffic-mix"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--traffic"));
+}
+
+#[test]
+fn rfc2544_replays_a_generated_capture_and_records_its_mix_and_classes() {
+    if !root() {
+        return;
+    }
+    let dir = commbench_core::artifact::TempDir::new("cb-traffic").unwrap();
+    let cap = dir.path().join("gen.pcap.zst");
+    cb().args(["pcap", "gen", "--size", "1M", "--no-store", "-o"])
+        .arg(&cap)
+        .assert()
+        .success();
+    let cap = cap.display().to_string();
+    // l2fwd with 20 µs per frame cannot pass 50 kpps.
+    let v = json(&[
+        "pipeline",
+        "rfc2544",
+        "--search",
+        "rfc2544",
+        "--traffic",
+        &cap,
+        "--traffic-mix",
+        "--dut",
+        "l2fwd:delay:20000",
+        "--max-rate",
+        "100k",
+        "--max-trials",
+        "4",
+        "--duration-s",
+        "0.1",
+        "--lag-bound-us",
+        "60000000",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    let ndr = recs.iter().find(|r| r["test"] == "rfc2544-ndr").unwrap();
+    assert_eq!(ndr["params"]["traffic"], "gen.pcap.zst", "{ndr}");
+    assert_eq!(ndr["params"]["traffic_order"], "mix seed 1", "{ndr}");
+    let m = &ndr["metrics"];
+    assert_eq!(m["traffic_stamp"], "trailer past the IP datagram", "{m}");
+    assert!(m["traffic_frames"].as_u64().unwrap() > 100, "{m}");
+    assert!(m["traffic_flows"].as_u64().unwrap() > 1, "{m}");
+    let trials: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["test"] == "rfc2544-trial")
+        .collect();
+    assert!(!trials.is_empty());
+    for t in trials {
+        // Every trial's classes add up to its totals.
+        let m = &t["metrics"];
+        for k in ["per_size", "per_protocol"] {
+            let sum = |f: &str| -> u64 {
+                m[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c[f].as_u64().unwrap())
+                    .sum()
+            };
+            assert_eq!(sum("sent"), m["sent"].as_u64().unwrap(), "{k}: {m}");
+            assert_eq!(sum("lost"), m["lost"].as_u64().unwrap(), "{k}: {m}");
+        }
+    }
+}

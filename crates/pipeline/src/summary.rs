@@ -214,14 +214,20 @@ fn trial_line(r: &Record) -> Option<String> {
             format!("{:.1} µs", ns / 1e3)
         }
     };
+    let size = p(r, "size");
+    // A replayed capture's "size" is its name.
+    let unit = if r.params.contains_key("traffic") {
+        ""
+    } else {
+        " B"
+    };
     let mut l = format!(
-        "{} at {} pps, {} B: {} of {} received (loss {}%)",
+        "{} at {} pps, {size}{unit}: {} of {} received (loss {}%)",
         p(r, "dut"),
         r.params
             .get("offered_pps")
             .and_then(|v| v.as_f64())
             .map_or("-".into(), |x| num(x, "")),
-        p(r, "size"),
         m(r, "received").map_or("-".into(), |x| format!("{x:.0}")),
         m(r, "sent").map_or("-".into(), |x| format!("{x:.0}")),
         m(r, "loss_pct").map_or("-".into(), |x| format!("{x:.3}")),
@@ -235,10 +241,40 @@ fn trial_line(r: &Record) -> Option<String> {
     if r.metrics.get("partial").and_then(|v| v.as_bool()) == Some(true) {
         l.push_str("  [partial]");
     }
+    for k in ["per_size", "per_protocol"] {
+        if let Some(c) = class_line(r, k) {
+            l.push_str(&format!("\n  {c}"));
+        }
+    }
     if let Some(n) = r.metrics.get("latency_note").and_then(|v| v.as_str()) {
         l.push_str(&format!("\n  note: {n}"));
     }
     Some(l)
+}
+
+/// A replayed capture's loss and latency per class (`per_size` or
+/// `per_protocol`), one line: "by size: 64 0/989 lost, p99 52.4 µs; …".
+fn class_line(r: &Record, key: &str) -> Option<String> {
+    let v = r.metrics.get(key)?.as_array()?;
+    let parts: Vec<String> = v
+        .iter()
+        .map(|c| {
+            let f = |k: &str| c.get(k).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+            format!(
+                "{} {:.0}/{:.0} lost, p99 {:.1} µs",
+                c.get("class").and_then(|x| x.as_str()).unwrap_or("?"),
+                f("lost"),
+                f("sent"),
+                f("latency_p99_ns") / 1e3
+            )
+        })
+        .collect();
+    let what = if key == "per_size" {
+        "size"
+    } else {
+        "protocol"
+    };
+    (!parts.is_empty()).then(|| format!("by {what}: {}", parts.join("; ")))
 }
 
 #[cfg(test)]

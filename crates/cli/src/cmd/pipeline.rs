@@ -13,12 +13,15 @@ use commbench_pipeline::tester::crosscheck::{self, Delays};
 use commbench_pipeline::tester::dut::{DutSpec, FwdWork, Impair};
 use commbench_pipeline::tester::pace::{self, Sizes};
 use commbench_pipeline::tester::rfc2544::{self, SizeList};
-use commbench_pipeline::tester::trial::{self, Offer};
-use commbench_pipeline::tester::{RoleCpus, TrialSpec};
+use commbench_pipeline::tester::trial;
+use commbench_pipeline::tester::RoleCpus;
 use commbench_pipeline::{
     netns, summary_lines, HashFields, IpMix, Mode, PipelineConfig, RssAt, RxFull, Sweep, Work,
 };
+use offer::offer;
 use std::time::Duration;
+
+mod offer;
 
 #[derive(Debug, Args)]
 pub struct PipelineArgs {
@@ -98,6 +101,8 @@ pub struct OfferArgs {
     /// Skip measuring the path's latency with no device (the loopback bias).
     #[arg(long)]
     pub no_bias: bool,
+    #[command(flatten)]
+    pub traffic: offer::TrafficArgs,
 }
 
 #[derive(Debug, Args)]
@@ -632,43 +637,6 @@ fn run_run(a: &RunArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The offer shared by the black-box commands: the trial at `rate`
-/// (pps or a share of `--link`) with `sizes`, checked (usage errors exit
-/// 2), and only as root.
-fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
-    let rate = pace::parse_rate(rate, o.link).map_err(crate::usage_err)?;
-    let trial = TrialSpec {
-        rate,
-        arrivals: o.arrivals,
-        sizes,
-        burst: o.burst,
-        flows: o.flows,
-        duration: Duration::from_secs_f64(o.duration_s),
-        late_ns: o.late_us.saturating_mul(1000),
-        lag_bound_ns: o.lag_bound_us * 1000,
-        drain: Duration::from_millis(o.drain_ms),
-        tx: o.tx.into(),
-        rx: o.rx.into(),
-        spin_ns: o.spin_us * 1000,
-        gen_priority: o.gen_priority,
-        seed: o.seed,
-        count: None,
-        unpaced: false,
-    };
-    trial.validate().map_err(crate::usage_err)?;
-    if !netns::is_root() {
-        anyhow::bail!(
-            "the black-box tester creates network namespaces and veth links: run it as root"
-        );
-    }
-    Ok(Offer {
-        dut: o.dut.clone(),
-        trial,
-        cpus: o.cpus.clone().unwrap_or_else(RoleCpus::for_host),
-        bias: !o.no_bias,
-    })
 }
 
 /// Fails after the output when Ctrl-C cut the run.

@@ -209,6 +209,27 @@ pub struct SinkAccount {
     pub flow_base: u16,
     /// Probe frames (the path check before a trial).
     pub probes: u64,
+    /// A replayed capture's frames, their stamp a trailer: what arrived
+    /// per class (None: synthetic frames, the stamp at its fixed offset).
+    pub classes: Option<Box<ClassAccount>>,
+}
+
+/// Per class of a replayed capture's frames (the class byte of the
+/// trailer: size bucket and protocol): first arrivals and the latency of
+/// every arrival, as the totals count them.
+#[derive(Debug, Clone)]
+pub struct ClassAccount {
+    pub received: [u64; 256],
+    pub latency: Vec<Option<LatencyHistogram>>,
+}
+
+impl Default for ClassAccount {
+    fn default() -> Self {
+        ClassAccount {
+            received: [0; 256],
+            latency: vec![None; 256],
+        }
+    }
 }
 
 impl SinkAccount {
@@ -226,13 +247,19 @@ impl SinkAccount {
             arrivals: ArrivalStats::new(window_ns),
             flow_base: 0,
             probes: 0,
+            classes: None,
         }
     }
 
     /// Counts one received frame; `rx_ns` is its arrival time in ns since
     /// the trial's epoch.
     pub fn frame(&mut self, frame: &[u8], rx_ns: u64) {
-        let s = match stamp::parse(frame) {
+        let parsed = if self.classes.is_some() {
+            stamp::parse_trailer(frame).map(|(s, c)| (s, Some(c)))
+        } else {
+            stamp::parse(frame).map(|s| (s, None))
+        };
+        let (s, class) = match parsed {
             Ok(s) => s,
             Err(NotOurs::Short) => {
                 self.short += 1;
@@ -268,6 +295,14 @@ impl SinkAccount {
         };
         if lat > self.late_ns && a != Arrival::Duplicate {
             f.late += 1;
+        }
+        if let (Some(c), Some(k)) = (&mut self.classes, class) {
+            if a != Arrival::Duplicate {
+                c.received[usize::from(k)] += 1;
+            }
+            c.latency[usize::from(k)]
+                .get_or_insert_with(LatencyHistogram::new)
+                .record_ns(lat);
         }
         self.latency.record_ns(lat);
         self.arrivals.arrive(rx_ns);

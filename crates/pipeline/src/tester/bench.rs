@@ -9,8 +9,8 @@ use super::generator::{gen_run, GenOut};
 use super::pace::GenPriority;
 use super::result::TrialResult;
 use super::sink::sink_run;
-use super::{pin, RoleCpus, TrialSpec, PROBE_PATIENCE};
-use crate::netns::{self, realtime_ns};
+use super::{pin, replay, stamp, RoleCpus, SpecError, TrialSpec, PROBE_PATIENCE};
+use crate::netns::{self, realtime_ns, RxMethod};
 use commbench_core::placement::CpuList;
 use commbench_core::sched::CpuTimes;
 use commbench_core::stall::StallMonitor;
@@ -53,6 +53,9 @@ pub struct Bench {
     /// processing was steered to, away from the generator's CPU
     /// ([`netns::steer_receive`]); None when it was not.
     pub rx_steer: Option<usize>,
+    /// Whether the veths carry a replayed frame's trailer
+    /// ([`Self::ready_for_replay`]).
+    replay_mtu: bool,
 }
 
 impl Bench {
@@ -77,6 +80,7 @@ impl Bench {
             cpus,
             stalls: stall_monitor(),
             rx_steer: None,
+            replay_mtu: false,
         };
         match dut {
             DutSpec::Ifaces(a, c) => {
@@ -342,6 +346,79 @@ impl Bench {
         io::Error::new(e.kind(), format!("{what}: {e}"))
     }
 
+    /// Makes the path carry a replayed capture's frames with their
+    /// trailer: the tester's own veths get [`replay::PATH_MTU`] (once);
+    /// interfaces given with `ifaces:` must carry it already, and a
+    /// forwarder reading with AF_XDP cannot find the stamp.
+    fn ready_for_replay(&mut self) -> io::Result<()> {
+        let need = replay::MTU + stamp::TRAILER_LEN;
+        match &self.dut {
+            DutSpec::L2fwd {
+                rx: RxMethod::AfXdp,
+                ..
+            } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    SpecError::TrafficXdp,
+                ))
+            }
+            DutSpec::Ifaces(a, c) => {
+                for i in [a, c] {
+                    let mtu = std::fs::read_to_string(format!("/sys/class/net/{i}/mtu"))
+                        .ok()
+                        .and_then(|m| m.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if mtu < need {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!(
+                                "--traffic through --dut ifaces: {i} has MTU {mtu}; a replayed frame carries the tester's {} B stamp past its datagram: set it to {need} or more (ip link set {i} mtu {})",
+                                stamp::TRAILER_LEN,
+                                replay::PATH_MTU
+                            ),
+                        ));
+                    }
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        if self.replay_mtu {
+            return Ok(());
+        }
+        if let (DutSpec::Bridge, Some(t)) = (&self.dut, &self.topo) {
+            // br_netfilter (where the kernel has it) trims every IPv4
+            // frame a bridge forwards to its IP total length, and with it
+            // the trailer: the tester's bridge is an L2 device, so its
+            // namespace does not hand frames to iptables (best effort: a
+            // kernel without br_netfilter has nothing to switch off).
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "exec", &t.fwd_ns, "sysctl", "-q", "-w"])
+                .args([
+                    "net.bridge.bridge-nf-call-iptables=0",
+                    "net.bridge.bridge-nf-call-ip6tables=0",
+                    "net.bridge.bridge-nf-call-arptables=0",
+                ])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        if let Some(t) = &self.topo {
+            let mtu = replay::PATH_MTU.to_string();
+            for (ns, i) in [
+                (&t.gen_ns, &t.gen_if),
+                (&t.fwd_ns, &t.fwd_in),
+                (&t.fwd_ns, &t.fwd_out),
+                (&t.sink_ns, &t.sink_if),
+            ] {
+                if !i.is_empty() {
+                    netns::ip_cmd(&["-n", ns, "link", "set", i, "mtu", &mtu])?;
+                }
+            }
+        }
+        self.replay_mtu = true;
+        Ok(())
+    }
+
     /// Runs one trial.
     pub fn trial(&mut self, spec: &TrialSpec) -> io::Result<TrialResult> {
         spec.validate()
@@ -351,11 +428,17 @@ impl Bench {
         let flow_base = (self.trial_no % 256) * 256;
         let frames = spec.frames();
         let flows = spec.flows;
-        let cap: Vec<u64> = (0..flows)
-            .map(|f| {
-                frames / u64::from(flows) + u64::from(u64::from(f) < frames % u64::from(flows))
-            })
-            .collect();
+        let cap: Vec<u64> = match &spec.traffic {
+            Some(t) => {
+                self.ready_for_replay()?;
+                t.plan(frames).0
+            }
+            None => (0..flows)
+                .map(|f| {
+                    frames / u64::from(flows) + u64::from(u64::from(f) < frames % u64::from(flows))
+                })
+                .collect(),
+        };
         let epoch = realtime_ns();
         let probe_seen = AtomicBool::new(false);
         let sink_failed = AtomicBool::new(false);

@@ -217,14 +217,18 @@ pub struct FwdSpec {
     pub rx_blocks: usize,
 }
 
-/// Frames carrying the tester's or netns' magic (the others are not
-/// forwarded: the kernel's own chatter).
+/// Frames carrying the tester's or netns' magic, at its fixed offset or
+/// in a replayed frame's trailer (the others are not forwarded: the
+/// kernel's own chatter). The forwarder is the tester's model of a
+/// device: it reads the stamp only to tell its frames from that chatter
+/// and to impair a known subset.
 fn marked(f: &[u8]) -> bool {
     f.get(stamp::STAMP_OFF..stamp::STAMP_OFF + 4) == Some(&stamp::MAGIC[..])
+        || stamp::trailer_at(f).is_some()
 }
 
 fn tester_frame(f: &[u8]) -> bool {
-    stamp::parse(f).is_ok()
+    stamp::parse(f).is_ok() || stamp::parse_trailer(f).is_ok()
 }
 
 /// The forwarder: receives on `in_if`, swaps MACs (and waits, and

@@ -80,6 +80,10 @@ pub enum SpecError {
     SearchMethod(String),
     #[error("--goal is MLRsearch's: drop it or use --search mlr")]
     GoalsNeedMlr,
+    #[error("--traffic with AF_XDP: its filter finds the stamp at a fixed offset, a replayed frame carries it past its datagram; use --tx sendmmsg/af-packet and --rx af-packet (and l2fwd:rx=af-packet)")]
+    TrafficXdp,
+    #[error("--flows with --traffic: the capture's flows decide ({0} streams)")]
+    TrafficFlows(u16),
     #[error("--pdr-loss-pct is RFC 2544's search: with --search mlr give a goal instead (--goal loss={0}%)")]
     PdrNeedsRfc2544(f64),
 }

@@ -4,6 +4,7 @@
 //! it has a CPU of its own.
 
 use super::pace::{RtSpans, Schedule};
+use super::replay::Traffic;
 use super::{pace, stamp, TrialSpec, PROBE_PATIENCE, PROBE_VERSION};
 use crate::netns::{self, interrupted, realtime_ns};
 use crate::txpath::{self, TxPath};
@@ -14,6 +15,7 @@ use commbench_core::rusage::Usage;
 use commbench_core::stats::LatencyHistogram;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What the generator did.
@@ -76,6 +78,9 @@ pub(super) struct Stager {
     flow_rr: usize,
     size_i: usize,
     flow_base: u16,
+    /// A capture replayed instead of the templates: the next frame's
+    /// index in its offer, and where each staged frame's trailer starts.
+    replay: Option<(Arc<Traffic>, u64, Vec<usize>)>,
 }
 
 impl Stager {
@@ -96,6 +101,10 @@ impl Stager {
             flow_rr: 0,
             size_i: 0,
             flow_base,
+            replay: spec
+                .traffic
+                .clone()
+                .map(|t| (t, 0, vec![0usize; burst.max(CATCH_UP)])),
         }
     }
 
@@ -107,6 +116,17 @@ impl Stager {
     /// Stages the next `n` frames from slot `at` on (`at + n` at most the
     /// slots: a burst, or [`CATCH_UP`] frames if more).
     fn fill_at(&mut self, at: usize, n: usize) {
+        if let Some((t, next, trailer)) = &mut self.replay {
+            let slots = self.stage[at..at + n]
+                .iter_mut()
+                .zip(&mut self.lens[at..at + n])
+                .zip(&mut trailer[at..at + n]);
+            for ((buf, len), tr) in slots {
+                (*len, *tr) = t.stage(*next, buf, self.flow_base, &mut self.seq);
+                *next += 1;
+            }
+            return;
+        }
         let flows = self.seq.len();
         for i in at..at + n {
             let f = self.flow_rr;
@@ -127,6 +147,22 @@ impl Stager {
     /// Stages one probe frame (the first flow's, sequence 0, the probe
     /// version) alone.
     fn probe(&mut self) {
+        if let Some((t, _, _)) = &self.replay {
+            // The offer's first frame, with a probe trailer.
+            let (b, s, class) = t.frame(0);
+            let l = b.len();
+            self.stage[0][..l].copy_from_slice(b);
+            stamp::write_trailer(
+                &mut self.stage[0],
+                l,
+                self.flow_base + u16::from(s),
+                0,
+                class,
+            );
+            self.stage[0][l + 4] = PROBE_VERSION;
+            self.lens[0] = l + stamp::TRAILER_LEN;
+            return;
+        }
         let l = self.tmpl[0][0].len();
         self.stage[0][..l].copy_from_slice(&self.tmpl[0][0]);
         stamp::write_id(&mut self.stage[0], self.flow_base, 0);
@@ -136,6 +172,12 @@ impl Stager {
 
     /// Stamps the first `n` staged frames with their departure time.
     fn stamp(&mut self, n: usize, ts: u64) {
+        if let Some((_, _, trailer)) = &self.replay {
+            for (b, &at) in self.stage.iter_mut().zip(trailer.iter()).take(n) {
+                stamp::write_ts_at(b, at, ts);
+            }
+            return;
+        }
         for b in self.stage.iter_mut().take(n) {
             stamp::write_ts(b, ts);
         }
@@ -172,8 +214,13 @@ fn probe_path(
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
-                    "no probe frame came through the device in {} s: is it forwarding from the generator's link to the sink's?",
-                    PROBE_PATIENCE.as_secs()
+                    "no probe frame came through the device in {} s: is it forwarding from the generator's link to the sink's?{}",
+                    PROBE_PATIENCE.as_secs(),
+                    if st.replay.is_some() {
+                        " A replayed frame carries the tester's stamp past its IP datagram: a device that trims frames to their IP length (a router, a bridge calling iptables) removes it"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }

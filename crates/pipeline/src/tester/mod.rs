@@ -28,7 +28,9 @@ mod generator;
 pub mod mlrsearch;
 pub mod pace;
 pub mod replay;
-mod result;
+#[cfg(test)]
+mod replay_tests;
+pub mod result;
 pub mod rfc2544;
 mod sink;
 pub mod stamp;
@@ -45,6 +47,8 @@ pub use suite::{suite_blackbox, SUITE_DUT, SUITE_GOAL};
 use crate::netns::{interrupted, RxMethod, TxMethod};
 use commbench_core::placement::CpuList;
 use pace::{Arrivals, GenPriority, Rate, Sizes};
+use replay::Traffic;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Version byte of the probe frames that check the path before a trial.
@@ -90,6 +94,9 @@ pub struct TrialSpec {
     /// with no schedule (RFC 2544 §26.4): the offered rate is then what
     /// the path achieved, and there is no schedule to fall behind.
     pub unpaced: bool,
+    /// A capture's frames offered instead of synthetic ones (set with
+    /// [`TrialSpec::with_traffic`]).
+    pub traffic: Option<Arc<Traffic>>,
 }
 
 impl Default for TrialSpec {
@@ -111,6 +118,7 @@ impl Default for TrialSpec {
             seed: 1,
             count: None,
             unpaced: false,
+            traffic: None,
         }
     }
 }
@@ -123,8 +131,28 @@ impl TrialSpec {
         self.count
             .unwrap_or_else(|| (self.pps() * self.duration.as_secs_f64()).round().max(1.0) as u64)
     }
+    /// Offers the frames of `t` (its streams as the flows, its mean frame
+    /// size for a rate given as a share of the link).
+    pub fn with_traffic(mut self, t: Arc<Traffic>) -> TrialSpec {
+        self.flows = t.streams;
+        self.sizes = Sizes {
+            name: format!("capture {}", t.name()),
+            pattern: vec![t.mix.size_mean.round().clamp(64.0, 1518.0) as u32],
+        };
+        self.traffic = Some(t);
+        self
+    }
+
     /// Checks the settings and says what to change.
     pub fn validate(&self) -> Result<(), SpecError> {
+        if let Some(t) = &self.traffic {
+            if self.tx == TxMethod::AfXdp || self.rx == RxMethod::AfXdp {
+                return Err(SpecError::TrafficXdp);
+            }
+            if self.flows != t.streams {
+                return Err(SpecError::TrafficFlows(t.streams));
+            }
+        }
         if !(1..=1024).contains(&self.burst) {
             return Err(SpecError::Burst(self.burst));
         }

@@ -24,9 +24,10 @@
 //! Each frame has a class, carried in its trailer so the sink needs no
 //! parse: its size bucket (RFC 2819's, on the frame's captured length with
 //! FCS) and its protocol; loss and latency are counted per class. Each
-//! frame also has a stream: the tester's flow id, a hash of its flow (VLAN,
-//! addresses, protocol, ports) over at most [`MAX_FLOWS`] streams, so a
-//! flow's frames stay one sequence and reordering within it is told.
+//! frame also has a stream: the tester's flow id, one per flow (VLAN,
+//! addresses, protocol, ports) up to [`MAX_FLOWS`] flows and a hash of the
+//! flow beyond, so a flow's frames stay one sequence and reordering within
+//! it is told.
 
 use super::stamp::{self, TRAILER_LEN};
 use super::MAX_FLOWS;
@@ -500,12 +501,20 @@ impl Traffic {
                 why,
             });
         }
-        // Streams: at most MAX_FLOWS, never more than the flows.
+        // Streams: one per flow, in the order flows first appear, when
+        // they fit in MAX_FLOWS (no two flows share a sequence, so only a
+        // flow's own frames can be reordered); past that, a hash spread.
         let streams = (flows.len() as u64).clamp(1, u64::from(MAX_FLOWS)) as u16;
+        let mut first: HashMap<u64, u8> = HashMap::new();
         let frames: Vec<Frame> = kept
             .into_iter()
             .map(|(mut f, flow)| {
-                f.stream = (flow % u64::from(streams)) as u8;
+                f.stream = if flows.len() <= usize::from(MAX_FLOWS) {
+                    let next = first.len() as u8;
+                    *first.entry(flow).or_insert(next)
+                } else {
+                    (flow % u64::from(streams)) as u8
+                };
                 f
             })
             .collect();
@@ -535,6 +544,11 @@ impl Traffic {
             refused,
             bad_records: issues.total(),
         })
+    }
+
+    /// The capture's file name, without its folders.
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
     }
 
     /// Frames in one loop of the offer.
@@ -658,4 +672,4 @@ fn mix_of(
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -1,17 +1,18 @@
 //! One trial's outcome from the generator's and the sink's counts, the
 //! device's counters and CPU, and the host's stalls; its record.
 
-use super::account::{FlowCounts, SinkAccount};
+use super::account::{ClassAccount, FlowCounts, SinkAccount};
 use super::bench::{kernel_ticks_per_frame, Bench, DutCpuWindow};
 use super::dut::FwdSnapshot;
 use super::generator::GenOut;
 use super::pace::Arrivals;
+use super::replay::{Mix, Order, Traffic, PROTOCOLS, SIZE_BUCKETS};
 use super::TrialSpec;
 use crate::netns::{interrupted, RxMethod, TxMethod};
 use commbench_core::clock::tsc;
 use commbench_core::record::Record;
 use commbench_core::stall::StallWindow;
-use commbench_core::stats::Summary;
+use commbench_core::stats::{LatencyHistogram, Summary};
 use serde::Serialize;
 
 /// One trial's outcome.
@@ -117,6 +118,146 @@ pub struct TrialResult {
     /// How the generator was scheduled while it paced.
     pub gen_sched: String,
     pub cpus: String,
+    /// The replayed capture, when the frames were a capture's.
+    pub traffic: Option<TrafficInfo>,
+    /// Loss and latency per frame-size bucket of a replayed capture.
+    pub per_size: Vec<ClassCounts>,
+    /// Loss and latency per protocol of a replayed capture.
+    pub per_protocol: Vec<ClassCounts>,
+}
+
+/// What traffic a trial offered when it replayed a capture: the file,
+/// the order, where the stamp rode, the mix and what was left out.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrafficInfo {
+    pub file: String,
+    /// `capture` (its order) or `mix seed N` (shuffled).
+    pub order: String,
+    /// Where the tester's stamp was carried.
+    pub stamp: &'static str,
+    pub mix: Mix,
+    /// Frames left out, by reason.
+    pub refused: Vec<(String, u64)>,
+    pub refused_total: u64,
+    /// Records the capture reader found wrong and skipped.
+    pub bad_records: u64,
+}
+
+/// The stamp's place in a replayed frame, as the records name it.
+pub const TRAILER_STAMP: &str = "trailer past the IP datagram";
+
+impl TrafficInfo {
+    /// The traffic's params (file, order) and its mix, the stamp's place
+    /// and what was left out as metrics of `r`.
+    pub fn add_to(&self, r: &mut Record) {
+        let (t, m) = (self, &self.mix);
+        r.push_param("traffic", &t.file);
+        r.push_param("traffic_order", &t.order);
+        r.push_metric("traffic_stamp", t.stamp);
+        r.push_metric("traffic_frames", m.frames);
+        r.push_metric("traffic_size_min", m.size_min);
+        r.push_metric("traffic_size_median", m.size_median);
+        r.push_metric("traffic_size_max", m.size_max);
+        r.push_metric("traffic_size_mean", m.size_mean);
+        r.push_metric("traffic_imix", &m.imix);
+        r.push_metric("traffic_flows", m.flows);
+        r.push_metric("traffic_top_flow_pct", m.top_flow_pct);
+        r.push_metric("traffic_vlan_frames", m.vlan_frames);
+        r.push_metric("traffic_vlans", m.vlans);
+        r.push_metric("traffic_ipv6_frames", m.ipv6_frames);
+        r.push_metric("traffic_fragments", m.fragments);
+        r.push_metric(
+            "traffic_size_buckets",
+            serde_json::to_value(&m.size_buckets).unwrap_or(serde_json::Value::Null),
+        );
+        r.push_metric(
+            "traffic_protocols",
+            serde_json::to_value(&m.protocols).unwrap_or(serde_json::Value::Null),
+        );
+        r.push_metric("traffic_left_out", t.refused_total);
+        r.push_metric(
+            "traffic_left_out_why",
+            serde_json::to_value(&t.refused).unwrap_or(serde_json::Value::Null),
+        );
+        r.push_metric("traffic_bad_records", t.bad_records);
+    }
+
+    pub fn of(t: &Traffic) -> TrafficInfo {
+        TrafficInfo {
+            file: t.name().to_owned(),
+            order: match t.order {
+                Order::Capture => "capture".to_owned(),
+                Order::Mix { seed } => format!("mix seed {seed}"),
+            },
+            stamp: TRAILER_STAMP,
+            mix: t.mix.clone(),
+            refused: t.refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+            refused_total: t.refused_total(),
+            bad_records: t.bad_records,
+        }
+    }
+}
+
+/// Loss and latency of one class of a replayed capture's frames.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassCounts {
+    /// The size bucket (`1024-1518`) or the protocol (`udp`).
+    pub class: String,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub loss_pct: f64,
+    pub latency_p50_ns: f64,
+    pub latency_p99_ns: f64,
+    pub latency_max_ns: f64,
+}
+
+/// Per size bucket and per protocol, from the frames sent per class byte
+/// and the sink's class account; classes never sent are left out.
+fn per_class(sent: &[u64; 256], c: &ClassAccount) -> (Vec<ClassCounts>, Vec<ClassCounts>) {
+    let group = |names: &[&str], key: fn(u8) -> usize| -> Vec<ClassCounts> {
+        let mut out = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let (mut s, mut r) = (0u64, 0u64);
+            let mut h = LatencyHistogram::new();
+            for k in 0..=255u8 {
+                if key(k) != i {
+                    continue;
+                }
+                s += sent[usize::from(k)];
+                r += c.received[usize::from(k)];
+                if let Some(l) = &c.latency[usize::from(k)] {
+                    h.merge(l);
+                }
+            }
+            if s == 0 {
+                continue;
+            }
+            let l = h.summary();
+            let lost = s.saturating_sub(r);
+            out.push(ClassCounts {
+                class: (*name).to_owned(),
+                sent: s,
+                received: r,
+                lost,
+                loss_pct: lost as f64 * 100.0 / s as f64,
+                latency_p50_ns: l.p50,
+                latency_p99_ns: l.p99,
+                latency_max_ns: l.max,
+            });
+        }
+        out
+    };
+    let sizes: Vec<&str> = SIZE_BUCKETS.iter().map(|b| b.0).collect();
+    (
+        group(&sizes, |k| usize::from(k >> 4)),
+        group(&PROTOCOLS, |k| usize::from(k & 0x0f)),
+    )
+}
+
+/// The per-class counts as one JSON value of a record.
+pub fn classes_json(v: &[ClassCounts]) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
 impl TrialResult {
@@ -242,7 +383,23 @@ impl TrialResult {
             partial: g.stopped_early || interrupted(),
             cpus: b.placement(),
             gen_sched: g.sched.clone(),
+            traffic: None,
+            per_size: Vec::new(),
+            per_protocol: Vec::new(),
         }
+        .with_traffic(spec, sent, a)
+    }
+
+    /// A replayed capture's part: what it was, and loss and latency per
+    /// class from what the generator sent (the first `sent` frames of the
+    /// offer) and what the sink counted.
+    fn with_traffic(mut self, spec: &TrialSpec, sent: u64, a: &SinkAccount) -> Self {
+        if let (Some(t), Some(c)) = (&spec.traffic, &a.classes) {
+            let (_, classes) = t.plan(sent);
+            (self.per_size, self.per_protocol) = per_class(&classes, c);
+            self.traffic = Some(TrafficInfo::of(t));
+        }
+        self
     }
 
     /// Takes the stall monitor's window of the trial.
@@ -375,6 +532,11 @@ impl TrialResult {
             r.push_metric("fwd_ticks_work", self.fwd_ticks_work);
             r.push_metric("fwd_ticks_tx", self.fwd_ticks_tx);
             r.push_metric("fwd_ticks_kernel", self.fwd_ticks_kernel);
+        }
+        if let Some(t) = &self.traffic {
+            t.add_to(&mut r);
+            r.push_metric("per_size", classes_json(&self.per_size));
+            r.push_metric("per_protocol", classes_json(&self.per_protocol));
         }
         r.push_metric("partial", self.partial || self.behind_schedule);
         r

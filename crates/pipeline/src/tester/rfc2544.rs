@@ -558,6 +558,14 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
             r.push_metric("fwd_ticks_kernel", t.fwd_ticks_kernel);
         }
     }
+    if let Some(t) = &spec.trial.traffic {
+        super::result::TrafficInfo::of(t).add_to(&mut r);
+        // Loss and latency per class at the found rate: the final trial's.
+        if let Some(f) = &s.final_trial {
+            r.push_metric("per_size", super::result::classes_json(&f.per_size));
+            r.push_metric("per_protocol", super::result::classes_json(&f.per_protocol));
+        }
+    }
     s.device.add_to(&mut r, s.rate_pps);
     r.push_metric("partial", super::interrupted());
     r

@@ -22,6 +22,9 @@ pub(super) fn sink_run(
     let mut rx = RxPath::open(iface, spec.rx)?;
     let mut acct = SinkAccount::new(cap, spec.late_ns, 100_000);
     acct.flow_base = flow_base;
+    if spec.traffic.is_some() {
+        acct.classes = Some(Box::default());
+    }
     let drain = spec.drain.as_nanos() as u64;
     loop {
         if interrupted() || Instant::now() > deadline {

@@ -7,7 +7,7 @@ use std::io::Write;
 
 /// An Ethernet frame from captured MACs `aa..`/`bb..`, with `vlans`
 /// tags, ethertype and an L3 body, padded to 60 B as a NIC would.
-fn eth(vlans: &[u16], ethertype: u16, l3: &[u8]) -> Vec<u8> {
+pub(crate) fn eth(vlans: &[u16], ethertype: u16, l3: &[u8]) -> Vec<u8> {
     let mut f = vec![0xaa; 6];
     f.extend_from_slice(&[0xbb; 6]);
     for v in vlans {
@@ -24,11 +24,14 @@ fn eth(vlans: &[u16], ethertype: u16, l3: &[u8]) -> Vec<u8> {
 
 /// An IPv4 datagram: `proto`, addresses from `host`, fragment field
 /// `frag`, an L4 body of `l4` (ports 1000+host → 53 first).
-fn ipv4(proto: u8, host: u8, frag: u16, l4: usize) -> Vec<u8> {
+pub(crate) fn ipv4(proto: u8, host: u8, frag: u16, l4: usize) -> Vec<u8> {
     let tl = 20 + l4;
     let mut d = vec![0x45, 0, (tl >> 8) as u8, tl as u8, 0, 1];
     d.extend_from_slice(&frag.to_be_bytes());
     d.extend_from_slice(&[64, proto, 0, 0, 10, 0, 0, host, 10, 0, 1, 1]);
+    // A valid header checksum: a bridge with br_netfilter drops others.
+    let c = crate::wire::ipv4_checksum(&d[..20]);
+    d[10..12].copy_from_slice(&c.to_be_bytes());
     let mut l4b = vec![0x5a; l4];
     if l4 >= 4 {
         l4b[..4].copy_from_slice(&[0x03, 0xe8u8.wrapping_add(host), 0, 53]);
@@ -51,7 +54,7 @@ fn arp() -> Vec<u8> {
 }
 
 /// The frames of the mixed capture: what each is, by class.
-fn mixed() -> Vec<Vec<u8>> {
+pub(crate) fn mixed() -> Vec<Vec<u8>> {
     vec![
         eth(&[], 0x0800, &ipv4(17, 1, 0, 12)),      // udp, 64 B padded
         eth(&[], 0x0800, &ipv4(6, 2, 0, 200)),      // tcp
@@ -66,7 +69,7 @@ fn mixed() -> Vec<Vec<u8>> {
     ]
 }
 
-fn pcap_of(frames: &[Vec<u8>], linktype: u32) -> Vec<u8> {
+pub(crate) fn pcap_of(frames: &[Vec<u8>], linktype: u32) -> Vec<u8> {
     let mut b = PcapBuilder::new(false, false, false, 65535, linktype);
     for (i, f) in frames.iter().enumerate() {
         b.record(i as u32, 0, f);

@@ -98,7 +98,7 @@ pub fn run(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError> 
 
 fn run_sizes(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError> {
     let mut spec0 = s.offer.trial.clone();
-    if let Some(z) = s.sizes.first() {
+    if let (Some(z), None) = (s.sizes.first(), &spec0.traffic) {
         spec0.sizes = z.clone();
     }
     let bias = offer_bias(
@@ -111,7 +111,12 @@ fn run_sizes(s: &RunSpec, rec: &mut Recorder) -> Result<RunReport, PipelineError
     let mut rep = RunReport::default();
     {
         let mut b = Bench::new(&s.offer.dut, s.offer.cpus.clone())?;
-        for sz in &s.sizes {
+        // A replayed capture is its own size mix: one pass.
+        let sizes = match &s.offer.trial.traffic {
+            Some(_) => std::slice::from_ref(&s.offer.trial.sizes),
+            None => &s.sizes[..],
+        };
+        for sz in sizes {
             run_size(s, sz, &mut b, &bias, rec, &mut rep)?;
         }
     }

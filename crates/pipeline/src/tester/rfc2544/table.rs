@@ -18,6 +18,7 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
     );
     let mut notes = String::new();
     for (size, r) in rows {
+        let u = unit(size);
         let lat = latency_cell(r);
         let (rate, mpps) = if r.rate_pps > 0.0 {
             (
@@ -26,7 +27,7 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
             )
         } else {
             notes.push_str(&format!(
-                "{size} B {}: not measured: {}\n",
+                "{size}{u} {}: not measured: {}\n",
                 r.kind,
                 if r.tester_limited {
                     format!(
@@ -55,7 +56,7 @@ pub fn table(rows: &[(String, SearchResult)]) -> String {
             },
             lat
         ));
-        notes.push_str(&device_line(&format!("{size} B {}", r.kind), r));
+        notes.push_str(&device_line(&format!("{size}{u} {}", r.kind), r));
     }
     s.push_str(&notes);
     s
@@ -144,6 +145,7 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
     let mut notes = String::new();
     let mut last_size: Option<&str> = None;
     for (size, r) in rows {
+        let u = unit(size);
         let Some(g) = &r.goal else { continue };
         s.push_str(&format!(
             "{:>10}  {:4}  {:18}  {:>12}  {:>12}  {:>17}  {:>8} / {:<7}  {:14}  {:18}  {}\n",
@@ -166,7 +168,7 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
         if last_size != Some(size.as_str()) {
             last_size = Some(size);
             notes.push_str(&format!(
-                "{size} B: MLRsearch, {} trials ({} not counted: the tester's or the host's trouble) in {:.1} s; the generator kept {} on schedule\n",
+                "{size}{u}: MLRsearch, {} trials ({} not counted: the tester's or the host's trouble) in {:.1} s; the generator kept {} on schedule\n",
                 r.trials,
                 r.troubled,
                 r.search_s,
@@ -178,9 +180,9 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
             ));
         }
         if !g.note.is_empty() {
-            notes.push_str(&format!("{size} B {}: {}\n", g.goal.code(), g.note));
+            notes.push_str(&format!("{size}{u} {}: {}\n", g.goal.code(), g.note));
         }
-        notes.push_str(&device_line(&format!("{size} B {}", g.goal.code()), r));
+        notes.push_str(&device_line(&format!("{size}{u} {}", g.goal.code()), r));
     }
     s.push_str(&goal_legend(rows));
     s.push_str(&notes);
@@ -224,6 +226,7 @@ fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
     }
     let mut s = String::new();
     for (size, code) in keys {
+        let u = unit(size);
         let of: Vec<&GoalResult> = rows
             .iter()
             .filter(|(z, _)| z == size)
@@ -261,7 +264,7 @@ fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
         let lower = of.iter().filter_map(|g| g.lower_pps).collect();
         let ct = of.iter().filter_map(|g| g.conditional_pps).collect();
         s.push_str(&format!(
-            "{size} B {code} over {} searches (median [95% interval]): {}; {}\n",
+            "{size}{u} {code} over {} searches (median [95% interval]): {}; {}\n",
             of.len(),
             line("lower bound", lower),
             line("conditional throughput", ct)
@@ -272,6 +275,16 @@ fn repeats_summary(rows: &[(String, SearchResult)]) -> String {
 
 /// `x` with `decimals`, or "-" when it is not a number (an interval or a
 /// CV that too few samples cannot give).
+/// The unit after a size's label: " B" after a frame size, none after a
+/// replayed capture's name ("capture NAME").
+fn unit(size: &str) -> &'static str {
+    if size.starts_with("capture ") {
+        ""
+    } else {
+        " B"
+    }
+}
+
 pub(super) fn or_dash(x: f64, decimals: usize) -> String {
     if x.is_finite() {
         format!("{x:.decimals$}")

@@ -1,0 +1,208 @@
+//! Root tests of a replayed capture through the device: every frame
+//! accounted per stream and per class with a known subset dropped,
+//! duplicated and reordered; a capture's frames through a bridge with
+//! their VLAN tags, IPv6 and fragments; AF_XDP refused. Counts only,
+//! never speed.
+
+use super::dut::{DutSpec, FwdWork, Impair};
+use super::pace::Rate;
+use super::replay::tests::{mixed, pcap_of};
+use super::replay::{class_names, Order, Traffic};
+use super::*;
+use crate::netns;
+use std::collections::HashSet;
+
+fn root() -> bool {
+    commbench_core::testing::root_or_skip("the tester creates namespaces and veths")
+}
+
+fn traffic(order: Order) -> Arc<Traffic> {
+    Arc::new(Traffic::from_bytes("mixed.pcap", pcap_of(&mixed(), 1), order).unwrap())
+}
+
+/// The mixed capture with each frame twice in a row: a swap of two
+/// neighbours then reorders within a flow.
+fn doubled(order: Order) -> Arc<Traffic> {
+    let frames: Vec<Vec<u8>> = mixed().into_iter().flat_map(|f| [f.clone(), f]).collect();
+    Arc::new(Traffic::from_bytes("doubled.pcap", pcap_of(&frames, 1), order).unwrap())
+}
+
+fn spec(t: Arc<Traffic>, pps: f64, ms: u64) -> TrialSpec {
+    TrialSpec {
+        rate: Rate::Pps(pps),
+        duration: Duration::from_millis(ms),
+        // Counts, not pacing, are under test: a loaded machine may lag.
+        lag_bound_ns: u64::MAX,
+        drain: Duration::from_millis(300),
+        ..TrialSpec::default()
+    }
+    .with_traffic(t)
+}
+
+/// Per stream (received, lost, duplicated, reordered, max distance) and
+/// per protocol the frames lost, after `imp` acts on the first `n`
+/// frames of `t`'s offer.
+#[allow(clippy::type_complexity)]
+fn expected(
+    t: &Traffic,
+    imp: &Impair,
+    n: usize,
+) -> (Vec<(u64, u64, u64, u64, u64)>, Vec<(&'static str, u64)>) {
+    let mut next = vec![0u64; usize::from(t.streams)];
+    let sent: Vec<(usize, u64, u8)> = (0..n as u64)
+        .map(|i| {
+            let (_, s, class) = t.frame(i);
+            let s = usize::from(s);
+            next[s] += 1;
+            (s, next[s] - 1, class)
+        })
+        .collect();
+    let out = imp.apply_model(n);
+    let arrived: HashSet<usize> = out.iter().copied().collect();
+    let mut lost_by_proto: Vec<(&'static str, u64)> = Vec::new();
+    for (i, &(_, _, class)) in sent.iter().enumerate() {
+        if !arrived.contains(&i) {
+            let p = class_names(class).1;
+            match lost_by_proto.iter_mut().find(|x| x.0 == p) {
+                Some(x) => x.1 += 1,
+                None => lost_by_proto.push((p, 1)),
+            }
+        }
+    }
+    let per_stream = (0..usize::from(t.streams))
+        .map(|f| {
+            let mut seen = HashSet::new();
+            let (mut dup, mut re, mut maxd, mut hi) = (0u64, 0u64, 0u64, None::<u64>);
+            for &i in &out {
+                let (fl, s, _) = sent[i];
+                if fl != f {
+                    continue;
+                }
+                if !seen.insert(s) {
+                    dup += 1;
+                    continue;
+                }
+                match hi {
+                    Some(h) if s < h => {
+                        re += 1;
+                        maxd = maxd.max(h - s);
+                    }
+                    _ => hi = Some(s),
+                }
+            }
+            let rcv = seen.len() as u64;
+            (rcv, next[f] - rcv, dup, re, maxd)
+        })
+        .collect();
+    (per_stream, lost_by_proto)
+}
+
+#[test]
+fn every_replayed_frame_is_accounted_with_drops_duplicates_and_swaps() {
+    if !root() {
+        return;
+    }
+    let imp = Impair {
+        drop: 7,
+        dup: 5,
+        swap: 3,
+    };
+    let dut = DutSpec::L2fwd {
+        work: FwdWork::Swap,
+        rx: RxMethod::AfPacket,
+        burst: 32,
+        impair: imp,
+        rx_blocks: netns::RX_BLOCKS,
+    };
+    for order in [Order::Capture, Order::Mix { seed: 5 }] {
+        let t = doubled(order);
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        let r = b.trial(&spec(t.clone(), 20_000.0, 150)).unwrap();
+        assert_eq!(r.sent, 3000, "{r:?}");
+        let (per_stream, lost_by_proto) = expected(&t, &imp, 3000);
+        for (c, e) in r.per_flow.iter().zip(&per_stream) {
+            let got = (
+                c.received,
+                c.lost,
+                c.duplicated,
+                c.reordered,
+                c.reorder_max_distance,
+            );
+            assert_eq!(got, *e, "stream {}: {r:?}", c.flow);
+        }
+        assert_eq!(r.per_flow.len(), per_stream.len());
+        assert_eq!(r.lost, 3000 / 7);
+        assert!(r.duplicated > 0, "{r:?}");
+        if order == Order::Capture {
+            assert!(r.reordered > 0, "{r:?}");
+        }
+        assert_eq!((r.stale, r.out_of_range, r.foreign), (0, 0, 0), "{r:?}");
+        assert_eq!(r.latency.n, r.received + r.duplicated, "{r:?}");
+        // Per class, the parts add up to the totals, and the frames lost
+        // are the ones the forwarder dropped, by protocol.
+        for classes in [&r.per_size, &r.per_protocol] {
+            let sum = |f: fn(&result::ClassCounts) -> u64| classes.iter().map(f).sum::<u64>();
+            assert_eq!(sum(|c| c.sent), r.sent);
+            assert_eq!(sum(|c| c.received), r.received);
+            assert_eq!(sum(|c| c.lost), r.lost);
+        }
+        for (p, n) in &lost_by_proto {
+            let c = r.per_protocol.iter().find(|c| c.class == *p).unwrap();
+            assert_eq!(c.lost, *n, "{p}: {:?}", r.per_protocol);
+        }
+        let ti = r.traffic.as_ref().unwrap();
+        assert_eq!(ti.stamp, result::TRAILER_STAMP);
+        assert_eq!(ti.mix.frames, 20);
+        let rec = r.record("trial");
+        assert_eq!(rec.params["traffic"], "doubled.pcap");
+        assert_eq!(rec.metrics["traffic_flows"], 9);
+        assert!(rec.metrics["per_protocol"].is_array());
+        let ns = b.namespaces();
+        drop(b);
+        for n in ns {
+            assert!(
+                !std::path::Path::new(&format!("/run/netns/{n}")).exists(),
+                "{n} left"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_capture_crosses_a_bridge_and_no_device_whole() {
+    if !root() {
+        return;
+    }
+    for dut in [DutSpec::None, DutSpec::Bridge] {
+        let mut b = Bench::new(&dut, RoleCpus::default()).unwrap();
+        let r = b
+            .trial(&spec(traffic(Order::Capture), 10_000.0, 100))
+            .unwrap();
+        assert_eq!(r.sent, 1000, "{r:?}");
+        assert_eq!((r.received, r.lost, r.duplicated), (1000, 0, 0), "{r:?}");
+        assert_eq!(r.out_of_range, 0);
+        // Every size bucket and protocol of the capture came through:
+        // the 1518 B frames, the VLAN-tagged, IPv6 and fragments.
+        assert_eq!(r.per_size.len(), 5, "{:?}", r.per_size);
+        assert!(r.per_size.iter().all(|c| c.lost == 0 && c.received > 0));
+        assert!(r
+            .per_protocol
+            .iter()
+            .any(|c| c.class == "ipv4 fragment" && c.received == 100));
+        assert!(r
+            .per_protocol
+            .iter()
+            .any(|c| c.class == "icmpv6" && c.received == 100));
+    }
+}
+
+#[test]
+fn a_capture_is_not_offered_through_af_xdp() {
+    let t = traffic(Order::Capture);
+    let mut s = spec(t, 10_000.0, 100);
+    s.rx = RxMethod::AfXdp;
+    assert_eq!(s.validate(), Err(SpecError::TrafficXdp));
+    s.rx = RxMethod::AfPacket;
+    s.flows = 3;
+    assert_eq!(s.validate(), Err(SpecError::TrafficFlows(9)));
+}
