@@ -251,6 +251,14 @@ pub trait Lab: Sync {
         None
     }
 
+    /// What a parameter's value means in words, where the value is a code
+    /// a reader cannot read (an MLRsearch goal `1f4d0l50e1w`); the
+    /// report prints it under the tables that show the value.
+    fn param_legend(&self, key: &str, value: &str) -> Option<String> {
+        let _ = (key, value);
+        None
+    }
+
     /// Whether a record is one of this lab's.
     fn owns(&self, r: &Record) -> bool {
         self.record_labs().contains(&r.lab.as_str())

@@ -444,6 +444,13 @@ impl Lab for PipelineLab {
         }
         Ok(out)
     }
+    /// An MLRsearch goal code spelt out (RFC 9475's dense form).
+    fn param_legend(&self, key: &str, value: &str) -> Option<String> {
+        (key == "goal")
+            .then(|| crate::tester::mlrsearch::Goal::from_code(value))
+            .flatten()
+            .map(|g| g.spelt_out())
+    }
     /// Network namespaces (and their veths) of dead `pipeline netns` runs.
     fn clean_leftovers(&self, dry_run: bool) -> Vec<Leftover> {
         crate::netns::clean_leftovers(dry_run)
@@ -599,6 +606,17 @@ pub(crate) fn attach_repeats_of(target: &mut Record, runs: &[Record]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report's tables print an MLRsearch goal's code spelt out.
+    #[test]
+    fn a_goal_code_is_spelt_out_for_the_reports_tables() {
+        assert_eq!(
+            PipelineLab.param_legend("goal", "1f4d0l50e1w").as_deref(),
+            Some("final trial 1 s, sum 4 s, loss 0%, exceed 50%, width 1%")
+        );
+        assert_eq!(PipelineLab.param_legend("goal", "nonsense"), None);
+        assert_eq!(PipelineLab.param_legend("dut", "1f4d0l50e1w"), None);
+    }
 
     fn ndr(rate_mpps: f64) -> Record {
         Record::new("pipeline", "rfc2544-ndr")

@@ -71,6 +71,9 @@ struct TestTable {
     all_rows: Vec<Vec<Cell>>,
     /// What the table leaves out ("" when nothing).
     note: String,
+    /// Codes among its parameters' values spelt out ("goal 1f4d0l50e1w:
+    /// final trial 1 s, …"; empty when none).
+    legend: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -278,6 +281,20 @@ fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTabl
         })
         .collect();
     let (all_columns, all_rows, note) = all_fields(recs);
+    let mut legend: Vec<String> = Vec::new();
+    if let Some(l) = lab {
+        for r in recs {
+            for (k, v) in &r.params {
+                let Some(v) = v.as_str() else { continue };
+                if let Some(words) = l.param_legend(k, v) {
+                    let line = format!("{} {v}: {words}", k.replace('_', " "));
+                    if !legend.contains(&line) {
+                        legend.push(line);
+                    }
+                }
+            }
+        }
+    }
     TestTable {
         name,
         columns,
@@ -285,6 +302,7 @@ fn test_table(name: String, recs: &[&Record], lab: Option<&dyn Lab>) -> TestTabl
         all_columns,
         all_rows,
         note,
+        legend,
     }
 }
 
@@ -736,6 +754,31 @@ mod tests {
         assert!(html.contains("latency percentiles"));
         assert!(html.contains("Test CPU"));
         assert!(!html.contains("src=\"http"), "must be self-contained");
+    }
+
+    /// The MLRsearch goal codes (`1f4d0l50e1w`) meant nothing to a reader
+    /// of the report's tables without a legend; the terminal table had one.
+    #[test]
+    fn a_table_spells_out_the_codes_among_its_parameters() {
+        let labs: [&dyn Lab; 1] = [&crate::testutil::TestLab(vec![])];
+        let mut r = Record::new("pipeline", "rfc2544-ndr").metric("mpps", 0.1);
+        r.push_param("goal", "1f4d0l50e1w");
+        let mut other = r.clone();
+        other.push_param("goal", "<b>x</b>");
+        let run = Loaded {
+            path: "a.jsonl".into(),
+            records: vec![r, other],
+            environment: None,
+        };
+        let html = render_html(&[run], "t", &labs, None).unwrap();
+        assert!(
+            html.contains("goal 1f4d0l50e1w: final trial 1 s, loss 0%"),
+            "no legend"
+        );
+        assert!(
+            !html.contains("<b>x</b>"),
+            "a value reached the page unescaped"
+        );
     }
 
     /// Payloads a hostile results file can carry in any string.

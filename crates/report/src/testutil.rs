@@ -111,6 +111,9 @@ impl Lab for TestLab {
             .any(|r| r.lab == "timer")
             .then(|| "clock read measured".to_owned())
     }
+    fn param_legend(&self, key: &str, value: &str) -> Option<String> {
+        (key == "goal" && value == "1f4d0l50e1w").then(|| "final trial 1 s, loss 0%".to_owned())
+    }
 }
 
 /// A generated pair of runs for the judgement's property tests: pipeline

@@ -217,6 +217,31 @@ impl Goal {
         Ok(())
     }
 
+    /// The goal [`Goal::code`] wrote (`1f4d0l50e1w`), or None for any
+    /// other text (the report reads codes back from results files).
+    pub fn from_code(code: &str) -> Option<Goal> {
+        let mut g = DEFAULT_GOAL;
+        let mut rest = code;
+        for (letter, slot) in [
+            ('f', &mut g.final_s),
+            ('d', &mut g.sum_s),
+            ('l', &mut g.loss_ratio),
+            ('e', &mut g.exceed_ratio),
+            ('w', &mut g.width),
+        ] {
+            let (n, tail) = rest.split_once(letter)?;
+            let v: f64 = n.parse().ok()?;
+            *slot = if matches!(letter, 'l' | 'e' | 'w') {
+                v / 100.0
+            } else {
+                v
+            };
+            rest = tail;
+        }
+        g.initial_s = g.initial_s.min(g.final_s);
+        (rest.is_empty() && g.validate().is_ok()).then_some(g)
+    }
+
     /// The RFC's dense code (its example goals: `60f120d0l50e`) with the
     /// width appended: `1f3d0.5l50e1w` is final 1 s, sum 3 s, loss 0.5%,
     /// exceed 50%, width 1%.
