@@ -499,10 +499,15 @@ fn trial_through_a_user_program_counts_its_drops_duplicates_and_swaps_exactly() 
         "trial",
         "--dut",
         &dut,
+        // 3,000 frames at 3k pps: the device is a debug build on a
+        // shared host, and at 20k pps a 14 ms stall of it overflowed its
+        // socket's receive buffer (2,216 of 3,000 lost at the device, a
+        // CPU wait of 37%); the counts checked here are the impairment's,
+        // not the device's speed.
         "--rate",
-        "20k",
+        "3k",
         "--duration-s",
-        "0.15",
+        "1",
         "--lag-bound-us",
         "60000000",
         "--per-flow",
