@@ -132,8 +132,10 @@ for r in d.get("records", []):
 EOF
   done
 done
-python3 - "$work/ndr.tsv" <<'EOF'
-import sys, statistics, math
+COMMBENCH_BIN=$bin python3 - "$work/ndr.tsv" "$PWD/bench" <<'EOF'
+import sys, math
+sys.path.insert(0, sys.argv[2])
+from cbestimate import median_ci, fmt_median
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 print(f"{'run':<6} {'NDR pps':>10} {'per dev CPU-s':>14} {'others %':>9}  flag")
 for r in rows:
@@ -142,9 +144,9 @@ def spread(i, name):
     v = [float(r[i]) for r in rows if not math.isnan(float(r[i]))]
     if not v:
         print(f"{name}: not measured"); return
-    m = statistics.median(v)
-    dev = max(abs(x / m - 1) for x in v) * 100
-    print(f"{name}: median {m:.0f}, every run within ±{dev:.1f}% of it; max/min {max(v)/min(v):.2f}x over {len(v)} runs")
+    est = median_ci(v)
+    dev = max(abs(x / est[0] - 1) for x in v) * 100
+    print(f"{name}: median {fmt_median(est, 0)}, every run within ±{dev:.1f}% of it; max/min {max(v)/min(v):.2f}x over {len(v)} runs")
 spread(1, "raw NDR")
 spread(2, "NDR per device CPU-second")
 flagged = sum(1 for r in rows if r[0] == "busy" and r[4] == "shared")
@@ -201,8 +203,10 @@ else:
     print("nan\tnan\tnan\tnot measured\t-")
 EOF
 done
-python3 - "$work/ipc.tsv" <<'EOF'
-import sys, math, statistics
+COMMBENCH_BIN=$bin python3 - "$work/ipc.tsv" "$PWD/bench" <<'EOF'
+import sys, math
+sys.path.insert(0, sys.argv[2])
+from cbestimate import paired_ratio_ci, fmt_ratio
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 print(f"{'round':<6} {'suite uds msg/s':>16} {'alone msg/s':>12} {'ratio':>7}  suite placement | alone placement")
 for i, r in enumerate(rows, 1):
@@ -210,7 +214,10 @@ for i, r in enumerate(rows, 1):
 v = [float(r[2]) for r in rows if not math.isnan(float(r[2]))]
 if v:
     within = sum(1 for x in v if 1 / 1.2 <= x <= 1.2)
-    print(f"suite / alone: median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}); within ±20%: {within} of {len(v)} rounds")
+    # Each round ran the suite and then uds alone: pairs, judged by
+    # commbench's own paired estimate.
+    r = paired_ratio_ci([(float(r[1]), float(r[0])) for r in rows if not math.isnan(float(r[2]))])
+    print(f"suite / alone: {fmt_ratio(r)} (min {min(v):.3f}, max {max(v):.3f}); within ±20%: {within} of {len(v)} rounds")
 else:
     print("suite / alone: not measured")
 EOF
