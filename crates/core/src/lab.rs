@@ -463,6 +463,18 @@ pub fn wants_more(lab: &dyn Lab, runs: &[Record], plan: &crate::estimate::Repeat
 /// last to know which answer a figure is.
 pub const ENVIRONMENT: [&str; 4] = ["load_start", "load_end", "oversubscribed", "placement"];
 
+/// A record's flag (`true`; absent is false) that what it measured hands
+/// work between threads or processes on two or more CPUs, or on CPUs the
+/// scheduler picks: the pipeline mode's io thread and worker, a server
+/// and its client apart or unpinned. Such a figure depends on how the two
+/// CPUs share their caches and on where the scheduler puts the roles,
+/// which a guest cannot see or hold: on a 2-vCPU VM the pipeline mode,
+/// pinned apart on a quiet host, ran 33.7, 81.4, 83.3 and 36.3 Mpps in
+/// four back-to-back processes, each process's own repeats within ±5%.
+/// `compare` therefore floors such a metric at
+/// [`crate::estimate::CROSS_CPU_COLD_FLOOR`] when no floor was learned.
+pub const CROSS_CPU: &str = "cross_cpu";
+
 /// The [`ENVIRONMENT`] keys `r` lacks.
 pub fn missing_environment(r: &Record) -> Vec<&'static str> {
     ENVIRONMENT

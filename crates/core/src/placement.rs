@@ -265,6 +265,23 @@ pub fn describe(roles: &[(&str, Option<&CpuList>)], seen: &[usize]) -> String {
         .join(", ")
 }
 
+/// Whether roles placed so (`None`: unpinned) can hand work between
+/// CPUs, the [`crate::lab::CROSS_CPU`] flag: false only when every role
+/// is held to one and the same CPU (an unpinned role counts the CPUs
+/// this thread may use).
+pub fn crosses_cpus(roles: &[Option<&CpuList>]) -> bool {
+    let mut all: Vec<usize> = Vec::new();
+    for r in roles {
+        match r {
+            Some(c) => all.extend_from_slice(c.cpus()),
+            None => all.extend_from_slice(current_affinity().cpus()),
+        }
+    }
+    all.sort_unstable();
+    all.dedup();
+    all.len() > 1
+}
+
 impl fmt::Display for CpuList {
     /// Compact taskset form: runs of consecutive CPUs as ranges.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -444,6 +444,13 @@ impl Conditions {
             .map(str::to_owned)
             .unwrap_or_else(|| crate::placement::describe(&[("process", None)], &self.seen));
         set(r, "placement", p.into());
+        // Threads the lab declared busy hand work to each other; on more
+        // than one CPU that is a cross-CPU figure (lab::CROSS_CPU).
+        set(
+            r,
+            crate::lab::CROSS_CPU,
+            (threads > 1 && crate::placement::crosses_cpus(&[None])).into(),
+        );
     }
 }
 

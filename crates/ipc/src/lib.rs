@@ -313,8 +313,30 @@ impl IpcReport {
             "placement",
             placement_words(&self.server_cpus, &self.client_cpus),
         );
+        r.push_metric(
+            commbench_core::lab::CROSS_CPU,
+            crosses_cpus(&self.server_cpus, &self.client_cpus),
+        );
         r
     }
+}
+
+/// Whether the two ends could hand messages between CPUs (the
+/// [`commbench_core::lab::CROSS_CPU`] flag): false only for both ends on
+/// one CPU (`pair:` placements, or both pinned to the same single CPU).
+fn crosses_cpus(server: &str, client: &str) -> bool {
+    let parse = |applied: &str| match applied {
+        "-" | "" => None,
+        cpus => CpuList::parse(cpus).ok(),
+    };
+    if server.starts_with("pair:") || client.starts_with("pair:") {
+        return false;
+    }
+    if server.starts_with("apart:") || client.starts_with("apart:") {
+        return true;
+    }
+    let (s, c) = (parse(server), parse(client));
+    commbench_core::placement::crosses_cpus(&[s.as_ref(), c.as_ref()])
 }
 
 /// Where the two ends ran, in words: `server cpu 1, client cpu 0`
@@ -551,6 +573,18 @@ mod tests {
             size,
             ..IpcConfig::default()
         }
+    }
+
+    #[test]
+    fn only_both_ends_on_one_cpu_is_not_a_cross_cpu_figure() {
+        assert!(!crosses_cpus("pair:0-1", "pair:0-1"));
+        assert!(crosses_cpus("apart:0-1", "apart:0-1"));
+        assert!(!crosses_cpus("1", "1"));
+        assert!(crosses_cpus("0", "1"));
+        // Unpinned: as many CPUs as this thread may use.
+        let many = commbench_core::placement::current_affinity().cpus().len() > 1;
+        assert_eq!(crosses_cpus("-", "-"), many);
+        assert_eq!(crosses_cpus("0", "-"), many);
     }
 
     #[test]

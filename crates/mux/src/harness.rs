@@ -1071,6 +1071,13 @@ pub fn record(cfg: &MuxConfig, r: &ConfigResult, load_start: f64, load_end: f64)
             &[],
         ),
     );
+    rec.push_metric(
+        commbench_core::lab::CROSS_CPU,
+        commbench_core::placement::crosses_cpus(&[
+            cfg.server_cpus.as_ref(),
+            cfg.client_cpus.as_ref(),
+        ]),
+    );
     rec
 }
 
@@ -1477,5 +1484,27 @@ mod tests {
         );
         assert!(r.too_short.is_none());
         assert!((r.server_user_us_per_rt.unwrap() - 20.0).abs() < 1e-9);
+    }
+
+    /// A server and its client on one CPU hand nothing between CPUs; apart
+    /// they do, and compare floors such a figure wider when cold.
+    #[test]
+    fn a_record_says_whether_server_and_client_crossed_cpus() {
+        let r = aggregate(
+            &MuxConfig::default(),
+            EngineKind::Poll,
+            Lookup::Index,
+            &[run(0.1, 0.3, 5000)],
+        );
+        let crossed = |s: &str, c: &str| {
+            let cfg = MuxConfig {
+                server_cpus: Some(commbench_core::placement::CpuList::parse(s).unwrap()),
+                client_cpus: Some(commbench_core::placement::CpuList::parse(c).unwrap()),
+                ..MuxConfig::default()
+            };
+            record(&cfg, &r, 0.0, 0.0).metrics[commbench_core::lab::CROSS_CPU].clone()
+        };
+        assert_eq!(crossed("0", "0"), json!(false));
+        assert_eq!(crossed("0", "1"), json!(true));
     }
 }

@@ -492,6 +492,9 @@ pub struct RunResult {
     pub threads: usize,
     pub cpus: usize,
     pub placement: String,
+    /// Its threads hand packets between CPUs (see
+    /// [`commbench_core::lab::CROSS_CPU`]).
+    pub cross_cpu: bool,
     pub usage: RunUsage,
     pub cpu_ns_per_packet: f64,
     pub oversubscribed: bool,
@@ -788,6 +791,7 @@ fn run_one(
         threads: out.threads,
         cpus,
         placement,
+        cross_cpu: out.threads > 1 && c.cpus.as_ref().is_none_or(|l| l.cpus().len() > 1),
         cpu_ns_per_packet: usage.cpu_ns_per_op,
         oversubscribed: usage.oversubscribed || oversubscribed_declared,
         usage,
@@ -898,6 +902,7 @@ pub fn record(r: &RunResult) -> Record {
     rec.push_metric("threads", r.threads);
     rec.push_metric("cpus", r.cpus);
     rec.push_metric("placement", &r.placement);
+    rec.push_metric(commbench_core::lab::CROSS_CPU, r.cross_cpu);
     r.usage.add_to(&mut rec);
     rec.push_metric("cpu_ns_per_packet", r.cpu_ns_per_packet);
     // add_to wrote the meter's verdict; ours also counts declared threads.

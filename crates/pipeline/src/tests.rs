@@ -46,6 +46,18 @@ fn every_mode_and_work_conserves_packets_per_queue() {
                     // One thread, no rings: nothing can be dropped.
                     assert!(rep.runs.iter().all(|r| r.dropped == 0));
                 }
+                // The io thread hands packets to its workers on whatever
+                // CPUs this thread may use (unpinned); run to completion
+                // hands nothing over. compare floors the first kind wider.
+                let crossed = mode == Mode::Pipeline
+                    && commbench_core::placement::current_affinity().cpus().len() > 1;
+                for r in rec.records() {
+                    assert_eq!(
+                        r.metrics.get(commbench_core::lab::CROSS_CPU),
+                        Some(&serde_json::Value::Bool(crossed)),
+                        "{mode:?} {r:?}"
+                    );
+                }
             }
         }
     }

@@ -182,6 +182,10 @@ pub struct Options<'a> {
     pub noise_floor: &'a dyn Fn(&str, &str, &str, &str) -> Option<f64>,
     /// The floor when nothing was learned.
     pub default_floor: f64,
+    /// The floor when nothing was learned of a metric whose record (either
+    /// side) crossed CPUs ([`commbench_core::lab::CROSS_CPU`]), where it is
+    /// above `default_floor`; 0: none (a floor the user gave holds).
+    pub cross_cpu_floor: f64,
     /// A load-average difference between the two sides' runs at or above
     /// which a change is reported as inconclusive (the machine, not the
     /// code, changed); 0 or NaN: never. Each record's own `load_start` /
@@ -347,6 +351,7 @@ pub fn compare(
             ignore_params: &[],
             noise_floor: &no_floor,
             default_floor: 0.0,
+            cross_cpu_floor: 0.0,
             load_gap: 0.0,
             env_load: (None, None),
             machines_differ: None,
@@ -490,8 +495,19 @@ pub(crate) fn judge_matched(
             } else {
                 (o.noise_floor)(&rb.lab, &rb.test, &kb, m)
             };
+            let crossed = |r: &Record| {
+                matches!(
+                    r.metrics.get(commbench_core::lab::CROSS_CPU),
+                    Some(Value::Bool(true))
+                )
+            };
+            let cross_floor = fa.is_none()
+                && fb.is_none()
+                && o.cross_cpu_floor > o.default_floor
+                && (crossed(ra) || crossed(rb));
             let floor = match (fa, fb) {
                 (Some(a), Some(b)) => a.max(b),
+                _ if cross_floor => o.cross_cpu_floor,
                 (a, b) => a.or(b).unwrap_or(o.default_floor),
             };
             let mut c = judge_pair(
@@ -508,6 +524,12 @@ pub(crate) fn judge_matched(
             c.params = key.clone();
             c.param_list = plist.clone();
             c.headline = headline;
+            if cross_floor && c.noise_floor == floor && c.note.is_empty() {
+                c.note = format!(
+                    "handed between CPUs, and no floor learned: the cold floor is {} (where the caches and the scheduler put the roles moves it between processes)",
+                    estimate::ratio_text(1.0 + floor, f64::NAN, f64::NAN)
+                );
+            }
             let oversubscribed =
                 |r: &Record| matches!(r.metrics.get("oversubscribed"), Some(Value::Bool(true)));
             if c.verdict_is_change() && (oversubscribed(ra) || oversubscribed(rb)) {
@@ -778,6 +800,71 @@ mod tests {
         assert_eq!(estimate::swing(&[30.0, 90.0]), 0.0);
     }
 
+    /// The pipeline mode pinned apart on a 2-vCPU VM moved 2.33× between
+    /// two quiet quick suites, each suite's repeats tight: cold, a record
+    /// that crossed CPUs is floored at the cross-CPU floor (in both
+    /// orders), one that did not keeps the cold floor and the step is
+    /// found, and a floor learned from a store replaces both.
+    #[test]
+    fn a_figure_handed_between_cpus_is_floored_wider_when_nothing_was_learned() {
+        let low = [35.8, 36.2, 35.1, 36.7, 35.9];
+        let high: Vec<f64> = low.iter().map(|x| x * 2.33).collect();
+        let crossed = |xs: &[f64], c: bool| {
+            let mut r = sampled(1, xs);
+            r.push_metric(commbench_core::lab::CROSS_CPU, c);
+            r
+        };
+        let o = |learned: &dyn Fn(&str, &str, &str, &str) -> Option<f64>| {
+            let c = |a: &[Record], b: &[Record]| {
+                let opts = Options {
+                    threshold: 0.10,
+                    only: &[],
+                    ignore_params: &[],
+                    noise_floor: learned,
+                    default_floor: estimate::COLD_FLOOR,
+                    cross_cpu_floor: estimate::CROSS_CPU_COLD_FLOOR,
+                    load_gap: 0.0,
+                    env_load: (None, None),
+                    machines_differ: None,
+                };
+                compare_with(a, b, &opts, &[])
+                    .into_iter()
+                    .find(|c| c.metric == "msgs_per_s")
+                    .unwrap()
+            };
+            let (a, b) = ([crossed(&low, true)], [crossed(&high, false)]);
+            (c(&a, &b), c(&b, &a))
+        };
+        let (ab, ba) = o(&no_floor);
+        for c in [&ab, &ba] {
+            assert_eq!(c.verdict, "inconclusive", "{c:?}");
+            assert_eq!(c.noise_floor, estimate::CROSS_CPU_COLD_FLOOR, "{c:?}");
+            assert!(c.note.contains("handed between CPUs"), "{c:?}");
+            assert!(c.lo < 1.0 && c.hi > 1.0, "{c:?}");
+        }
+        // Neither side crossed CPUs: the cold floor, and 2.33× is found.
+        let plain = |xs: &[f64]| crossed(xs, false);
+        let opts = Options {
+            threshold: 0.10,
+            only: &[],
+            ignore_params: &[],
+            noise_floor: &no_floor,
+            default_floor: estimate::COLD_FLOOR,
+            cross_cpu_floor: estimate::CROSS_CPU_COLD_FLOOR,
+            load_gap: 0.0,
+            env_load: (None, None),
+            machines_differ: None,
+        };
+        let c = compare_with(&[plain(&low)], &[plain(&high)], &opts, &[]);
+        let c = c.iter().find(|c| c.metric == "msgs_per_s").unwrap();
+        assert_eq!(c.verdict, "faster", "{c:?}");
+        assert_eq!(c.noise_floor, estimate::COLD_FLOOR, "{c:?}");
+        // A floor learned from stored reruns is the evidence: it holds.
+        let (ab, _) = o(&|_: &str, _: &str, _: &str, _: &str| Some(0.2));
+        assert_eq!(ab.verdict, "faster", "{ab:?}");
+        assert_eq!(ab.noise_floor, 0.2, "{ab:?}");
+    }
+
     #[test]
     fn verdicts_are_judged_by_the_interval_of_the_ratio() {
         let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0];
@@ -816,6 +903,7 @@ mod tests {
             ignore_params: &[],
             noise_floor: &floor,
             default_floor: 0.0,
+            cross_cpu_floor: 0.0,
             load_gap: 0.0,
             env_load: (None, None),
             machines_differ: None,
@@ -844,6 +932,7 @@ mod tests {
             ignore_params: &ignore,
             noise_floor: &floor,
             default_floor: 0.0,
+            cross_cpu_floor: 0.0,
             load_gap: 0.0,
             env_load: (None, None),
             machines_differ: None,
@@ -870,6 +959,7 @@ mod tests {
             ignore_params: &[],
             noise_floor: &no_floor,
             default_floor: 0.0,
+            cross_cpu_floor: 0.0,
             load_gap: gap,
             env_load: (None, None),
             machines_differ: None,

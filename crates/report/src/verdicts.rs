@@ -11,7 +11,7 @@
 //! "inconclusive" is reported as such, never as a pass or a failure.
 
 use crate::{compare_with, no_floor, Change, Options};
-use commbench_core::estimate::COLD_FLOOR;
+use commbench_core::estimate::{COLD_FLOOR, CROSS_CPU_COLD_FLOOR};
 use commbench_core::lab::Lab;
 use commbench_core::record::Record;
 use serde_json::Value;
@@ -59,6 +59,7 @@ pub fn judged_count(
         ignore_params,
         noise_floor: &no_floor,
         default_floor: 0.0,
+        cross_cpu_floor: 0.0,
         load_gap: 0.0,
         env_load: (None, None),
         machines_differ: None,
@@ -81,6 +82,9 @@ pub struct Judge<'a> {
     pub noise_floor: &'a dyn Fn(&str, &str, &str, &str) -> Option<f64>,
     /// The floor when none was learned (the cold-start floor).
     pub default_floor: f64,
+    /// The cold floor of a metric that crossed CPUs (0: none; see
+    /// [`crate::Options::cross_cpu_floor`]).
+    pub cross_cpu_floor: f64,
     /// The load gap; None: half the later run's logical CPUs (2 when its
     /// environment does not say).
     pub load_gap: Option<f64>,
@@ -100,6 +104,7 @@ impl std::fmt::Debug for Judge<'_> {
 pub const PLAIN_JUDGE: Judge<'static> = Judge {
     noise_floor: &no_floor,
     default_floor: 0.0,
+    cross_cpu_floor: 0.0,
     load_gap: Some(0.0),
 };
 
@@ -143,6 +148,7 @@ pub fn compare_runs(
             ignore_params,
             noise_floor: judge.noise_floor,
             default_floor: judge.default_floor,
+            cross_cpu_floor: judge.cross_cpu_floor,
             load_gap: load_gap(judge, after.env),
             env_load: (env_load(before.env), env_load(after.env)),
             machines_differ: differ.as_deref(),
@@ -297,6 +303,12 @@ impl<'a> Comparison<'a> {
         let judge = Judge {
             noise_floor: &learned,
             default_floor: self.default_floor(),
+            // A floor the user gave (--noise-floor) holds for every metric.
+            cross_cpu_floor: if self.policy.noise_floor.is_none() {
+                CROSS_CPU_COLD_FLOOR
+            } else {
+                0.0
+            },
             load_gap: self.policy.load_gap,
         };
         compare_runs(

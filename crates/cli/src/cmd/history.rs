@@ -270,6 +270,7 @@ pub fn run(a: &HistoryArgs) -> Result<()> {
     let judge = commbench_report::verdicts::Judge {
         noise_floor: &learned,
         default_floor: commbench_core::estimate::COLD_FLOOR,
+        cross_cpu_floor: commbench_core::estimate::CROSS_CPU_COLD_FLOOR,
         load_gap: None,
     };
     let h = commbench_report::history(

@@ -949,6 +949,16 @@ pub const MIN_FLOOR_RUNS: usize = 4;
 /// comes from pairing, not from a floor: `commbench ab`.
 pub const COLD_FLOOR: f64 = 0.75;
 
+/// The cold-start floor of a metric whose record says it crossed CPUs
+/// ([`crate::lab::CROSS_CPU`]): a 2.5× band. Such a figure moves between
+/// processes by where the CPUs' caches and the scheduler put its roles,
+/// and one run's repeats (one process) cannot show it: on a 2-vCPU VM the
+/// pipeline mode moved 2.47× between back-to-back quiet processes (33.7
+/// to 83.3 Mpps) and an unpinned mux server and client 1.98× between two
+/// quick suites, where [`COLD_FLOOR`] (1.75×) made both a 10% gate's
+/// failure in one A/A pair of four. A store's runs teach the real floor.
+pub const CROSS_CPU_COLD_FLOOR: f64 = 1.5;
+
 /// The between-run noise of one metric from stored runs of one
 /// configuration on one host, as (git SHA, value) in time order: only
 /// consecutive runs of the same build count (A/A-like reruns; a step
