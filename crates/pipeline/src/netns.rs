@@ -19,6 +19,7 @@ use crate::afpacket::RxRing;
 use crate::txpath;
 use crate::wire::{swap_macs, FlowRepr, FCS, PROTO_UDP};
 use commbench_core::clock::rdtsc;
+use commbench_core::placement::CpuList;
 use commbench_core::record::Record;
 use commbench_core::rusage::Usage;
 use commbench_core::stats::Summary;
@@ -335,21 +336,98 @@ pub fn ip_cmd(args: &[&str]) -> io::Result<()> {
 /// achieved with lag p99 180-255 ms, steered 250 kpps with 0.1-1.1 ms; at
 /// 150 kpps lag p99 29-514 µs unsteered against 42-61 µs steered.
 pub fn steer_receive(ns: &str, iface: &str, cpu: usize) -> io::Result<()> {
-    if !iface
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        || iface.is_empty()
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("steer_receive: not an interface name: {iface:?}"),
-        ));
-    }
+    check_iface_name(iface)?;
     let path = format!("/sys/class/net/{iface}/queues/rx-0/rps_cpus");
     let script = format!("echo {} > {path}", cpu_mask_hex(cpu));
     // `ip netns exec` mounts the namespace's own /sys, where the
     // interface's queues are.
     ip(&["netns", "exec", ns, "sh", "-c", &script])
+}
+
+/// The kernel threads that run threaded NAPI polls (`napi/IF-ID`), by pid.
+fn napi_threads() -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+        let comm = comm.trim_end();
+        comm.starts_with("napi/").then(|| (pid, comm.to_owned()))
+    })
+    .collect()
+}
+
+/// Moves the receive processing of `iface` (in `ns`) into a kernel thread
+/// of its own, pinned to `cpu`, and returns the thread's pid: GRO on (a
+/// veth polls with NAPI only then) and threaded NAPI
+/// (`/sys/class/net/IF/threaded`). The receive work then runs in a task
+/// whose CPU time the scheduler counts to the nanosecond. In softirq it
+/// was counted nowhere precisely on a kernel without IRQ time accounting
+/// (`CONFIG_IRQ_TIME_ACCOUNTING` off, as on this VM): the tick's samples
+/// put it in `/proc/stat`'s softirq column and the task it interrupted
+/// both, so the device was charged its own receive twice and every other
+/// interface's softirq on its CPU as well (an idle-loaded trial through
+/// `l2fwd:delay:5000` read 1.7 s of softirq in a 2.3 s window). GRO merges
+/// only TCP segments here (UDP forwarding GRO is off by default), so a
+/// capture replay, which may carry TCP, turns it off again
+/// ([`unthread_receive`]). Needs `ethtool`; an error leaves the
+/// interface as it was.
+pub fn thread_receive(ns: &str, iface: &str, cpu: usize) -> io::Result<u32> {
+    check_iface_name(iface)?;
+    let before: Vec<u32> = napi_threads().into_iter().map(|(p, _)| p).collect();
+    let script =
+        format!("ethtool -K {iface} gro on >/dev/null && echo 1 > /sys/class/net/{iface}/threaded");
+    if let Err(e) = ip(&["netns", "exec", ns, "sh", "-c", &script]) {
+        let _ = unthread_receive(ns, iface);
+        return Err(e);
+    }
+    // The thread's name is cut to 15 bytes, its NAPI id unknown here: the
+    // new `napi/IF` thread is ours.
+    let want: String = format!("napi/{iface}").chars().take(15).collect();
+    let new: Vec<u32> = napi_threads()
+        .into_iter()
+        .filter(|(p, c)| !before.contains(p) && c.starts_with(&want))
+        .map(|(p, _)| p)
+        .collect();
+    let [pid] = new[..] else {
+        let _ = unthread_receive(ns, iface);
+        return Err(io::Error::other(format!(
+            "threaded NAPI on {iface}: expected one new napi/{iface} thread, found {}",
+            new.len()
+        )));
+    };
+    if let Err(e) = CpuList::from_cpus(vec![cpu]).pin_pid(pid as i32) {
+        let _ = unthread_receive(ns, iface);
+        return Err(io::Error::other(format!(
+            "threaded NAPI on {iface}: cannot pin its thread to cpu {cpu}: {e}"
+        )));
+    }
+    Ok(pid)
+}
+
+/// Undoes [`thread_receive`]: NAPI threads off, GRO off.
+pub fn unthread_receive(ns: &str, iface: &str) -> io::Result<()> {
+    check_iface_name(iface)?;
+    let script =
+        format!("echo 0 > /sys/class/net/{iface}/threaded; ethtool -K {iface} gro off >/dev/null");
+    ip(&["netns", "exec", ns, "sh", "-c", &script])
+}
+
+/// An interface name safe to put in a shell line.
+fn check_iface_name(iface: &str) -> io::Result<()> {
+    if iface.is_empty()
+        || !iface
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not an interface name: {iface:?}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The CPU mask of one CPU as the kernel's `rps_cpus` reads it: hex, in

@@ -56,6 +56,12 @@ pub struct Bench {
     /// Whether the veths carry a replayed frame's trailer
     /// ([`Self::ready_for_replay`]).
     replay_mtu: bool,
+    /// The kernel thread (pid, CPU) that runs the device's receive
+    /// ([`netns::thread_receive`]), instead of [`Self::rx_steer`].
+    pub rx_thread: Option<(u32, usize)>,
+    /// The same for the sink's receive, a tester role: what the device's
+    /// transmit hands the sink is the sink's work, not the device's.
+    sink_rx_thread: Option<(u32, usize)>,
 }
 
 impl Bench {
@@ -81,6 +87,8 @@ impl Bench {
             stalls: stall_monitor(),
             rx_steer: None,
             replay_mtu: false,
+            rx_thread: None,
+            sink_rx_thread: None,
         };
         match dut {
             DutSpec::Ifaces(a, c) => {
@@ -101,7 +109,10 @@ impl Bench {
         }
         let lab = netns::Topology::setup()?;
         b.set_ends(&lab);
-        b.steer_away_from_generator(&lab.fwd_ns, &lab.fwd_in, b.cpus.dut);
+        b.thread_receives(&lab);
+        if b.rx_thread.is_none() {
+            b.steer_away_from_generator(&lab.fwd_ns, &lab.fwd_in, b.cpus.dut);
+        }
         let (fwd_ns, fwd_in, fwd_out) =
             (lab.fwd_ns.clone(), lab.fwd_in.clone(), lab.fwd_out.clone());
         b.topo = Some(lab);
@@ -236,12 +247,46 @@ impl Bench {
         }
     }
 
+    /// Runs the device's receive, and the sink's, in kernel threads of
+    /// their own pinned to their roles' CPUs ([`netns::thread_receive`]),
+    /// so that the device's CPU time is its tasks' to the nanosecond and
+    /// the sink's receive is not counted as the device's. Best effort:
+    /// without threaded NAPI (no `ethtool`, an old kernel) receive is
+    /// steered as before and the device's CPU adds its CPU's softirq.
+    fn thread_receives(&mut self, lab: &netns::Topology) {
+        let (Some(d), Some(sink)) = (self.cpus.dut, self.cpus.sink) else {
+            return;
+        };
+        let Ok(pid) = netns::thread_receive(&lab.fwd_ns, &lab.fwd_in, d) else {
+            return;
+        };
+        self.rx_thread = Some((pid, d));
+        match netns::thread_receive(&lab.sink_ns, &lab.sink_if, sink) {
+            Ok(p) => self.sink_rx_thread = Some((p, sink)),
+            Err(_) => self.unthread_receives(),
+        }
+    }
+
+    /// Back to receive in softirq, steered away from the generator.
+    fn unthread_receives(&mut self) {
+        let Some(t) = &self.topo else { return };
+        let (fwd_ns, fwd_in) = (t.fwd_ns.clone(), t.fwd_in.clone());
+        if self.rx_thread.take().is_some() {
+            let _ = netns::unthread_receive(&fwd_ns, &fwd_in);
+        }
+        if self.sink_rx_thread.take().is_some() {
+            let _ = netns::unthread_receive(&t.sink_ns, &t.sink_if);
+        }
+        self.steer_away_from_generator(&fwd_ns, &fwd_in, self.cpus.dut);
+    }
+
     /// The placement as the records name it: the roles' CPUs and where the
-    /// device's receive was steered.
+    /// device's receive ran.
     pub fn placement(&self) -> String {
-        match self.rx_steer {
-            Some(c) => format!("{}, rx on {c}", self.cpus.describe()),
-            None => self.cpus.describe(),
+        match (self.rx_thread, self.rx_steer) {
+            (Some((_, c)), _) => format!("{}, rx thread on {c}", self.cpus.describe()),
+            (None, Some(c)) => format!("{}, rx on {c}", self.cpus.describe()),
+            (None, None) => self.cpus.describe(),
         }
     }
 
@@ -299,7 +344,11 @@ impl Bench {
     fn dut_cpu(&self) -> Option<usize> {
         match self.dut {
             DutSpec::None | DutSpec::Ifaces(..) => None,
-            _ => self.rx_steer.or(self.cpus.dut),
+            _ => self
+                .rx_thread
+                .map(|(_, c)| c)
+                .or(self.rx_steer)
+                .or(self.cpus.dut),
         }
     }
 
@@ -308,7 +357,11 @@ impl Bench {
     /// scheduler's `schedstat`; None when the device is not ours to
     /// measure or the kernel does not keep the figures.
     fn dut_task_ns(&self) -> Option<u64> {
-        match &self.running {
+        let rx = match self.rx_thread {
+            Some((pid, _)) => commbench_core::sched::task_times(pid, pid)?.run_ns,
+            None => 0,
+        };
+        let own = match &self.running {
             RunningDut::L2fwd { tid, .. } => {
                 let tid = u32::try_from(tid.load(Ordering::Acquire)).ok()?;
                 (tid != 0)
@@ -321,6 +374,18 @@ impl Bench {
                 t.available().then(|| t.totals().run_ns)
             }
             RunningDut::Nothing => None,
+        };
+        own.map(|n| n + rx)
+    }
+
+    /// The CPU time so far of the sink's receive thread, when it runs on
+    /// the device's CPU (a tester role there, like the sink itself).
+    fn sink_rx_ns_on_dut(&self) -> u64 {
+        match self.sink_rx_thread {
+            Some((pid, c)) if Some(c) == self.dut_cpu() => {
+                commbench_core::sched::task_times(pid, pid).map_or(0, |t| t.run_ns)
+            }
+            _ => 0,
         }
     }
 
@@ -386,6 +451,9 @@ impl Bench {
         if self.replay_mtu {
             return Ok(());
         }
+        // GRO, which threaded receive needs on a veth, merges a TCP
+        // flow's segments: a capture's frames must arrive as captured.
+        self.unthread_receives();
         if let (DutSpec::Bridge, Some(t)) = (&self.dut, &self.topo) {
             // br_netfilter (where the kernel has it) trims every IPv4
             // frame a bridge forwards to its IP total length, and with it
@@ -453,6 +521,7 @@ impl Bench {
         let dut_cpu = self.dut_cpu();
         let cpu0 = dut_cpu.map(|c| (Instant::now(), CpuTimes::read(&[c])));
         let dut_own0 = self.dut_task_ns();
+        let sink_rx0 = self.sink_rx_ns_on_dut();
         // A new window: what the host did between trials is not this one's.
         if let Some(m) = &mut self.stalls {
             let _ = m.take_window();
@@ -553,8 +622,9 @@ impl Bench {
                 0
             }
         };
-        let tester_on_dut_ns =
-            own_ns(self.cpus.sink, &sink_run_ns) + own_ns(self.cpus.gen, &gen_run_ns);
+        let tester_on_dut_ns = own_ns(self.cpus.sink, &sink_run_ns)
+            + own_ns(self.cpus.gen, &gen_run_ns)
+            + self.sink_rx_ns_on_dut().saturating_sub(sink_rx0);
         let dut_own_ns = dut_own0
             .zip(self.dut_task_ns())
             .map(|(a, b)| b.saturating_sub(a));
@@ -562,6 +632,7 @@ impl Bench {
             window_s: t0.elapsed().as_secs_f64(),
             times: CpuTimes::read(&[c]).since(&c0),
             own_s: dut_own_ns.map(|n| n as f64 / 1e9),
+            own_has_receive: self.rx_thread.is_some(),
             tester_s: tester_on_dut_ns as f64 / 1e9,
         });
         let dut_ok = self.check_dut();
@@ -582,6 +653,9 @@ pub(super) struct DutCpuWindow {
     pub(super) times: CpuTimes,
     /// The device's own tasks' CPU time in the window (None: not known).
     pub(super) own_s: Option<f64>,
+    /// Whether `own_s` holds the device's receive too (its receive ran in
+    /// a thread of its own); else its CPU's softirq is added.
+    pub(super) own_has_receive: bool,
     /// The tester's threads placed on the device's CPU: their CPU time.
     pub(super) tester_s: f64,
 }

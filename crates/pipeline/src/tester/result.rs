@@ -419,7 +419,14 @@ impl TrialResult {
         self.dut_cpu_system_ms = Some(w.times.system_s * 1e3);
         self.dut_cpu_window_ms = Some(w.window_s * 1e3);
         if let Some(own) = w.own_s {
-            let own = own + w.times.softirq_s + w.times.irq_s;
+            // Receive in softirq is counted in the CPU's softirq column
+            // (sampled by the tick); in a thread of its own it is in
+            // `own_s` already, and the softirq column is other work's.
+            let own = if w.own_has_receive {
+                own
+            } else {
+                own + w.times.softirq_s + w.times.irq_s
+            };
             self.dut_own_cpu_ms = Some(own * 1e3);
             if w.window_s > 0.0 {
                 let others = (busy_s - own - w.tester_s).max(0.0);

@@ -398,15 +398,36 @@ fn the_devices_receive_is_steered_off_the_generators_cpu() {
     };
     let b = Bench::new(&DutSpec::Bridge, RoleCpus::for_cpus(&cpus)).unwrap();
     let dut = b.cpus.dut.unwrap();
-    assert_eq!(b.rx_steer, Some(dut));
     let t = b.topo.as_ref().unwrap();
     let m = netns::receive_steering(&t.fwd_ns, &t.fwd_in).unwrap();
-    assert_eq!(mask_value(&m), 1u128 << dut, "{m}");
-    assert!(
-        b.placement().ends_with(&format!(", rx on {dut}")),
-        "{}",
-        b.placement()
-    );
+    match b.rx_thread {
+        // Threaded NAPI (ethtool and a kernel that has it): the receive
+        // runs in its own kernel thread held to the device's CPU, and is
+        // not steered into that CPU's softirq as well.
+        Some((pid, c)) => {
+            assert_eq!(c, dut);
+            assert_eq!(b.rx_steer, None);
+            assert_eq!(mask_value(&m), 0, "{m}");
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+            assert!(comm.starts_with("napi/"), "{comm}");
+            let allowed = commbench_core::placement::affinity_of(pid as i32);
+            assert_eq!(allowed.cpus(), &[dut], "{comm}");
+            assert!(
+                b.placement().ends_with(&format!(", rx thread on {dut}")),
+                "{}",
+                b.placement()
+            );
+        }
+        None => {
+            assert_eq!(b.rx_steer, Some(dut));
+            assert_eq!(mask_value(&m), 1u128 << dut, "{m}");
+            assert!(
+                b.placement().ends_with(&format!(", rx on {dut}")),
+                "{}",
+                b.placement()
+            );
+        }
+    }
     // Nothing to steer the generator away from when nothing is pinned.
     let n = Bench::new(&DutSpec::None, RoleCpus::parse(",,").unwrap()).unwrap();
     assert_eq!(n.rx_steer, None);
