@@ -257,6 +257,9 @@ impl Bench {
         let (Some(d), Some(sink)) = (self.cpus.dut, self.cpus.sink) else {
             return;
         };
+        if std::env::var(RX_THREAD_ENV).is_ok_and(|v| v == "0") {
+            return;
+        }
         let Ok(pid) = netns::thread_receive(&lab.fwd_ns, &lab.fwd_in, d) else {
             return;
         };
@@ -693,6 +696,10 @@ pub const STALL_STEP: Duration = Duration::from_millis(1);
 /// host (trials then have no `host_stall_ms`, and a host stall is not
 /// told from the device's loss).
 pub const NO_STALL_MONITOR_ENV: &str = "COMMBENCH_STALL_MONITOR";
+
+/// `0` keeps receive in softirq, steered (no threaded NAPI): to compare
+/// the two ways of receiving on one host.
+pub const RX_THREAD_ENV: &str = "COMMBENCH_RX_THREAD";
 
 /// The bench's stall monitor, unless [`NO_STALL_MONITOR_ENV`] is `0`.
 pub(super) fn stall_monitor() -> Option<StallMonitor> {
