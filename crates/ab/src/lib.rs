@@ -21,9 +21,11 @@
 //!   single-threaded commands only.
 //! - **Contamination.** Each trial's run-queue delay and its CPUs' steal
 //!   time are measured (`core::sched`); a pair whose sides lost shares of
-//!   their wall time that differ by more than `contamination` is redone, as
-//!   is a pair with a failed trial (Pinpoint drops a failed pair); at most
-//!   as many redos as `max_pairs`.
+//!   their wall time that differ by more than `contamination`, and by more
+//!   than `contamination_scale` times the run's median gap (a host loaded
+//!   by others loads both sides alike), is redone, as is a pair with a
+//!   failed trial (Pinpoint drops a failed pair); at most as many redos as
+//!   `max_pairs`.
 //! - **Adaptive.** After `min_pairs`, pairs are added while a headline
 //!   metric is inconclusive, up to `max_pairs` or the time `budget`; the
 //!   run looks at its verdicts only at pair counts growing by 1.4× and
@@ -31,8 +33,11 @@
 //!   reports is the 95% verdict of every pair it kept.
 //! - **Statistics.** The Hodges–Lehmann estimate of the per-pair log
 //!   ratios with the Wilcoxon signed-rank interval
-//!   (`core::estimate::paired`); verdicts as `compare` gives them, with no
-//!   noise floor (pairing is what removes the between-run noise).
+//!   (`core::estimate::paired`), each side of it widened by the run-to-run
+//!   spread of the change's own size (`change_spread`, a share of the
+//!   change: nothing for an A/A); verdicts as `compare` gives them, with no
+//!   noise floor (pairing is what removes the between-run drift of the
+//!   level).
 //!
 //! Invariants: a trial that failed or was contaminated never enters the
 //! statistics; a warm-up pair is run and discarded first; everything a run

@@ -12,6 +12,9 @@
 //! only that the log ratios are symmetric about their centre, which holds
 //! for a multiplicative change under any noise that hits both orders alike
 //! (the order of each pair is shuffled and balanced for that reason).
+//! [`ratio_paired_spread`] widens that interval by the run-to-run spread
+//! of the change's own size, which no run's pairs can show
+//! ([`CHANGE_SPREAD`]).
 //!
 //! Invariants: same input, same output (no random numbers); pairs with a
 //! non-finite or non-positive side are dropped and counted; `lo ≤ ratio ≤
