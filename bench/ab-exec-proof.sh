@@ -9,6 +9,7 @@
 # Every figure is ab's own (its records) or hyperfine's own JSON.
 # Usage: bench/ab-exec-proof.sh [RUNS] [BUDGET_S] [N]
 #   AB_ARGS="--contamination 99": more options for ab; HYPERFINE=0: ab only;
+#   FIRST=K: start at run K (the summary still reads runs 1..RUNS from OUT);
 #   LOCK=FILE: flock FILE around each measurement (other heavy work that
 #   takes the same lock waits; between measurements it is let go).
 set -euo pipefail
@@ -24,7 +25,7 @@ export COMMBENCH_NO_STORE=1
 AWK="awk 'BEGIN{for(i=0;i<{n};i++)s+=i}'"
 held() { if [ -n "${LOCK:-}" ]; then flock "$LOCK" "$@"; else "$@"; fi; }
 echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)  N=$N  budget ${BUDGET}s  runs $RUNS"
-for i in $(seq 1 "$RUNS"); do
+for i in $(seq "${FIRST:-1}" "$RUNS"); do
   for kind in known aa; do
     b=$N2; [ "$kind" = aa ] && b=$N
     held "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json ${AB_ARGS:-} \

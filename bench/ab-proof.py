@@ -17,7 +17,9 @@ known   For each lab, RUNS runs of a known change of 3% injected into the
         --extra-work-ns): flagged in >= 9 of 10 runs with the true ratio
         inside the interval. The truth is the ratio of the pooled medians of
         every B trial over every A trial of all runs (the per-pair values
-        each ab record carries as a_median_samples / b_median_samples).
+        each ab record carries as a_median_samples / b_median_samples);
+        beside it the pooled paired ratio, the median of every pair's ratio
+        (of the runs of at most 64 pairs, whose records keep the pairs).
         Every run's verdicts follow (ratio, 95% interval, pairs, time), with
         each lab's pooled truth checked against every lab's intervals: the
         shared-CPU duet (mux-shared) beside the two-CPU duet (mux-epoll, an
@@ -284,14 +286,20 @@ def part_known(args, labs):
         if not runs:
             continue
         for metric in sorted({r["params"]["metric"] for rs in runs for r in rs}):
-            a_all, b_all, rows = [], [], []
+            a_all, b_all, rows, ratios = [], [], [], []
             for rs in runs:
                 for r in rs:
                     if r["params"]["metric"] == metric:
                         m = r["metrics"]
-                        a_all += m.get("a_median_samples") or []
-                        b_all += m.get("b_median_samples") or []
+                        a, b = m.get("a_median_samples") or [], m.get("b_median_samples") or []
+                        a_all += a
+                        b_all += b
                         rows.append(m)
+                        # Up to 64 pairs a record keeps each pair's values in
+                        # pair order; beyond, each side's quantile sketch
+                        # (core::estimate::MAX_SAMPLES), which pairs nothing.
+                        if len(a) == len(b) == m["pairs"]:
+                            ratios += [math.log(y / x) for x, y in zip(a, b) if x > 0 and y > 0]
             if not a_all or not b_all:
                 continue
             truth = statistics.median(b_all) / statistics.median(a_all)
@@ -300,8 +308,7 @@ def part_known(args, labs):
             # of the machine's level between pairs (within one 40-pair mux
             # run it stood 0.15% from the pairs' own estimate), the pairs'
             # ratio does not.
-            paired = math.exp(statistics.median(
-                math.log(y / x) for x, y in zip(a_all, b_all) if x > 0 and y > 0))
+            paired = math.exp(statistics.median(ratios)) if ratios else float("nan")
             TRUTH[(lab, metric)] = (truth, rows)
             flagged = [m for m in rows if m["verdict"] in CHANGE]
 
