@@ -970,8 +970,10 @@ pub const LOOK_GROWTH: f64 = 1.4;
 /// alternate in a balanced, shuffled order that load falls on both alike:
 /// the awk proof (docs/statistics.md §9) redid 70% of its pairs there
 /// with the absolute bound alone and decided its 3% change in 2 of 10
-/// runs, where keeping them decided 9 of 10 with no A/A flagged. What
-/// stays redone is the burst that hits one side far beyond the rest.
+/// runs, where keeping them all decided 9 of 10 with no A/A flagged. With
+/// this scale 2-30% of the pairs were redone on such a host (an hour
+/// later, when the host's own noise decided 3 of 10: §9). What stays
+/// redone is the burst that hits one side far beyond the rest.
 pub const CONTAMINATION_SCALE: f64 = 4.0;
 
 /// Gaps seen before the run's median is trusted as its level.
