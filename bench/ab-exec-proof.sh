@@ -8,7 +8,10 @@
 #     often its mean ± stddev of A and of B do not overlap.
 # Every figure is ab's own (its records) or hyperfine's own JSON.
 # Usage: bench/ab-exec-proof.sh [RUNS] [BUDGET_S] [N]
-#   AB_ARGS="--contamination 99": more options for ab; HYPERFINE=0: ab only.
+#   AB_ARGS="--contamination 99": more options for ab; HYPERFINE=0: ab only;
+#   FIRST=K: start at run K (the summary still reads runs 1..RUNS from OUT);
+#   LOCK=FILE: flock FILE around each measurement (other heavy work that
+#   takes the same lock waits; between measurements it is let go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10}
@@ -20,11 +23,12 @@ OUT=${OUT:-/tmp/ab-exec-proof}
 mkdir -p "$OUT"
 export COMMBENCH_NO_STORE=1
 AWK="awk 'BEGIN{for(i=0;i<{n};i++)s+=i}'"
+held() { if [ -n "${LOCK:-}" ]; then flock "$LOCK" "$@"; else "$@"; fi; }
 echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)  N=$N  budget ${BUDGET}s  runs $RUNS"
-for i in $(seq 1 "$RUNS"); do
+for i in $(seq "${FIRST:-1}" "$RUNS"); do
   for kind in known aa; do
     b=$N2; [ "$kind" = aa ] && b=$N
-    "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json ${AB_ARGS:-} \
+    held "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json ${AB_ARGS:-} \
       -o "$OUT/$kind-$i.json" -- "$AWK" 2>/dev/null || true
   done
   [ "${HYPERFINE:-1}" = 0 ] && continue
@@ -32,7 +36,7 @@ for i in $(seq 1 "$RUNS"); do
   secs=$(python3 -c "import json;print(json.load(open('$OUT/known-$i.json'))['records'][0]['metrics']['elapsed_s'])")
   per=$(python3 -c "import json;r=[x for x in json.load(open('$OUT/known-$i.json'))['records'] if x['params']['metric']=='wall_s'][0]['metrics'];print(r['a_median'])")
   k=$(python3 -c "print(max(2, int($secs / 2 / $per)))")
-  hyperfine -N --runs "$k" --export-json "$OUT/hf-$i.json" \
+  held hyperfine -N --runs "$k" --export-json "$OUT/hf-$i.json" \
     "awk 'BEGIN{for(i=0;i<$N;i++)s+=i}'" "awk 'BEGIN{for(i=0;i<$N2;i++)s+=i}'" >/dev/null 2>&1 || true
 done
 python3 - "$OUT" "$RUNS" <<'PY'

@@ -10,7 +10,7 @@
 //! declarations (a metric no lab declares has a guessed direction and is
 //! never a headline unless asked for by name).
 
-use commbench_core::estimate::paired::{pairs_to_settle, ratio_paired_at};
+use commbench_core::estimate::paired::{pairs_to_settle, ratio_paired_spread};
 use commbench_core::estimate::{judge, RatioEstimate, Verdict};
 use commbench_core::lab::{direction, find, Better, Lab, Quantity};
 use commbench_core::record::Record;
@@ -177,6 +177,19 @@ pub struct Decl {
     pub unit: String,
 }
 
+/// How a run's metrics are judged: the threshold of "no change", the
+/// run-to-run spread of a change's size the intervals hold
+/// (`core::estimate::paired::ratio_paired_spread`), and the confidence.
+#[derive(Debug, Clone, Copy)]
+pub struct Judging {
+    /// Relative change below which a difference is "no change".
+    pub threshold: f64,
+    /// The change's run-to-run standard deviation, as a share of it.
+    pub spread: f64,
+    /// Two-sided confidence of the intervals.
+    pub confidence: f64,
+}
+
 /// Judges every metric both sides carry in every pair, with 95%
 /// intervals (the verdicts a run reports).
 pub fn judge_all(
@@ -185,28 +198,36 @@ pub fn judge_all(
     decls: &[Decl],
     only: &[String],
     threshold: f64,
+    spread: f64,
 ) -> Vec<MetricResult> {
     judge_all_at(
         pairs,
         labs,
         decls,
         only,
-        threshold,
-        commbench_core::estimate::CONFIDENCE,
+        Judging {
+            threshold,
+            spread,
+            confidence: commbench_core::estimate::CONFIDENCE,
+        },
     )
 }
 
-/// [`judge_all`] with intervals at `confidence`: an interim look, which
-/// decides whether to stop early, uses a stricter level (see
+/// [`judge_all`] with intervals at `how.confidence`: an interim look,
+/// which decides whether to stop early, uses a stricter level (see
 /// [`crate::INTERIM_CONFIDENCE`]).
 pub fn judge_all_at(
     pairs: &[(Values, Values)],
     labs: &[&dyn Lab],
     decls: &[Decl],
     only: &[String],
-    threshold: f64,
-    confidence: f64,
+    how: Judging,
 ) -> Vec<MetricResult> {
+    let Judging {
+        threshold,
+        spread,
+        confidence,
+    } = how;
     let Some((first_a, _)) = pairs.first() else {
         return Vec::new();
     };
@@ -234,7 +255,7 @@ pub fn judge_all_at(
         } else {
             only.iter().any(|m| m == metric)
         };
-        let ratio = ratio_paired_at(&a, &b, confidence);
+        let ratio = ratio_paired_spread(&a, &b, confidence, spread);
         let verdict = judge(&ratio, threshold, 0.0, better);
         let settle = (verdict == Verdict::Inconclusive)
             .then(|| pairs_to_settle(&ratio, threshold))
@@ -312,7 +333,7 @@ mod tests {
             })
             .collect();
         let only = vec!["x_per_s".to_owned()];
-        let r = judge_all(&pairs, &[], &[], &only, 0.02);
+        let r = judge_all(&pairs, &[], &[], &only, 0.02, 0.0);
         let m = r.iter().find(|m| m.metric == "x_per_s").unwrap();
         assert!(m.headline);
         assert_eq!(m.word(), "slower");
@@ -349,7 +370,12 @@ mod tests {
             .collect();
         let only = vec!["x_per_s".to_owned()];
         let at = |c: f64| {
-            let r = judge_all_at(&pairs, &[], &[], &only, 0.015, c);
+            let how = Judging {
+                threshold: 0.015,
+                spread: 0.0,
+                confidence: c,
+            };
+            let r = judge_all_at(&pairs, &[], &[], &only, how);
             r.into_iter().find(|m| m.metric == "x_per_s").unwrap()
         };
         assert_eq!(at(0.95).word(), "slower");

@@ -36,6 +36,9 @@ pub fn to_records(r: &AbReport) -> Vec<Record> {
                 .param("placement", r.spec.placement.describe())
                 .param("seed", r.spec.seed)
                 .param("threshold_pct", 100.0 * r.spec.threshold)
+                .param("change_spread_pct", 100.0 * r.spec.change_spread)
+                .param("contamination_pct", 100.0 * r.spec.contamination)
+                .param("contamination_scale", r.spec.contamination_scale)
                 .param("containment", &r.containment);
             if let Some(sc) = r.shared_cpu() {
                 rec.push_param("cpu_weight", &sc.weights);
@@ -135,8 +138,16 @@ pub fn table(r: &AbReport, all: bool) -> String {
     if contaminated + failed > 0 {
         let _ = writeln!(
             o,
-            "redone: {contaminated} contaminated (the two trials waited for a CPU, or lost it to steal, for shares of their runnable time more than {} points apart), {failed} failed",
-            num(100.0 * r.spec.contamination, "")
+            "redone: {contaminated} contaminated (the two trials waited for a CPU, or lost it to steal, for shares of their runnable time more than {} points apart{}), {failed} failed",
+            num(100.0 * r.spec.contamination, ""),
+            if r.spec.contamination_scale > 0.0 {
+                format!(
+                    " and more than {}× the run's median gap",
+                    num(r.spec.contamination_scale, "")
+                )
+            } else {
+                String::new()
+            }
         );
         if let Some(w) = r
             .pairs

@@ -36,6 +36,8 @@ fn spec(a: Side, b: Side) -> AbSpec {
         // The fake commands' few-ms trials of several short processes
         // would make any bound a coin toss; contamination has its own test.
         contamination: f64::INFINITY,
+        contamination_scale: 0.0,
+        change_spread: 0.0,
         metrics: vec!["cost_ns".into()],
         trial_timeout: Duration::from_secs(60),
         exec: None,
@@ -285,4 +287,23 @@ fn a_shared_duet_runs_both_sides_at_once_on_one_cpu_in_groups_of_equal_weight() 
     assert!(r.containment.contains("CPU weight"), "{}", r.containment);
     let t = export::table(&r, false);
     assert!(t.contains("each side in its own cgroups"), "{t}");
+}
+
+#[test]
+fn a_loaded_host_keeps_its_pairs_and_a_one_sided_burst_is_still_redone() {
+    let mut s = spec(Side::new("a", vec![]), Side::new("b", vec![]));
+    s.contamination = 0.05;
+    s.contamination_scale = CONTAMINATION_SCALE;
+    // A quiet host: gaps of a fraction of a point, the absolute bound
+    // decides (a 20-point burst is redone).
+    let quiet = [0.001, 0.002, 0.0, 0.003, 0.001, 0.002, 0.2];
+    assert_eq!(contamination_bound(&s, &quiet), 0.05);
+    // A host loaded by others: every pair 6-12 points apart, the median 8;
+    // a pair is redone only beyond 4 × 8 = 32 points.
+    let loaded = [0.08, 0.06, 0.1, 0.07, 0.09, 0.08, 0.12, f64::NAN];
+    assert!((contamination_bound(&s, &loaded) - 0.32).abs() < 1e-12);
+    // Too few gaps to know the level, or the scale off: the absolute bound.
+    assert_eq!(contamination_bound(&s, &loaded[..5]), 0.05);
+    s.contamination_scale = 0.0;
+    assert_eq!(contamination_bound(&s, &loaded), 0.05);
 }

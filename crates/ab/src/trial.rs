@@ -523,8 +523,29 @@ pub fn run_aux(
 }
 
 /// Runs the launches at the same time (one for a sequential trial, two for
-/// a duet behind a start barrier) and returns each one's outcome, in order.
-pub fn run_together(
+/// a duet behind a start barrier) and returns each one's outcome, in order:
+/// as many outcomes as launches, by its type.
+pub fn run_together<const N: usize>(
+    launches: &[Launch; N],
+    timeout: Duration,
+    stop: &AtomicBool,
+    keep: &[u32],
+) -> [Result<Trial, TrialError>; N] {
+    let out = run_launches(launches, timeout, stop, keep);
+    // One outcome per launch (each stage maps launch by launch); were one
+    // lost, every launch fails with why rather than a panic.
+    match <[_; N]>::try_from(out) {
+        Ok(each) => each,
+        Err(got) => std::array::from_fn(|i| {
+            Err(TrialError::Spawn {
+                program: launches[i].program(),
+                err: format!("ab lost its outcome: {} outcomes for {N} trials", got.len()),
+            })
+        }),
+    }
+}
+
+fn run_launches(
     launches: &[Launch],
     timeout: Duration,
     stop: &AtomicBool,

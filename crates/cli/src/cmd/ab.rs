@@ -122,9 +122,15 @@ pub struct AbArgs {
     /// Relative change (percent) below which a difference is "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = parse_pct)]
     pub threshold: f64,
-    /// Redo a pair whose two trials waited for a CPU (run-queue delay over runnable time, plus steal) for shares more than PCT points apart.
+    /// Redo a pair whose two trials waited for a CPU (run-queue delay over runnable time, plus steal) for shares more than PCT points apart, and more apart than --contamination-scale times the run's median gap.
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_pct)]
     pub contamination: f64,
+    /// Redo a pair only when its gap is also beyond K times the median gap of the run's pairs so far: on a host loaded by others, whose load falls on both sides alike, a pair is redone for a burst that hit one side, not for the load itself; 0: --contamination alone.
+    #[arg(long, value_name = "K", default_value_t = commbench_ab::CONTAMINATION_SCALE, value_parser = parse_scale)]
+    pub contamination_scale: f64,
+    /// How much a change's size moves from run to run, as a percentage of the change (standard deviation): each interval holds it beside the pairs' own noise, so a change measured minutes later still falls inside; an A/A interval is not widened. 0: the pairs' noise alone.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * commbench_core::estimate::paired::CHANGE_SPREAD, value_parser = parse_pct)]
+    pub change_spread: f64,
     /// A trial running longer than this is stopped and its pair redone.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub trial_timeout: Duration,
@@ -177,6 +183,15 @@ fn parse_pct(s: &str) -> std::result::Result<f64, String> {
         Ok(x)
     } else {
         Err(format!("{s} is outside 0..100 percent"))
+    }
+}
+
+fn parse_scale(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=1000.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "{s:?} is not a factor from 0 to 1000 (4: four times the run's median gap; 0: off)"
+        )),
     }
 }
 
@@ -355,6 +370,8 @@ pub fn specs(a: &AbArgs) -> Result<Vec<AbSpec>> {
                 seed: a.seed,
                 threshold: a.threshold / 100.0,
                 contamination: a.contamination / 100.0,
+                contamination_scale: a.contamination_scale,
+                change_spread: a.change_spread / 100.0,
                 metrics: a.metrics.clone(),
                 trial_timeout: a.trial_timeout,
                 exec: exec.clone(),
