@@ -1207,3 +1207,98 @@ fn rfc2544_replays_a_generated_capture_and_records_its_mix_and_classes() {
         }
     }
 }
+
+/// An Ethernet + IPv4 + UDP frame of `len` bytes without FCS, from host
+/// `host`.
+fn udp_frame(len: usize, host: u8) -> Vec<u8> {
+    let mut f = vec![0xaa; 6];
+    f.extend_from_slice(&[0xbb; 6]);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let tl = len - 14;
+    f.extend_from_slice(&[0x45, 0, (tl >> 8) as u8, tl as u8, 0, 1, 0, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&[10, 0, 0, host, 10, 0, 1, 1]);
+    let ul = tl - 20;
+    f.extend_from_slice(&[0x03, 0xe8, 0, 53, (ul >> 8) as u8, ul as u8, 0, 0]);
+    f.resize(len, 0x5a);
+    f
+}
+
+#[test]
+fn sizes_from_a_capture_that_cannot_be_read_is_a_usage_error() {
+    let dir = commbench_core::artifact::TempDir::new("cb-sizes-from").unwrap();
+    let missing = dir.path().join("missing.pcap");
+    cb().args(["pipeline", "trial", "--sizes-from"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("--sizes-from").and(predicate::str::contains("missing.pcap")),
+        );
+    // One capture replays or lends its sizes, not both.
+    cb().args([
+        "pipeline",
+        "rfc2544",
+        "--sizes-from",
+        "a.pcap",
+        "--traffic",
+        "a.pcap",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("cannot be used with"));
+}
+
+#[test]
+fn sizes_from_offers_synthetic_frames_in_the_capture_sizes_and_its_seeded_shuffle() {
+    if !root() {
+        return;
+    }
+    let dir = commbench_core::artifact::TempDir::new("cb-sizes-from").unwrap();
+    let cap = dir.path().join("three.pcap");
+    // 64, 594 and 1518 B with FCS.
+    let mut b = commbench_core::capture::writer::PcapBuilder::new(false, false, false, 65535, 1);
+    for (i, len) in [60usize, 590, 1514].into_iter().enumerate() {
+        b.record(i as u32, 0, &udp_frame(len, i as u8));
+    }
+    std::fs::write(&cap, &b.bytes).unwrap();
+    let cap = cap.display().to_string();
+    let trial = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "pipeline",
+            "trial",
+            "--sizes-from",
+            &cap,
+            "--dut",
+            "l2fwd",
+            "--rate",
+            "3000",
+            "--duration-s",
+            "1",
+            "--lag-bound-us",
+            "60000000",
+            "--no-bias",
+        ];
+        args.extend_from_slice(extra);
+        let v = json(&args);
+        records(&v)
+            .into_iter()
+            .find(|r| r["test"] == "trial")
+            .unwrap()
+    };
+    for (extra, name) in [
+        (&[][..], "sizes of three.pcap"),
+        (
+            &["--traffic-mix", "--seed", "5"][..],
+            "sizes of three.pcap, shuffled (seed 5)",
+        ),
+    ] {
+        let r = trial(extra);
+        assert_eq!(r["params"]["size"], name, "{r}");
+        let m = &r["metrics"];
+        // 3,000 frames: the capture's three sizes 1,000 times each,
+        // synthetic (the stamp in the UDP payload, no trailer).
+        assert_eq!(m["sent"], 3000, "{m}");
+        assert_eq!(m["sent_bytes"], 1000 * (60 + 590 + 1514), "{m}");
+        assert!(m.get("traffic_frames").is_none(), "not a replay: {m}");
+    }
+}

@@ -95,7 +95,7 @@ pub struct OfferArgs {
     /// CPUs for the roles: GEN,SINK,DUT (any may be empty: `,,` pins none); default: the generator alone.
     #[arg(long, value_parser = RoleCpus::parse)]
     pub cpus: Option<RoleCpus>,
-    /// Seed of the Poisson schedule.
+    /// Seed of the Poisson schedule and of --traffic-mix's shuffle.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Skip measuring the path's latency with no device (the loopback bias).
@@ -666,8 +666,12 @@ fn run_trial(a: &TrialArgs) -> Result<()> {
 }
 
 fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
-    let sizes = a.sizes.0.clone();
-    let offer = offer(&a.offer, "1k", sizes[0].clone())?;
+    let offer = offer(&a.offer, "1k", a.sizes.0[0].clone())?;
+    // --sizes-from replaces the list with the capture's sizes.
+    let sizes = match &a.offer.traffic.sizes_from {
+        Some(_) => vec![offer.trial.sizes.clone()],
+        None => a.sizes.0.clone(),
+    };
     let max_rate = pace::parse_rate(&a.max_rate, a.offer.link).map_err(crate::usage_err)?;
     let spec = rfc2544::RunSpec {
         offer,

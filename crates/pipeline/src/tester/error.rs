@@ -84,6 +84,8 @@ pub enum SpecError {
     TrafficXdp,
     #[error("--flows with --traffic: the capture's flows decide ({0} streams)")]
     TrafficFlows(u16),
+    #[error("{flows} flows × {sizes} distinct frame sizes need {mib} MiB of frame templates, above {max} MiB: give fewer --flows", max = super::MAX_TEMPLATE_BYTES >> 20)]
+    Templates { flows: u16, sizes: usize, mib: u64 },
     #[error("--pdr-loss-pct is RFC 2544's search: with --search mlr give a goal instead (--goal loss={0}%)")]
     PdrNeedsRfc2544(f64),
 }

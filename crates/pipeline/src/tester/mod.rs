@@ -58,6 +58,9 @@ pub const PROBE_VERSION: u8 = 0xC2;
 pub const MAX_FLOWS: u16 = 256;
 /// Most frames per trial (the sink keeps a bit per frame: 32 MiB).
 pub const MAX_FRAMES: u64 = 256_000_000;
+/// Most bytes of the synthetic frames' templates (one per flow and
+/// distinct size).
+pub const MAX_TEMPLATE_BYTES: u64 = 64 << 20;
 /// How long the generator probes the path before giving up.
 pub const PROBE_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -168,6 +171,24 @@ impl TrialSpec {
         }
         if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
             return Err(SpecError::Duration);
+        }
+        if self.traffic.is_none() {
+            // The generator holds a template per (flow, size): a capture's
+            // sizes (`--sizes-from`) have up to ~1,450 distinct ones.
+            let bytes = u64::from(self.flows)
+                * self
+                    .sizes
+                    .distinct()
+                    .iter()
+                    .map(|&s| u64::from(s))
+                    .sum::<u64>();
+            if bytes > MAX_TEMPLATE_BYTES {
+                return Err(SpecError::Templates {
+                    flows: self.flows,
+                    sizes: self.sizes.distinct().len(),
+                    mib: bytes >> 20,
+                });
+            }
         }
         if self.tx == TxMethod::AfXdp && self.sizes.pattern.iter().any(|&s| s > 1518) {
             return Err(SpecError::XdpFrameSize);

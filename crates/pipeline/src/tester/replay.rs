@@ -29,6 +29,7 @@
 //! flow beyond, so a flow's frames stay one sequence and reordering within
 //! it is told.
 
+use super::pace::Sizes;
 use super::stamp::{self, TRAILER_LEN};
 use super::MAX_FLOWS;
 use crate::wire::{ETH_HDR, FCS};
@@ -618,6 +619,33 @@ impl Traffic {
     /// Frames left out, all reasons.
     pub fn refused_total(&self) -> u64 {
         self.refused.iter().map(|r| r.1).sum()
+    }
+
+    /// The capture's sizes for synthetic frames (`--sizes-from`): one
+    /// size per frame in the offer's order (the capture's, or its
+    /// shuffle), with FCS as the mix counts them, so a synthetic trial
+    /// offers exactly the capture's size mix in the same sequence. A
+    /// synthetic frame is untagged IPv4/UDP of at most
+    /// [`crate::SIZE_RANGE`]'s 1518 B: a larger frame (a VLAN-tagged
+    /// full-size one is 1522 B) is offered at 1518 B, and the second
+    /// value says how many were.
+    pub fn sizes(&self) -> (Sizes, u64) {
+        let (lo, hi) = (*crate::SIZE_RANGE.start(), *crate::SIZE_RANGE.end());
+        let mut cut = 0u64;
+        let pattern = self
+            .offer
+            .iter()
+            .map(|&i| {
+                let s = (usize::from(self.frames[i as usize].len) + FCS) as u32;
+                cut += u64::from(s > hi);
+                s.clamp(lo, hi)
+            })
+            .collect();
+        let name = match self.order {
+            Order::Capture => format!("sizes of {}", self.name()),
+            Order::Mix { seed } => format!("sizes of {}, shuffled (seed {seed})", self.name()),
+        };
+        (Sizes { name, pattern }, cut)
     }
 }
 

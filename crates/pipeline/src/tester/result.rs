@@ -102,6 +102,9 @@ pub struct TrialResult {
     pub window_100us_over_share: f64,
     pub gap_p99_ns: f64,
     pub delivered_pps: f64,
+    /// Bytes of the frames sent, without FCS (a replayed frame's with its
+    /// stamp trailer): with `sent`, the mean size actually offered.
+    pub sent_bytes: u64,
     pub gen_cpu_s: f64,
     pub delivered_per_gen_cpu_s: f64,
     /// The generator's run-queue delay during the trial, ms: time it
@@ -367,6 +370,7 @@ impl TrialResult {
             } else {
                 f64::NAN
             },
+            sent_bytes: g.bytes,
             gen_cpu_s: g.cpu_s,
             delivered_per_gen_cpu_s: if g.cpu_s > 0.0 {
                 received as f64 / g.cpu_s
@@ -526,6 +530,7 @@ impl TrialResult {
             .metric("window_100us_over_share", self.window_100us_over_share)
             .metric("gap_p99_ns", self.gap_p99_ns)
             .metric("delivered_pps", self.delivered_pps)
+            .metric("sent_bytes", self.sent_bytes)
             .metric("gen_cpu_s", self.gen_cpu_s)
             .metric("delivered_per_gen_cpu_s", self.delivered_per_gen_cpu_s)
             .metric("gen_wait_ms", self.gen_wait_ms)

@@ -644,3 +644,27 @@ fn a_generator_behind_its_schedule_sends_what_is_overdue_in_one_batch() {
     let start = rdtsc() - t.ns_to_ticks(1e9) as u64;
     assert_eq!(catch_up(&mut p, &mut st, start, 100, 5_000, 100), 100);
 }
+
+#[test]
+fn a_capture_size_mix_over_many_flows_is_refused_before_its_templates_are_built() {
+    // Every size 64..=1518 B once (a capture's sizes can be this mixed):
+    // ~1.1 MB of templates per flow.
+    let sizes = Sizes {
+        name: "sizes of wide.pcap".to_owned(),
+        pattern: (64..=1518).collect(),
+    };
+    let spec = |flows| TrialSpec {
+        sizes: sizes.clone(),
+        flows,
+        ..TrialSpec::default()
+    };
+    assert!(spec(16).validate().is_ok());
+    let e = spec(256).validate().unwrap_err().to_string();
+    assert!(e.contains("256 flows × 1455 distinct frame sizes"), "{e}");
+    assert!(e.contains("give fewer --flows"), "{e}");
+    // The staged frames keep the pattern's sizes, in its order.
+    let s = spec(2);
+    let mut st = Stager::new(&s, 0);
+    st.fill(4);
+    assert_eq!(st.lens[..4], [60, 61, 62, 63]);
+}

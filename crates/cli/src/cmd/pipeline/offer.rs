@@ -3,7 +3,7 @@
 //! of synthetic frames (`--traffic`, `--traffic-mix`).
 use super::OfferArgs;
 use anyhow::Result;
-use clap::Args;
+use clap::{ArgGroup, Args};
 use commbench_pipeline::netns;
 use commbench_pipeline::tester::pace::{self, Sizes};
 use commbench_pipeline::tester::replay::{Order, Traffic};
@@ -12,21 +12,62 @@ use commbench_pipeline::tester::{RoleCpus, TrialSpec};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A capture to offer instead of synthetic frames.
+/// A capture to offer instead of synthetic frames, or whose sizes the
+/// synthetic frames take.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("capture").args(["traffic", "sizes_from"])))]
 pub struct TrafficArgs {
     /// Offer the frames of this capture (pcap or pcapng; plain, gzip or zstd) in its order, looped, instead of synthetic frames: MACs rewritten, L3/L4 as captured, the tester's stamp past each IP datagram; its sizes and flows replace --size/--sizes and --flows. Frames the path cannot carry are counted and left out.
     #[arg(long, value_name = "FILE")]
     pub traffic: Option<String>,
-    /// With --traffic: offer the capture's size and flow mix shuffled with --seed, not its order.
-    #[arg(long, requires = "traffic")]
+    /// Offer synthetic frames (UDP, as --size makes them) in the sizes of this capture's frames, one per captured frame in its order, looped: the capture's exact size mix, to set beside --traffic of the same file. Replaces --size/--sizes; sizes above 1518 B (VLAN-tagged full-size frames) are offered at 1518 B and counted in a note.
+    #[arg(long, value_name = "FILE")]
+    pub sizes_from: Option<String>,
+    /// With --traffic or --sizes-from: offer the capture's mix shuffled with --seed, not its order.
+    #[arg(long, requires = "capture")]
     pub traffic_mix: bool,
+}
+
+impl TrafficArgs {
+    fn order(&self, seed: u64) -> Order {
+        match self.traffic_mix {
+            true => Order::Mix { seed },
+            false => Order::Capture,
+        }
+    }
+}
+
+/// The sizes of the capture given with `--sizes-from` (as the replay
+/// reads it), or `sizes` without one.
+fn sizes_from(o: &OfferArgs, sizes: Sizes) -> Result<Sizes> {
+    let Some(path) = &o.traffic.sizes_from else {
+        return Ok(sizes);
+    };
+    let t = Traffic::load(path, o.traffic.order(o.seed))
+        .map_err(|e| crate::usage(e.to_string().replacen("--traffic", "--sizes-from", 1)))?;
+    let (sizes, cut) = t.sizes();
+    eprintln!(
+        "commbench pipeline: synthetic frames in the sizes of {}: {}",
+        t.name(),
+        t.mix.line()
+    );
+    if let Some(l) = t.refused_line() {
+        eprintln!("commbench pipeline: note: {l}");
+    }
+    if cut > 0 {
+        eprintln!(
+            "commbench pipeline: note: {cut} frames of {} are over 1518 B (VLAN tags): their synthetic frames are 1518 B",
+            t.name()
+        );
+    }
+    Ok(sizes)
 }
 
 /// The offer shared by the black-box commands: the trial at `rate`
 /// (pps or a share of `--link`) with `sizes`, checked (usage errors exit
 /// 2), and only as root.
 pub(super) fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
+    let sizes = sizes_from(o, sizes)?;
     let rate = pace::parse_rate(rate, o.link).map_err(crate::usage_err)?;
     let mut trial = TrialSpec {
         rate,
@@ -46,11 +87,7 @@ pub(super) fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
         ..TrialSpec::default()
     };
     if let Some(path) = &o.traffic.traffic {
-        let order = match o.traffic.traffic_mix {
-            true => Order::Mix { seed: o.seed },
-            false => Order::Capture,
-        };
-        let t = Traffic::load(path, order).map_err(crate::usage_err)?;
+        let t = Traffic::load(path, o.traffic.order(o.seed)).map_err(crate::usage_err)?;
         eprintln!("commbench pipeline: traffic {}: {}", t.name(), t.mix.line());
         if let Some(l) = t.refused_line() {
             eprintln!("commbench pipeline: note: {l}");

@@ -328,3 +328,38 @@ fn a_capture_of_many_flows_spreads_them_over_at_most_the_tester_flows() {
     let used = streams.iter().filter(|&&c| c > 0).count();
     assert!(used > 200, "{streams:?}");
 }
+
+#[test]
+fn the_sizes_of_a_capture_are_its_frames_sizes_in_the_offer_order() {
+    let mut frames = mixed();
+    // A VLAN-tagged full-size frame: 1522 B with FCS, offered at 1518 B.
+    frames.push(eth(&[100], 0x0800, &ipv4(6, 2, 0, 1480)));
+    let cap = load(pcap_of(&frames, 1), Order::Capture);
+    let (s, cut) = cap.sizes();
+    assert_eq!(s.name, "sizes of test.pcap");
+    assert_eq!(cut, 1);
+    // Frame by frame: the mix's size (FCS included, at least 64 B).
+    let want: Vec<u32> = (0..cap.len() as u64)
+        .map(|i| ((cap.frame(i).0.len() + FCS) as u32).clamp(64, 1518))
+        .collect();
+    assert_eq!(s.pattern, want);
+    assert_eq!(s.pattern[0], 64);
+    assert_eq!(s.pattern[9], 1518);
+    assert_eq!(s.pattern[10], 1518);
+    let mut sorted = s.pattern.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted[0], cap.mix.size_min);
+    assert_eq!(sorted[sorted.len() / 2], cap.mix.size_median);
+    // Shuffled: the same sizes in the mix's seeded order, named so.
+    let mix = load(pcap_of(&frames, 1), Order::Mix { seed: 7 });
+    let (m, _) = mix.sizes();
+    assert_eq!(m.name, "sizes of test.pcap, shuffled (seed 7)");
+    let want: Vec<u32> = (0..mix.len() as u64)
+        .map(|i| ((mix.frame(i).0.len() + FCS) as u32).clamp(64, 1518))
+        .collect();
+    assert_eq!(m.pattern, want);
+    assert_ne!(m.pattern, s.pattern);
+    let mut ms = m.pattern.clone();
+    ms.sort_unstable();
+    assert_eq!(ms, sorted);
+}
