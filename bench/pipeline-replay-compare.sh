@@ -39,7 +39,8 @@
 #   default: 8 5 123
 #   env: BIN (a built commbench instead of building the release one),
 #        LOCK (a file to flock per step), FRAMES (1000000),
-#        RATES ("10000 100000 1000000"), OUT (/tmp/pipeline-replay-compare)
+#        RATES ("10000 100000 1000000"), OUT (/tmp/pipeline-replay-compare),
+#        REPORT=1 (measure nothing: summarize the parts' files in OUT)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-8}
@@ -75,7 +76,8 @@ for l in sys.stdin:
         print(" ".join(str(r["metrics"].get(k)) for k in sys.argv[2:]))' "$@"; }
 
 NS=cbrp-$$
-trap 'ip netns del "$NS" 2>/dev/null || true' EXIT INT TERM
+trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 ip netns add "$NS"
 ip -n "$NS" link add cbxa type veth peer name cbxb
 for i in cbxa cbxb; do
@@ -98,7 +100,8 @@ ours() {
     --format jsonl 2>/dev/null | field trial delivered_per_gen_cpu_s delivered_pps gap_p99_ns sent sent_bytes behind_schedule) $l"
 }
 
-if [[ $PARTS == *1* ]]; then
+M=${REPORT:-0}
+if [[ $PARTS == *1* && $M != 1 ]]; then
   : >"$OUT/cpu.txt"
   dur=$(python3 -c "print($FRAMES/5e6)")
   for r in $(seq "$ROUNDS"); do
@@ -109,11 +112,14 @@ if [[ $PARTS == *1* ]]; then
   done
 fi
 
-if [[ $PARTS == *2* ]]; then
+if [[ $PARTS == *2* && $M != 1 ]]; then
   # tcpreplay's copy: the frames ours replays (Ethernet, captured whole,
   # IP datagram within the 1500 B MTU), as captured, the tester's MACs,
-  # commbench's magic at offset 42 (a frame shorter than 46 B padded to
-  # 60 B as a NIC would); prints its mean frame size.
+  # commbench's magic at offset 42 as the sink sees the frame (a frame
+  # shorter than 46 B padded to 60 B as a NIC would). The receiving
+  # kernel takes a frame's outer VLAN tag out of its bytes (into the
+  # packet socket's metadata), so a tagged frame carries the magic 4 B
+  # further in. Prints the copy's mean frame size.
   python3 - "$GEN" "$OUT/tcpreplay.pcap" >"$OUT/tcpreplay.mean" <<'PY'
 import struct, sys
 d = open(sys.argv[1], "rb").read()
@@ -127,6 +133,7 @@ while o + 16 <= len(d):
     if cl < ln or cl < 14:
         continue
     at, et = 12, int.from_bytes(f[12:14], "big")
+    tagged = et in (0x8100, 0x88a8)
     while et in (0x8100, 0x88a8, 0x9100) and len(f) >= at + 8:
         at += 4
         et = int.from_bytes(f[at:at + 2], "big")
@@ -141,16 +148,18 @@ while o + 16 <= len(d):
         continue
     f[0:6] = bytes([2, 0xcb, 0, 0, 0, 2])
     f[6:12] = bytes([2, 0xcb, 0, 0, 0, 1])
-    if len(f) < 60:
-        f += bytes(60 - len(f))
-    f[42:46] = b"CBPL"
+    need = 64 if tagged else 60
+    if len(f) < need:
+        f += bytes(need - len(f))
+    m = 46 if tagged else 42
+    f[m:m + 4] = b"CBPL"
     out.append(struct.pack(end + "IIII", ts, us, len(f), len(f)) + bytes(f))
     n += 1
     tot += len(f)
 open(sys.argv[2], "wb").write(b"".join(out))
 print(f"{tot / n:.1f}")
 PY
-  # theirs RATE: "frames_per_cpu_s pps gap_p99_ns rx cpu_s load"
+  # theirs RATE: "frames_per_cpu_s pps gap_p99_ns rx cpu_s ring_drops load"
   theirs() {
     local rate=$1 l
     l=$(load)
@@ -164,8 +173,8 @@ PY
       wait "$sink" || true' "$NS" "$OUT" "$rate"
     local cpu rx
     cpu=$(awk 'END {print $1 + $2}' "$OUT/time")
-    read -r rx pps gap <<<"$(field io-sink rx pps gap_p99_ns <"$OUT/sink.json")"
-    echo "$(python3 -c "print($rx/$cpu if $cpu > 0 else 'nan')") $pps $gap $rx $cpu $l"
+    read -r rx pps gap drops <<<"$(field io-sink rx pps gap_p99_ns ring_drops <"$OUT/sink.json")"
+    echo "$(python3 -c "print($rx/$cpu if $cpu > 0 else 'nan')") $pps $gap $rx $cpu $drops $l"
   }
   : >"$OUT/rate.txt"
   for r in $(seq "$ROUNDS"); do
@@ -174,13 +183,13 @@ PY
       b=1
       [ "$rate" -ge 1000000 ] && b=16
       read -r per pps gap sent bytes behind l <<<"$(ours replay "$GEN" "$rate" $b 1)"
-      echo "ours $rate $r $per $pps $gap $sent - $l" >>"$OUT/rate.txt"
+      echo "ours $rate $r $per $pps $gap $sent - - $l" >>"$OUT/rate.txt"
       echo "tcpreplay $rate $r $(theirs "$rate")" >>"$OUT/rate.txt"
     done
   done
 fi
 
-if [[ $PARTS == *3* ]]; then
+if [[ $PARTS == *3* && $M != 1 ]]; then
   : >"$OUT/ndr.txt"
   for r in $(seq "$RUNS"); do
     for cap in "$GEN" "$PUBLIC"; do
@@ -193,11 +202,11 @@ if [[ $PARTS == *3* ]]; then
         "${locked[@]}" "$CB" --no-store pipeline rfc2544 --dut l2fwd:delay:2000 "${src[@]}" --format json \
           >"$OUT/ndr.json" 2>/dev/null || true
         t1=$(date +%s.%N)
-        python3 - "$(basename "$cap")" "$kind" "$r" "$l" "$t0" "$t1" <"$OUT/ndr.json" >>"$OUT/ndr.txt" <<'PY'
+        python3 - "$OUT/ndr.json" "$(basename "$cap")" "$kind" "$r" "$l" "$t0" "$t1" >>"$OUT/ndr.txt" <<'PY'
 import json, sys
-cap, kind, run, load, t0, t1 = sys.argv[1:]
+path, cap, kind, run, load, t0, t1 = sys.argv[1:]
 try:
-    recs = json.load(sys.stdin)["records"]
+    recs = json.load(open(path))["records"]
 except Exception:
     print(cap, kind, run, "nan nan failed -", load, f"{float(t1) - float(t0):.0f}")
     sys.exit()
@@ -259,7 +268,7 @@ if "2" in parts and os.path.exists(f"{out}/rate.txt"):
             per[tool] = [num(x[1]) for x in v]
             err = [(num(x[2]) / rate - 1) * 100 for x in v]
             gap = [num(x[3]) * rate / 1e9 for x in v]
-            load = [num(x[6]) for x in v]
+            load = [num(x[7]) for x in v]
             print(f"  {rate:>8} pps {tool:9} {fmt_median(median_ci(per[tool]), 0)} per CPU-s  err {fmt_median(median_ci(err), 2)}%  "
                   f"gap p99 {fmt_median(median_ci(gap), 2)}x  load {med(load):.2f}")
         print(f"  {rate:>8} pps ours / tcpreplay frames per CPU-s (target >= 2): {fmt_ratio(ratio_ci(per['tcpreplay'], per['ours']))}")
