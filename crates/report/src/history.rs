@@ -431,7 +431,7 @@ mod tests {
             judge: &crate::verdicts::PLAIN_JUDGE,
         };
         assert_eq!(history(&small, &runs, &o, &[]).trends.len(), 8_000);
-        let ratio = crate::testutil::doubling_ratio(3, |double| {
+        let ratio = crate::testutil::doubling_ratio(5, |double| {
             let recs = if double { &large } else { &small };
             std::hint::black_box(history(recs, &runs, &o, &[]));
         });

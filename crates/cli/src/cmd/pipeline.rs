@@ -659,19 +659,14 @@ fn run_trial(a: &TrialArgs) -> Result<()> {
     crate::progress::finish();
     a.out.emit_summarized(&rec.take(), summary_lines)?;
     check_interrupted(r.interrupted)?;
-    if let Some(n) = trial::behind_note(&r) {
-        eprintln!("commbench pipeline: note: {n}");
-    }
+    trial::behind_note(&r).inspect(|n| eprintln!("commbench pipeline: note: {n}"));
     Ok(())
 }
 
 fn run_rfc2544(a: &Rfc2544Args) -> Result<()> {
     let offer = offer(&a.offer, "1k", a.sizes.0[0].clone())?;
-    // --sizes-from replaces the list with the capture's sizes.
-    let sizes = match &a.offer.traffic.sizes_from {
-        Some(_) => vec![offer.trial.sizes.clone()],
-        None => a.sizes.0.clone(),
-    };
+    let from = a.offer.traffic.sizes_from.as_ref(); // replaces the list with its sizes
+    let sizes = from.map_or_else(|| a.sizes.0.clone(), |_| vec![offer.trial.sizes.clone()]);
     let max_rate = pace::parse_rate(&a.max_rate, a.offer.link).map_err(crate::usage_err)?;
     let spec = rfc2544::RunSpec {
         offer,
