@@ -208,6 +208,11 @@ fn record_load(r: &Record, fallback: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Whether `r` carries the boolean metric `key` as true.
+fn flag(r: &Record, key: &str) -> bool {
+    matches!(r.metrics.get(key), Some(Value::Bool(true)))
+}
+
 /// No learned floor.
 pub fn no_floor(_: &str, _: &str, _: &str, _: &str) -> Option<f64> {
     None
@@ -476,6 +481,12 @@ pub(crate) fn judge_matched(
             (params_key(ra), params_key(rb))
         };
         let plist = param_list(ra, o.ignore_params);
+        // Per pair, not per metric: the flags either record carries.
+        let either = |key: &str| flag(ra, key) || flag(rb, key);
+        let (crossed, oversubscribed) = (
+            either(commbench_core::lab::CROSS_CPU),
+            either("oversubscribed"),
+        );
         for (m, before, after) in &p.metrics {
             let (m, before, after) = (m.as_str(), *before, *after);
             let headline = p.heads.contains(&m);
@@ -495,16 +506,8 @@ pub(crate) fn judge_matched(
             } else {
                 (o.noise_floor)(&rb.lab, &rb.test, &kb, m)
             };
-            let crossed = |r: &Record| {
-                matches!(
-                    r.metrics.get(commbench_core::lab::CROSS_CPU),
-                    Some(Value::Bool(true))
-                )
-            };
-            let cross_floor = fa.is_none()
-                && fb.is_none()
-                && o.cross_cpu_floor > o.default_floor
-                && (crossed(ra) || crossed(rb));
+            let cross_floor =
+                crossed && fa.is_none() && fb.is_none() && o.cross_cpu_floor > o.default_floor;
             let floor = match (fa, fb) {
                 (Some(a), Some(b)) => a.max(b),
                 _ if cross_floor => o.cross_cpu_floor,
@@ -530,9 +533,7 @@ pub(crate) fn judge_matched(
                     estimate::ratio_text(1.0 + floor, f64::NAN, f64::NAN)
                 );
             }
-            let oversubscribed =
-                |r: &Record| matches!(r.metrics.get("oversubscribed"), Some(Value::Bool(true)));
-            if c.verdict_is_change() && (oversubscribed(ra) || oversubscribed(rb)) {
+            if c.verdict_is_change() && oversubscribed {
                 // More busy threads than CPUs: what was timed, and the CPU
                 // spent spinning, is the scheduler's doing.
                 c.verdict = "inconclusive".into();
