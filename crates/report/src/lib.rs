@@ -44,6 +44,7 @@ pub mod summary;
 mod testutil;
 mod trend;
 pub mod verdicts;
+mod work;
 
 pub use commbench_core::lab::Better;
 pub use compare::{

@@ -162,29 +162,3 @@ pub(crate) fn generated_runs(seed: u64) -> (Vec<Record>, Vec<Record>) {
     }
     (a, b)
 }
-
-/// The best of `reps` timings of `f` at each of n and 2n (`f(false)`,
-/// `f(true)`), interleaved (n, 2n, n, 2n, ...); gives best(2n) /
-/// best(n). A linear cost gives about 2, a quadratic one about 4. Timed
-/// in the calling thread's CPU time, not wall time: on a loaded 2-core
-/// machine a run preempted by a compiler doubled a wall-clock reading
-/// (a linear cost read 2.8×), its CPU time did not move.
-///
-/// Bounded in time too: after 30 s the rounds stop (a quadratic cost
-/// makes each round long, and one round already shows it).
-pub(crate) fn doubling_ratio(reps: usize, mut f: impl FnMut(bool)) -> f64 {
-    let cpu = || commbench_core::rusage::Usage::thread().cpu_s();
-    let start = std::time::Instant::now();
-    let mut best = [f64::INFINITY; 2];
-    for _ in 0..reps {
-        for (i, double) in [false, true].into_iter().enumerate() {
-            let t = cpu();
-            f(double);
-            best[i] = best[i].min(cpu() - t);
-        }
-        if start.elapsed() > std::time::Duration::from_secs(30) {
-            break;
-        }
-    }
-    best[1] / best[0].max(1e-6)
-}
