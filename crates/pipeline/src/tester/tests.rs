@@ -369,7 +369,7 @@ fn the_default_placement_gives_the_generator_a_cpu_of_its_own() {
 
 /// The CPUs this process may use, as root and with two at least (None:
 /// the test is skipped, saying `what` needs two).
-fn root_with_two_cpus(what: &str) -> Option<Vec<usize>> {
+pub(super) fn root_with_two_cpus(what: &str) -> Option<Vec<usize>> {
     if !root() {
         return None;
     }
@@ -413,7 +413,8 @@ fn the_devices_receive_is_steered_off_the_generators_cpu() {
             let allowed = commbench_core::placement::affinity_of(pid as i32);
             assert_eq!(allowed.cpus(), &[dut], "{comm}");
             assert!(
-                b.placement().ends_with(&format!(", rx thread on {dut}")),
+                b.placement()
+                    .ends_with(&format!(", rx napi thread on {dut}")),
                 "{}",
                 b.placement()
             );
