@@ -419,8 +419,25 @@ pub fn thread_receive(ns: &str, iface: &str, cpu: usize, peer: (&str, &str)) -> 
             "threaded NAPI on {iface}: cannot pin its thread to cpu {cpu}: {e}"
         )));
     }
+    if let Err(e) = commbench_core::sys::set_fifo_priority_of(pid as i32, RX_THREAD_PRIORITY) {
+        let _ = unthread_receive(ns, iface, peer);
+        return Err(io::Error::other(format!(
+            "threaded NAPI on {iface}: cannot make its thread real-time: {e}"
+        )));
+    }
     Ok(pid)
 }
+
+/// The receive threads' SCHED_FIFO priority: a receive runs as soon as
+/// frames wait, ahead of the device's and the sink's own threads, as it
+/// did in softirq. A normal-priority receive thread shared its CPU with a
+/// busy forwarder: veth's ring of 256 frames filled, and the generator,
+/// whose send then fails (ENOBUFS, retried), fell behind its schedule
+/// instead of the device losing frames (150 kpps offered through
+/// `l2fwd:delay:2000`: 344,259 sends refused beside 121,472 taken, lag
+/// p99 540 ms, 2026-11-29). Below the stall monitor's
+/// ([`commbench_core::stall::MONITOR_PRIORITY`]).
+pub const RX_THREAD_PRIORITY: i32 = 1;
 
 /// Undoes [`thread_receive`]: NAPI threads off, GRO off, the peer's TSO
 /// on again.

@@ -412,6 +412,11 @@ fn the_devices_receive_is_steered_off_the_generators_cpu() {
             assert!(comm.starts_with("napi/"), "{comm}");
             let allowed = commbench_core::placement::affinity_of(pid as i32);
             assert_eq!(allowed.cpus(), &[dut], "{comm}");
+            // Real-time, as a receive in softirq was ahead of the tasks.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+            let policy = after_comm.split(' ').nth(38).unwrap();
+            assert_eq!(policy, libc::SCHED_FIFO.to_string(), "{comm}: {stat}");
             assert!(
                 b.placement()
                     .ends_with(&format!(", rx napi thread on {dut}")),
