@@ -38,6 +38,7 @@
 # Usage: bench/pipeline-replay-compare.sh [ROUNDS] [RUNS] [PARTS]
 #   default: 8 5 123
 #   env: BIN (a built commbench instead of building the release one),
+#        SINK_RX=thread (part 1's sink receive off the generator's CPU),
 #        LOCK (a file to flock per step), FRAMES (1000000),
 #        RATES ("10000 100000 1000000"), OUT (/tmp/pipeline-replay-compare),
 #        REPORT=1 (measure nothing: summarize the parts' files in OUT)
@@ -85,6 +86,22 @@ for i in cbxa cbxb; do
   ip -n "$NS" link set "$i" up
 done
 ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 || true
+# SINK_RX=thread: the sink's kernel receive in a NAPI thread on CPU 1
+# (TSO off on the sending end, GRO and threaded NAPI on the receiving
+# one, the thread pinned and SCHED_FIFO, as the tester does for its own
+# veths), so the generator's CPU time is its own. Otherwise (the
+# default, as measured before 2026-11-29) veth hands each frame to
+# netif_rx on the sending CPU and the sink's receive runs in the
+# generator's send calls. Flat out (part 1), the generator then also
+# waits whenever veth's ring to the sink's thread is full: its CPU per
+# frame holds the sink's pace, not only its own work.
+if [ "${SINK_RX:-}" = thread ]; then
+  ip netns exec "$NS" ethtool -K cbxa tso off >/dev/null
+  ip netns exec "$NS" ethtool -K cbxb gro on >/dev/null
+  ip netns exec "$NS" sh -c 'echo 1 > /sys/class/net/cbxb/threaded'
+  for p in $(pgrep '^napi/cbxb'); do taskset -pc 1 "$p" >/dev/null; chrt -f -p 1 "$p"; done
+fi
+echo "sink receive: ${SINK_RX:-softirq on the sending CPU}"
 nx() { ip netns exec "$NS" "$@"; }
 
 # ours KIND CAP RATE BURST FRAMES_OR_DURATION...: one trial on the veth

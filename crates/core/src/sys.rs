@@ -352,6 +352,16 @@ pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
     unsafe { syscall!(sched_setscheduler(0, libc::SCHED_FIFO, &p)) }.map(|_| ())
 }
 
+/// Makes task `tid` (a thread of any process, a kernel thread) a
+/// real-time one, as [`set_fifo_priority`] does for the calling thread.
+pub fn set_fifo_priority_of(tid: i32, priority: i32) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: p lives for the call; the kernel checks tid.
+    unsafe { syscall!(sched_setscheduler(tid, libc::SCHED_FIFO, &p)) }.map(|_| ())
+}
+
 /// Makes this thread a normal one again (SCHED_OTHER, the default
 /// policy), after [`set_fifo_priority`].
 pub fn set_normal_priority() -> io::Result<()> {

@@ -361,26 +361,41 @@ fn napi_threads() -> Vec<(u32, String)> {
 
 /// Moves the receive processing of `iface` (in `ns`) into a kernel thread
 /// of its own, pinned to `cpu`, and returns the thread's pid: GRO on (a
-/// veth polls with NAPI only then) and threaded NAPI
-/// (`/sys/class/net/IF/threaded`). The receive work then runs in a task
+/// veth polls with NAPI only then), threaded NAPI
+/// (`/sys/class/net/IF/threaded`), and TSO off on `peer` (its namespace
+/// and name), the veth end that sends to `iface`. A veth hands a frame to
+/// its peer's NAPI only when the sending end has no TSO
+/// (`veth_skb_is_eligible_for_gro`); with TSO on, as a veth comes up, the
+/// frame goes to `netif_rx` on the sending CPU and the NAPI thread sits
+/// idle: before the peer's TSO was switched off, the two receive threads
+/// of a 2 s trial at 50 kpps through `l2fwd:delay:2000` ran 45 µs and
+/// 42 µs between them, and the device's receive ran in the generator's
+/// CPU's softirq (2026-11-29). The receive work then runs in a task
 /// whose CPU time the scheduler counts to the nanosecond. In softirq it
 /// was counted nowhere precisely on a kernel without IRQ time accounting
 /// (`CONFIG_IRQ_TIME_ACCOUNTING` off, as on this VM): the tick's samples
 /// put it in `/proc/stat`'s softirq column and the task it interrupted
 /// both, so the device was charged its own receive twice and every other
 /// interface's softirq on its CPU as well (an idle-loaded trial through
-/// `l2fwd:delay:5000` read 1.7 s of softirq in a 2.3 s window). GRO merges
-/// only TCP segments here (UDP forwarding GRO is off by default), so a
-/// capture replay, which may carry TCP, turns it off again
-/// ([`unthread_receive`]). Needs `ethtool`; an error leaves the
-/// interface as it was.
-pub fn thread_receive(ns: &str, iface: &str, cpu: usize) -> io::Result<u32> {
+/// `l2fwd:delay:5000` read 1.7 s of softirq in a 2.3 s window).
+///
+/// GRO never merges the tester's frames: UDP forwarding GRO is off by
+/// default, and a replayed TCP segment carries the tester's stamp past
+/// its IP datagram, which makes GRO flush it alone (the IP length must
+/// match the frame's; segments of one flow without the trailer merged
+/// into one frame of 2,054 B here, with it arrived 20 of 20). Needs
+/// `ethtool`; an error leaves both interfaces as they were.
+pub fn thread_receive(ns: &str, iface: &str, cpu: usize, peer: (&str, &str)) -> io::Result<u32> {
     check_iface_name(iface)?;
+    check_iface_name(peer.1)?;
     let before: Vec<u32> = napi_threads().into_iter().map(|(p, _)| p).collect();
+    let tso = format!("ethtool -K {} tso off >/dev/null", peer.1);
     let script =
         format!("ethtool -K {iface} gro on >/dev/null && echo 1 > /sys/class/net/{iface}/threaded");
-    if let Err(e) = ip(&["netns", "exec", ns, "sh", "-c", &script]) {
-        let _ = unthread_receive(ns, iface);
+    let set = ip(&["netns", "exec", peer.0, "sh", "-c", &tso])
+        .and_then(|()| ip(&["netns", "exec", ns, "sh", "-c", &script]));
+    if let Err(e) = set {
+        let _ = unthread_receive(ns, iface, peer);
         return Err(e);
     }
     // The thread's name is cut to 15 bytes, its NAPI id unknown here: the
@@ -392,27 +407,74 @@ pub fn thread_receive(ns: &str, iface: &str, cpu: usize) -> io::Result<u32> {
         .map(|(p, _)| p)
         .collect();
     let [pid] = new[..] else {
-        let _ = unthread_receive(ns, iface);
+        let _ = unthread_receive(ns, iface, peer);
         return Err(io::Error::other(format!(
             "threaded NAPI on {iface}: expected one new napi/{iface} thread, found {}",
             new.len()
         )));
     };
     if let Err(e) = CpuList::from_cpus(vec![cpu]).pin_pid(pid as i32) {
-        let _ = unthread_receive(ns, iface);
+        let _ = unthread_receive(ns, iface, peer);
         return Err(io::Error::other(format!(
             "threaded NAPI on {iface}: cannot pin its thread to cpu {cpu}: {e}"
+        )));
+    }
+    if let Err(e) = commbench_core::sys::set_fifo_priority_of(pid as i32, RX_THREAD_PRIORITY) {
+        let _ = unthread_receive(ns, iface, peer);
+        return Err(io::Error::other(format!(
+            "threaded NAPI on {iface}: cannot make its thread real-time: {e}"
         )));
     }
     Ok(pid)
 }
 
-/// Undoes [`thread_receive`]: NAPI threads off, GRO off.
-pub fn unthread_receive(ns: &str, iface: &str) -> io::Result<()> {
+/// The receive threads' SCHED_FIFO priority: a receive runs as soon as
+/// frames wait, ahead of the device's and the sink's own threads, as it
+/// did in softirq. A normal-priority receive thread shared its CPU with a
+/// busy forwarder: veth's ring of 256 frames filled, and the generator,
+/// whose send then fails (ENOBUFS, retried), fell behind its schedule
+/// instead of the device losing frames (150 kpps offered through
+/// `l2fwd:delay:2000`: 344,259 sends refused beside 121,472 taken, lag
+/// p99 540 ms, 2026-11-29). Below the stall monitor's
+/// ([`commbench_core::stall::MONITOR_PRIORITY`]).
+pub const RX_THREAD_PRIORITY: i32 = 1;
+
+/// Undoes [`thread_receive`]: NAPI threads off, GRO off, the peer's TSO
+/// on again.
+pub fn unthread_receive(ns: &str, iface: &str, peer: (&str, &str)) -> io::Result<()> {
     check_iface_name(iface)?;
+    check_iface_name(peer.1)?;
     let script =
         format!("echo 0 > /sys/class/net/{iface}/threaded; ethtool -K {iface} gro off >/dev/null");
-    ip(&["netns", "exec", ns, "sh", "-c", &script])
+    let tso = format!("ethtool -K {} tso on >/dev/null", peer.1);
+    let r = ip(&["netns", "exec", ns, "sh", "-c", &script]);
+    ip(&["netns", "exec", peer.0, "sh", "-c", &tso]).and(r)
+}
+
+/// How many frames `iface` (in `ns`) took in through its NAPI poll, as
+/// veth counts them (`ethtool -S`: `rx_queue_N_xdp_packets`, summed over
+/// queues; counted for every frame polled, with or without an XDP
+/// program); None when it cannot be read.
+pub fn napi_rx_frames(ns: &str, iface: &str) -> Option<u64> {
+    check_iface_name(iface).ok()?;
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "ethtool", "-S", iface])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut n = None;
+    for l in text.lines() {
+        let Some((k, v)) = l.trim().split_once(':') else {
+            continue;
+        };
+        if k.starts_with("rx_queue_") && k.ends_with("_xdp_packets") {
+            *n.get_or_insert(0) += v.trim().parse::<u64>().ok()?;
+        }
+    }
+    n
 }
 
 /// An interface name safe to put in a shell line.

@@ -260,11 +260,13 @@ impl Bench {
         if std::env::var(RX_THREAD_ENV).is_ok_and(|v| v == "0") {
             return;
         }
-        let Ok(pid) = netns::thread_receive(&lab.fwd_ns, &lab.fwd_in, d) else {
+        let gen = (lab.gen_ns.as_str(), lab.gen_if.as_str());
+        let Ok(pid) = netns::thread_receive(&lab.fwd_ns, &lab.fwd_in, d, gen) else {
             return;
         };
         self.rx_thread = Some((pid, d));
-        match netns::thread_receive(&lab.sink_ns, &lab.sink_if, sink) {
+        let fwd = (lab.fwd_ns.as_str(), lab.fwd_out.as_str());
+        match netns::thread_receive(&lab.sink_ns, &lab.sink_if, sink, fwd) {
             Ok(p) => self.sink_rx_thread = Some((p, sink)),
             Err(_) => self.unthread_receives(),
         }
@@ -275,10 +277,10 @@ impl Bench {
         let Some(t) = &self.topo else { return };
         let (fwd_ns, fwd_in) = (t.fwd_ns.clone(), t.fwd_in.clone());
         if self.rx_thread.take().is_some() {
-            let _ = netns::unthread_receive(&fwd_ns, &fwd_in);
+            let _ = netns::unthread_receive(&fwd_ns, &fwd_in, (&t.gen_ns, &t.gen_if));
         }
         if self.sink_rx_thread.take().is_some() {
-            let _ = netns::unthread_receive(&t.sink_ns, &t.sink_if);
+            let _ = netns::unthread_receive(&t.sink_ns, &t.sink_if, (&t.fwd_ns, &t.fwd_out));
         }
         self.steer_away_from_generator(&fwd_ns, &fwd_in, self.cpus.dut);
     }
@@ -287,7 +289,7 @@ impl Bench {
     /// device's receive ran.
     pub fn placement(&self) -> String {
         match (self.rx_thread, self.rx_steer) {
-            (Some((_, c)), _) => format!("{}, rx thread on {c}", self.cpus.describe()),
+            (Some((_, c)), _) => format!("{}, rx napi thread on {c}", self.cpus.describe()),
             (None, Some(c)) => format!("{}, rx on {c}", self.cpus.describe()),
             (None, None) => self.cpus.describe(),
         }
@@ -454,9 +456,9 @@ impl Bench {
         if self.replay_mtu {
             return Ok(());
         }
-        // GRO, which threaded receive needs on a veth, merges a TCP
-        // flow's segments: a capture's frames must arrive as captured.
-        self.unthread_receives();
+        // The receive threads stay: GRO, which they need on a veth, does
+        // not merge a replayed TCP segment, whose IP length stops short
+        // of the frame (the trailer) — see [`netns::thread_receive`].
         if let (DutSpec::Bridge, Some(t)) = (&self.dut, &self.topo) {
             // br_netfilter (where the kernel has it) trims every IPv4
             // frame a bridge forwards to its IP total length, and with it

@@ -206,3 +206,87 @@ fn a_capture_is_not_offered_through_af_xdp() {
     s.flows = 3;
     assert_eq!(s.validate(), Err(SpecError::TrafficFlows(9)));
 }
+
+/// One TCP flow's `n` segments as a sender's stack would put them on the
+/// wire, everything GRO asks to merge them: consecutive sequence numbers,
+/// ACK only, DF with consecutive IP ids, valid IP and TCP checksums.
+fn tcp_flow(n: u32) -> Vec<Vec<u8>> {
+    use commbench_core::checksum::internet_checksum;
+    const PAYLOAD: usize = 100;
+    (0..n)
+        .map(|i| {
+            let tl = 20 + 20 + PAYLOAD;
+            let id = 100 + i as u16;
+            let mut ip = vec![0x45, 0, (tl >> 8) as u8, tl as u8];
+            ip.extend_from_slice(&id.to_be_bytes());
+            ip.extend_from_slice(&[0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 1, 2]);
+            let c = crate::wire::ipv4_checksum(&ip);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            let mut tcp = vec![0x04, 0xd2, 0, 80];
+            tcp.extend_from_slice(&(1_000 + i * PAYLOAD as u32).to_be_bytes());
+            tcp.extend_from_slice(&1u32.to_be_bytes());
+            tcp.extend_from_slice(&[0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
+            tcp.extend(std::iter::repeat_n(i as u8, PAYLOAD));
+            let mut pseudo = ip[12..20].to_vec();
+            pseudo.extend_from_slice(&[0, 6, 0, (20 + PAYLOAD) as u8]);
+            pseudo.extend_from_slice(&tcp);
+            let c = internet_checksum(&pseudo);
+            tcp[16..18].copy_from_slice(&c.to_be_bytes());
+            ip.extend_from_slice(&tcp);
+            super::replay::tests::eth(&[], 0x0800, &ip)
+        })
+        .collect()
+}
+
+/// The device's and the sink's receive run in NAPI threads pinned to
+/// their CPUs for a replay as for synthetic frames, and GRO there, which
+/// those threads need on a veth, merges none of a TCP flow's segments:
+/// every replayed frame arrives one for one, and every one went through
+/// the device's NAPI poll (veth's own count).
+#[test]
+fn a_replayed_tcp_flow_arrives_frame_for_frame_through_the_receive_threads() {
+    let Some(cpus) = super::tests::root_with_two_cpus("threaded receive") else {
+        return;
+    };
+    let t = Arc::new(
+        Traffic::from_bytes("tcp.pcap", pcap_of(&tcp_flow(20), 1), Order::Capture).unwrap(),
+    );
+    let dut = DutSpec::L2fwd {
+        work: FwdWork::Swap,
+        rx: RxMethod::AfPacket,
+        burst: 32,
+        impair: Impair::default(),
+        rx_blocks: netns::RX_BLOCKS,
+    };
+    let mut b = Bench::new(&dut, RoleCpus::for_cpus(&cpus)).unwrap();
+    let Some((pid, c)) = b.rx_thread else {
+        commbench_core::testing::skip(
+            "threaded NAPI",
+            format_args!("no receive thread here (ethtool or the kernel's threaded NAPI missing)"),
+        );
+        return;
+    };
+    assert_eq!(Some(c), b.cpus.dut);
+    assert_eq!(
+        commbench_core::placement::affinity_of(pid as i32).cpus(),
+        &[c]
+    );
+    let (fwd_ns, fwd_in) = {
+        let t = b.topo.as_ref().unwrap();
+        (t.fwd_ns.clone(), t.fwd_in.clone())
+    };
+    let polled0 = netns::napi_rx_frames(&fwd_ns, &fwd_in).unwrap();
+    let r = b.trial(&spec(t, 20_000.0, 100)).unwrap();
+    assert_eq!(r.sent, 2000, "{r:?}");
+    assert_eq!((r.received, r.lost, r.duplicated), (2000, 0, 0), "{r:?}");
+    assert_eq!((r.out_of_range, r.foreign), (0, 0), "{r:?}");
+    assert!(
+        b.placement().ends_with(&format!(", rx napi thread on {c}")),
+        "{}",
+        b.placement()
+    );
+    let polled = netns::napi_rx_frames(&fwd_ns, &fwd_in).unwrap() - polled0;
+    assert!(polled >= 2000, "the device's NAPI polled {polled} frames");
+    let rec = r.record("trial");
+    assert_eq!(rec.metrics["traffic_flows"], 1);
+}

@@ -369,7 +369,7 @@ fn the_default_placement_gives_the_generator_a_cpu_of_its_own() {
 
 /// The CPUs this process may use, as root and with two at least (None:
 /// the test is skipped, saying `what` needs two).
-fn root_with_two_cpus(what: &str) -> Option<Vec<usize>> {
+pub(super) fn root_with_two_cpus(what: &str) -> Option<Vec<usize>> {
     if !root() {
         return None;
     }
@@ -412,8 +412,14 @@ fn the_devices_receive_is_steered_off_the_generators_cpu() {
             assert!(comm.starts_with("napi/"), "{comm}");
             let allowed = commbench_core::placement::affinity_of(pid as i32);
             assert_eq!(allowed.cpus(), &[dut], "{comm}");
+            // Real-time, as a receive in softirq was ahead of the tasks.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+            let policy = after_comm.split(' ').nth(38).unwrap();
+            assert_eq!(policy, libc::SCHED_FIFO.to_string(), "{comm}: {stat}");
             assert!(
-                b.placement().ends_with(&format!(", rx thread on {dut}")),
+                b.placement()
+                    .ends_with(&format!(", rx napi thread on {dut}")),
                 "{}",
                 b.placement()
             );
