@@ -24,8 +24,9 @@ mkdir -p "$OUT"
 export COMMBENCH_NO_STORE=1
 AWK="awk 'BEGIN{for(i=0;i<{n};i++)s+=i}'"
 held() { if [ -n "${LOCK:-}" ]; then flock "$LOCK" "$@"; else "$@"; fi; }
-echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)  N=$N  budget ${BUDGET}s  runs $RUNS"
+echo "date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)  N=$N  budget ${BUDGET}s  runs $RUNS  ab options: ${AB_ARGS:-}"
 for i in $(seq "${FIRST:-1}" "$RUNS"); do
+  echo "run $i: $(date -u +%T)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
   for kind in known aa; do
     b=$N2; [ "$kind" = aa ] && b=$N
     held "$CB" ab -L n "$N,$b" --budget "${BUDGET}s" --threshold 1 --seed "$i" --format json ${AB_ARGS:-} \
@@ -33,9 +34,13 @@ for i in $(seq "${FIRST:-1}" "$RUNS"); do
   done
   [ "${HYPERFINE:-1}" = 0 ] && continue
   # hyperfine with ab's wall time: as many runs as fit in it, A then B.
+  # One run's time from five of hyperfine's own (not ab's wall median: in
+  # a shared-CPU duet that is two programs' time on one CPU).
   secs=$(python3 -c "import json;print(json.load(open('$OUT/known-$i.json'))['records'][0]['metrics']['elapsed_s'])")
-  per=$(python3 -c "import json;r=[x for x in json.load(open('$OUT/known-$i.json'))['records'] if x['params']['metric']=='wall_s'][0]['metrics'];print(r['a_median'])")
+  held hyperfine -N --runs 5 --export-json "$OUT/hf-size-$i.json" "awk 'BEGIN{for(i=0;i<$N;i++)s+=i}'" >/dev/null 2>&1 || true
+  per=$(python3 -c "import json;print(json.load(open('$OUT/hf-size-$i.json'))['results'][0]['mean'])")
   k=$(python3 -c "print(max(2, int($secs / 2 / $per)))")
+  echo "run $i: hyperfine $k runs a side"
   held hyperfine -N --runs "$k" --export-json "$OUT/hf-$i.json" \
     "awk 'BEGIN{for(i=0;i<$N;i++)s+=i}'" "awk 'BEGIN{for(i=0;i<$N2;i++)s+=i}'" >/dev/null 2>&1 || true
 done
@@ -57,8 +62,14 @@ for metric in ("cpu_s", "wall_s"):
     aa = sum(m["verdict"] in ("slower", "faster", "worse", "better") for m in a)
     print(f"ab {metric}: known 3% flagged (slower or worse) in {flagged}/{len(k)}, 1.03 inside the interval {inside}/{len(k)}; "
           f"A/A flagged {aa}/{len(a)}; pairs (median) {sorted(m['pairs'] for m in k)[len(k)//2] if k else '-'}")
-    for m in k:
-        print(f"   known: {m['verdict']} {m['ratio']:.4f} [{m['ratio_lo']:.4f}, {m['ratio_hi']:.4f}] {m['pairs']} pairs {m['elapsed_s']:.0f} s")
+    hw = lambda ms: sorted((m["ratio_hi"] - m["ratio_lo"]) / 2 for m in ms)[len(ms) // 2] if ms else float("nan")
+    decided = sum(m["verdict"] == "no change" for m in a)
+    print(f"   interval half-width (median): known ±{100 * hw(k):.2f}%, A/A ±{100 * hw(a):.2f}%; "
+          f"A/A decided no change {decided}/{len(a)}, 1.0 inside {sum(m['ratio_lo'] <= 1 <= m['ratio_hi'] for m in a)}/{len(a)}")
+    for kind, ms in (("known", k), ("A/A", a)):
+        for m in ms:
+            print(f"   {kind}: {m['verdict']} {m['ratio']:.4f} [{m['ratio_lo']:.4f}, {m['ratio_hi']:.4f}] "
+                  f"{m['pairs']} pairs (+{m['redone_contaminated']} redone) {m['elapsed_s']:.0f} s")
 sep = 0; n = 0
 for i in range(1, runs + 1):
     p = f"{out}/hf-{i}.json"
@@ -71,4 +82,16 @@ for i in range(1, runs + 1):
     sep += s
     print(f"   hyperfine {i}: A {a['mean']:.4f} ± {a['stddev']:.4f}, B {b['mean']:.4f} ± {b['stddev']:.4f}, {len(a['times'])} runs each: {'separate' if s else 'overlap'}")
 print(f"hyperfine: mean ± stddev of A and B separate in {sep}/{n}")
+# The change each can resolve in the same time: ab's interval half-width on
+# CPU time against hyperfine's (sdA + sdB) / mean A, the gap its ± needs.
+res = []
+for i in range(1, runs + 1):
+    p, m = f"{out}/hf-{i}.json", ab(f"{out}/known-{i}.json", "cpu_s")
+    if os.path.exists(p) and m:
+        a, b = json.load(open(p))["results"][:2]
+        res.append(((m["ratio_hi"] - m["ratio_lo"]) / 2, (a["stddev"] + b["stddev"]) / a["mean"]))
+if res:
+    r = sorted(x / y for x, y in res)
+    print(f"resolvable change, ab cpu_s half-width / hyperfine (sdA+sdB)/meanA: median {r[len(r)//2]:.3f} "
+          f"(ab ±{100 * sorted(x for x, _ in res)[len(res)//2]:.2f}%, hyperfine {100 * sorted(y for _, y in res)[len(res)//2]:.1f}%)")
 PY

@@ -169,6 +169,9 @@ pub fn table(r: &AbReport, all: bool) -> String {
             num(100.0 * sc.overlap_min, "")
         );
     }
+    if r.spec.wall_is_shared() && r.spec.metrics.is_empty() {
+        let _ = writeln!(o, "note: {}", crate::SHARED_WALL);
+    }
     if !r.sched_available {
         let _ = writeln!(
             o,
@@ -295,7 +298,29 @@ pub fn table(r: &AbReport, all: bool) -> String {
             m.metric
         );
     }
+    if let Some(h) = shared_cpu_hint(r) {
+        let _ = writeln!(o, "{h}");
+    }
     o
+}
+
+/// What to try when a program's CPU time stayed inconclusive one side
+/// after the other: the shared-CPU duet, where an awk loop's pairs spread
+/// 1-2% against 20-28% sequentially (pinned to one CPU or not) on a VM
+/// whose vCPUs change speed in spells shorter than a pair (statistics.md
+/// §9). Only for sequential exec runs: a commbench lab's placement is its
+/// own, and a duet already shares the spell or chose not to.
+fn shared_cpu_hint(r: &AbReport) -> Option<&'static str> {
+    let sequential = matches!(r.spec.placement, crate::Placement::Sequential(_));
+    let cpu_open = r.headlines().any(|m| {
+        matches!(m.metric.as_str(), "cpu_s" | "cpu_ns_per_op")
+            && matches!(m.verdict, Verdict::Inconclusive)
+    });
+    (r.spec.exec.is_some() && sequential && cpu_open).then_some(
+        "  a single-threaded, CPU-bound program decides sooner as a shared-CPU duet (--shared-cpu CPU): \
+         both sides at once on one CPU, each in a cgroup of equal weight, meet the same spells of the machine \
+         and are judged on their CPU time",
+    )
 }
 
 /// How many pairs would settle a verdict, in words: a count within reach,

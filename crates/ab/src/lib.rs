@@ -192,8 +192,9 @@ pub struct AbSpec {
 impl AbSpec {
     /// The metrics judged as headlines: those asked for by name, else for
     /// an exec run the numbers the program prints and its CPU (per
-    /// operation with `--ops`), else wall time and CPU; else (records)
-    /// the labs' declared headlines (empty here).
+    /// operation with `--ops`), else wall time and CPU (CPU alone in a
+    /// shared-CPU duet: [`SHARED_WALL`]); else (records) the labs'
+    /// declared headlines (empty here).
     pub fn headline_metrics(&self) -> Vec<String> {
         if !self.metrics.is_empty() {
             return self.metrics.clone();
@@ -203,11 +204,17 @@ impl AbSpec {
         };
         let per_op = e.ops.is_some_and(|n| n > 0);
         let mut v: Vec<String> = e.outputs.iter().map(|o| o.name.clone()).collect();
-        if v.is_empty() {
+        if v.is_empty() && !self.wall_is_shared() {
             v.push(if per_op { "wall_ns_per_op" } else { "wall_s" }.into());
         }
         v.push(if per_op { "cpu_ns_per_op" } else { "cpu_s" }.into());
         v
+    }
+
+    /// Whether a side's wall time holds the other side's turns: an exec
+    /// run as a shared-CPU duet ([`SHARED_WALL`]).
+    pub fn wall_is_shared(&self) -> bool {
+        self.exec.is_some() && matches!(self.placement, Placement::Shared(_))
     }
 
     /// The directions and units of the metrics ab makes itself (exec).
@@ -239,6 +246,19 @@ impl AbSpec {
         v
     }
 }
+
+/// Why a shared-CPU duet of any program judges its CPU time and not its
+/// wall time unless asked (`--metrics wall_s`). Both sides share the one
+/// CPU, so a side's wall time holds the other side's turns on it; and for
+/// a fixed amount of work the faster side ends first and leaves the other
+/// the whole CPU, so a change in wall time reads at about half its size.
+/// Measured (docs/statistics.md §9): an awk loop of N against 1.03·N
+/// iterations read 1.026-1.030 in CPU time and 1.001-1.012 in wall time
+/// as a shared duet. Its CPU time is the program's own (each side's
+/// cgroup), and both sides meet the same spell of a vCPU whose speed comes
+/// and goes: a pair's CPU log-ratio spread fell from 20-28% one side after
+/// the other (pinned to one CPU or not) to 1-2%.
+pub const SHARED_WALL: &str = "wall time is not judged in a shared-CPU duet: a side's wall time holds the other side's turns on the CPU, and the faster side ends first and leaves the other the whole CPU, which halves a change (judge it anyway with --metrics wall_s)";
 
 /// Which side ran first in a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

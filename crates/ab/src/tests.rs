@@ -307,3 +307,41 @@ fn a_loaded_host_keeps_its_pairs_and_a_one_sided_burst_is_still_redone() {
     s.contamination_scale = 0.0;
     assert_eq!(contamination_bound(&s, &loaded), 0.05);
 }
+
+/// An exec run judges wall time and CPU one side after the other, CPU
+/// alone as a shared-CPU duet (a side's wall time there holds the other's
+/// turns, and a change in it reads at half its size: [`SHARED_WALL`]);
+/// a printed number and a metric named with --metrics stay headlines.
+#[test]
+fn a_shared_duet_of_any_program_judges_its_cpu_time_not_its_wall_time() {
+    let mut s = spec(Side::new("a", vec![]), Side::new("b", vec![]));
+    s.metrics.clear();
+    s.exec = Some(Exec::default());
+    assert_eq!(s.headline_metrics(), ["wall_s", "cpu_s"]);
+    s.placement = Placement::Duet([0, 1]);
+    assert_eq!(s.headline_metrics(), ["wall_s", "cpu_s"]);
+    s.placement = Placement::Shared(0);
+    assert!(s.wall_is_shared());
+    assert_eq!(s.headline_metrics(), ["cpu_s"]);
+    s.exec = Some(Exec {
+        ops: Some(1000),
+        outputs: Vec::new(),
+    });
+    assert_eq!(s.headline_metrics(), ["cpu_ns_per_op"]);
+    s.exec = Some(Exec {
+        ops: None,
+        outputs: vec![OutputMetric {
+            name: "rps".into(),
+            pattern: regex::Regex::new("rps=([0-9]+)").unwrap(),
+            better: Better::Higher,
+        }],
+    });
+    assert_eq!(s.headline_metrics(), ["rps", "cpu_s"]);
+    s.metrics = vec!["wall_s".into()];
+    assert_eq!(s.headline_metrics(), ["wall_s"]);
+    // A commbench lab's records keep their own headlines in a shared duet.
+    s.metrics.clear();
+    s.exec = None;
+    assert!(!s.wall_is_shared());
+    assert!(s.headline_metrics().is_empty());
+}

@@ -859,3 +859,48 @@ fn a_shared_cpu_duet_takes_one_cpu_this_process_may_use() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--shared-cpu: CPU 4096"), "{err}");
 }
+
+/// A CPU-bound program's CPU time that stays inconclusive one side after
+/// the other gets the shared-CPU duet suggested; as a shared duet it is
+/// judged on CPU time alone, and the table says why not on wall time.
+#[test]
+fn an_exec_run_suggests_the_shared_duet_and_judges_cpu_time_there() {
+    // A threshold of 0.01% leaves any A/A's CPU interval inconclusive.
+    let out = cb()
+        .args(["ab", "-L", "d", "0.01,0.01", "--threshold", "0.01"])
+        .args(["--contamination", "99"])
+        .args(QUICK)
+        .args(["--", "sleep {d}"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("exec/command cpu_s: inconclusive"), "{text}");
+    assert!(text.contains("(--shared-cpu CPU)"), "{text}");
+    if let Err(e) = commbench_core::proctree::TreeGroup::create_weighted("abtest") {
+        commbench_core::testing::skip("cgroup CPU controller", e);
+        return;
+    }
+    let cpu = commbench_core::placement::current_affinity().cpus()[0].to_string();
+    let out = cb()
+        .args(["ab", "--shared-cpu", &cpu, "-L", "n", "2000,4000"])
+        .args(["--contamination", "99", "--threshold", "0.01"])
+        .args(QUICK)
+        .args(["--", "awk 'BEGIN{for(i=0;i<{n};i++)s+=i}'"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text.contains("note: wall time is not judged in a shared-CPU duet"),
+        "{text}"
+    );
+    // The headlines: CPU time, not wall time; and no hint to do what it does.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.ends_with(" exec/command cpu_s") || l.ends_with(" exec/command wall_s"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(rows[0].ends_with("cpu_s"), "{text}");
+    assert!(!text.contains("(--shared-cpu CPU)"), "{text}");
+}
