@@ -253,8 +253,9 @@ impl AbSpec {
 /// a fixed amount of work the faster side ends first and leaves the other
 /// the whole CPU, so a change in wall time reads at about half its size.
 /// Measured (docs/statistics.md §9): an awk loop of N against 1.03·N
-/// iterations read 1.026-1.030 in CPU time and 1.001-1.012 in wall time
-/// as a shared duet. Its CPU time is the program's own (each side's
+/// iterations as a shared duet held 1.03 inside its CPU interval in 20 of
+/// 20 runs, while its wall time read 1.001-1.013 (four runs called it "no
+/// change" at ±1%). Its CPU time is the program's own (each side's
 /// cgroup), and both sides meet the same spell of a vCPU whose speed comes
 /// and goes: a pair's CPU log-ratio spread fell from 20-28% one side after
 /// the other (pinned to one CPU or not) to 1-2%.
