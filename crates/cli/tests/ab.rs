@@ -865,18 +865,28 @@ fn a_shared_cpu_duet_takes_one_cpu_this_process_may_use() {
 /// judged on CPU time alone, and the table says why not on wall time.
 #[test]
 fn an_exec_run_suggests_the_shared_duet_and_judges_cpu_time_there() {
-    // A threshold of 0.01% leaves any A/A's CPU interval inconclusive.
-    let out = cb()
-        .args(["ab", "-L", "d", "0.01,0.01", "--threshold", "0.01"])
-        .args(["--contamination", "99"])
-        .args(QUICK)
-        .args(["--", "sleep {d}"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
-    assert!(text.contains("exec/command cpu_s: inconclusive"), "{text}");
-    assert!(text.contains("(--shared-cpu CPU)"), "{text}");
+    // A threshold of 0.01% leaves an A/A's CPU interval inconclusive,
+    // unless (one run in twenty, more on a loaded host) the interval
+    // misses 1 by chance and calls it faster or slower: then no hint is
+    // due, and the A/A is run again, at most three times.
+    let mut inconclusive = false;
+    for _ in 0..3 {
+        let out = cb()
+            .args(["ab", "-L", "d", "0.01,0.01", "--threshold", "0.01"])
+            .args(["--contamination", "99"])
+            .args(QUICK)
+            .args(["--", "sleep {d}"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        inconclusive = text.contains("exec/command cpu_s: inconclusive");
+        assert_eq!(text.contains("(--shared-cpu CPU)"), inconclusive, "{text}");
+        if inconclusive {
+            break;
+        }
+    }
+    assert!(inconclusive, "three A/As in a row were decided");
     if let Err(e) = commbench_core::proctree::TreeGroup::create_weighted("abtest") {
         commbench_core::testing::skip("cgroup CPU controller", e);
         return;
