@@ -593,7 +593,9 @@ fn mlrsearch_through_the_binary_gives_each_goal_its_bounds_and_records_every_tri
     // behind. That must be said (no rate, a decision that names it, a
     // note), never a 0; then the search is run again, up to three times.
     let mut found = None;
-    for _ in 0..3 {
+    // A search the host spoiled (steal, other tests' load) is run again,
+    // at most five times.
+    for _ in 0..5 {
         let v = json(&[
             "pipeline",
             "rfc2544",
@@ -637,7 +639,7 @@ fn mlrsearch_through_the_binary_gives_each_goal_its_bounds_and_records_every_tri
             break;
         }
     }
-    let recs = found.expect("three searches in a row found no lower bound");
+    let recs = found.expect("five searches in a row found no lower bound");
     for kind in ["rfc2544-ndr", "rfc2544-pdr"] {
         let r = recs.iter().find(|r| r["test"] == kind).expect(kind);
         assert_eq!(r["params"]["method"], "mlr", "{r}");

@@ -600,6 +600,9 @@ mod tests {
         assert_eq!(shm::stream_ring_bytes(0), 1 << 20);
         assert_eq!(shm::stream_ring_bytes(16 << 20), 4 << 20);
         assert_eq!(shm::stream_ring_bytes(usize::MAX / 2), 4 << 20);
+        // `--size 18446744073709551615` overflowed the header's addition
+        // before the size was checked (a panic, found by fuzz_args).
+        assert_eq!(shm::stream_ring_bytes(usize::MAX), 4 << 20);
     }
 
     #[test]

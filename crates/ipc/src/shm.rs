@@ -51,7 +51,7 @@ pub const STREAM_RING_MESSAGES: usize = 64;
 /// pairs); 16 MiB was 0.81× [0.73, 0.93] of 4 MiB (its lines no longer
 /// stay in cache), as 16 MiB socket buffers are for a Unix stream.
 pub fn stream_ring_bytes(size: usize) -> usize {
-    let want = STREAM_RING_MESSAGES.saturating_mul(size + crate::frame::HEADER_LEN);
+    let want = STREAM_RING_MESSAGES.saturating_mul(size.saturating_add(crate::frame::HEADER_LEN));
     want.checked_next_power_of_two()
         .unwrap_or(STREAM_RING_MAX)
         .clamp(DEFAULT_RING_BYTES, STREAM_RING_MAX)
