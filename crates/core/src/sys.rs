@@ -345,11 +345,8 @@ pub fn die_with_parent() -> io::Result<()> {
 /// it runs as soon as it wakes, ahead of every normal thread. Needs root
 /// or CAP_SYS_NICE (EPERM otherwise).
 pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
-    let p = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: p lives for the call; pid 0 is the calling thread.
-    unsafe { syscall!(sched_setscheduler(0, libc::SCHED_FIFO, &p)) }.map(|_| ())
+    // Task 0 is the calling thread.
+    set_fifo_priority_of(0, priority)
 }
 
 /// Makes task `tid` (a thread of any process, a kernel thread) a
