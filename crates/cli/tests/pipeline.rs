@@ -1165,6 +1165,63 @@ fn a_capture_that_cannot_be_replayed_is_a_usage_error() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--traffic"));
+    cb().args(["pipeline", "trial", "--stamp", "table"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give it with --traffic FILE"));
+    cb().args(["pipeline", "trial", "--stamp", "inside"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("auto").and(predicate::str::contains("table")));
+}
+
+/// `--dut router` trims each frame to its IP length: a replay through it
+/// is told by the identity table on its own (`--stamp auto`), and the
+/// record says so; every frame of a capture of routable UDP comes back.
+#[test]
+fn a_capture_replayed_through_the_router_is_told_by_the_identity_table() {
+    if !root() {
+        return;
+    }
+    let dir = commbench_core::artifact::TempDir::new("cb-traffic").unwrap();
+    let cap = dir.path().join("udp.pcap");
+    let mut b = commbench_core::capture::writer::PcapBuilder::new(false, false, false, 65535, 1);
+    for (i, len) in [60usize, 590, 1514, 60].into_iter().enumerate() {
+        // The last frame is the first again: a twin. A router drops a
+        // bad IPv4 header checksum.
+        let mut f = udp_frame(len, (i % 3) as u8);
+        let c = commbench_core::checksum::internet_checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        b.record(i as u32, 0, &f);
+    }
+    std::fs::write(&cap, &b.bytes).unwrap();
+    let v = json(&[
+        "pipeline",
+        "trial",
+        "--traffic",
+        &cap.display().to_string(),
+        "--dut",
+        "router",
+        "--rate",
+        "2000",
+        "--duration-s",
+        "0.5",
+        "--lag-bound-us",
+        "60000000",
+        "--no-bias",
+    ]);
+    let recs = records(&v);
+    let t = recs.iter().find(|r| r["test"] == "trial").unwrap();
+    let m = &t["metrics"];
+    assert_eq!(t["params"]["dut"], "router", "{t}");
+    assert_eq!(
+        m["traffic_stamp"], "identity table of the L3/L4 bytes (less ToS, TTL and checksum)",
+        "{m}"
+    );
+    assert_eq!(m["traffic_twins"], 2, "{m}");
+    assert_eq!(m["sent"], 1000, "{m}");
+    assert_eq!(m["received"], 1000, "{m}");
+    assert_eq!(m["lost"], 0, "{m}");
 }
 
 #[test]

@@ -50,7 +50,7 @@ pub enum PipelineCmd {
 /// What every black-box command offers (see docs/pipeline.md, "black-box tester").
 #[derive(Debug, Args)]
 pub struct OfferArgs {
-    /// Device under test: none, l2fwd[:work=swap|delay:NS][,rx=af-xdp][,drop=N,dup=N,swap=N], bridge, cmd:'PROGRAM ARGS', ifaces:IF1,IF2.
+    /// Device under test: none, l2fwd[:work=swap|delay:NS][,rx=af-xdp][,drop=N,dup=N,swap=N], bridge, router (the kernel's IP forwarding), cmd:'PROGRAM ARGS', ifaces:IF1,IF2.
     #[arg(long, default_value = "l2fwd", value_parser = DutSpec::parse)]
     pub dut: DutSpec,
     /// Arrival process of the bursts: cbr or poisson.

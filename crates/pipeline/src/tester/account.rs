@@ -18,6 +18,7 @@
 //! - `out_of_range`: numbers the generator was never going to send
 //!   (beyond its planned count): a DUT that rewrote the payload.
 
+use super::identity::{IdResolver, Identified};
 use super::stamp::{self, NotOurs};
 use commbench_core::stats::LatencyHistogram;
 use serde::Serialize;
@@ -212,6 +213,12 @@ pub struct SinkAccount {
     /// A replayed capture's frames, their stamp a trailer: what arrived
     /// per class (None: synthetic frames, the stamp at its fixed offset).
     pub classes: Option<Box<ClassAccount>>,
+    /// A replayed capture's frames told by their bytes, not a stamp
+    /// (None: they carry one).
+    pub table: Option<Box<IdResolver>>,
+    /// Arrivals counted with no latency: the identity table no longer
+    /// held their departure.
+    pub no_latency: u64,
 }
 
 /// Per class of a replayed capture's frames (the class byte of the
@@ -248,12 +255,30 @@ impl SinkAccount {
             flow_base: 0,
             probes: 0,
             classes: None,
+            table: None,
+            no_latency: 0,
         }
     }
 
     /// Counts one received frame; `rx_ns` is its arrival time in ns since
     /// the trial's epoch.
     pub fn frame(&mut self, frame: &[u8], rx_ns: u64) {
+        if let Some(t) = &mut self.table {
+            match t.identify(frame, rx_ns) {
+                Identified::Foreign => self.foreign += 1,
+                Identified::Probe => self.probes += 1,
+                Identified::Frame {
+                    stream,
+                    seq,
+                    class,
+                    tx_ns,
+                } => {
+                    let flow = self.flow_base.wrapping_add(u16::from(stream));
+                    self.count(flow, seq, tx_ns, Some(class), rx_ns);
+                }
+            }
+            return;
+        }
         let parsed = if self.classes.is_some() {
             stamp::parse_trailer(frame).map(|(s, c)| (s, Some(c)))
         } else {
@@ -278,17 +303,33 @@ impl SinkAccount {
                 return;
             }
         };
-        let idx = usize::from(s.flow.wrapping_sub(self.flow_base));
+        self.count(s.flow, s.seq, Some(s.tx_ns), class, rx_ns);
+    }
+
+    /// Counts the arrival of `seq` of `flow` (of `class`, replayed) that
+    /// left at `tx_ns` (None: not known) and arrived at `rx_ns`.
+    fn count(&mut self, flow: u16, seq: u64, tx_ns: Option<u64>, class: Option<u8>, rx_ns: u64) {
+        let idx = usize::from(flow.wrapping_sub(self.flow_base));
         let Some(f) = self.flows.get_mut(idx) else {
             self.unknown_flow += 1;
             return;
         };
-        let a = f.arrive(s.seq);
+        let a = f.arrive(seq);
         if a == Arrival::OutOfRange {
             return;
         }
-        let lat = if rx_ns >= s.tx_ns {
-            rx_ns - s.tx_ns
+        self.arrivals.arrive(rx_ns);
+        if let (Some(c), Some(k)) = (&mut self.classes, class) {
+            if a != Arrival::Duplicate {
+                c.received[usize::from(k)] += 1;
+            }
+        }
+        let Some(tx_ns) = tx_ns else {
+            self.no_latency += 1;
+            return;
+        };
+        let lat = if rx_ns >= tx_ns {
+            rx_ns - tx_ns
         } else {
             self.negative_latency += 1;
             0
@@ -297,15 +338,11 @@ impl SinkAccount {
             f.late += 1;
         }
         if let (Some(c), Some(k)) = (&mut self.classes, class) {
-            if a != Arrival::Duplicate {
-                c.received[usize::from(k)] += 1;
-            }
             c.latency[usize::from(k)]
                 .get_or_insert_with(LatencyHistogram::new)
                 .record_ns(lat);
         }
         self.latency.record_ns(lat);
-        self.arrivals.arrive(rx_ns);
     }
 
     /// Final counts, given what the generator sent per flow.

@@ -6,6 +6,7 @@
 use super::account::SinkAccount;
 use super::dut::{self, DutSpec, FwdCounters, FwdSnapshot, FwdSpec};
 use super::generator::{gen_run, GenOut};
+use super::identity::IdSlots;
 use super::pace::GenPriority;
 use super::result::TrialResult;
 use super::sink::sink_run;
@@ -136,6 +137,13 @@ impl Bench {
                     netns::ip_cmd(&["-n", &fwd_ns, "link", "set", i, "master", br])?;
                 }
                 netns::ip_cmd(&["-n", &fwd_ns, "link", "set", br, "up"])?;
+            }
+            DutSpec::Router => {
+                let t = b
+                    .topo
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no topology"))?;
+                route_through(t)?;
             }
             DutSpec::L2fwd {
                 work,
@@ -420,8 +428,8 @@ impl Bench {
     /// trailer: the tester's own veths get [`replay::PATH_MTU`] (once);
     /// interfaces given with `ifaces:` must carry it already, and a
     /// forwarder reading with AF_XDP cannot find the stamp.
-    fn ready_for_replay(&mut self) -> io::Result<()> {
-        let need = replay::MTU + stamp::TRAILER_LEN;
+    fn ready_for_replay(&mut self, trailer: bool) -> io::Result<()> {
+        let need = replay::MTU + if trailer { stamp::TRAILER_LEN } else { 0 };
         match &self.dut {
             DutSpec::L2fwd {
                 rx: RxMethod::AfXdp,
@@ -503,7 +511,7 @@ impl Bench {
         let flows = spec.flows;
         let cap: Vec<u64> = match &spec.traffic {
             Some(t) => {
-                self.ready_for_replay()?;
+                self.ready_for_replay(t.id_index().is_none())?;
                 t.plan(frames).0
             }
             None => (0..flows)
@@ -512,6 +520,11 @@ impl Bench {
                 })
                 .collect(),
         };
+        // The identity table's departures, when the frames carry no stamp.
+        let departures = spec.traffic.as_ref().and_then(|t| {
+            let ix = t.id_index()?;
+            Some(Arc::new(IdSlots::new(t.len(), ix.history)))
+        });
         let epoch = realtime_ns();
         let probe_seen = AtomicBool::new(false);
         let sink_failed = AtomicBool::new(false);
@@ -553,6 +566,7 @@ impl Bench {
                         &probe_seen,
                         &gen_done_at,
                         deadline,
+                        departures.as_ref(),
                     )
                 })();
                 if r.is_err() {
@@ -584,6 +598,7 @@ impl Bench {
                         (&probe_seen, &sink_failed),
                         deadline,
                         realtime,
+                        departures.clone(),
                     )
                 })();
                 gen_done_at.store(realtime_ns().max(1), Ordering::Release);
@@ -649,6 +664,98 @@ impl Bench {
         dut_ok?;
         Ok(r)
     }
+}
+
+/// The sink's MAC behind `--dut router` (the router's next hop).
+pub const ROUTER_NEXT_HOP_MAC: &str = "02:cb:00:00:00:03";
+
+/// Makes the device's namespace of `t` an IP router from its first link
+/// to its second: the first link answers the generator's destination MAC
+/// ([`replay::DST_MAC`]), IPv4 and IPv6 forward with reverse-path
+/// filtering off, and one default route each leads to the sink's MAC, a
+/// permanent neighbour (no ARP or ND on the path).
+fn route_through(t: &netns::Topology) -> io::Result<()> {
+    let (ns, i, o) = (&t.fwd_ns, &t.fwd_in, &t.fwd_out);
+    let mac = |m: [u8; 6]| {
+        m.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    netns::ip_cmd(&[
+        "-n",
+        &t.sink_ns,
+        "link",
+        "set",
+        &t.sink_if,
+        "address",
+        ROUTER_NEXT_HOP_MAC,
+    ])?;
+    netns::ip_cmd(&["-n", ns, "link", "set", i, "address", &mac(replay::DST_MAC)])?;
+    let mut sysctl: Vec<String> = [
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.default.rp_filter=0",
+        "net.ipv4.conf.all.send_redirects=0",
+        "net.ipv4.conf.all.log_martians=0",
+        "net.ipv6.conf.all.accept_dad=0",
+        "net.ipv6.conf.default.accept_dad=0",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for x in [i, o] {
+        sysctl.push(format!("net.ipv4.conf.{x}.rp_filter=0"));
+        sysctl.push(format!("net.ipv6.conf.{x}.accept_dad=0"));
+        sysctl.push(format!("net.ipv6.conf.{x}.disable_ipv6=0"));
+    }
+    sysctl.push("net.ipv6.conf.all.disable_ipv6=0".to_owned());
+    sysctl.push("net.ipv6.conf.all.forwarding=1".to_owned());
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "sysctl", "-q", "-w"])
+        .args(&sysctl)
+        .output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "--dut router: sysctl in {ns}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    // The next hop's address: link-local, so no frame of a capture is
+    // addressed to that link (a router forwards no link-local packet).
+    let (v4, v6) = ("169.254.203.2", "fe80::cb:3");
+    netns::ip_cmd(&["-n", ns, "addr", "add", "169.254.203.1/30", "dev", o])?;
+    netns::ip_cmd(&["-n", ns, "route", "add", "default", "via", v4, "dev", o])?;
+    netns::ip_cmd(&[
+        "-n",
+        ns,
+        "neigh",
+        "replace",
+        v4,
+        "lladdr",
+        ROUTER_NEXT_HOP_MAC,
+        "dev",
+        o,
+        "nud",
+        "permanent",
+    ])?;
+    netns::ip_cmd(&[
+        "-n", ns, "-6", "route", "add", "default", "via", v6, "dev", o,
+    ])?;
+    netns::ip_cmd(&[
+        "-n",
+        ns,
+        "-6",
+        "neigh",
+        "replace",
+        v6,
+        "lladdr",
+        ROUTER_NEXT_HOP_MAC,
+        "dev",
+        o,
+        "nud",
+        "permanent",
+    ])?;
+    Ok(())
 }
 
 /// The device's CPU over one trial: the window's length and its times.

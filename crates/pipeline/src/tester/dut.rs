@@ -218,17 +218,31 @@ pub struct FwdSpec {
 }
 
 /// Frames carrying the tester's or netns' magic, at its fixed offset or
-/// in a replayed frame's trailer (the others are not forwarded: the
-/// kernel's own chatter). The forwarder is the tester's model of a
-/// device: it reads the stamp only to tell its frames from that chatter
-/// and to impair a known subset.
+/// in a replayed frame's trailer, or the tester's source MAC (a replayed
+/// frame told by the identity table carries no stamp); the others are
+/// not forwarded: the kernel's own chatter. The forwarder is the
+/// tester's model of a device: it reads the stamp only to tell its
+/// frames from that chatter and to impair a known subset.
 fn marked(f: &[u8]) -> bool {
+    has_magic(f) || from_tester(f)
+}
+
+fn has_magic(f: &[u8]) -> bool {
     f.get(stamp::STAMP_OFF..stamp::STAMP_OFF + 4) == Some(&stamp::MAGIC[..])
         || stamp::trailer_at(f).is_some()
 }
 
+/// A frame the impairments count: stamped, or unstamped from the tester
+/// (a probe, with its own version byte, is neither).
 fn tester_frame(f: &[u8]) -> bool {
-    stamp::parse(f).is_ok() || stamp::parse_trailer(f).is_ok()
+    stamp::parse(f).is_ok() || stamp::parse_trailer(f).is_ok() || (from_tester(f) && !has_magic(f))
+}
+
+/// Sent by the tester's generator, by its MAC (the source as received,
+/// the destination once l2fwd's swap has run).
+fn from_tester(f: &[u8]) -> bool {
+    let m = Some(&super::replay::SRC_MAC[..]);
+    f.get(6..12) == m || f.get(..6) == m
 }
 
 /// The forwarder: receives on `in_if`, swaps MACs (and waits, and
@@ -433,6 +447,14 @@ pub enum DutSpec {
         rx_blocks: usize,
     },
     Bridge,
+    /// The kernel's IP router in the device's namespace: IPv4 and IPv6
+    /// forwarding, one default route each out of its second link to the
+    /// sink, reverse-path filtering off. It rewrites the MACs, lowers the
+    /// TTL and trims each frame to its IP length (so a replayed capture
+    /// is told by the identity table, [`super::identity`]); what it does
+    /// not route (multicast, broadcast, link-local, non-IP, TTL 1) it
+    /// drops, and the per-protocol counts show it.
+    Router,
     /// A program started with `sh -c` in the device's namespace, with
     /// `CB_IN_IF`, `CB_OUT_IF` and `CB_NETNS` in its environment.
     Cmd(String),
@@ -452,12 +474,13 @@ impl DutSpec {
             }
             DutSpec::L2fwd { work, .. } => format!("l2fwd:{}", work.name()),
             DutSpec::Bridge => "bridge".to_owned(),
+            DutSpec::Router => "router".to_owned(),
             DutSpec::Cmd(c) => format!("cmd:{c}"),
             DutSpec::Ifaces(a, b) => format!("ifaces:{a},{b}"),
         }
     }
 
-    /// Parses `none`, `l2fwd[:OPTS]`, `bridge`, `cmd:PROGRAM ARGS`,
+    /// Parses `none`, `l2fwd[:OPTS]`, `bridge`, `router`, `cmd:PROGRAM ARGS`,
     /// `ifaces:IF1,IF2`. l2fwd options, comma separated: `work=swap`,
     /// `work=delay:NS` (or just `delay:NS`), `rx=af-packet|af-xdp`,
     /// `burst=N`, `drop=N`, `dup=N`, `swap=N`.
@@ -469,6 +492,7 @@ impl DutSpec {
         match (kind, rest) {
             ("none" | "loopback", None) => Ok(DutSpec::None),
             ("bridge", None) => Ok(DutSpec::Bridge),
+            ("router", None) => Ok(DutSpec::Router),
             ("cmd", Some(c)) if !c.trim().is_empty() => Ok(DutSpec::Cmd(c.to_owned())),
             ("cmd", _) => Err(SpecError::CmdNoProgram),
             ("ifaces", Some(r)) => match r.split_once(',') {
@@ -600,7 +624,8 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("option 'fast'"));
-        assert!(DutSpec::parse("router")
+        assert_eq!(DutSpec::parse("router"), Ok(DutSpec::Router));
+        assert!(DutSpec::parse("switch")
             .unwrap_err()
             .to_string()
             .contains("not a device"));

@@ -3,6 +3,7 @@
 //! when behind), stamped just before each send, real-time in spans when
 //! it has a CPU of its own.
 
+use super::identity::IdSlots;
 use super::pace::{RtSpans, Schedule};
 use super::replay::Traffic;
 use super::{pace, stamp, TrialSpec, PROBE_PATIENCE, PROBE_VERSION};
@@ -84,12 +85,19 @@ pub(super) struct Stager {
     /// Bytes staged (every staged frame is sent, or the run fails).
     bytes: u64,
     /// A capture replayed instead of the templates: the next frame's
-    /// index in its offer, and where each staged frame's trailer starts.
+    /// index in its offer, and where each staged frame's trailer starts
+    /// (with the identity table: its index in the offer).
     replay: Option<(Arc<Traffic>, u64, Vec<usize>)>,
+    /// The identity table's departures, when the frames carry no stamp.
+    departures: Option<Arc<IdSlots>>,
 }
 
 impl Stager {
-    pub(super) fn new(spec: &TrialSpec, flow_base: u16) -> Stager {
+    pub(super) fn new(
+        spec: &TrialSpec,
+        flow_base: u16,
+        departures: Option<Arc<IdSlots>>,
+    ) -> Stager {
         let distinct = spec.sizes.distinct();
         let burst = spec.burst as usize;
         Stager {
@@ -113,6 +121,7 @@ impl Stager {
                 .traffic
                 .clone()
                 .map(|t| (t, 0, vec![0usize; burst.max(CATCH_UP)])),
+            departures,
         }
     }
 
@@ -130,7 +139,12 @@ impl Stager {
                 .zip(&mut self.lens[at..at + n])
                 .zip(&mut trailer[at..at + n]);
             for ((buf, len), tr) in slots {
-                (*len, *tr) = t.stage(*next, buf, self.flow_base, &mut self.seq);
+                if self.departures.is_some() {
+                    *len = t.stage_bare(*next, buf, &mut self.seq);
+                    *tr = *next as usize;
+                } else {
+                    (*len, *tr) = t.stage(*next, buf, self.flow_base, &mut self.seq);
+                }
                 self.bytes += *len as u64;
                 *next += 1;
             }
@@ -154,14 +168,28 @@ impl Stager {
         }
     }
 
-    /// Stages one probe frame (the first flow's, sequence 0, the probe
-    /// version) alone.
-    fn probe(&mut self) {
+    /// Stages the `k`-th probe frame (the first flow's, sequence 0, the
+    /// probe version) alone.
+    fn probe(&mut self, k: u64) {
         if let Some((t, _, _)) = &self.replay {
-            // The offer's first frame, with a probe trailer.
-            let (b, s, class) = t.frame(0);
+            // The offer's first frame, with a probe trailer. With the
+            // identity table the capture's other frames in turn, bare: the
+            // sink takes any of them before the first departure for a
+            // probe, a router may not route the first (ARP, multicast),
+            // and a probe the device held back past the first departure
+            // is still not that frame.
+            let bare = self.departures.is_some();
+            let len = t.len() as u64;
+            let (b, s, class) = t.frame(match (bare, len) {
+                (false, _) | (true, 1) => 0,
+                (true, _) => 1 + k % (len - 1),
+            });
             let l = b.len();
             self.stage[0][..l].copy_from_slice(b);
+            if bare {
+                self.lens[0] = l;
+                return;
+            }
             stamp::write_trailer(
                 &mut self.stage[0],
                 l,
@@ -182,6 +210,15 @@ impl Stager {
 
     /// Stamps the first `n` staged frames with their departure time.
     fn stamp(&mut self, n: usize, ts: u64) {
+        if let (Some((_, _, index)), Some(d)) = (&self.replay, &self.departures) {
+            for &i in index.iter().take(n) {
+                d.depart(i as u64, ts);
+            }
+            if let Some(&last) = index[..n].last() {
+                d.stamped_up_to(last as u64 + 1);
+            }
+            return;
+        }
         if let Some((_, _, trailer)) = &self.replay {
             for (b, &at) in self.stage.iter_mut().zip(trailer.iter()).take(n) {
                 stamp::write_ts_at(b, at, ts);
@@ -212,7 +249,6 @@ fn probe_path(
 ) -> io::Result<u64> {
     let mut probes = 0u64;
     let t_probe = Instant::now();
-    st.probe();
     while !probe_seen.load(Ordering::Acquire) {
         if interrupted() {
             break;
@@ -226,14 +262,15 @@ fn probe_path(
                 format!(
                     "no probe frame came through the device in {} s: is it forwarding from the generator's link to the sink's?{}",
                     PROBE_PATIENCE.as_secs(),
-                    if st.replay.is_some() {
-                        " A replayed frame carries the tester's stamp past its IP datagram: a device that trims frames to their IP length (a router, a bridge calling iptables) removes it"
-                    } else {
-                        ""
+                    match (&st.replay, &st.departures) {
+                        (Some(_), None) => " A replayed frame carries the tester's stamp past its IP datagram: a device that trims frames to their IP length (a router, a bridge calling iptables) removes it; --stamp table tells the frames by their own bytes",
+                        (Some(_), Some(_)) => " With --stamp table the frames are told by their L3/L4 bytes: a device that rewrites them (NAT) or does not route the capture's first frame never sends one back",
+                        _ => "",
                     }
                 ),
             ));
         }
+        st.probe(probes);
         st.send(tx, iface, 1)?;
         probes += 1;
         std::thread::sleep(Duration::from_millis(5));
@@ -431,11 +468,12 @@ pub(super) fn gen_run(
     (probe_seen, sink_failed): (&AtomicBool, &AtomicBool),
     deadline: Instant,
     realtime: bool,
+    departures: Option<Arc<IdSlots>>,
 ) -> io::Result<GenOut> {
     // Nanosleep's slack: 1 ns instead of 50 µs (this thread only).
     commbench_core::sys::set_timer_slack_ns(1);
     netns::wait_link_up(iface, Duration::from_secs(2))?;
-    let mut st = Stager::new(spec, flow_base);
+    let mut st = Stager::new(spec, flow_base, departures);
     let mut tx = txpath::open(iface, spec.tx, &st.tmpl[0][0], 1024)?;
     let probes = probe_path(tx.as_mut(), iface, &mut st, probe_seen, sink_failed)?;
     let t = tsc();

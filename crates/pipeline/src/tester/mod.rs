@@ -25,6 +25,7 @@ pub mod crosscheck;
 pub mod dut;
 pub mod error;
 mod generator;
+pub mod identity;
 pub mod mlrsearch;
 pub mod pace;
 pub mod replay;

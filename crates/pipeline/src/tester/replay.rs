@@ -21,6 +21,11 @@
 //! Ethernet header, and frames past the [`MAX_FRAMES`] / [`MAX_BYTES`]
 //! held in memory.
 //!
+//! A device that trims frames to their IP length (a router) removes the
+//! trailer: [`Traffic::set_identity_table`] then sends the frames as
+//! captured but for their MACs, and the sink tells them by their own
+//! bytes ([`super::identity`]).
+//!
 //! Each frame has a class, carried in its trailer so the sink needs no
 //! parse: its size bucket (RFC 2819's, on the frame's captured length with
 //! FCS) and its protocol; loss and latency are counted per class. Each
@@ -29,6 +34,7 @@
 //! flow beyond, so a flow's frames stay one sequence and reordering within
 //! it is told.
 
+use super::identity::IdIndex;
 use super::pace::Sizes;
 use super::stamp::{self, TRAILER_LEN};
 use super::MAX_FLOWS;
@@ -229,6 +235,29 @@ impl Mix {
     }
 }
 
+/// How the sink tells a replayed frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stamping {
+    /// The tester's stamp rides in a trailer past the IP datagram.
+    Trailer,
+    /// Nothing is added: the frame's L3/L4 bytes are its identity
+    /// ([`super::identity`]).
+    IdentityTable,
+}
+
+impl Stamping {
+    /// The stamp's place, as the records name it.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Stamping::Trailer => "trailer past the IP datagram",
+            Stamping::IdentityTable => {
+                "identity table of the L3/L4 bytes (less ToS, TTL and checksum)"
+            }
+        }
+    }
+}
+
 /// A capture ready to replay.
 pub struct Traffic {
     /// The file's name as given.
@@ -245,6 +274,8 @@ pub struct Traffic {
     pub refused: Vec<(Refusal, u64)>,
     /// What the reader found wrong in the file (records it skipped).
     pub bad_records: u64,
+    /// The identity table's index, when the frames carry no stamp.
+    id_index: Option<IdIndex>,
 }
 
 impl fmt::Debug for Traffic {
@@ -255,6 +286,7 @@ impl fmt::Debug for Traffic {
             .field("frames", &self.frames.len())
             .field("streams", &self.streams)
             .field("refused", &self.refused)
+            .field("stamping", &self.stamping())
             .finish()
     }
 }
@@ -544,7 +576,32 @@ impl Traffic {
             mix,
             refused,
             bad_records: issues.total(),
+            id_index: None,
         })
+    }
+
+    /// Sends the frames without a stamp and tells them at the sink by
+    /// their bytes ([`super::identity`]): for a device that trims what
+    /// lies past the IP datagram.
+    pub fn set_identity_table(&mut self) {
+        let idx = IdIndex::build(self.offer.len(), self.streams, |p| {
+            let (b, s, _) = self.frame(p as u64);
+            (b, s)
+        });
+        self.id_index = Some(idx);
+    }
+
+    /// How the sink tells the frames.
+    pub fn stamping(&self) -> Stamping {
+        match self.id_index {
+            Some(_) => Stamping::IdentityTable,
+            None => Stamping::Trailer,
+        }
+    }
+
+    /// The identity table's index (None: the frames carry a trailer).
+    pub fn id_index(&self) -> Option<&IdIndex> {
+        self.id_index.as_ref()
     }
 
     /// The capture's file name, without its folders.
@@ -582,6 +639,17 @@ impl Traffic {
         stamp::write_trailer(buf, b.len(), flow_base + s as u16, seq[s], class);
         seq[s] += 1;
         (b.len() + TRAILER_LEN, b.len())
+    }
+
+    /// Writes the `i`-th frame offered into `buf` as captured (but for
+    /// its MACs), with no stamp, counting it in `seq` of its stream;
+    /// returns its length.
+    #[inline]
+    pub fn stage_bare(&self, i: u64, buf: &mut [u8], seq: &mut [u64]) -> usize {
+        let (b, s, _) = self.frame(i);
+        buf[..b.len()].copy_from_slice(b);
+        seq[usize::from(s)] += 1;
+        b.len()
     }
 
     /// Frames per stream and per class among the first `n` offered.

@@ -138,6 +138,14 @@ pub struct TrafficInfo {
     pub order: String,
     /// Where the tester's stamp was carried.
     pub stamp: &'static str,
+    /// With the identity table: frames that share their L3/L4 bytes with
+    /// another of the capture (told apart by their order).
+    pub twins: Option<u64>,
+    /// With the identity table: departures passed over as lost (older
+    /// than the late bound when a later twin had arrived), and arrivals
+    /// counted with no latency (their departure no longer kept).
+    pub passed_over: Option<u64>,
+    pub no_latency: Option<u64>,
     pub mix: Mix,
     /// Frames left out, by reason.
     pub refused: Vec<(String, u64)>,
@@ -147,7 +155,7 @@ pub struct TrafficInfo {
 }
 
 /// The stamp's place in a replayed frame, as the records name it.
-pub const TRAILER_STAMP: &str = "trailer past the IP datagram";
+pub const TRAILER_STAMP: &str = super::replay::Stamping::Trailer.describe();
 
 impl TrafficInfo {
     /// The traffic's params (file, order) and its mix, the stamp's place
@@ -157,6 +165,15 @@ impl TrafficInfo {
         r.push_param("traffic", &t.file);
         r.push_param("traffic_order", &t.order);
         r.push_metric("traffic_stamp", t.stamp);
+        for (k, v) in [
+            ("traffic_twins", t.twins),
+            ("traffic_passed_over", t.passed_over),
+            ("traffic_no_latency", t.no_latency),
+        ] {
+            if let Some(v) = v {
+                r.push_metric(k, v);
+            }
+        }
         r.push_metric("traffic_frames", m.frames);
         r.push_metric("traffic_size_min", m.size_min);
         r.push_metric("traffic_size_median", m.size_median);
@@ -192,7 +209,10 @@ impl TrafficInfo {
                 Order::Capture => "capture".to_owned(),
                 Order::Mix { seed } => format!("mix seed {seed}"),
             },
-            stamp: TRAILER_STAMP,
+            stamp: t.stamping().describe(),
+            twins: t.id_index().map(|i| i.twins),
+            passed_over: None,
+            no_latency: None,
             mix: t.mix.clone(),
             refused: t.refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
             refused_total: t.refused_total(),
@@ -401,7 +421,12 @@ impl TrialResult {
         if let (Some(t), Some(c)) = (&spec.traffic, &a.classes) {
             let (_, classes) = t.plan(sent);
             (self.per_size, self.per_protocol) = per_class(&classes, c);
-            self.traffic = Some(TrafficInfo::of(t));
+            let mut ti = TrafficInfo::of(t);
+            if let Some(r) = &a.table {
+                ti.passed_over = Some(r.passed_over);
+                ti.no_latency = Some(a.no_latency);
+            }
+            self.traffic = Some(ti);
         }
         self
     }

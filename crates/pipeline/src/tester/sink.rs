@@ -2,10 +2,12 @@
 //! time until the drain after the generator's last departure.
 
 use super::account::{self, SinkAccount};
+use super::identity::{IdResolver, IdSlots};
 use super::{stamp, TrialSpec};
 use crate::netns::{interrupted, realtime_ns, RxMethod, RxPath};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[allow(clippy::too_many_arguments)] // one role, its plumbing spelled out
@@ -18,12 +20,16 @@ pub(super) fn sink_run(
     probe_seen: &AtomicBool,
     gen_done_at: &AtomicU64,
     deadline: Instant,
+    departures: Option<&Arc<IdSlots>>,
 ) -> io::Result<(SinkAccount, u64)> {
     let mut rx = RxPath::open(iface, spec.rx)?;
     let mut acct = SinkAccount::new(cap, spec.late_ns, 100_000);
     acct.flow_base = flow_base;
-    if spec.traffic.is_some() {
+    if let Some(t) = &spec.traffic {
         acct.classes = Some(Box::default());
+        if let Some(d) = departures {
+            acct.table = IdResolver::new(t.clone(), d.clone(), spec.late_ns).map(Box::new);
+        }
     }
     let drain = spec.drain.as_nanos() as u64;
     loop {

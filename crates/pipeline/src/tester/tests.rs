@@ -618,7 +618,7 @@ fn a_generator_behind_its_schedule_sends_what_is_overdue_in_one_batch() {
         rate: Rate::Pps(100_000.0),
         ..TrialSpec::default()
     };
-    let mut st = Stager::new(&spec, 0);
+    let mut st = Stager::new(&spec, 0, None);
     // A schedule that started 10 ms ago: 1,000 bursts are due.
     let start = rdtsc() - t.ns_to_ticks(10e6) as u64;
     let mut p = Pacer::new(&spec, t.hz());
@@ -645,7 +645,7 @@ fn a_generator_behind_its_schedule_sends_what_is_overdue_in_one_batch() {
     assert_eq!(p.lag.hdr().len(), 0);
     // Bursts larger than the catch-up batch: one burst per send.
     let spec = TrialSpec { burst: 100, ..spec };
-    let mut st = Stager::new(&spec, 0);
+    let mut st = Stager::new(&spec, 0, None);
     let mut p = Pacer::new(&spec, t.hz());
     let start = rdtsc() - t.ns_to_ticks(1e9) as u64;
     assert_eq!(catch_up(&mut p, &mut st, start, 100, 5_000, 100), 100);
@@ -670,7 +670,7 @@ fn a_capture_size_mix_over_many_flows_is_refused_before_its_templates_are_built(
     assert!(e.contains("give fewer --flows"), "{e}");
     // The staged frames keep the pattern's sizes, in its order.
     let s = spec(2);
-    let mut st = Stager::new(&s, 0);
+    let mut st = Stager::new(&s, 0, None);
     st.fill(4);
     assert_eq!(st.lens[..4], [60, 61, 62, 63]);
 }

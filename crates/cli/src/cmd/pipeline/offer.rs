@@ -5,6 +5,7 @@ use super::OfferArgs;
 use anyhow::Result;
 use clap::{ArgGroup, Args};
 use commbench_pipeline::netns;
+use commbench_pipeline::tester::dut::DutSpec;
 use commbench_pipeline::tester::pace::{self, Sizes};
 use commbench_pipeline::tester::replay::{Order, Traffic};
 use commbench_pipeline::tester::trial::Offer;
@@ -26,6 +27,17 @@ pub struct TrafficArgs {
     /// With --traffic or --sizes-from: offer the capture's mix shuffled with --seed, not its order.
     #[arg(long, requires = "capture")]
     pub traffic_mix: bool,
+    /// With --traffic: how the sink tells the replayed frames. trailer: the tester's stamp rides past each IP datagram (every frame told apart, reordering measured); table: the frames go exactly as captured but for their MACs and are told by their L3/L4 bytes, for a device that trims frames to their IP length (a router); auto: table for --dut router, trailer otherwise.
+    #[arg(long, value_enum, default_value_t = StampArg::Auto, value_name = "HOW")]
+    pub stamp: StampArg,
+}
+
+/// `--stamp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StampArg {
+    Auto,
+    Trailer,
+    Table,
 }
 
 impl TrafficArgs {
@@ -86,9 +98,32 @@ pub(super) fn offer(o: &OfferArgs, rate: &str, sizes: Sizes) -> Result<Offer> {
         seed: o.seed,
         ..TrialSpec::default()
     };
+    if o.traffic.stamp != StampArg::Auto && o.traffic.traffic.is_none() {
+        return Err(crate::usage(
+            "--stamp says how a replayed capture's frames are told: give it with --traffic FILE",
+        ));
+    }
     if let Some(path) = &o.traffic.traffic {
-        let t = Traffic::load(path, o.traffic.order(o.seed)).map_err(crate::usage_err)?;
+        let mut t = Traffic::load(path, o.traffic.order(o.seed)).map_err(crate::usage_err)?;
+        let table = match o.traffic.stamp {
+            StampArg::Table => true,
+            StampArg::Trailer => false,
+            StampArg::Auto => o.dut == DutSpec::Router,
+        };
         eprintln!("commbench pipeline: traffic {}: {}", t.name(), t.mix.line());
+        if table {
+            t.set_identity_table();
+            let ix = t.id_index().map_or(0, |i| i.twins);
+            eprintln!(
+                "commbench pipeline: traffic {}: no stamp on the frames, told by their L3/L4 bytes{}",
+                t.name(),
+                if ix > 0 {
+                    format!(" ({ix} frames identical to another are told apart by their order: their reordering is not seen)")
+                } else {
+                    String::new()
+                }
+            );
+        }
         if let Some(l) = t.refused_line() {
             eprintln!("commbench pipeline: note: {l}");
         }
