@@ -428,6 +428,33 @@ pub fn thread_receive(ns: &str, iface: &str, cpu: usize, peer: (&str, &str)) -> 
     Ok(pid)
 }
 
+/// Turns GRO off on `iface` (in `ns`) while its receive stays in NAPI
+/// (and in the thread of [`thread_receive`]): an XDP program that passes
+/// every frame holds the NAPI a veth otherwise keeps only with GRO on.
+/// The program stays attached while the returned value lives. A frame
+/// then reaches the stack alone, as it was sent: what the identity table
+/// needs of a replayed TCP flow's segments. The cost: veth copies a
+/// frame whose headroom is short of XDP's 256 B into a page of its own.
+pub fn receive_without_gro(ns: &str, iface: &str) -> io::Result<crate::xdpprog::XdpPass> {
+    check_iface_name(iface)?;
+    let (ns2, if2) = (ns.to_owned(), iface.to_owned());
+    let pass = std::thread::spawn(move || -> io::Result<crate::xdpprog::XdpPass> {
+        enter(&ns2)?;
+        crate::xdpprog::XdpPass::attach(crate::afpacket::ifindex(&if2)?)
+    })
+    .join()
+    .map_err(|_| io::Error::other("attaching the XDP pass program panicked"))??;
+    ip(&[
+        "netns",
+        "exec",
+        ns,
+        "sh",
+        "-c",
+        &format!("ethtool -K {iface} gro off >/dev/null"),
+    ])?;
+    Ok(pass)
+}
+
 /// The receive threads' SCHED_FIFO priority: a receive runs as soon as
 /// frames wait, ahead of the device's and the sink's own threads, as it
 /// did in softirq. A normal-priority receive thread shared its CPU with a

@@ -225,6 +225,50 @@ impl XdpRedirect {
     }
 }
 
+/// An XDP program that passes every frame (`r0 = XDP_PASS; exit`),
+/// attached in the driver: on a veth it keeps the receive in NAPI (and so
+/// in its NAPI thread) with GRO off, which a veth otherwise needs for
+/// NAPI. The identity table needs GRO off: with no trailer, GRO would
+/// merge a replayed TCP flow's segments into frames the capture does not
+/// hold. Dropping it detaches the program.
+pub struct XdpPass {
+    _prog: OwnedFd,
+    _link: OwnedFd,
+}
+
+impl XdpPass {
+    /// Loads the program and attaches it to `ifindex` in the driver
+    /// (generic XDP would not give a veth its NAPI).
+    pub fn attach(ifindex: u32) -> io::Result<Self> {
+        const MOV64_IMM: u8 = 0xb7;
+        const EXIT: u8 = 0x95;
+        let insns = [insn(MOV64_IMM, 0, 0, 0, XDP_PASS), insn(EXIT, 0, 0, 0, 0)];
+        let license = c"Dual BSD/GPL";
+        let mut a = [0u64; 16];
+        put_u32(&mut a, 0, BPF_PROG_TYPE_XDP);
+        put_u32(&mut a, 4, insns.len() as u32);
+        a[1] = insns.as_ptr() as u64;
+        a[2] = license.as_ptr() as u64;
+        let what = |w: &str, e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("XDP pass program: {w}: {e} (needs root and native XDP on the interface)"),
+            )
+        };
+        let prog = fd_of(bpf(BPF_PROG_LOAD, &mut a).map_err(|e| what("loading", e))?);
+        let mut a = [0u64; 16];
+        put_u32(&mut a, 0, prog.as_raw_fd() as u32);
+        put_u32(&mut a, 4, ifindex);
+        put_u32(&mut a, 8, BPF_XDP);
+        put_u32(&mut a, 12, XDP_FLAGS_DRV_MODE);
+        let link = fd_of(bpf(BPF_LINK_CREATE, &mut a).map_err(|e| what("attaching", e))?);
+        Ok(XdpPass {
+            _prog: prog,
+            _link: link,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

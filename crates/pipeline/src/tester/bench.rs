@@ -63,6 +63,9 @@ pub struct Bench {
     /// The same for the sink's receive, a tester role: what the device's
     /// transmit hands the sink is the sink's work, not the device's.
     sink_rx_thread: Option<(u32, usize)>,
+    /// XDP pass programs that keep the receive threads with GRO off
+    /// ([`netns::receive_without_gro`]), for the identity table.
+    pub(super) no_gro: Vec<crate::xdpprog::XdpPass>,
 }
 
 impl Bench {
@@ -90,6 +93,7 @@ impl Bench {
             replay_mtu: false,
             rx_thread: None,
             sink_rx_thread: None,
+            no_gro: Vec::new(),
         };
         match dut {
             DutSpec::Ifaces(a, c) => {
@@ -461,6 +465,9 @@ impl Bench {
             }
             _ => {}
         }
+        if !trailer && self.no_gro.is_empty() {
+            self.receive_without_gro()?;
+        }
         if self.replay_mtu {
             return Ok(());
         }
@@ -497,6 +504,32 @@ impl Bench {
             }
         }
         self.replay_mtu = true;
+        Ok(())
+    }
+
+    /// For the identity table: GRO off where the tester's receive runs in
+    /// NAPI threads (the device's first link, the sink's), so no replayed
+    /// TCP segments are merged on the way; the threads stay. Where it
+    /// cannot, the threads go and the receive runs in softirq (where
+    /// veth merges nothing), and the placement says so.
+    fn receive_without_gro(&mut self) -> io::Result<()> {
+        let Some(t) = &self.topo else { return Ok(()) };
+        let mut ends = Vec::new();
+        if self.rx_thread.is_some() {
+            ends.push((t.fwd_ns.clone(), t.fwd_in.clone()));
+        }
+        if self.sink_rx_thread.is_some() {
+            ends.push((t.sink_ns.clone(), t.sink_if.clone()));
+        }
+        for (ns, i) in ends {
+            match netns::receive_without_gro(&ns, &i) {
+                Ok(p) => self.no_gro.push(p),
+                Err(_) => {
+                    self.unthread_receives();
+                    return Ok(());
+                }
+            }
+        }
         Ok(())
     }
 

@@ -427,3 +427,40 @@ fn a_router_trims_the_trailer_and_the_identity_table_accounts_what_it_routes() {
         .to_string();
     assert!(e.contains("--stamp table"), "{e}");
 }
+
+/// With no trailer, GRO would merge a replayed TCP flow's segments into
+/// frames the capture does not hold: for the identity table the tester's
+/// receive threads run with GRO off (an XDP pass program keeps them), so
+/// through the router every segment arrives, is told and polled by the
+/// device's NAPI thread, which stays pinned.
+#[test]
+fn the_identity_table_gets_a_tcp_flow_frame_for_frame_through_the_receive_threads() {
+    let Some(cpus) = super::tests::root_with_two_cpus("threaded receive") else {
+        return;
+    };
+    let mut t = Traffic::from_bytes("tcp.pcap", pcap_of(&tcp_flow(20), 1), Order::Capture).unwrap();
+    t.set_identity_table();
+    let mut b = Bench::new(&DutSpec::Router, RoleCpus::for_cpus(&cpus)).unwrap();
+    let Some((pid, c)) = b.rx_thread else {
+        commbench_core::testing::skip(
+            "threaded NAPI",
+            format_args!("no receive thread here (ethtool or the kernel's threaded NAPI missing)"),
+        );
+        return;
+    };
+    let (fwd_ns, fwd_in) = {
+        let t = b.topo.as_ref().unwrap();
+        (t.fwd_ns.clone(), t.fwd_in.clone())
+    };
+    let polled0 = netns::napi_rx_frames(&fwd_ns, &fwd_in).unwrap();
+    let r = b.trial(&spec(Arc::new(t), 20_000.0, 100)).unwrap();
+    assert_eq!(r.sent, 2000, "{r:?}");
+    assert_eq!((r.received, r.lost, r.duplicated), (2000, 0, 0), "{r:?}");
+    // The router's own chatter (IPv6 neighbour and multicast listener
+    // messages as its links come up) is all the sink may see besides.
+    assert!(r.foreign < 10, "{r:?}");
+    assert_eq!(b.rx_thread, Some((pid, c)), "the receive thread stayed");
+    assert_eq!(b.no_gro.len(), 2, "GRO off at the device and the sink");
+    let polled = netns::napi_rx_frames(&fwd_ns, &fwd_in).unwrap() - polled0;
+    assert!(polled >= 2000, "the device's NAPI polled {polled} frames");
+}
