@@ -35,6 +35,8 @@
 # (bench/cbestimate.py): an interval needs >= 6 samples, a paired ratio
 # >= 6 pairs. Each measured step holds `flock LOCK` when LOCK is set, so
 # builds of other sessions on the host take turns between steps.
+#  4. Part 1's first two KINDS at once, each on its own veth pair, both
+#     generators on CPU 0 (the shared-CPU duet): one ratio per round.
 # Usage: bench/pipeline-replay-compare.sh [ROUNDS] [RUNS] [PARTS]
 #   default: 8 5 123
 #   env: BIN (a built commbench instead of building the release one),
@@ -84,7 +86,8 @@ trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
 ip netns add "$NS"
 ip -n "$NS" link add cbxa type veth peer name cbxb
-for i in cbxa cbxb; do
+ip -n "$NS" link add cbxc type veth peer name cbxd
+for i in cbxa cbxb cbxc cbxd; do
   ip -n "$NS" link set "$i" mtu 1532
   ip -n "$NS" link set "$i" up
 done
@@ -99,10 +102,13 @@ ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 || true
 # waits whenever veth's ring to the sink's thread is full: its CPU per
 # frame holds the sink's pace, not only its own work.
 if [ "${SINK_RX:-}" = thread ]; then
-  ip netns exec "$NS" ethtool -K cbxa tso off >/dev/null
-  ip netns exec "$NS" ethtool -K cbxb gro on >/dev/null
-  ip netns exec "$NS" sh -c 'echo 1 > /sys/class/net/cbxb/threaded'
-  for p in $(pgrep '^napi/cbxb'); do taskset -pc 1 "$p" >/dev/null; chrt -f -p 1 "$p"; done
+  for pair in "cbxa cbxb" "cbxc cbxd"; do
+    set -- $pair
+    ip netns exec "$NS" ethtool -K "$1" tso off >/dev/null
+    ip netns exec "$NS" ethtool -K "$2" gro on >/dev/null
+    ip netns exec "$NS" sh -c "echo 1 > /sys/class/net/$2/threaded"
+    for p in $(pgrep "^napi/$2"); do taskset -pc 1 "$p" >/dev/null; chrt -f -p 1 "$p"; done
+  done
 fi
 echo "sink receive: ${SINK_RX:-softirq on the sending CPU}"
 nx() { ip netns exec "$NS" "$@"; }
@@ -116,7 +122,7 @@ ours() {
   [ "$kind" = synthetic ] && src=(--sizes-from "$cap")
   [ "$kind" = replay-table ] && src=(--traffic "$cap" --stamp table)
   l=$(load)
-  echo "$("${locked[@]}" ip netns exec "$NS" "$CB" --no-store pipeline trial --dut ifaces:cbxa,cbxb "${src[@]}" \
+  echo "$("${locked[@]}" ip netns exec "$NS" "$CB" --no-store pipeline trial --dut "ifaces:${PAIR:-cbxa,cbxb}" "${src[@]}" \
     --rate "$rate" --burst "$burst" --duration-s "$dur" --lag-bound-us 60000000 --cpus 0,1 --no-bias \
     --format jsonl 2>/dev/null | field trial delivered_per_gen_cpu_s delivered_pps gap_p99_ns sent sent_bytes behind_schedule) $l"
 }
@@ -130,6 +136,30 @@ if [[ $PARTS == *1* && $M != 1 ]]; then
     for kind in $KINDS; do
       echo "$r $kind $(ours $kind "$GEN" 5M 32 "$dur")" >>"$OUT/cpu.txt"
     done
+  done
+fi
+
+if [[ $PARTS == *4* && $M != 1 ]]; then
+  # Part 4, the duet: part 1's two kinds at once, each on its own veth
+  # pair, both generators on CPU 0 and both sinks on CPU 1, so the two
+  # see the same spells of this vCPU's speed (issue 52's shared-CPU duet:
+  # the SD of a pair's ratio fell from ~25% to ~2% that way). Each
+  # round's pair is one sample of the ratio.
+  : >"$OUT/duet.txt"
+  dur=$(python3 -c "print($FRAMES/5e6)")
+  read -r ka kb _ <<<"$KINDS"
+  kb=${kb:-synthetic}
+  for r in $(seq "$ROUNDS"); do
+    echo "part 4, round $r/$ROUNDS" >&2
+    (
+      [ -n "${LOCK:-}" ] && exec 9>"$LOCK" && flock 9
+      locked=()
+      PAIR=cbxa,cbxb ours "$ka" "$GEN" 5M 32 "$dur" >"$OUT/duet.a" &
+      PAIR=cbxc,cbxd ours "$kb" "$GEN" 5M 32 "$dur" >"$OUT/duet.b" &
+      wait
+    )
+    echo "$r $ka $(cat "$OUT/duet.a")" >>"$OUT/duet.txt"
+    echo "$r $kb $(cat "$OUT/duet.b")" >>"$OUT/duet.txt"
   done
 fi
 
@@ -263,13 +293,16 @@ def num(x):
 def med(xs):
     xs = sorted(x for x in xs if x == x)
     return xs[len(xs) // 2] if xs else float("nan")
-if "1" in parts and os.path.exists(f"{out}/cpu.txt"):
-    rows = [l.split() for l in open(f"{out}/cpu.txt")]
+for part, name, title in (("1", "cpu.txt", "1. frames delivered per generator CPU-second, flat out (5 Mpps asked, bursts of 32), interleaved, median [95% CI]:"),
+                          ("4", "duet.txt", "4. the same, the two kinds at once on one CPU (the duet), median [95% CI]:")):
+    if part not in parts or not os.path.exists(f"{out}/{name}"):
+        continue
+    rows = [l.split() for l in open(f"{out}/{name}")]
     by = collections.defaultdict(dict)
     for p in rows:
         if len(p) >= 9:
             by[p[0]][p[1]] = p[2:]
-    print("1. frames delivered per generator CPU-second, flat out (5 Mpps asked, bursts of 32), median [95% CI]:")
+    print(title)
     kinds = [k for k in ("replay", "replay-table", "synthetic") if any(k in r for r in by.values())]
     for k in kinds:
         v = [num(r[k][0]) for r in by.values() if k in r]

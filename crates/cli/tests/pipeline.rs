@@ -69,7 +69,7 @@ fn argument_errors_exit_2_with_a_message() {
             ],
             "invalid value 'dpdk'",
         ),
-        (&["pipeline", "trial", "--dut", "router"], "is not a device"),
+        (&["pipeline", "trial", "--dut", "switch"], "is not a device"),
         (
             &["pipeline", "trial", "--dut", "l2fwd:delay:x"],
             "whole nanoseconds",

@@ -72,7 +72,7 @@ pub enum SpecError {
     FwdBlocks(String),
     #[error("--dut l2fwd: option '{0}' is not work=swap, work=delay:NS, rx=af-packet|af-xdp, burst=N, blocks=N, drop=N, dup=N or swap=N")]
     FwdOption(String),
-    #[error("--dut '{0}' is not a device: none, l2fwd[:work=swap|delay:NS], bridge, cmd:'PROGRAM ARGS' or ifaces:IF1,IF2")]
+    #[error("--dut '{0}' is not a device: none, l2fwd[:work=swap|delay:NS], bridge, router, cmd:'PROGRAM ARGS' or ifaces:IF1,IF2")]
     NotADevice(String),
     #[error(
         "--search '{0}' is not a search: mlr (RFC 9971, the default) or rfc2544 (binary search)"
