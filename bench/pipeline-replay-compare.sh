@@ -28,7 +28,10 @@
 #     kind: the median NDR with its 95% interval, the worst run's distance
 #     from the median (target: every run within ±10%), the NDR per device
 #     CPU-second the record carries, and synthetic / replay (target
-#     within 10%).
+#     within 10%); how many searches measured, the trials not counted and
+#     of them the host's (spoiled), with the seconds the searches backed
+#     off for a quiet host. Each search's records are kept in
+#     OUT/ndr-RUN-CAPTURE-KIND.json.
 #
 # Every figure has the 1-minute load average beside it (median over its
 # runs). Medians, intervals and ratios come from commbench estimate
@@ -271,11 +274,16 @@ for r in recs:
     if r["test"] == "rfc2544-ndr":
         m = r["metrics"]
         num = lambda x: "nan" if x is None else str(x)
+        # What the host cost the search: trials not counted, of them the
+        # host's (spoiled), and the seconds its back-offs waited (a build
+        # before back-offs reports neither: "-").
         print(cap, kind, run, num(m.get("rate_pps")), num(m.get("rate_per_device_cpu_s")),
               m.get("decided") or "-", "limited" if m.get("tester_limited") else "-", load,
-              f"{float(t1) - float(t0):.0f}")
+              f"{float(t1) - float(t0):.0f}", m.get("troubled_trials", "-"),
+              m.get("host_spoiled_trials", "-"), m.get("host_backoff_wait_s", "-"))
         break
 PY
+        cp "$OUT/ndr.json" "$OUT/ndr-$r-$(basename "$cap")-$kind.json" 2>/dev/null || true
         tail -1 "$OUT/ndr.txt" >&2
       done
     done
@@ -346,9 +354,15 @@ if "3" in parts and os.path.exists(f"{out}/ndr.txt"):
             worst = max((abs(x / m - 1) * 100 for x in v[kind] if x == x), default=float("nan"))
             within = sum(1 for x in v[kind] if x == x and abs(x / m - 1) <= 0.10)
             dev = [num(r[4]) for r in rs]
+            measured = sum(1 for x in v[kind] if x == x)
+            host = ""
+            if rs and all(len(r) >= 12 for r in rs):
+                host = (f"; {measured}/{len(rs)} measured; trials not counted {sum(int(num(r[9])) for r in rs if num(r[9]) == num(r[9]))}, "
+                        f"the host's {sum(int(num(r[10])) for r in rs if num(r[10]) == num(r[10]))} "
+                        f"(back-offs {sum(num(r[11]) for r in rs if num(r[11]) == num(r[11])):.0f} s)")
             print(f"  {cap:12} {kind:9} NDR {fmt_median(median_ci(v[kind]), 0)} pps; worst run {worst:.1f}% from the median, "
                   f"{within}/{len(v[kind])} within ±10%; per device CPU-s {fmt_median(median_ci(dev), 0)}; "
                   f"load {med([num(r[7]) for r in rs]):.2f}; {med([num(r[8]) for r in rs]):.0f} s a search; "
-                  f"decided: {', '.join(sorted({r[5] for r in rs}))}")
+                  f"decided: {', '.join(sorted({r[5] for r in rs}))}{host}")
         print(f"  {cap:12} synthetic / replay NDR (target within 10%): {fmt_ratio(ratio_ci(v['replay'], v['synthetic']))}")
 PY

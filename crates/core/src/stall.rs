@@ -195,6 +195,72 @@ impl StallMonitor {
     }
 }
 
+/// How long [`StallMonitor::wait_quiet`] watches and waits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuietSpec {
+    /// One window's length: the monitor is read this often.
+    pub poll: Duration,
+    /// Quiet windows in a row for this long end the wait.
+    pub quiet_for: Duration,
+    /// The wait ends here, quiet or not.
+    pub max: Duration,
+}
+
+/// How a wait for a quiet host ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuietWait {
+    /// How long the wait took.
+    pub waited: Duration,
+    /// A quiet stretch of `quiet_for` was seen (false: the wait reached
+    /// `max`, or was stopped, first).
+    pub quiet: bool,
+    /// Windows that were not quiet.
+    pub noisy_windows: u32,
+}
+
+impl StallMonitor {
+    /// Waits until the windows of `q.poll` read quiet (`is_quiet`) for
+    /// `q.quiet_for` in a row, at most `q.max`, or until `stop` says so
+    /// (checked every window). The monitor's wake-ups go on while the
+    /// caller waits, so a host that holds the machine's CPUs back shows
+    /// as late wake-ups (and steal) even when nothing else runs.
+    pub fn wait_quiet(
+        &mut self,
+        q: QuietSpec,
+        is_quiet: impl Fn(&StallWindow) -> bool,
+        stop: impl Fn() -> bool,
+    ) -> QuietWait {
+        let start = Instant::now();
+        let _ = self.take_window();
+        let mut quiet_since = start;
+        let mut noisy_windows = 0u32;
+        let poll = q.poll.max(Duration::from_millis(1));
+        loop {
+            let now = Instant::now();
+            let waited = now - start;
+            if self.running() && now - quiet_since >= q.quiet_for {
+                return QuietWait {
+                    waited,
+                    quiet: true,
+                    noisy_windows,
+                };
+            }
+            if waited >= q.max || stop() || !self.running() {
+                return QuietWait {
+                    waited,
+                    quiet: false,
+                    noisy_windows,
+                };
+            }
+            std::thread::sleep(poll.min(q.max - waited));
+            if !is_quiet(&self.take_window()) {
+                noisy_windows += 1;
+                quiet_since = Instant::now();
+            }
+        }
+    }
+}
+
 impl Drop for StallMonitor {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
@@ -236,6 +302,32 @@ mod tests {
         let w = m.take_window();
         assert!(w.worst_ms.is_finite() && w.worst_ms >= 0.0, "{w:?}");
         assert!(!StallMonitor::start_default().realtime());
+    }
+
+    #[test]
+    fn a_wait_for_quiet_ends_quiet_on_a_quiet_host_and_at_its_bound_on_a_noisy_one() {
+        let mut m = StallMonitor::start(Duration::from_millis(1), DEFAULT_THRESHOLD);
+        let q = QuietSpec {
+            poll: Duration::from_millis(5),
+            quiet_for: Duration::from_millis(20),
+            max: Duration::from_secs(5),
+        };
+        // Every window quiet: the wait ends quiet, with no noisy window.
+        let w = m.wait_quiet(q, |_| true, || false);
+        assert!(w.quiet && w.noisy_windows == 0, "{w:?}");
+        assert!(w.waited >= q.quiet_for, "{w:?}");
+        // No window quiet: the wait ends at its bound, not quiet, every
+        // window counted.
+        let q = QuietSpec {
+            max: Duration::from_millis(30),
+            ..q
+        };
+        let w = m.wait_quiet(q, |_| false, || false);
+        assert!(!w.quiet && w.noisy_windows >= 1, "{w:?}");
+        assert!(w.waited >= q.max, "{w:?}");
+        // Stopped: ends at once, not quiet.
+        let w = m.wait_quiet(q, |_| false, || true);
+        assert!(!w.quiet && w.noisy_windows == 0, "{w:?}");
     }
 
     #[test]

@@ -568,6 +568,17 @@ fn ndr_answer(ndr: &Record) -> String {
     if !s("fail_loss_where").is_empty() {
         how.push(format!("losses above it in the {}", s("fail_loss_where")));
     }
+    // An irregular search's note says it already.
+    let regular = ndr.metrics.get("regular").and_then(|v| v.as_bool()) == Some(true);
+    if let Some(n) = ndr
+        .metric_f64("host_spoiled_trials")
+        .filter(|&n| n > 0.0 && regular)
+    {
+        how.push(format!(
+            "the host spoiled {n:.0} trials, re-run after {:.1} s of back-off",
+            ndr.metric_f64("host_backoff_wait_s").unwrap_or(0.0)
+        ));
+    }
     if !how.is_empty() {
         a.push_str(&format!(" ({})", how.join("; ")));
     }
@@ -682,6 +693,17 @@ mod tests {
         assert_eq!(
             ndr_answer(&r),
             "; black-box NDR of l2fwd at 2 µs per frame 0.123 Mpps (MLRsearch, exceed ratio 0.5, bounds within 2%; losses above it in the device rx ring)"
+        );
+        // Decided despite the host: said so.
+        let spoiled = ndr(0.1)
+            .metric("regular", true)
+            .metric("host_spoiled_trials", 4)
+            .metric("host_backoff_wait_s", 6.54);
+        assert!(
+            ndr_answer(&spoiled)
+                .ends_with("within 2%; the host spoiled 4 trials, re-run after 6.5 s of back-off)"),
+            "{}",
+            ndr_answer(&spoiled)
         );
         let irregular = ndr(0.1).metric("regular", false).metric(
             "note",

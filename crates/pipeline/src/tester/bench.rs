@@ -314,6 +314,12 @@ impl Bench {
         self.sink_if = lab.sink_if.clone();
     }
 
+    /// The running stall monitor, for a search's back-off between trials
+    /// (None: switched off, or it did not start).
+    pub(super) fn stall_monitor_mut(&mut self) -> Option<&mut StallMonitor> {
+        self.stalls.as_mut().filter(|m| m.running())
+    }
+
     /// The namespaces this bench created.
     pub fn namespaces(&self) -> Vec<String> {
         self.topo

@@ -39,7 +39,9 @@ pub use crosspoint::{
 pub use run::{parse_size_list, run, run_table, RunReport, RunSpec, SizeList, RFC2544_SIZES};
 pub use table::{b2b_table, device_line, mlr_table, table};
 
-use super::mlrsearch::controller::{self as mlr, Decided, GoalResult, Measured, SearchOutcome};
+use super::mlrsearch::controller::{
+    self as mlr, BackOff, Decided, GoalResult, HostCost, Measured, Measurer, SearchOutcome,
+};
 use super::mlrsearch::Goal;
 use super::pace::Rate;
 use super::{Bench, SpecError, TrialResult, TrialSpec};
@@ -86,6 +88,26 @@ pub const MLR_MAX_TRIALS: usize = 200;
 /// not yet decided say so (the defaults need about a third of it).
 pub const MLR_BUDGET_S: f64 = 120.0;
 
+/// MLRsearch's back-off before a trial the host spoiled is run again:
+/// the stall monitor read every [`BACKOFF_POLL`] until a quiet stretch of
+/// [`BACKOFF_QUIET`] (no steal, no wake-up later than
+/// [`BACKOFF_QUIET_STALL_MS`]), at most [`BACKOFF_MAX`] a wait and
+/// [`MLR_BACKOFF_BUDGET_S`] a search. Measured on this project's 2-vCPU
+/// VM (2026-11-29, /proc/stat steal every 10 ms for 180 s, both CPUs
+/// busy): steal came in 10-30 ms blips, 0.14% of the CPU time; merging
+/// gaps under 0.5 s, spells lasted 0.1 s (median), 0.4 s (p90), 1.2 s at
+/// most, a median 4.3 s apart. A quiet second outlasts nine in ten.
+pub const BACKOFF_QUIET: Duration = Duration::from_secs(1);
+pub const BACKOFF_POLL: Duration = Duration::from_millis(100);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// A window whose latest wake-up was later than this is not quiet: the
+/// real-time monitor's worst wake-up in 100 ms windows was 0.13 ms at the
+/// median, 1.0 ms at p90 and 9.3 ms at p99 with another session building
+/// (2026-11-29, 150 s); 5 ms at 65 kpps is 325 frames.
+pub const BACKOFF_QUIET_STALL_MS: f64 = 5.0;
+/// Back-off waits at most per MLRsearch, s.
+pub const MLR_BACKOFF_BUDGET_S: f64 = 60.0;
+
 /// What to search.
 #[derive(Debug, Clone)]
 pub struct SearchSpec {
@@ -130,6 +152,9 @@ pub struct SearchResult {
     pub goal: Option<GoalResult>,
     /// Trials that did not count (the tester's or the host's trouble).
     pub troubled: usize,
+    /// MLRsearch: what the host's trouble cost the search (spoiled
+    /// trials, back-offs, their waits).
+    pub host: HostCost,
     /// Wall time of the search, s.
     pub search_s: f64,
     /// The device's own CPU during the search (FD.io CSIT's clocks per
@@ -383,6 +408,7 @@ pub fn search(
         method: Method::Rfc2544,
         goal: None,
         troubled: behind,
+        host: HostCost::default(),
         search_s: start.elapsed().as_secs_f64(),
         device,
     })
@@ -418,23 +444,52 @@ pub fn mlr_search(
         max_pps,
         max_trials,
         trouble_repeats: mlr::TROUBLE_REPEATS,
+        host_retries: mlr::HOST_RETRIES,
+        backoff_budget_s: MLR_BACKOFF_BUDGET_S,
         budget_s,
     };
     let start = Instant::now();
+    let mut m = BenchMeasurer {
+        b,
+        trial,
+        log: &mut log,
+        counted: Vec::new(),
+    };
+    let out = mlr::search(&spec, &mut m)?;
     // The counted trials by load, for the latency at the lower bound and
     // where the frames were lost at the upper one.
-    let mut counted: Vec<(f64, TrialResult)> = Vec::new();
-    let out = mlr::search(&spec, |load, duration_s| {
+    let counted = m.counted;
+    let search_s = start.elapsed().as_secs_f64();
+    let results = out
+        .goals
+        .iter()
+        .map(|g| goal_result(g, &out, &counted, search_s))
+        .collect();
+    Ok((out, results))
+}
+
+/// MLRsearch's trials on the bench.
+struct BenchMeasurer<'a, L> {
+    b: &'a mut Bench,
+    trial: &'a TrialSpec,
+    log: &'a mut L,
+    counted: Vec<(f64, TrialResult)>,
+}
+
+impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L> {
+    type Error = io::Error;
+
+    fn trial(&mut self, load: f64, duration_s: f64) -> io::Result<Option<Measured>> {
         if super::interrupted() {
             return Ok(None);
         }
-        let mut t = trial.clone();
+        let mut t = self.trial.clone();
         t.rate = Rate::Pps(load);
         t.duration = Duration::from_secs_f64(duration_s);
         let t0 = Instant::now();
-        let r = b.trial(&t)?;
+        let r = self.b.trial(&t)?;
         let trouble = mlr::trouble_of(&r);
-        log(&r, trouble.as_deref());
+        (self.log)(&r, trouble.as_deref());
         let m = Measured {
             loss_ratio: loss_ratio(&r),
             duration_s,
@@ -443,17 +498,40 @@ pub fn mlr_search(
             trouble,
         };
         if m.trouble.is_none() {
-            counted.push((load, r));
+            self.counted.push((load, r));
         }
-        Ok::<_, io::Error>(Some(m))
-    })?;
-    let search_s = start.elapsed().as_secs_f64();
-    let results = out
-        .goals
-        .iter()
-        .map(|g| goal_result(g, &out, &counted, search_s))
-        .collect();
-    Ok((out, results))
+        Ok(Some(m))
+    }
+
+    /// Waits for the stall monitor to read the host quiet (see
+    /// [`BACKOFF_QUIET`]); without a monitor, waits for nothing.
+    fn back_off(&mut self) -> io::Result<Option<BackOff>> {
+        if super::interrupted() {
+            return Ok(None);
+        }
+        let Some(m) = self.b.stall_monitor_mut() else {
+            return Ok(Some(BackOff::default()));
+        };
+        let q = commbench_core::stall::QuietSpec {
+            poll: BACKOFF_POLL,
+            quiet_for: BACKOFF_QUIET,
+            max: BACKOFF_MAX,
+        };
+        let w = m.wait_quiet(q, quiet_window, super::interrupted);
+        if super::interrupted() {
+            return Ok(None);
+        }
+        Ok(Some(BackOff {
+            waited_s: w.waited.as_secs_f64(),
+            quiet: Some(w.quiet),
+        }))
+    }
+}
+
+/// A stall monitor window in which the host stole nothing and held no
+/// wake-up back [`BACKOFF_QUIET_STALL_MS`] or more.
+pub fn quiet_window(w: &commbench_core::stall::StallWindow) -> bool {
+    w.steal_ms.unwrap_or(0.0) <= 0.0 && w.worst_ms < BACKOFF_QUIET_STALL_MS
 }
 
 /// One goal of an MLRsearch as a [`SearchResult`]: the relevant lower
@@ -497,6 +575,7 @@ fn goal_result(
         method: Method::Mlr,
         goal: Some(g.clone()),
         troubled: out.troubled,
+        host: out.host.clone(),
         search_s,
         device: DeviceCpu::from_trials(
             counted
@@ -541,6 +620,13 @@ pub fn search_record(s: &SearchResult, spec: &SearchSpec, dut: &str, size: &str)
         .metric("trials", s.trials)
         .metric("troubled_trials", s.troubled)
         .metric("search_s", s.search_s);
+    if s.method == Method::Mlr {
+        r.push_metric("host_spoiled_trials", s.host.spoiled);
+        r.push_metric("host_retries", s.host.retries);
+        r.push_metric("host_backoffs", s.host.backoffs);
+        r.push_metric("host_backoff_wait_s", s.host.waited_s);
+        r.push_metric("host_backoffs_unquiet", s.host.unquiet);
+    }
     match &s.goal {
         None => r.push_param("resolution_pct", spec.resolution_pct),
         Some(g) => goal_fields(&mut r, g),
@@ -622,6 +708,15 @@ pub fn fold_repeats(v: &[(SearchResult, Record)]) -> Option<Record> {
     }
     r.push_param("repeat", v.len());
     r.push_metric("measured_repeats", rates.len());
+    if s0.method == Method::Mlr {
+        // What the host cost all the repeats, not the first one's.
+        let sum = |f: fn(&HostCost) -> f64| v.iter().map(|(s, _)| f(&s.host)).sum::<f64>();
+        r.push_metric("host_spoiled_trials", sum(|h| h.spoiled as f64) as usize);
+        r.push_metric("host_retries", sum(|h| h.retries as f64) as usize);
+        r.push_metric("host_backoffs", sum(|h| h.backoffs as f64) as usize);
+        r.push_metric("host_backoff_wait_s", sum(|h| h.waited_s));
+        r.push_metric("host_backoffs_unquiet", sum(|h| h.unquiet as f64) as usize);
+    }
     r.push_metric("confirmed", v.iter().all(|(s, _)| s.confirmed));
     r.push_metric("tester_limited", v.iter().any(|(s, _)| s.tester_limited));
     if s0.goal.is_some() {

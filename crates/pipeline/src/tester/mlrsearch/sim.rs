@@ -9,9 +9,21 @@
 //! a seeded exponential draw (a Poisson process), so every run of a test
 //! sees the same pauses. The generator falls behind at and above
 //! `gen_ceiling_pps` and in the trials listed in `stalled` (by index): such
-//! a trial is troubled.
+//! a trial is troubled. A host spell (`spell`) troubles every trial from
+//! one on until the search has backed off a number of times: a spell the
+//! back-offs outlast. Time is counted, never waited: a back-off "waits"
+//! a simulated second.
 
-use super::controller::Measured;
+use super::controller::{BackOff, Measured, Measurer};
+use std::convert::Infallible;
+
+/// A host gone busy from trial `from` on until the search backed off
+/// `backoffs` times (`usize::MAX`: for good).
+#[derive(Debug, Clone, Copy)]
+pub struct Spell {
+    pub from: usize,
+    pub backoffs: usize,
+}
 
 /// When the host pauses the device.
 #[derive(Debug, Clone)]
@@ -40,6 +52,11 @@ pub struct SimDevice {
     pub stalled: Vec<usize>,
     /// Trials from this one on are all behind (a host gone busy).
     pub busy_from: Option<usize>,
+    /// A host spell the back-offs may outlast.
+    pub spell: Option<Spell>,
+    /// Back-offs asked for, and of them during the spell.
+    pub backoffs: usize,
+    spell_backoffs: usize,
     clock_s: f64,
     next_pause_s: f64,
     rng: u64,
@@ -57,6 +74,9 @@ impl SimDevice {
             gen_ceiling_pps: f64::INFINITY,
             stalled: Vec::new(),
             busy_from: None,
+            spell: None,
+            backoffs: 0,
+            spell_backoffs: 0,
             clock_s: 0.0,
             next_pause_s: f64::INFINITY,
             rng: 0,
@@ -87,13 +107,20 @@ impl SimDevice {
         -mean_s * u.ln()
     }
 
+    /// Whether the spell troubles trial `i`.
+    fn in_spell(&self, i: usize) -> bool {
+        self.spell
+            .is_some_and(|s| i >= s.from && self.spell_backoffs < s.backoffs)
+    }
+
     /// One trial at `load` for `duration_s`.
     pub fn trial(&mut self, load: f64, duration_s: f64) -> Measured {
         let i = self.n;
         self.n += 1;
         let behind = load >= self.gen_ceiling_pps
             || self.stalled.contains(&i)
-            || self.busy_from.is_some_and(|b| i >= b);
+            || self.busy_from.is_some_and(|b| i >= b)
+            || self.in_spell(i);
         let end = self.clock_s + duration_s;
         let mut pauses = 0;
         while self.next_pause_s < end {
@@ -115,5 +142,24 @@ impl SimDevice {
             kept_schedule: !behind,
             trouble: behind.then(|| "the generator fell behind its schedule".to_owned()),
         }
+    }
+}
+
+impl Measurer for &mut SimDevice {
+    type Error = Infallible;
+    fn trial(&mut self, load_pps: f64, duration_s: f64) -> Result<Option<Measured>, Infallible> {
+        Ok(Some(SimDevice::trial(self, load_pps, duration_s)))
+    }
+    /// A simulated second; quiet once the spell is over.
+    fn back_off(&mut self) -> Result<Option<BackOff>, Infallible> {
+        self.backoffs += 1;
+        if self.spell.is_some_and(|s| self.n > s.from) {
+            self.spell_backoffs += 1;
+        }
+        let busy = self.in_spell(self.n) || self.busy_from.is_some_and(|b| self.n >= b);
+        Ok(Some(BackOff {
+            waited_s: 1.0,
+            quiet: Some(!busy),
+        }))
     }
 }

@@ -167,10 +167,19 @@ pub fn mlr_table(rows: &[(String, SearchResult)]) -> String {
         ));
         if last_size != Some(size.as_str()) {
             last_size = Some(size);
+            let h = &r.host;
             notes.push_str(&format!(
-                "{size}{u}: MLRsearch, {} trials ({} not counted: the tester's or the host's trouble) in {:.1} s; the generator kept {} on schedule\n",
+                "{size}{u}: MLRsearch, {} trials ({} not counted: the tester's or the host's trouble{}) in {:.1} s; the generator kept {} on schedule\n",
                 r.trials,
                 r.troubled,
+                if h.spoiled > 0 {
+                    format!(
+                        "; the host spoiled {}, re-run after {} back-offs of {:.1} s",
+                        h.spoiled, h.backoffs, h.waited_s
+                    )
+                } else {
+                    String::new()
+                },
                 r.search_s,
                 if r.tester_ceiling_pps.is_finite() {
                     format!("up to {:.0} pps", r.tester_ceiling_pps)

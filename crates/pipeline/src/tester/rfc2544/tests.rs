@@ -117,6 +117,7 @@ fn mlr_result(lower: Option<f64>, note: &str) -> SearchResult {
             note: note.into(),
         }),
         troubled: 0,
+        host: HostCost::default(),
         search_s: 30.0,
     }
 }
@@ -271,4 +272,36 @@ fn a_search_record_gives_the_devices_cpu_and_flags_a_shared_one() {
         .unwrap()
         .starts_with("device CPU not measured"));
     assert!(none.metric_f64("rate_per_device_cpu_s").is_none());
+}
+
+#[test]
+fn a_search_the_host_spoiled_says_so_in_its_record_its_fold_and_the_table() {
+    let host = HostCost {
+        spoiled: 4,
+        retries: 1,
+        backoffs: 4,
+        waited_s: 6.5,
+        unquiet: 0,
+        last_trouble: None,
+    };
+    let spoiled = |lower| SearchResult {
+        troubled: 4,
+        host: host.clone(),
+        ..mlr_result(lower, &host.text())
+    };
+    let r = folded(vec![spoiled(Some(100e3)), mlr_result(Some(101e3), "")]);
+    // Summed over the repeats, not the first search's.
+    assert_eq!(r.metric_f64("host_spoiled_trials"), Some(4.0));
+    assert_eq!(r.metric_f64("host_backoffs"), Some(4.0));
+    assert_eq!(r.metric_f64("host_backoff_wait_s"), Some(6.5));
+    let note = r.metrics["note"].as_str().unwrap();
+    assert!(note.starts_with("the host spoiled 4 trials"), "{note}");
+    let t = table(&[("64".into(), spoiled(Some(100e3)))]);
+    assert!(
+        t.contains("4 not counted: the tester's or the host's trouble; the host spoiled 4, re-run after 4 back-offs of 6.5 s"),
+        "{t}"
+    );
+    // A search the host left alone says nothing of it.
+    let t = table(&[("64".into(), mlr_result(Some(100e3), ""))]);
+    assert!(!t.contains("spoiled"), "{t}");
 }
