@@ -454,6 +454,7 @@ pub fn mlr_search(
         trial,
         log: &mut log,
         counted: Vec::new(),
+        last_quiet: false,
     };
     let out = mlr::search(&spec, &mut m)?;
     // The counted trials by load, for the latency at the lower bound and
@@ -474,6 +475,11 @@ struct BenchMeasurer<'a, L> {
     trial: &'a TrialSpec,
     log: &'a mut L,
     counted: Vec<(f64, TrialResult)>,
+    /// Whether the last trial's own window was quiet (no steal, no late
+    /// wake-up): its trouble was then not the host's, and waiting for a
+    /// quiet host changes nothing (a generator that cannot keep
+    /// `--lag-bound-us` waited out the whole budget).
+    last_quiet: bool,
 }
 
 impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L> {
@@ -489,6 +495,8 @@ impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L
         let t0 = Instant::now();
         let r = self.b.trial(&t)?;
         let trouble = mlr::trouble_of(&r);
+        self.last_quiet = r.steal_ms.is_some_and(|s| s <= 0.0)
+            && r.host_stall_ms.is_some_and(|w| w < BACKOFF_QUIET_STALL_MS);
         (self.log)(&r, trouble.as_deref());
         let m = Measured {
             loss_ratio: loss_ratio(&r),
@@ -504,10 +512,14 @@ impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L
     }
 
     /// Waits for the stall monitor to read the host quiet (see
-    /// [`BACKOFF_QUIET`]); without a monitor, waits for nothing.
+    /// [`BACKOFF_QUIET`]); without a monitor, or after a trial whose own
+    /// window was quiet, waits for nothing.
     fn back_off(&mut self) -> io::Result<Option<BackOff>> {
         if super::interrupted() {
             return Ok(None);
+        }
+        if self.last_quiet {
+            return Ok(Some(BackOff::default()));
         }
         let Some(m) = self.b.stall_monitor_mut() else {
             return Ok(Some(BackOff::default()));
