@@ -140,7 +140,10 @@ impl Stager {
                 .zip(&mut trailer[at..at + n]);
             for ((buf, len), tr) in slots {
                 if self.departures.is_some() {
-                    *len = t.stage_bare(*next, buf, &mut self.seq);
+                    // Sent from the capture itself ([`Self::send`]): the
+                    // frame as captured needs no copy.
+                    let _ = buf;
+                    *len = t.count_bare(*next, &mut self.seq);
                     *tr = *next as usize;
                 } else {
                     (*len, *tr) = t.stage(*next, buf, self.flow_base, &mut self.seq);
@@ -180,16 +183,21 @@ impl Stager {
             // is still not that frame.
             let bare = self.departures.is_some();
             let len = t.len() as u64;
-            let (b, s, class) = t.frame(match (bare, len) {
+            let i = match (bare, len) {
                 (false, _) | (true, 1) => 0,
                 (true, _) => 1 + k % (len - 1),
-            });
+            };
+            let (b, s, class) = t.frame(i);
             let l = b.len();
-            self.stage[0][..l].copy_from_slice(b);
             if bare {
+                // Sent from the capture, as the trial's frames are.
+                if let Some((_, _, index)) = &mut self.replay {
+                    index[0] = i as usize;
+                }
                 self.lens[0] = l;
                 return;
             }
+            self.stage[0][..l].copy_from_slice(b);
             stamp::write_trailer(
                 &mut self.stage[0],
                 l,
@@ -230,7 +238,20 @@ impl Stager {
         }
     }
 
+    /// Sends the first `n` staged frames; told by the identity table, a
+    /// replayed frame goes from the capture's own bytes, with no copy in
+    /// between (the kernel copies it once, as from a staged buffer).
     fn send(&self, tx: &mut dyn TxPath, iface: &str, n: usize) -> io::Result<()> {
+        if let (Some((t, _, index)), Some(_)) = (&self.replay, &self.departures) {
+            for chunk in index[..n].chunks(txpath::BATCH) {
+                let mut refs: [&[u8]; txpath::BATCH] = [&[]; txpath::BATCH];
+                for (r, &i) in refs.iter_mut().zip(chunk) {
+                    *r = t.frame(i as u64).0;
+                }
+                txpath::send_all(tx, iface, &refs[..chunk.len()])?;
+            }
+            return Ok(());
+        }
         txpath::send_staged(tx, iface, &self.stage[..n], &self.lens[..n])
     }
 }

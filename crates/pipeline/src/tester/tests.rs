@@ -472,11 +472,25 @@ fn rfc2544_search_converges_below_a_known_capacity() {
         max_trials: 10,
         ladder_steps: 0,
     };
-    let mut log = Vec::new();
-    let r = rfc2544::search(&mut b, &s, "ndr", 0.0, 0.0, |t| {
-        log.push((t.offered_pps, t.lost, t.behind_schedule))
-    })
-    .unwrap();
+    // A pass above the result is the host's doing when a steal spell
+    // cost the device frames in a later trial at the same or a lower
+    // rate (150 ms of steal in a 0.2 s trial, seen beside a full test
+    // run): such a search is run again, at most three times.
+    let mut tries = 0;
+    let (r, log) = loop {
+        tries += 1;
+        let mut log = Vec::new();
+        let r = rfc2544::search(&mut b, &s, "ndr", 0.0, 0.0, |t| {
+            log.push((t.offered_pps, t.lost, t.behind_schedule))
+        })
+        .unwrap();
+        let consistent = log
+            .iter()
+            .all(|&(rate, lost, behind)| behind || lost > 0 || rate <= r.fail_pps);
+        if consistent || tries == 3 {
+            break (r, log);
+        }
+    };
     assert!(r.rate_pps <= 50_000.0 * 1.02, "{r:?} {log:?}");
     assert!(r.rate_pps < r.fail_pps, "{r:?}");
     assert!(r.trials <= 10 + 4 && r.trials == log.len(), "{r:?} {log:?}");
