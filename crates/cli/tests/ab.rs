@@ -738,11 +738,18 @@ fn ab_reads_a_number_the_program_prints_and_runs_setup_prepare_cleanup() {
             .map(|s| s.lines().count())
             .unwrap_or(0)
     };
+    // A pair a loaded host contaminated, or one that failed, is redone
+    // (with its own prepare): the record counts them.
+    let redone = ["redone_contaminated", "redone_failed"]
+        .iter()
+        .map(|k| got["metrics"][*k].as_u64().unwrap_or(0) as usize)
+        .sum::<usize>();
     for side in ["100", "200"] {
         assert_eq!(lines(&format!("setup-{side}")), 1);
         assert_eq!(lines(&format!("cleanup-{side}")), 1);
-        // Six kept pairs and one warm-up pair: a prepare before each trial.
-        assert_eq!(lines(&format!("prepare-{side}")), 7);
+        // Six kept pairs, one warm-up pair and the redone ones: a prepare
+        // before each trial.
+        assert_eq!(lines(&format!("prepare-{side}")), 7 + redone, "{got}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
