@@ -763,37 +763,25 @@ fn route_through(t: &netns::Topology) -> io::Result<()> {
     // addressed to that link (a router forwards no link-local packet).
     let (v4, v6) = ("169.254.203.2", "fe80::cb:3");
     netns::ip_cmd(&["-n", ns, "addr", "add", "169.254.203.1/30", "dev", o])?;
-    netns::ip_cmd(&["-n", ns, "route", "add", "default", "via", v4, "dev", o])?;
-    netns::ip_cmd(&[
-        "-n",
-        ns,
-        "neigh",
-        "replace",
-        v4,
-        "lladdr",
-        ROUTER_NEXT_HOP_MAC,
-        "dev",
-        o,
-        "nud",
-        "permanent",
-    ])?;
-    netns::ip_cmd(&[
-        "-n", ns, "-6", "route", "add", "default", "via", v6, "dev", o,
-    ])?;
-    netns::ip_cmd(&[
-        "-n",
-        ns,
-        "-6",
-        "neigh",
-        "replace",
-        v6,
-        "lladdr",
-        ROUTER_NEXT_HOP_MAC,
-        "dev",
-        o,
-        "nud",
-        "permanent",
-    ])?;
+    for (family, via) in [("-4", v4), ("-6", v6)] {
+        netns::ip_cmd(&[
+            "-n", ns, family, "route", "add", "default", "via", via, "dev", o,
+        ])?;
+        netns::ip_cmd(&[
+            "-n",
+            ns,
+            family,
+            "neigh",
+            "replace",
+            via,
+            "lladdr",
+            ROUTER_NEXT_HOP_MAC,
+            "dev",
+            o,
+            "nud",
+            "permanent",
+        ])?;
+    }
     Ok(())
 }
 

@@ -141,8 +141,7 @@ impl Stager {
             for ((buf, len), tr) in slots {
                 if self.departures.is_some() {
                     // Sent from the capture itself ([`Self::send`]): the
-                    // frame as captured needs no copy.
-                    let _ = buf;
+                    // frame as captured needs no copy into `buf`.
                     *len = t.count_bare(*next, &mut self.seq);
                     *tr = *next as usize;
                 } else {
