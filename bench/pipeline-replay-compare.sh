@@ -45,6 +45,7 @@
 #   env: BIN (a built commbench instead of building the release one),
 #        SINK_RX=thread (the sink's receive off the sender's CPU, both parts),
 #        LOCK (a file to flock per step), FRAMES (1000000),
+#        CAPTURE (the capture parts 1 and 4 replay: the generated one),
 #        RATES ("10000 100000 1000000"), OUT (/tmp/pipeline-replay-compare),
 #        KINDS (part 1's, interleaved in this order: "replay synthetic";
 #        replay-table is the replay told by the identity table, no trailer),
@@ -77,6 +78,9 @@ export CB
 echo "build: $CB ($("$CB" --version 2>/dev/null || echo '?'))"
 GEN=$OUT/gen.pcap
 [ -s "$GEN" ] || "$CB" --no-store pcap gen --size 4M -o "$GEN" >/dev/null
+# CAPTURE: the capture parts 1 and 4 replay (default the generated one).
+CAP1=${CAPTURE:-$GEN}
+echo "parts 1 and 4 replay: $CAP1"
 load() { cut -d' ' -f1 /proc/loadavg; }
 field() { python3 -c 'import json,sys
 for l in sys.stdin:
@@ -137,7 +141,7 @@ if [[ $PARTS == *1* && $M != 1 ]]; then
   for r in $(seq "$ROUNDS"); do
     echo "part 1, round $r/$ROUNDS" >&2
     for kind in $KINDS; do
-      echo "$r $kind $(ours $kind "$GEN" 5M 32 "$dur")" >>"$OUT/cpu.txt"
+      echo "$r $kind $(ours $kind "$CAP1" 5M 32 "$dur")" >>"$OUT/cpu.txt"
     done
   done
 fi
@@ -157,8 +161,8 @@ if [[ $PARTS == *4* && $M != 1 ]]; then
     (
       [ -n "${LOCK:-}" ] && exec 9>"$LOCK" && flock 9
       locked=()
-      PAIR=cbxa,cbxb ours "$ka" "$GEN" 5M 32 "$dur" >"$OUT/duet.a" &
-      PAIR=cbxc,cbxd ours "$kb" "$GEN" 5M 32 "$dur" >"$OUT/duet.b" &
+      PAIR=cbxa,cbxb ours "$ka" "$CAP1" 5M 32 "$dur" >"$OUT/duet.a" &
+      PAIR=cbxc,cbxd ours "$kb" "$CAP1" 5M 32 "$dur" >"$OUT/duet.b" &
       wait
     )
     echo "$r $ka $(cat "$OUT/duet.a")" >>"$OUT/duet.txt"

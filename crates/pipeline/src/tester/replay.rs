@@ -39,6 +39,7 @@ use super::pace::Sizes;
 use super::stamp::{self, TRAILER_LEN};
 use super::MAX_FLOWS;
 use crate::wire::{ETH_HDR, FCS};
+use bytes::FrameBytes;
 use commbench_core::capture::issues::Issues;
 use commbench_core::capture::reader::{self, Splitter};
 use commbench_core::capture::CaptureError;
@@ -263,7 +264,7 @@ pub struct Traffic {
     /// The file's name as given.
     pub path: String,
     pub order: Order,
-    data: Vec<u8>,
+    data: FrameBytes,
     frames: Vec<Frame>,
     /// Indices into `frames` in the order offered (one loop).
     offer: Vec<u32>,
@@ -569,7 +570,7 @@ impl Traffic {
         Ok(Traffic {
             path: path.to_owned(),
             order,
-            data,
+            data: FrameBytes::new(data),
             frames,
             offer,
             streams,
@@ -765,5 +766,6 @@ fn mix_of(
     }
 }
 
+mod bytes;
 #[cfg(test)]
 pub(super) mod tests;
