@@ -18,11 +18,15 @@ use super::controller::{BackOff, Measured, Measurer};
 use std::convert::Infallible;
 
 /// A host gone busy from trial `from` on until the search backed off
-/// `backoffs` times (`usize::MAX`: for good).
+/// `backoffs` times (`usize::MAX`: for good). With `evidence` the spell's
+/// trials show it (as other work on the device's CPU does): their
+/// trouble is the host's ([`Measured::host`]); without it they only fall
+/// behind, as a generator at its ceiling would.
 #[derive(Debug, Clone, Copy)]
 pub struct Spell {
     pub from: usize,
     pub backoffs: usize,
+    pub evidence: bool,
 }
 
 /// When the host pauses the device.
@@ -117,6 +121,7 @@ impl SimDevice {
     pub fn trial(&mut self, load: f64, duration_s: f64) -> Measured {
         let i = self.n;
         self.n += 1;
+        let host = self.in_spell(i) && self.spell.is_some_and(|s| s.evidence);
         let behind = load >= self.gen_ceiling_pps
             || self.stalled.contains(&i)
             || self.busy_from.is_some_and(|b| i >= b)
@@ -140,7 +145,12 @@ impl SimDevice {
             duration_s,
             wall_s: duration_s + 0.4,
             kept_schedule: !behind,
-            trouble: behind.then(|| "the generator fell behind its schedule".to_owned()),
+            trouble: match (host, behind) {
+                (true, _) => Some("other work took 30% of the device's CPU".to_owned()),
+                (false, true) => Some("the generator fell behind its schedule".to_owned()),
+                (false, false) => None,
+            },
+            host,
         }
     }
 }
