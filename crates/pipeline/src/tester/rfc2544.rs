@@ -498,14 +498,12 @@ impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L
         self.last_quiet = r.steal_ms.is_some_and(|s| s <= 0.0)
             && r.host_stall_ms.is_some_and(|w| w < BACKOFF_QUIET_STALL_MS);
         (self.log)(&r, trouble.as_ref().map(|t| t.why.as_str()));
-        let host = trouble.as_ref().is_some_and(|t| t.host);
         let m = Measured {
             loss_ratio: loss_ratio(&r),
             duration_s,
             wall_s: t0.elapsed().as_secs_f64(),
             kept_schedule: !r.behind_schedule,
-            trouble: trouble.map(|t| t.why),
-            host,
+            trouble,
         };
         if m.trouble.is_none() {
             self.counted.push((load, r));

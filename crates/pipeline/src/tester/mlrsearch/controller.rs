@@ -22,7 +22,7 @@
 //!
 //! The host's trouble: a troubled trial at or below a load measured
 //! cleanly is the host's (the tester kept that load before), as is one,
-//! at any load, whose own evidence says so ([`Measured::host`]: steal, a
+//! at any load, whose own evidence says so ([`Trouble::host`]: steal, a
 //! stall or other work on the device's CPU explains the frames it lost;
 //! such a run makes no tester's ceiling until the search has gone on past
 //! its [`Spec::host_retries`] runs), and the
@@ -97,12 +97,7 @@ pub struct Measured {
     /// The generator kept its schedule (the load was offered).
     pub kept_schedule: bool,
     /// Why the trial does not count (None: it counts).
-    pub trouble: Option<String>,
-    /// The trouble is the host's by the trial's own evidence (steal, a
-    /// stall or other work on the device's CPU explains the frames lost),
-    /// not the tester's capacity: it spoils the trial wherever the load
-    /// lies, and never makes a tester ceiling.
-    pub host: bool,
+    pub trouble: Option<Trouble>,
 }
 
 /// What a back-off before a re-run did.
@@ -140,7 +135,11 @@ impl<E, F: FnMut(f64, f64) -> Result<Option<Measured>, E>> Measurer for F {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trouble {
     pub why: String,
-    /// The host's, by the trial's own evidence ([`Measured::host`]).
+    /// The host's by the trial's own evidence (steal, a stall or other
+    /// work on the device's CPU explains the frames lost), not the
+    /// tester's capacity: it spoils the trial wherever the load lies, and
+    /// makes no tester's ceiling while the search may still go on past
+    /// runs of spoiled trials.
     pub host: bool,
 }
 
@@ -639,10 +638,10 @@ impl State<'_> {
         };
         let l = &mut self.loads[i];
         match &m.trouble {
-            Some(why) => {
+            Some(t) => {
                 l.troubled += 1;
                 l.in_row += 1;
-                l.last_trouble = why.clone();
+                l.last_trouble = t.why.clone();
             }
             None => {
                 l.in_row = 0;
@@ -749,13 +748,9 @@ impl State<'_> {
             }
             (Decided::TesterCeiling, None) => format!("not measured: {}", could_not()),
             (Decided::HostTrouble, _) => format!(
-                "not measured: {}{}: the host was busy or oversubscribed{}",
+                "not measured: {}, though it kept {} earlier in this search: the host was busy or oversubscribed{}",
                 could_not(),
-                match (self.clean_max, u) {
-                    (Some(c), Some(u)) if c >= u.load_pps =>
-                        format!(", though it kept {} earlier in this search", k(c)),
-                    _ => String::new(),
-                },
+                self.clean_max.map_or("-".to_owned(), k),
                 lo.map_or(String::new(), |l| format!(" (lower bound so far {})", k(l)))
             ),
             (Decided::TrialLimit | Decided::TimeBudget | Decided::Interrupted, _) => {
@@ -825,8 +820,10 @@ pub fn search<M: Measurer>(spec: &Spec, mut m: M) -> Result<SearchOutcome, M::Er
         // device's CPU (a full test suite on 2 CPUs) ends the search in a
         // ceiling or a rate flagged "device CPU shared", as before, not
         // in "host trouble" with nothing measured.
-        let evident = t.host && st.host.retries < spec.host_retries;
-        let spoiled = t.trouble.is_some() && (st.spoils(load) || evident);
+        let spoiled = t
+            .trouble
+            .as_ref()
+            .is_some_and(|x| st.spoils(load) || (x.host && st.host.retries < spec.host_retries));
         if t.trouble.is_some() {
             troubled += 1;
         }

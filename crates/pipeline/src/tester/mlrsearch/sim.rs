@@ -14,13 +14,13 @@
 //! back-offs outlast. Time is counted, never waited: a back-off "waits"
 //! a simulated second.
 
-use super::controller::{BackOff, Measured, Measurer};
+use super::controller::{BackOff, Measured, Measurer, Trouble};
 use std::convert::Infallible;
 
 /// A host gone busy from trial `from` on until the search backed off
 /// `backoffs` times (`usize::MAX`: for good). With `evidence` the spell's
 /// trials show it (as other work on the device's CPU does): their
-/// trouble is the host's ([`Measured::host`]); without it they only fall
+/// trouble is the host's ([`Trouble::host`]); without it they only fall
 /// behind, as a generator at its ceiling would.
 #[derive(Debug, Clone, Copy)]
 pub struct Spell {
@@ -146,11 +146,14 @@ impl SimDevice {
             wall_s: duration_s + 0.4,
             kept_schedule: !behind,
             trouble: match (host, behind) {
-                (true, _) => Some("other work took 30% of the device's CPU".to_owned()),
-                (false, true) => Some("the generator fell behind its schedule".to_owned()),
+                (true, _) => Some("other work took 30% of the device's CPU"),
+                (false, true) => Some("the generator fell behind its schedule"),
                 (false, false) => None,
-            },
-            host,
+            }
+            .map(|why| Trouble {
+                why: why.to_owned(),
+                host,
+            }),
         }
     }
 }

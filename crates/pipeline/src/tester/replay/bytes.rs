@@ -38,31 +38,25 @@ impl FrameBytes {
             return FrameBytes::Heap(data);
         }
         let cap = data.len().div_ceil(HUGE) * HUGE;
-        // SAFETY: a fresh private anonymous mapping; no existing memory
-        // is touched, and a failure is checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                cap,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
+        let Some(ptr) = commbench_core::sys::mmap(
+            cap,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+        .ok()
+        .and_then(NonNull::new) else {
             return FrameBytes::Heap(data);
-        }
-        // SAFETY: `p..p + cap` is the mapping just made; the advice is a
-        // hint whose failure (THP off) leaves ordinary pages.
-        unsafe { libc::madvise(p, cap, libc::MADV_HUGEPAGE) };
-        let ptr = p.cast::<u8>();
+        };
+        // SAFETY: `ptr..ptr + cap` is the mapping just made; the advice is
+        // a hint whose failure (THP off) leaves ordinary pages.
+        unsafe { libc::madvise(ptr.as_ptr().cast(), cap, libc::MADV_HUGEPAGE) };
         // SAFETY: the mapping holds `cap >= data.len()` writable bytes and
         // does not overlap `data`'s allocation.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr, data.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.as_ptr(), data.len()) };
         FrameBytes::Mapped {
-            // mmap never returns null on success.
-            ptr: NonNull::new(ptr).expect("mmap returned a null mapping"),
+            ptr,
             len: data.len(),
             cap,
         }
