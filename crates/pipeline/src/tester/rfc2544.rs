@@ -455,6 +455,7 @@ pub fn mlr_search(
         log: &mut log,
         counted: Vec::new(),
         last_quiet: false,
+        shared_left: mlr::TROUBLE_REPEATS * mlr::HOST_RETRIES,
     };
     let out = mlr::search(&spec, &mut m)?;
     // The counted trials by load, for the latency at the lower bound and
@@ -480,6 +481,14 @@ struct BenchMeasurer<'a, L> {
     /// quiet host changes nothing (a generator that cannot keep
     /// `--lag-bound-us` waited out the whole budget).
     last_quiet: bool,
+    /// Trials that may still be put on other work on the device's CPU
+    /// ([`mlr::other_work`]): as many as the search goes on past in runs
+    /// of spoiled trials. Past them the device shared its CPU for good,
+    /// and a trial counts as it would without the evidence: its loss the
+    /// device's, the result flagged "device CPU shared" (a false tester's
+    /// ceiling otherwise, with no upper bound, beside a busy loop on each
+    /// CPU).
+    shared_left: usize,
 }
 
 impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L> {
@@ -494,7 +503,20 @@ impl<L: FnMut(&TrialResult, Option<&str>)> Measurer for &mut BenchMeasurer<'_, L
         t.duration = Duration::from_secs_f64(duration_s);
         let t0 = Instant::now();
         let r = self.b.trial(&t)?;
-        let trouble = mlr::trouble_of(&r);
+        let mut trouble = mlr::trouble_of(&r);
+        let shared = mlr::other_work(
+            r.lost,
+            r.offered_pps,
+            r.dut_cpu_others_pct,
+            r.dut_cpu_window_ms,
+        )
+        .is_some();
+        if shared && trouble.as_ref().is_some_and(|t| t.host) {
+            match self.shared_left.checked_sub(1) {
+                Some(n) => self.shared_left = n,
+                None => trouble = None,
+            }
+        }
         self.last_quiet = r.steal_ms.is_some_and(|s| s <= 0.0)
             && r.host_stall_ms.is_some_and(|w| w < BACKOFF_QUIET_STALL_MS);
         (self.log)(&r, trouble.as_ref().map(|t| t.why.as_str()));
